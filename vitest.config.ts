@@ -1,0 +1,9 @@
+import { defineConfig } from 'vitest/config';
+
+// Each workspace has its own project so Node tests and workerd tests run under
+// the right pool in one `vitest run`.
+export default defineConfig({
+  test: {
+    projects: ['protocol', 'runner', 'test'],
+  },
+});
