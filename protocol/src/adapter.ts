@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import type { Backend } from './backend.ts';
+import type { AgentEvent } from './events.ts';
+
+export const ImageSchema = z.object({
+  mediaType: z.enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp']),
+  /** base64, no data: prefix */
+  data: z.string().min(1).regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64'),
+});
+export type Image = z.infer<typeof ImageSchema>;
+
+export const UserMessageSchema = z.object({
+  text: z.string(),
+  images: z.array(ImageSchema).max(8).optional(),
+});
+export type UserMessage = z.infer<typeof UserMessageSchema>;
+
+export const SpawnOptionsSchema = z.object({
+  /** How to start the CLI: the binary, plus leading args (e.g. node + cli.js). */
+  executable: z.object({ command: z.string().min(1), prefixArgs: z.array(z.string()).default([]) }),
+  /** Session workspace, the CLI's cwd. */
+  workspace: z.string().min(1),
+  /** Private HOME for the CLI. */
+  home: z.string().min(1),
+  /** Private CLI config dir (CLAUDE_CONFIG_DIR / PI_CODING_AGENT_DIR). */
+  configDir: z.string().min(1),
+  /** Anthropic-Messages endpoint the CLI talks to (the runner's proxy or the offline model). */
+  modelBaseUrl: z.url(),
+  /** Key the CLI presents to modelBaseUrl; a dummy when a proxy injects the real one. */
+  modelApiKey: z.string().min(1),
+  model: z.string().min(1).optional(),
+  /** claude: session id; pi: session file path. */
+  resume: z.string().min(1).optional(),
+  /** No session persistence: a single prompt, then the runner closes stdin. */
+  oneShot: z.boolean().default(false),
+  appendSystemPrompt: z.string().optional(),
+  /** Backend-specific tool names; absent means the adapter's default set. */
+  allowedTools: z.array(z.string().min(1)).optional(),
+  /** Absolute path of the guard module, and the node binary that runs it for claude's hook. */
+  guard: z.object({ file: z.string().min(1), node: z.string().min(1) }).optional(),
+  /** The runner's environment; only allow-listed names are copied. */
+  baseEnv: z.record(z.string(), z.string().optional()).default({}),
+  /** Retry policy for provider errors, honoured by both CLIs. */
+  retry: z.object({ maxRetries: z.number().int().min(0).max(10), baseDelayMs: z.number().int().min(0) }).optional(),
+});
+export type SpawnOptions = z.input<typeof SpawnOptionsSchema>;
+export type ResolvedSpawnOptions = z.output<typeof SpawnOptionsSchema>;
+
+export interface SpawnSpec {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** Files the runner must write before spawning (CLI config, hooks). */
+  files: Array<{ path: string; content: string; mode?: number }>;
+}
+
+export interface CliExit {
+  code: number | null;
+  signal: string | null;
+  stderrHead: string;
+}
+
+export interface AgentCodec {
+  initLines(): string[];
+  encodeUserMessage(m: UserMessage): string;
+  encodeInterrupt(): string;
+  parse(line: string): AgentEvent[];
+  end(exit: CliExit): AgentEvent[];
+  /** True between an accepted user message and its turn.done. */
+  readonly turnOpen: boolean;
+  /** The CLI's own session handle for resuming (claude session id, pi session file). */
+  readonly resumeHandle: string | undefined;
+}
+
+export interface AgentAdapter {
+  readonly backend: Backend;
+  spawnSpec(opts: SpawnOptions): SpawnSpec;
+  createCodec(): AgentCodec;
+}

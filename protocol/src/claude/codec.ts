@@ -1,0 +1,270 @@
+import type { AgentCodec, CliExit, UserMessage } from '../adapter.ts';
+import { TurnTracker } from '../codec-base.ts';
+import { capOutput, type AgentEvent, type ContentBlock, type StopReason, type Usage } from '../events.ts';
+import { arr, head, isObj, nonNegInt, num, obj, str, type Obj } from '../json-fields.ts';
+
+interface OpenBlock {
+  kind: 'text' | 'thinking' | 'tool_use' | 'other';
+  text: string;
+  toolId?: string;
+  name?: string;
+}
+
+const STOP_REASONS: Record<string, StopReason> = {
+  end_turn: 'end_turn',
+  stop_sequence: 'end_turn',
+  tool_use: 'end_turn',
+  max_tokens: 'max_tokens',
+  refusal: 'refusal',
+};
+
+let requestCounter = 0;
+
+/** Codec for `claude -p --input-format stream-json --output-format stream-json`. */
+export class ClaudeCodec implements AgentCodec {
+  private readonly turn = new TurnTracker();
+  private blocks = new Map<number, OpenBlock>();
+  private messageBlocks: ContentBlock[] = [];
+  private sessionId: string | undefined;
+
+  get turnOpen(): boolean {
+    return this.turn.turnOpen;
+  }
+  get resumeHandle(): string | undefined {
+    return this.sessionId;
+  }
+
+  initLines(): string[] {
+    return [];
+  }
+
+  encodeUserMessage(m: UserMessage): string {
+    this.turn.open();
+    const content =
+      m.images && m.images.length > 0
+        ? [
+            ...m.images.map((img) => ({
+              type: 'image',
+              source: { type: 'base64', media_type: img.mediaType, data: img.data },
+            })),
+            { type: 'text', text: m.text },
+          ]
+        : m.text;
+    // JSON.stringify is the only way user text reaches the CLI (invariant 3).
+    return `${JSON.stringify({ type: 'user', message: { role: 'user', content } })}\n`;
+  }
+
+  encodeInterrupt(): string {
+    this.turn.interruptRequested = this.turn.turnOpen;
+    // A clock alone collides in a tight loop; the counter makes ids unique.
+    const requestId = `sy-int-${Date.now().toString(36)}-${(++requestCounter).toString(36)}`;
+    return `${JSON.stringify({ type: 'control_request', request_id: requestId, request: { subtype: 'interrupt' } })}\n`;
+  }
+
+  parse(line: string): AgentEvent[] {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      return this.turn.badLine(line);
+    }
+    if (!isObj(msg)) return this.turn.badLine(line);
+    this.turn.sawEvents = true;
+    switch (msg.type) {
+      case 'stream_event':
+        return this.streamEvent(obj(msg, 'event'));
+      case 'system':
+        return this.system(msg);
+      case 'user':
+        return this.toolResults(msg);
+      case 'result':
+        return this.result(msg);
+      default:
+        // `assistant` snapshots repeat what the stream already delivered
+        // (invariant 2); control_response and unknown types are skipped (invariant 4).
+        return [];
+    }
+  }
+
+  end(exit: CliExit): AgentEvent[] {
+    return this.turn.end(exit);
+  }
+
+  private system(msg: Obj): AgentEvent[] {
+    const subtype = str(msg, 'subtype');
+    if (subtype === 'init') {
+      const sessionId = str(msg, 'session_id');
+      // claude repeats init at every turn; report it only when it says something new.
+      if (sessionId === this.sessionId) return [];
+      this.sessionId = sessionId;
+      const tools = arr(msg, 'tools')?.filter((t): t is string => typeof t === 'string');
+      const model = str(msg, 'model');
+      return [
+        {
+          type: 'session.init',
+          backend: 'claude',
+          ...(sessionId !== undefined && { cliSessionId: sessionId }),
+          ...(model !== undefined && { model }),
+          ...(tools !== undefined && { tools }),
+        },
+      ];
+    }
+    if (subtype === 'api_retry') {
+      const maxAttempts = num(msg, 'max_retries');
+      const delayMs = num(msg, 'retry_delay_ms');
+      const status = msg.error_status;
+      const error = msg.error;
+      const reason = [status, typeof error === 'string' ? error : isObj(error) ? str(error, 'message') : undefined]
+        .filter((p) => p !== undefined && p !== null)
+        .join(' ');
+      return [
+        {
+          type: 'turn.retry',
+          attempt: nonNegInt(num(msg, 'attempt')),
+          ...(maxAttempts !== undefined && { maxAttempts: nonNegInt(maxAttempts) }),
+          ...(delayMs !== undefined && delayMs >= 0 && { delayMs }),
+          reason: reason || 'provider error',
+        },
+      ];
+    }
+    return [];
+  }
+
+  private streamEvent(ev: Obj | undefined): AgentEvent[] {
+    if (!ev) return [];
+    const index = nonNegInt(num(ev, 'index'));
+    switch (ev.type) {
+      case 'message_start':
+        this.blocks = new Map();
+        this.messageBlocks = [];
+        return [];
+      case 'content_block_start': {
+        const cb = obj(ev, 'content_block');
+        const kind = cb?.type;
+        if (kind === 'tool_use' && cb) {
+          const toolId = str(cb, 'id') ?? `tool-${index}`;
+          const name = str(cb, 'name') ?? 'unknown';
+          this.blocks.set(index, { kind: 'tool_use', text: '', toolId, name });
+          return [{ type: 'tool.start', index, toolId, name }];
+        }
+        this.blocks.set(index, { kind: kind === 'text' || kind === 'thinking' ? kind : 'other', text: '' });
+        return [];
+      }
+      case 'content_block_delta': {
+        const delta = obj(ev, 'delta');
+        const block = this.blocks.get(index);
+        if (!delta || !block) return [];
+        if (delta.type === 'text_delta') {
+          const text = str(delta, 'text') ?? '';
+          block.text += text;
+          return text ? [{ type: 'text.delta', index, text }] : [];
+        }
+        if (delta.type === 'thinking_delta') {
+          const text = str(delta, 'thinking') ?? '';
+          block.text += text;
+          return text ? [{ type: 'thinking.delta', index, text }] : [];
+        }
+        if (delta.type === 'input_json_delta' && block.kind === 'tool_use') {
+          const part = str(delta, 'partial_json') ?? '';
+          block.text += part;
+          // The first input_json_delta is often empty; it carries nothing.
+          return part ? [{ type: 'tool.input', index, toolId: block.toolId ?? '', delta: part }] : [];
+        }
+        return [];
+      }
+      case 'content_block_stop':
+        return this.finishBlock(index);
+      case 'message_stop': {
+        const content = this.messageBlocks;
+        this.messageBlocks = [];
+        return content.length > 0 ? [{ type: 'message.assistant', content }] : [];
+      }
+      default:
+        return [];
+    }
+  }
+
+  private finishBlock(index: number): AgentEvent[] {
+    const block = this.blocks.get(index);
+    if (!block) return [];
+    this.blocks.delete(index);
+    if (block.kind === 'text' || block.kind === 'thinking') {
+      this.messageBlocks.push({ type: block.kind, text: block.text });
+      return [];
+    }
+    if (block.kind !== 'tool_use') return [];
+    const input = parseToolInput(block.text);
+    const toolId = block.toolId ?? '';
+    const name = block.name ?? 'unknown';
+    this.messageBlocks.push({ type: 'tool_use', id: toolId, name, input });
+    return [{ type: 'tool.end', index, toolId, name, input }];
+  }
+
+  private toolResults(msg: Obj): AgentEvent[] {
+    const content = arr(obj(msg, 'message') ?? {}, 'content');
+    if (!content) return [];
+    const events: AgentEvent[] = [];
+    for (const block of content) {
+      if (!isObj(block) || block.type !== 'tool_result') continue;
+      events.push({
+        type: 'tool.result',
+        toolId: str(block, 'tool_use_id') ?? '',
+        isError: block.is_error === true,
+        output: capOutput(toolResultText(block.content)),
+      });
+    }
+    return events;
+  }
+
+  private result(msg: Obj): AgentEvent[] {
+    const u = obj(msg, 'usage');
+    const usage: Usage | undefined = u && {
+      inputTokens: nonNegInt(num(u, 'input_tokens')),
+      outputTokens: nonNegInt(num(u, 'output_tokens')),
+      cacheReadTokens: nonNegInt(num(u, 'cache_read_input_tokens')),
+      cacheWriteTokens: nonNegInt(num(u, 'cache_creation_input_tokens')),
+    };
+    const costUsd = num(msg, 'total_cost_usd');
+    const durationMs = num(msg, 'duration_ms');
+    const common = {
+      ...(usage !== undefined && { usage }),
+      ...(costUsd !== undefined && costUsd >= 0 && { costUsd }),
+      ...(durationMs !== undefined && durationMs >= 0 && { durationMs }),
+    };
+    const sessionId = str(msg, 'session_id');
+    if (sessionId) this.sessionId = sessionId;
+    if (msg.is_error === true || str(msg, 'subtype') !== 'success') {
+      const status = num(msg, 'api_error_status');
+      const text = str(msg, 'result') ?? arr(msg, 'errors')?.filter((e) => typeof e === 'string').join('; ') ?? '';
+      return this.turn.close({
+        stopReason: 'error',
+        ...common,
+        error: {
+          code: status === 401 || status === 403 ? 'provider_auth' : status !== undefined ? `provider_${status}` : (str(msg, 'subtype') ?? 'cli_error'),
+          message: head(text) || `claude ended the turn with ${str(msg, 'subtype') ?? 'an error'}`,
+          retryable: status === undefined || status === 429 || status >= 500,
+        },
+      });
+    }
+    const stopReason = STOP_REASONS[str(msg, 'stop_reason') ?? 'end_turn'] ?? 'unknown';
+    return this.turn.close({ stopReason, ...common });
+  }
+}
+
+function parseToolInput(json: string): Record<string, unknown> {
+  if (!json) return {};
+  try {
+    const v: unknown = JSON.parse(json);
+    return isObj(v) ? v : { value: v };
+  } catch {
+    return { _unparsed: json };
+  }
+}
+
+function toolResultText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((b) => (isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : isObj(b) ? `[${String(b.type)}]` : ''))
+    .join('\n');
+}

@@ -1,0 +1,65 @@
+import { SpawnOptionsSchema, type SpawnOptions, type SpawnSpec } from '../adapter.ts';
+import { allowListedEnv, shellQuote } from '../env.ts';
+
+export const CLAUDE_DEFAULT_TOOLS = ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep', 'LS'];
+
+export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
+  const o = SpawnOptionsSchema.parse(input);
+  const tools = o.allowedTools ?? CLAUDE_DEFAULT_TOOLS;
+  const args = [
+    ...o.executable.prefixArgs,
+    '-p',
+    '--input-format', 'stream-json',
+    '--output-format', 'stream-json',
+    '--verbose',
+    '--include-partial-messages',
+    // Tools outside the list do not exist for the model; those inside run
+    // without a permission prompt (headless), still behind the guard hook.
+    '--tools', tools.join(','),
+    '--allowedTools', tools.join(','),
+    // Only our --settings file counts: no user/project settings can add hooks
+    // or permissions behind the runner's back.
+    '--setting-sources', '',
+  ];
+  if (o.model) args.push('--model', o.model);
+  if (o.resume) args.push('--resume', o.resume);
+  if (o.oneShot) args.push('--no-session-persistence');
+  if (o.appendSystemPrompt) args.push('--append-system-prompt', o.appendSystemPrompt);
+
+  const files: SpawnSpec['files'] = [];
+  if (o.guard) {
+    const settingsPath = `${o.configDir}/switchyard-settings.json`;
+    const command = `${shellQuote(o.guard.node)} ${shellQuote(o.guard.file)}`;
+    files.push({
+      path: settingsPath,
+      content: JSON.stringify({
+        hooks: { PreToolUse: [{ matcher: '.*', hooks: [{ type: 'command', command }] }] },
+      }),
+    });
+    args.push('--settings', settingsPath);
+  }
+
+  const extra: Record<string, string> = {
+    HOME: o.home,
+    CLAUDE_CONFIG_DIR: o.configDir,
+    ANTHROPIC_BASE_URL: o.modelBaseUrl,
+    ANTHROPIC_API_KEY: o.modelApiKey,
+    DISABLE_TELEMETRY: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  };
+  if (o.retry) extra.CLAUDE_CODE_MAX_RETRIES = String(o.retry.maxRetries);
+  return {
+    command: o.executable.command,
+    args,
+    env: allowListedEnv(o.baseEnv, extra),
+    cwd: o.workspace,
+    files,
+  };
+}
+
+/** claude keeps transcripts at $CLAUDE_CONFIG_DIR/projects/<cwd, non-alphanumerics as '-'>/<id>.jsonl */
+export function claudeTranscriptPath(configDir: string, workspace: string, sessionId: string): string {
+  return `${configDir}/projects/${workspace.replace(/[^A-Za-z0-9]/g, '-')}/${sessionId}.jsonl`;
+}

@@ -1,0 +1,55 @@
+import type { CliExit } from './adapter.ts';
+import type { AgentEvent, ErrorInfo } from './events.ts';
+import { head } from './json-fields.ts';
+
+/**
+ * Turn bookkeeping shared by both codecs: exactly one turn.done per accepted
+ * user message (invariant 1), and no silent empty success (invariant 6).
+ */
+export class TurnTracker {
+  turnOpen = false;
+  interruptRequested = false;
+  sawEvents = false;
+
+  open(): void {
+    this.turnOpen = true;
+    this.interruptRequested = false;
+  }
+
+  /** Returns [] when no turn is open, so a late result can never double-close. */
+  close(done: Omit<Extract<AgentEvent, { type: 'turn.done' }>, 'type'>): AgentEvent[] {
+    if (!this.turnOpen) return [];
+    this.turnOpen = false;
+    const interrupted = this.interruptRequested;
+    this.interruptRequested = false;
+    if (interrupted && done.stopReason === 'error') {
+      const { error: _dropped, ...rest } = done;
+      return [{ type: 'turn.done', ...rest, stopReason: 'interrupted' }];
+    }
+    return [{ type: 'turn.done', ...done }];
+  }
+
+  badLine(line: string): AgentEvent[] {
+    return [{ type: 'error', code: 'cli_bad_line', message: `CLI wrote a line that is not JSON: ${head(line, 200)}`, retryable: false }];
+  }
+
+  end(exit: CliExit): AgentEvent[] {
+    const stderrHead = head(exit.stderrHead);
+    const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
+    if (this.turnOpen) {
+      const error: ErrorInfo = {
+        code: this.interruptRequested ? 'interrupted' : 'cli_exited',
+        message: stderrHead ? `CLI ${how}: ${stderrHead}` : `CLI ${how} mid-turn`,
+        retryable: true,
+      };
+      return this.close({ stopReason: 'error', error });
+    }
+    if (exit.code === 0 && !this.sawEvents && stderrHead) {
+      return [{ type: 'error', code: 'cli_no_output', message: stderrHead, retryable: false }];
+    }
+    if (exit.code !== 0 && !this.interruptRequested && exit.signal !== 'SIGTERM') {
+      return [{ type: 'error', code: 'cli_exited', message: stderrHead ? `CLI ${how}: ${stderrHead}` : `CLI ${how}`, retryable: true }];
+    }
+    return [];
+  }
+}

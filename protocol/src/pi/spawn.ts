@@ -1,0 +1,62 @@
+import { SpawnOptionsSchema, type SpawnOptions, type SpawnSpec } from '../adapter.ts';
+import { allowListedEnv } from '../env.ts';
+
+export const PI_DEFAULT_TOOLS = ['read', 'bash', 'edit', 'write', 'grep', 'find', 'ls'];
+export const PI_PROVIDER = 'switchyard';
+export const PI_DEFAULT_MODEL = 'claude-sonnet-4-5';
+
+export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
+  const o = SpawnOptionsSchema.parse(input);
+  const model = o.model ?? PI_DEFAULT_MODEL;
+  const tools = o.allowedTools ?? PI_DEFAULT_TOOLS;
+  const args = [
+    ...o.executable.prefixArgs,
+    '--mode', 'rpc',
+    '--provider', PI_PROVIDER,
+    '--model', model,
+    // Discovery off; only the guard (explicit -e) may load. A `/command` from
+    // an extension would bypass every hook, so nothing else is allowed in.
+    '--no-extensions',
+    '--no-skills',
+    '--no-prompt-templates',
+    '--no-context-files',
+    '--no-themes',
+    '--offline',
+    '--tools', tools.join(','),
+  ];
+  if (o.guard) args.push('-e', o.guard.file);
+  if (o.oneShot) args.push('--no-session');
+  else if (o.resume) args.push('--session', o.resume);
+  else args.push('--session-dir', `${o.configDir}/sessions`);
+  if (o.appendSystemPrompt) args.push('--append-system-prompt', o.appendSystemPrompt);
+
+  const models = {
+    providers: {
+      [PI_PROVIDER]: {
+        baseUrl: o.modelBaseUrl.replace(/\/+$/, ''),
+        api: 'anthropic-messages',
+        apiKey: o.modelApiKey,
+        models: [{ id: model, reasoning: true }],
+      },
+    },
+  };
+  const settings = o.retry
+    ? { retry: { enabled: true, maxRetries: o.retry.maxRetries, baseDelayMs: o.retry.baseDelayMs } }
+    : {};
+  return {
+    command: o.executable.command,
+    args,
+    env: allowListedEnv(o.baseEnv, {
+      HOME: o.home,
+      PI_CODING_AGENT_DIR: o.configDir,
+      PI_OFFLINE: '1',
+      PI_SKIP_VERSION_CHECK: '1',
+      PI_TELEMETRY: '0',
+    }),
+    cwd: o.workspace,
+    files: [
+      { path: `${o.configDir}/models.json`, content: JSON.stringify(models), mode: 0o600 },
+      { path: `${o.configDir}/settings.json`, content: JSON.stringify(settings) },
+    ],
+  };
+}

@@ -1,0 +1,109 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { JsonlSplitter, type AgentCodec, type AgentEvent, type CliExit, type SpawnSpec, type UserMessage } from '@switchyard/protocol';
+
+/** How much of the CLI's stderr is kept: its head is what explains a failure. */
+const STDERR_KEEP = 8 * 1024;
+
+export interface CliProcessHandlers {
+  onEvent(event: AgentEvent): void;
+  /** Every stdout/stdin record, for tests and recordings. */
+  onLine?(direction: 'in' | 'out', line: string): void;
+}
+
+/**
+ * One CLI process: spawned in its own process group (so kill reaches the
+ * tools it started), stdout framed by JsonlSplitter and parsed by the codec.
+ */
+export class CliProcess {
+  readonly pid: number;
+  readonly exited: Promise<CliExit>;
+  private stderr = '';
+  private exitInfo: CliExit | undefined;
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly codec: AgentCodec;
+  private readonly handlers: CliProcessHandlers;
+
+  private constructor(child: ChildProcessWithoutNullStreams, codec: AgentCodec, handlers: CliProcessHandlers) {
+    this.child = child;
+    this.codec = codec;
+    this.handlers = handlers;
+    if (child.pid === undefined) throw new Error('CLI process has no pid');
+    this.pid = child.pid;
+    const splitter = new JsonlSplitter();
+    const emitLines = (lines: string[]) => {
+      for (const line of lines) {
+        handlers.onLine?.('out', line);
+        for (const event of codec.parse(line)) handlers.onEvent(event);
+      }
+    };
+    child.stdout.on('data', (chunk: Buffer) => emitLines(splitter.push(chunk)));
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (this.stderr.length < STDERR_KEEP) this.stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - this.stderr.length);
+    });
+    // stdin errors (EPIPE after the CLI died) surface through the exit path.
+    child.stdin.on('error', () => {});
+    this.exited = new Promise((resolve) => {
+      child.on('close', (code, signal) => {
+        emitLines(splitter.flush());
+        const exit: CliExit = { code, signal, stderrHead: this.stderr };
+        this.exitInfo = exit;
+        for (const event of codec.end(exit)) handlers.onEvent(event);
+        resolve(exit);
+      });
+    });
+  }
+
+  static async start(spec: SpawnSpec, codec: AgentCodec, handlers: CliProcessHandlers): Promise<CliProcess> {
+    for (const file of spec.files) {
+      await mkdir(dirname(file.path), { recursive: true });
+      await writeFile(file.path, file.content, { mode: file.mode ?? 0o644 });
+      if (file.mode !== undefined) await chmod(file.path, file.mode);
+    }
+    const child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    const proc = new CliProcess(child, codec, handlers);
+    for (const line of codec.initLines()) proc.write(line);
+    return proc;
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  sendUserMessage(message: UserMessage): void {
+    this.write(this.codec.encodeUserMessage(message));
+  }
+
+  interrupt(): void {
+    this.write(this.codec.encodeInterrupt());
+  }
+
+  closeInput(): void {
+    this.child.stdin.end();
+  }
+
+  /** Signals the whole process group: the CLI and every tool process it spawned. */
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    if (!this.running) return;
+    try {
+      process.kill(-this.pid, signal);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  }
+
+  private write(line: string): void {
+    this.handlers.onLine?.('in', line.replace(/\n$/, ''));
+    if (this.child.stdin.writable) this.child.stdin.write(line);
+  }
+}
