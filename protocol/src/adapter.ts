@@ -39,7 +39,8 @@ export const SpawnOptionsSchema = z.object({
   /** Absolute path of the guard module, and the node binary that runs it for claude's hook. */
   guard: z.object({ file: z.string().min(1), node: z.string().min(1) }).optional(),
   /** The runner's environment; only allow-listed names are copied. */
-  baseEnv: z.record(z.string(), z.string().optional()).default({}),
+  // Copied first: zod rejects exotic objects such as Node's process.env.
+  baseEnv: z.preprocess((v) => (typeof v === 'object' && v !== null ? { ...v } : v), z.record(z.string(), z.string().optional())).default({}),
   /** Retry policy for provider errors, honoured by both CLIs. */
   retry: z.object({ maxRetries: z.number().int().min(0).max(10), baseDelayMs: z.number().int().min(0) }).optional(),
 });

@@ -1,7 +1,7 @@
 import { SpawnOptionsSchema, type SpawnOptions, type SpawnSpec } from '../adapter.ts';
 import { allowListedEnv, shellQuote } from '../env.ts';
 
-export const CLAUDE_DEFAULT_TOOLS = ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep', 'LS'];
+export const CLAUDE_DEFAULT_TOOLS = ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'];
 
 export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
   const o = SpawnOptionsSchema.parse(input);
