@@ -1,0 +1,68 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { adminRoutes } from './admin.ts';
+import { authRoutes } from './auth/routes.ts';
+import { systemClock } from './clock.ts';
+import { newRouter, type AppDeps } from './context.ts';
+import { apiError, errorBody, httpExceptionBody } from './errors.ts';
+import { serveOpenApi } from './openapi.ts';
+import { unwiredProbe } from './settings/backend-probe.ts';
+import { publicSettingsRoutes } from './settings/routes.ts';
+import { tokenRoutes } from './tokens/routes.ts';
+
+export const DEFAULT_DEPS: AppDeps = {
+  clock: systemClock,
+  probeFor: () => unwiredProbe,
+  probeTimeoutMs: 15_000,
+  probeCacheTtlMs: 5 * 60_000,
+};
+
+/** Bodies of the JSON routes here are small; session messages (hub) carry their own limit. */
+export const MAX_JSON_BODY_BYTES = 64 * 1024;
+
+const jsonBodyLimit = bodyLimit({
+  maxSize: MAX_JSON_BODY_BYTES,
+  onError: (c) => apiError(c, 413, 'payload_too_large', `request body exceeds ${MAX_JSON_BODY_BYTES} bytes`),
+});
+
+const healthRoute = createRoute({
+  method: 'get',
+  path: '/healthz',
+  tags: ['ops'],
+  summary: 'Liveness',
+  responses: { 200: { description: 'alive', content: { 'application/json': { schema: z.object({ ok: z.literal(true) }) } } } },
+});
+
+export function createApp(overrides: Partial<AppDeps> = {}) {
+  const deps: AppDeps = { ...DEFAULT_DEPS, ...overrides };
+  const app = newRouter();
+
+  app.use('/api/*', async (c, next) => {
+    await next();
+    // Responses carry tokens and per-user data: never let a shared cache keep them.
+    c.header('Cache-Control', 'no-store');
+  });
+  for (const path of ['/api/auth/*', '/api/tokens/*', '/api/admin/users/*', '/api/admin/settings/*']) {
+    app.use(path, jsonBodyLimit);
+  }
+
+  app.openapi(healthRoute, (c) => c.json({ ok: true as const }, 200));
+  app.route('/api', authRoutes(deps));
+  app.route('/api/tokens', tokenRoutes(deps));
+  app.route('/api/settings', publicSettingsRoutes(deps));
+  app.route('/api/admin', adminRoutes(deps));
+  serveOpenApi(app);
+
+  app.notFound((c) => apiError(c, 404, 'not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`));
+  app.onError((err, c) => {
+    if (err instanceof HTTPException) {
+      const { status, body } = httpExceptionBody(err);
+      return c.json(body, status);
+    }
+    // Name and message only: request bodies (passwords) and headers (tokens) are never logged.
+    console.error('unhandled error:', err instanceof Error ? `${err.name}: ${err.message}` : typeof err);
+    return c.json(errorBody('internal', 'internal error'), 500);
+  });
+  return app;
+}

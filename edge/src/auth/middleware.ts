@@ -1,0 +1,57 @@
+import type { MiddlewareHandler } from 'hono';
+import type { AppDeps, AppEnv } from '../context.ts';
+import { apiError } from '../errors.ts';
+import { isUnsafeMethod, originAllowed } from './csrf.ts';
+import { readSessionCookie } from './session-cookie.ts';
+import { resolveToken, touchToken } from './token-store.ts';
+import { TOKEN_PATTERN } from './tokens.ts';
+
+const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
+
+/**
+ * Resolves the caller from `Authorization: Bearer` or, failing that, the session cookie. A bearer
+ * header wins and is never silently ignored: a bad one is a 401 even if a good cookie is present.
+ */
+export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = c.req.header('Authorization');
+    let secret: string;
+    let via: 'bearer' | 'cookie';
+    if (header !== undefined) {
+      const m = BEARER.exec(header);
+      if (m?.[1] === undefined) {
+        return apiError(c, 401, 'unauthenticated', 'Authorization header must be "Bearer <token>"');
+      }
+      secret = m[1];
+      via = 'bearer';
+    } else {
+      const cookie = readSessionCookie(c);
+      if (cookie === undefined) return apiError(c, 401, 'unauthenticated', 'authentication required');
+      // Checked before the token is even looked up: a forged cross-site request learns nothing.
+      if (isUnsafeMethod(c.req.method) && !originAllowed(c)) {
+        return apiError(
+          c,
+          403,
+          'csrf_rejected',
+          "cross-site request refused: a cookie-authenticated request must carry this app's Origin (scripts should use a bearer token)",
+        );
+      }
+      secret = cookie;
+      via = 'cookie';
+    }
+    if (!TOKEN_PATTERN.test(secret)) return apiError(c, 401, 'unauthenticated', 'invalid, expired or revoked token');
+    const now = deps.clock();
+    const resolved = await resolveToken(c.env.DB, secret, now);
+    if (resolved === null) return apiError(c, 401, 'unauthenticated', 'invalid, expired or revoked token');
+    await touchToken(c.env.DB, resolved, now);
+    c.set('auth', { user: resolved.user, tokenId: resolved.tokenId, via });
+    await next();
+    return undefined;
+  };
+}
+
+export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.get('auth').user.role !== 'admin') return apiError(c, 403, 'forbidden', 'admin access required');
+  await next();
+  return undefined;
+};

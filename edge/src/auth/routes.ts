@@ -1,0 +1,99 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { iso } from '../clock.ts';
+import { clientAddress } from '../client-address.ts';
+import { AUTHENTICATED } from '../openapi.ts';
+import { newRouter, type AppDeps } from '../context.ts';
+import { apiError, errorResponses } from '../errors.ts';
+import { PublicUserSchema } from '../users/schemas.ts';
+import { findUserByUsername, toPublicUser, updatePasswordHash } from '../users/store.ts';
+import { originNotForeign } from './csrf.ts';
+import { authenticate } from './middleware.ts';
+import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash, verifyPassword } from './password.ts';
+import { LoginResultSchema, LoginSchema } from './schemas.ts';
+import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
+import { checkLock, clearAccount, loginThrottleKeys, recordFailure } from './throttle.ts';
+import { issueToken, revokeToken } from './token-store.ts';
+import { SESSION_TTL_MS } from './tokens.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
+
+const loginRoute = createRoute({
+  method: 'post',
+  path: '/auth/login',
+  tags: ['auth'],
+  summary: 'Log in with a username and password',
+  request: { body: { required: true, content: json(LoginSchema) } },
+  responses: {
+    200: {
+      description: 'logged in; also sets the HttpOnly `sy_session` cookie',
+      content: json(LoginResultSchema),
+    },
+    ...errorResponses(400, 401, 403, 413, 415, 429),
+  },
+});
+
+const logoutRoute = createRoute({
+  method: 'post',
+  path: '/auth/logout',
+  tags: ['auth'],
+  summary: 'Revoke the token this request used and clear the cookie',
+  security: AUTHENTICATED,
+  responses: { 204: { description: 'logged out' }, ...errorResponses(401, 403) },
+});
+
+const meRoute = createRoute({
+  method: 'get',
+  path: '/me',
+  tags: ['auth'],
+  summary: 'Who am I',
+  security: AUTHENTICATED,
+  responses: { 200: { description: 'the caller', content: json(PublicUserSchema) }, ...errorResponses(401) },
+});
+
+export function authRoutes(deps: AppDeps) {
+  const app = newRouter();
+
+  app.openapi(loginRoute, async (c) => {
+    // Login CSRF: a foreign page must not be able to log a victim into the attacker's account.
+    if (!originNotForeign(c)) return apiError(c, 403, 'csrf_rejected', 'cross-site login refused');
+    const { username, password } = c.req.valid('json');
+    const db = c.env.DB;
+    const keys = loginThrottleKeys(username, clientAddress(c));
+    const now = deps.clock();
+
+    const lock = await checkLock(db, keys, now);
+    if (lock.locked) {
+      c.header('Retry-After', String(lock.retryAfterSeconds));
+      return apiError(c, 429, 'rate_limited', 'too many failed logins; try again later');
+    }
+
+    const user = await findUserByUsername(db, username);
+    const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
+    if (!ok || user === null || user.disabled !== 0) {
+      const after = await recordFailure(db, keys, now);
+      if (after.locked) {
+        c.header('Retry-After', String(after.retryAfterSeconds));
+        return apiError(c, 429, 'rate_limited', 'too many failed logins; try again later');
+      }
+      return apiError(c, 401, 'invalid_credentials', 'invalid username or password');
+    }
+
+    await clearAccount(db, keys);
+    if (needsRehash(user.password_hash)) await updatePasswordHash(db, user.id, await hashPassword(password));
+    const issued = await issueToken(db, { userId: user.id, kind: 'session', name: null, now, ttlMs: SESSION_TTL_MS });
+    setSessionCookie(c, issued.secret, issued.row.expires_at, now);
+    return c.json({ user: toPublicUser(user), token: issued.secret, expiresAt: iso(issued.row.expires_at) }, 200);
+  });
+
+  app.use('/auth/logout', authenticate(deps));
+  app.openapi(logoutRoute, async (c) => {
+    await revokeToken(c.env.DB, c.get('auth').tokenId, deps.clock());
+    clearSessionCookie(c);
+    return c.body(null, 204);
+  });
+
+  app.use('/me', authenticate(deps));
+  app.openapi(meRoute, (c) => c.json(c.get('auth').user, 200));
+
+  return app;
+}

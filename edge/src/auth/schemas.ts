@@ -1,0 +1,19 @@
+import { z } from '@hono/zod-openapi';
+import { PublicUserSchema } from '../users/schemas.ts';
+
+// Login accepts anything string-shaped within bounds: the password policy is for new passwords
+// only, and telling a guesser which shapes are impossible would help them.
+export const LoginSchema = z
+  .strictObject({
+    username: z.string().min(1).max(64),
+    password: z.string().min(1).max(1024),
+  })
+  .openapi('Login');
+
+export const LoginResultSchema = z
+  .object({
+    user: PublicUserSchema,
+    token: z.string().openapi({ description: 'bearer token; the same value is set as the HttpOnly cookie' }),
+    expiresAt: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('LoginResult');

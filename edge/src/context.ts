@@ -1,0 +1,31 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Clock } from './clock.ts';
+import type { BackendProbe } from './settings/backend-probe.ts';
+import type { PublicUser } from './users/schemas.ts';
+import { validationHook } from './validation.ts';
+
+export interface AppDeps {
+  clock: Clock;
+  /** Built per request because a real probe talks to bindings (the hub, a runner). */
+  probeFor: (env: Env) => BackendProbe;
+  /** How long a probe may take before it counts as "unavailable". */
+  probeTimeoutMs: number;
+  /** How long GET /api/settings trusts a stored probe result. */
+  probeCacheTtlMs: number;
+}
+
+export interface AuthContext {
+  user: PublicUser;
+  tokenId: string;
+  /** Cookie-authenticated requests are the ones CSRF can forge. */
+  via: 'bearer' | 'cookie';
+}
+
+export type AppEnv = {
+  Bindings: Env;
+  Variables: { auth: AuthContext };
+};
+
+export function newRouter() {
+  return new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+}

@@ -1,0 +1,125 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { BackendSchema } from '@switchyard/protocol';
+import { authenticate } from '../auth/middleware.ts';
+import { AUTHENTICATED } from '../openapi.ts';
+import { newRouter, type AppDeps } from '../context.ts';
+import { apiError, errorResponses } from '../errors.ts';
+import { allStatuses, probeFresh } from './backend-status.ts';
+import { applyPatch, diffSettings, SettingsPatchSchema, SettingsSchema } from './schema.ts';
+import { readSettings, writeSettings } from './store.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
+const security = AUTHENTICATED;
+
+export const PublicSettingsSchema = z
+  .object({
+    llmBackend: BackendSchema,
+    backends: z.array(
+      z.object({
+        name: BackendSchema,
+        available: z.boolean(),
+        version: z.string().optional(),
+        reason: z.string().optional(),
+      }),
+    ),
+  })
+  .openapi('PublicSettings');
+
+const publicRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['settings'],
+  summary: 'The backend new sessions use, and which backends are usable',
+  security,
+  responses: { 200: { description: 'settings', content: json(PublicSettingsSchema) }, ...errorResponses(401) },
+});
+
+const adminGetRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['admin'],
+  summary: 'All settings',
+  security,
+  responses: { 200: { description: 'settings', content: json(SettingsSchema) }, ...errorResponses(401, 403) },
+});
+
+const adminPutRoute = createRoute({
+  method: 'put',
+  path: '/',
+  tags: ['admin'],
+  summary: 'Change some settings. Switching llmBackend to pi probes pi first; switching to claude never probes.',
+  security,
+  request: { body: { required: true, content: json(SettingsPatchSchema) } },
+  responses: {
+    200: { description: 'the settings after the change', content: json(SettingsSchema) },
+    ...errorResponses(400, 401, 403, 409, 413, 415),
+  },
+});
+
+export function publicSettingsRoutes(deps: AppDeps) {
+  const app = newRouter();
+  app.use('*', authenticate(deps));
+  app.openapi(publicRoute, async (c) => {
+    const { settings } = await readSettings(c.env.DB);
+    const statuses = await allStatuses(c.env.DB, deps.probeFor(c.env), {
+      now: deps.clock(),
+      ttlMs: deps.probeCacheTtlMs,
+      timeoutMs: deps.probeTimeoutMs,
+    });
+    // Users see availability and the reason; the operator's fix is for the admin error path.
+    const backends = statuses.map(({ name, available, version, reason }) => ({
+      name,
+      available,
+      ...(version === undefined ? {} : { version }),
+      ...(reason === undefined ? {} : { reason }),
+    }));
+    return c.json({ llmBackend: settings.llmBackend, backends }, 200);
+  });
+  return app;
+}
+
+/** Mounted under the admin router, which has already authenticated and checked the role. */
+export function adminSettingsRoutes(deps: AppDeps) {
+  const app = newRouter();
+
+  app.openapi(adminGetRoute, async (c) => c.json((await readSettings(c.env.DB)).settings, 200));
+
+  app.openapi(adminPutRoute, async (c) => {
+    const patch = c.req.valid('json');
+    const db = c.env.DB;
+    const current = await readSettings(db);
+    const next = applyPatch(current.settings, patch);
+    const valid = SettingsSchema.safeParse(next);
+    if (!valid.success) {
+      const issue = valid.error.issues[0];
+      const field = issue?.path.map(String).join('.') ?? '';
+      return apiError(c, 400, 'invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, field || undefined);
+    }
+
+    // Only a switch *to* pi needs proof; claude is the escape hatch and is never probed.
+    if (next.llmBackend === 'pi' && current.settings.llmBackend !== 'pi') {
+      const now = deps.clock();
+      const result = await probeFresh(db, deps.probeFor(c.env), 'pi', { now, timeoutMs: deps.probeTimeoutMs });
+      if (!result.available) {
+        const reason = result.reason ?? 'the probe gave no reason';
+        const fix = result.fix === undefined ? '' : ` To fix: ${result.fix}`;
+        return apiError(c, 400, 'backend_unavailable', `llmBackend: pi is not usable: ${reason}.${fix}`, 'llmBackend');
+      }
+    }
+
+    const { before, after } = diffSettings(current.settings, next);
+    if (Object.keys(after).length === 0) return c.json(current.settings, 200);
+    const written = await writeSettings(db, {
+      next,
+      version: current.version,
+      now: deps.clock(),
+      actor: c.get('auth').user,
+      before,
+      after,
+    });
+    if (!written) return apiError(c, 409, 'conflict', 'settings changed while this request ran; read them again and retry');
+    return c.json(next, 200);
+  });
+
+  return app;
+}

@@ -1,0 +1,123 @@
+import { z } from '@hono/zod-openapi';
+import { BackendSchema, type Backend } from '@switchyard/protocol';
+import { echo } from '../validation.ts';
+
+/**
+ * `BackendSchema` with an error that names the accepted values and echoes what was sent. The
+ * values come from the protocol package, so a new backend shows up here without an edit.
+ */
+export const LlmBackendInputSchema = z.enum(BackendSchema.options, {
+  error: (iss) => `must be one of ${BackendSchema.options.join(', ')} (got ${echo(iss.input)})`,
+}) satisfies z.ZodType<Backend>;
+
+const ModelNameSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, 'letters, digits and . _ : / @ - only');
+
+export const SETTINGS_BOUNDS = {
+  sessionIdleMinutes: { min: 1, max: 24 * 60 },
+  sessionMaxMinutes: { min: 5, max: 7 * 24 * 60 },
+  maxMessageBytes: { min: 1024, max: 10 * 1024 * 1024 },
+} as const;
+
+const int = (b: { min: number; max: number }) => z.number().int().min(b.min).max(b.max);
+
+const DefaultModelSchema = z
+  .object({
+    claude: ModelNameSchema.nullable(),
+    pi: ModelNameSchema.nullable(),
+  })
+  .openapi({ description: 'model per backend for new sessions; null means the CLI’s own default' });
+
+const SettingsObject = z.object({
+  llmBackend: BackendSchema.openapi({ description: 'backend for new sessions; existing sessions keep theirs' }),
+  defaultModel: DefaultModelSchema,
+  sessionIdleMinutes: int(SETTINGS_BOUNDS.sessionIdleMinutes).openapi({
+    description: 'a session with no activity for this long is stopped',
+  }),
+  sessionMaxMinutes: int(SETTINGS_BOUNDS.sessionMaxMinutes).openapi({
+    description: 'a session is stopped after this long regardless of activity',
+  }),
+  maxMessageBytes: int(SETTINGS_BOUNDS.maxMessageBytes).openapi({
+    description: 'largest accepted user message body (text plus images)',
+  }),
+});
+
+function checkLimits(s: { sessionIdleMinutes: number; sessionMaxMinutes: number }, ctx: z.RefinementCtx) {
+  if (s.sessionMaxMinutes < s.sessionIdleMinutes) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['sessionMaxMinutes'],
+      message: `must be at least sessionIdleMinutes (${s.sessionIdleMinutes})`,
+    });
+  }
+}
+
+export const SettingsSchema = SettingsObject.superRefine(checkLimits).openapi('Settings');
+export type Settings = z.infer<typeof SettingsSchema>;
+
+export const DEFAULT_SETTINGS: Settings = {
+  llmBackend: 'claude',
+  defaultModel: { claude: null, pi: null },
+  sessionIdleMinutes: 15,
+  sessionMaxMinutes: 8 * 60,
+  maxMessageBytes: 1024 * 1024,
+};
+
+/** A partial update: any subset of fields, `defaultModel` merged per backend. Unknown keys are refused. */
+export const SettingsPatchSchema = z
+  .strictObject({
+    llmBackend: LlmBackendInputSchema.optional(),
+    defaultModel: z.strictObject({ claude: ModelNameSchema.nullable().optional(), pi: ModelNameSchema.nullable().optional() }).optional(),
+    sessionIdleMinutes: SettingsObject.shape.sessionIdleMinutes.optional(),
+    sessionMaxMinutes: SettingsObject.shape.sessionMaxMinutes.optional(),
+    maxMessageBytes: SettingsObject.shape.maxMessageBytes.optional(),
+  })
+  .refine((p) => Object.keys(p).length > 0, { message: 'give at least one setting to change' })
+  .openapi('SettingsPatch');
+export type SettingsPatch = z.infer<typeof SettingsPatchSchema>;
+
+export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
+  const model = { ...current.defaultModel };
+  if (patch.defaultModel?.claude !== undefined) model.claude = patch.defaultModel.claude;
+  if (patch.defaultModel?.pi !== undefined) model.pi = patch.defaultModel.pi;
+  return {
+    llmBackend: patch.llmBackend ?? current.llmBackend,
+    defaultModel: model,
+    sessionIdleMinutes: patch.sessionIdleMinutes ?? current.sessionIdleMinutes,
+    sessionMaxMinutes: patch.sessionMaxMinutes ?? current.sessionMaxMinutes,
+    maxMessageBytes: patch.maxMessageBytes ?? current.maxMessageBytes,
+  };
+}
+
+/** Changed top-level fields, old and new values: what the audit trail records. */
+export function diffSettings(a: Settings, b: Settings): { before: Partial<Settings>; after: Partial<Settings> } {
+  const before: Record<string, unknown> = {};
+  const after: Record<string, unknown> = {};
+  for (const key of Object.keys(b) as Array<keyof Settings>) {
+    if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) {
+      before[key] = a[key];
+      after[key] = b[key];
+    }
+  }
+  return { before: before as Partial<Settings>, after: after as Partial<Settings> };
+}
+
+/**
+ * Reads the stored JSON leniently: fields missing (added by a later release) or invalid (hand
+ * edited) fall back to their defaults one by one instead of failing every request.
+ */
+export function settingsFromStored(stored: unknown): Settings {
+  const obj = typeof stored === 'object' && stored !== null ? (stored as Record<string, unknown>) : {};
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(DEFAULT_SETTINGS) as Array<keyof Settings>) {
+    const parsed = SettingsObject.shape[key].safeParse(obj[key]);
+    out[key] = parsed.success ? parsed.data : DEFAULT_SETTINGS[key];
+  }
+  const merged = out as Settings;
+  return SettingsSchema.safeParse(merged).success
+    ? merged
+    : { ...merged, sessionMaxMinutes: Math.max(merged.sessionMaxMinutes, merged.sessionIdleMinutes) };
+}

@@ -1,0 +1,130 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { authenticate } from '../auth/middleware.ts';
+import {
+  findLiveApiToken,
+  issueToken,
+  listLiveApiTokens,
+  revokeOwnApiToken,
+  type TokenRow,
+} from '../auth/token-store.ts';
+import { DAY_MS } from '../auth/tokens.ts';
+import { iso } from '../clock.ts';
+import { AUTHENTICATED } from '../openapi.ts';
+import { newRouter, type AppDeps } from '../context.ts';
+import { apiError, errorResponses } from '../errors.ts';
+import {
+  CreatedTokenSchema,
+  CreateTokenSchema,
+  MAX_LIVE_API_TOKENS,
+  TokenIdParamSchema,
+  TokenInfoSchema,
+  type TokenInfo,
+} from './schemas.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
+const security = AUTHENTICATED;
+
+function toInfo(row: TokenRow): TokenInfo {
+  return {
+    id: row.id,
+    name: row.name ?? '',
+    createdAt: iso(row.created_at),
+    expiresAt: iso(row.expires_at),
+    lastUsedAt: row.last_used_at === null ? null : iso(row.last_used_at),
+  };
+}
+
+const createTokenRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['tokens'],
+  summary: 'Create a personal API token (the secret is shown once)',
+  security,
+  request: { body: { required: true, content: json(CreateTokenSchema) } },
+  responses: {
+    201: { description: 'created', content: json(CreatedTokenSchema) },
+    ...errorResponses(400, 401, 403, 409, 413, 415),
+  },
+});
+
+const listTokensRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['tokens'],
+  summary: "The caller's live API tokens (never their secrets)",
+  security,
+  responses: {
+    200: { description: 'tokens', content: json(z.object({ tokens: z.array(TokenInfoSchema) })) },
+    ...errorResponses(401),
+  },
+});
+
+const getTokenRoute = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['tokens'],
+  summary: 'One of the caller’s live API tokens',
+  security,
+  request: { params: TokenIdParamSchema },
+  responses: {
+    200: { description: 'token', content: json(TokenInfoSchema) },
+    ...errorResponses(400, 401, 404),
+  },
+});
+
+const revokeTokenRoute = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags: ['tokens'],
+  summary: 'Revoke one of the caller’s API tokens; effective on the next request',
+  security,
+  request: { params: TokenIdParamSchema },
+  responses: { 204: { description: 'revoked' }, ...errorResponses(400, 401, 403, 404) },
+});
+
+export function tokenRoutes(deps: AppDeps) {
+  const app = newRouter();
+  app.use('*', authenticate(deps));
+
+  app.openapi(createTokenRoute, async (c) => {
+    const { name, expiresInDays } = c.req.valid('json');
+    const { user } = c.get('auth');
+    const now = deps.clock();
+    const live = await listLiveApiTokens(c.env.DB, user.id, now);
+    if (live.some((t) => t.name === name)) {
+      return apiError(c, 409, 'token_name_taken', `name: you already have a live token named ${JSON.stringify(name)}`, 'name');
+    }
+    if (live.length >= MAX_LIVE_API_TOKENS) {
+      return apiError(c, 409, 'token_limit', `you already have ${MAX_LIVE_API_TOKENS} live tokens; revoke one first`);
+    }
+    const issued = await issueToken(c.env.DB, {
+      userId: user.id,
+      kind: 'api',
+      name,
+      now,
+      ttlMs: expiresInDays * DAY_MS,
+    });
+    return c.json({ token: toInfo(issued.row), secret: issued.secret }, 201);
+  });
+
+  app.openapi(listTokensRoute, async (c) => {
+    const rows = await listLiveApiTokens(c.env.DB, c.get('auth').user.id, deps.clock());
+    return c.json({ tokens: rows.map(toInfo) }, 200);
+  });
+
+  app.openapi(getTokenRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const row = await findLiveApiToken(c.env.DB, c.get('auth').user.id, id, deps.clock());
+    if (row === null) return apiError(c, 404, 'not_found', 'no such token');
+    return c.json(toInfo(row), 200);
+  });
+
+  app.openapi(revokeTokenRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const revoked = await revokeOwnApiToken(c.env.DB, c.get('auth').user.id, id, deps.clock());
+    if (!revoked) return apiError(c, 404, 'not_found', 'no such token');
+    return c.body(null, 204);
+  });
+
+  return app;
+}

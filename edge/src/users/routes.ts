@@ -1,0 +1,212 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { hashPassword } from '../auth/password.ts';
+import { revokeSessionsStatement } from '../auth/token-store.ts';
+import { auditInsert } from '../audit/store.ts';
+import { AUTHENTICATED } from '../openapi.ts';
+import { newRouter, type AppDeps } from '../context.ts';
+import { apiError, errorResponses } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { CreateUserSchema, UpdateUserSchema, UserIdParamSchema, UserSchema } from './schemas.ts';
+import {
+  deleteUserStatement,
+  findUserById,
+  findUserByUsername,
+  insertUserStatement,
+  listUsers,
+  toUser,
+  updateUserStatement,
+  type UserRow,
+} from './store.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
+const security = AUTHENTICATED;
+const tags = ['admin'];
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags,
+  summary: 'All users',
+  security,
+  responses: {
+    200: { description: 'users', content: json(z.object({ users: z.array(UserSchema) })) },
+    ...errorResponses(401, 403),
+  },
+});
+
+const createUserRoute = createRoute({
+  method: 'post',
+  path: '/',
+  tags,
+  summary: 'Create a user',
+  security,
+  request: { body: { required: true, content: json(CreateUserSchema) } },
+  responses: {
+    201: { description: 'created', content: json(UserSchema) },
+    ...errorResponses(400, 401, 403, 409, 413, 415),
+  },
+});
+
+const getRoute = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags,
+  summary: 'One user',
+  security,
+  request: { params: UserIdParamSchema },
+  responses: { 200: { description: 'user', content: json(UserSchema) }, ...errorResponses(400, 401, 403, 404) },
+});
+
+const updateRoute = createRoute({
+  method: 'patch',
+  path: '/{id}',
+  tags,
+  summary: 'Change role, password or disabled; a password change or disabling ends their login sessions',
+  security,
+  request: { params: UserIdParamSchema, body: { required: true, content: json(UpdateUserSchema) } },
+  responses: {
+    200: { description: 'updated', content: json(UserSchema) },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+  },
+});
+
+const deleteRoute = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags,
+  summary: 'Delete a user and their tokens',
+  security,
+  request: { params: UserIdParamSchema },
+  responses: { 204: { description: 'deleted' }, ...errorResponses(400, 401, 403, 404, 409) },
+});
+
+const LAST_ADMIN = 'this change would leave no active admin';
+
+export function userRoutes(deps: AppDeps) {
+  const app = newRouter();
+
+  app.openapi(listRoute, async (c) => c.json({ users: (await listUsers(c.env.DB)).map(toUser) }, 200));
+
+  app.openapi(createUserRoute, async (c) => {
+    const body = c.req.valid('json');
+    const db = c.env.DB;
+    if ((await findUserByUsername(db, body.username)) !== null) {
+      return apiError(c, 409, 'username_taken', 'username: already taken', 'username');
+    }
+    const now = deps.clock();
+    const row: UserRow = {
+      id: newId(now),
+      username: body.username,
+      password_hash: await hashPassword(body.password),
+      role: body.role,
+      disabled: 0,
+      created_at: now,
+      updated_at: now,
+    };
+    const audit = auditInsert(
+      db,
+      {
+        at: now,
+        actor: c.get('auth').user,
+        action: 'user.create',
+        target: `user:${row.id}`,
+        before: null,
+        after: { username: row.username, role: row.role, disabled: false },
+      },
+      { onlyIfPreviousChanged: true },
+    );
+    try {
+      await db.batch([insertUserStatement(db, row), audit.statement]);
+    } catch (err) {
+      // Lost a race with another create of the same name between the check and the insert.
+      if (String(err).includes('UNIQUE')) return apiError(c, 409, 'username_taken', 'username: already taken', 'username');
+      throw err;
+    }
+    return c.json(toUser(row), 201);
+  });
+
+  app.openapi(getRoute, async (c) => {
+    const row = await findUserById(c.env.DB, c.req.valid('param').id);
+    if (row === null) return apiError(c, 404, 'not_found', 'no such user');
+    return c.json(toUser(row), 200);
+  });
+
+  app.openapi(updateRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    const db = c.env.DB;
+    const current = await findUserById(db, id);
+    if (current === null) return apiError(c, 404, 'not_found', 'no such user');
+    const now = Math.max(deps.clock(), current.updated_at + 1);
+    const next: UserRow = {
+      ...current,
+      role: patch.role ?? current.role,
+      disabled: patch.disabled === undefined ? current.disabled : patch.disabled ? 1 : 0,
+      password_hash: patch.password === undefined ? current.password_hash : await hashPassword(patch.password),
+      updated_at: now,
+    };
+
+    const before: Record<string, unknown> = {};
+    const after: Record<string, unknown> = {};
+    if (next.role !== current.role) {
+      before.role = current.role;
+      after.role = next.role;
+    }
+    if (next.disabled !== current.disabled) {
+      before.disabled = current.disabled !== 0;
+      after.disabled = next.disabled !== 0;
+    }
+    // The audit trail records that a password changed, never any form of it.
+    if (patch.password !== undefined) after.passwordChanged = true;
+    if (Object.keys(after).length === 0) return c.json(toUser(current), 200);
+
+    const audit = auditInsert(
+      db,
+      { at: now, actor: c.get('auth').user, action: 'user.update', target: `user:${id}`, before, after },
+      { onlyIfPreviousChanged: true },
+    );
+    const endsSessions = patch.password !== undefined || (next.disabled !== 0 && current.disabled === 0);
+    const [update] = await db.batch([
+      updateUserStatement(db, next, current.updated_at),
+      audit.statement,
+      ...(endsSessions ? [revokeSessionsStatement(db, id, now, audit.id)] : []),
+    ]);
+    if ((update?.meta.changes ?? 0) === 0) {
+      const reread = await findUserById(db, id);
+      if (reread === null) return apiError(c, 404, 'not_found', 'no such user');
+      if (reread.updated_at !== current.updated_at) {
+        return apiError(c, 409, 'conflict', 'the user changed while this request ran; read it again and retry');
+      }
+      return apiError(c, 409, 'last_admin', LAST_ADMIN, patch.role !== undefined ? 'role' : 'disabled');
+    }
+    return c.json(toUser(next), 200);
+  });
+
+  app.openapi(deleteRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const db = c.env.DB;
+    const current = await findUserById(db, id);
+    if (current === null) return apiError(c, 404, 'not_found', 'no such user');
+    const now = deps.clock();
+    const audit = auditInsert(
+      db,
+      {
+        at: now,
+        actor: c.get('auth').user,
+        action: 'user.delete',
+        target: `user:${id}`,
+        before: { username: current.username, role: current.role, disabled: current.disabled !== 0 },
+        after: null,
+      },
+      { onlyIfPreviousChanged: true },
+    );
+    const [del] = await db.batch([deleteUserStatement(db, id), audit.statement]);
+    if ((del?.meta.changes ?? 0) === 0) {
+      if ((await findUserById(db, id)) === null) return apiError(c, 404, 'not_found', 'no such user');
+      return apiError(c, 409, 'last_admin', LAST_ADMIN);
+    }
+    return c.body(null, 204);
+  });
+
+  return app;
+}

@@ -1,0 +1,83 @@
+import { iso } from '../clock.ts';
+import type { PublicUser, Role, User } from './schemas.ts';
+
+export interface UserRow {
+  id: string;
+  username: string;
+  password_hash: string;
+  role: Role;
+  disabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export function toUser(row: UserRow): User {
+  return {
+    id: row.id,
+    username: row.username,
+    role: row.role,
+    disabled: row.disabled !== 0,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
+
+export function toPublicUser(row: Pick<UserRow, 'id' | 'username' | 'role'>): PublicUser {
+  return { id: row.id, username: row.username, role: row.role };
+}
+
+const COLUMNS = 'id, username, password_hash, role, disabled, created_at, updated_at';
+
+export async function findUserById(db: D1Database, id: string): Promise<UserRow | null> {
+  return db.prepare(`SELECT ${COLUMNS} FROM users WHERE id = ?`).bind(id).first<UserRow>();
+}
+
+/** Usernames compare case-insensitively (the column is COLLATE NOCASE). */
+export async function findUserByUsername(db: D1Database, username: string): Promise<UserRow | null> {
+  return db.prepare(`SELECT ${COLUMNS} FROM users WHERE username = ?`).bind(username).first<UserRow>();
+}
+
+export async function listUsers(db: D1Database): Promise<UserRow[]> {
+  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM users ORDER BY username`).all<UserRow>();
+  return results;
+}
+
+export function insertUserStatement(db: D1Database, row: UserRow): D1PreparedStatement {
+  return db
+    .prepare(`INSERT INTO users (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+    .bind(row.id, row.username, row.password_hash, row.role, row.disabled, row.created_at, row.updated_at);
+}
+
+// "Somebody else is still an active admin, or this row is not one / stays one": the guard that
+// keeps at least one admin able to log in. Evaluated inside the writing statement so two
+// concurrent demotions cannot both pass a separate check.
+const KEEPS_AN_ADMIN = `(
+  (role <> 'admin' OR disabled = 1)
+  OR EXISTS (SELECT 1 FROM users AS o WHERE o.role = 'admin' AND o.disabled = 0 AND o.id <> users.id)
+)`;
+
+/**
+ * Writes the new role/disabled/hash if the row still has the `updated_at` the caller read
+ * (so concurrent edits are not silently merged) and the change leaves an active admin.
+ */
+export function updateUserStatement(
+  db: D1Database,
+  next: Pick<UserRow, 'id' | 'role' | 'disabled' | 'password_hash' | 'updated_at'>,
+  readUpdatedAt: number,
+): D1PreparedStatement {
+  const staysAdmin = next.role === 'admin' && next.disabled === 0 ? 1 : 0;
+  return db
+    .prepare(
+      `UPDATE users SET role = ?, disabled = ?, password_hash = ?, updated_at = ?
+       WHERE id = ? AND updated_at = ? AND (? = 1 OR ${KEEPS_AN_ADMIN})`,
+    )
+    .bind(next.role, next.disabled, next.password_hash, next.updated_at, next.id, readUpdatedAt, staysAdmin);
+}
+
+export function deleteUserStatement(db: D1Database, id: string): D1PreparedStatement {
+  return db.prepare(`DELETE FROM users WHERE id = ? AND ${KEEPS_AN_ADMIN}`).bind(id);
+}
+
+export async function updatePasswordHash(db: D1Database, id: string, hash: string): Promise<void> {
+  await db.prepare('UPDATE users SET password_hash = ? WHERE id = ?').bind(hash, id).run();
+}
