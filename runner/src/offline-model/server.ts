@@ -99,6 +99,24 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
   let recorded: RecordedRequest[] = [];
   let queue: Script[] = [];
   let seq = 0;
+  // Aborted by close(), so a paced stream's pending pause doesn't outlive the server.
+  const closing = new AbortController();
+
+  /** Waits, but gives up early when the client hangs up or the server closes; false if so. */
+  async function pause(ms: number, res: http.ServerResponse): Promise<boolean> {
+    if (ms <= 0) return !res.destroyed;
+    const hangUp = new AbortController();
+    const onClose = (): void => hangUp.abort();
+    res.once('close', onClose);
+    try {
+      await sleep(ms, undefined, { signal: AbortSignal.any([hangUp.signal, closing.signal]) });
+    } catch {
+      // aborted: fall through to the destroyed check
+    } finally {
+      res.off('close', onClose);
+    }
+    return !res.destroyed && !closing.signal.aborted;
+  }
 
   async function handleMessages(res: http.ServerResponse, rec: RecordedRequest, body: unknown): Promise<void> {
     const parsed = MessagesRequestSchema.safeParse(body);
@@ -130,19 +148,14 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
         res.socket?.destroy();
         return;
       }
-      if (chunk.delayMs > 0) {
-        await sleep(chunk.delayMs);
-        if (res.destroyed) return;
-      }
+      if (!(await pause(chunk.delayMs, res))) return;
       await new Promise<void>((resolve) => res.write(chunk.data, () => resolve()));
     }
     res.end();
   }
 
   async function respond(res: http.ServerResponse, reply: MessageReply, headers: Record<string, string>): Promise<void> {
-    const delay = totalDelayMs(reply);
-    if (delay > 0) await sleep(delay);
-    if (res.destroyed) return;
+    if (!(await pause(totalDelayMs(reply), res))) return;
     const text = JSON.stringify(encodeMessage(reply));
     if (reply.steps.some((s) => s.type === 'cut')) {
       // Promise the whole body, deliver half: the client sees a truncated response.
@@ -247,6 +260,7 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
     reset,
     close: () =>
       new Promise<void>((resolve, reject) => {
+        closing.abort();
         server.close((err) => (err ? reject(err) : resolve()));
         // Keep-alive sockets and paced streams would otherwise hold close() open.
         server.closeAllConnections();
