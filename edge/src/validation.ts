@@ -22,9 +22,11 @@ export function validationHook(result: HookResult, c: Context) {
   const first = result.error.issues[0];
   if (first === undefined) return apiError(c, 400, 'invalid_request', 'invalid request');
   const { field, message } = describeIssue(first);
-  // A body that is not an object at all is reported without a field.
-  if (result.target === 'json' && field === undefined) {
-    return apiError(c, 400, 'invalid_request', 'request body must be a JSON object matching the schema');
+  // A body that is not an object at all is reported without a field; so is a whole-body rule
+  // ("give at least one field"), in its own words.
+  if (field === undefined) {
+    const text = first.code === 'invalid_type' ? 'request body must be a JSON object' : first.message;
+    return apiError(c, 400, 'invalid_request', text);
   }
   return apiError(c, 400, 'invalid_request', message, field);
 }

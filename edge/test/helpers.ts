@@ -1,0 +1,157 @@
+import { env } from 'cloudflare:workers';
+import { createApp } from '../src/app.ts';
+import { hashPassword } from '../src/auth/password.ts';
+import { issueToken } from '../src/auth/token-store.ts';
+import { SESSION_TTL_MS, type TokenKind } from '../src/auth/tokens.ts';
+import type { AppDeps } from '../src/context.ts';
+import { newId } from '../src/ids.ts';
+import type { BackendProbe, ProbeResult } from '../src/settings/backend-probe.ts';
+import type { Role } from '../src/users/schemas.ts';
+
+export const ORIGIN = 'http://localhost';
+export const DEFAULT_PASSWORD = 'correct horse battery staple';
+
+/** A clock tests move by hand: expiry and lockouts without sleeping. */
+export class FakeClock {
+  t = Date.UTC(2027, 0, 1);
+  now = (): number => this.t;
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** Records every backend it was asked about; answers from a table. */
+export class SpyProbe implements BackendProbe {
+  calls: string[] = [];
+  answers: Partial<Record<'claude' | 'pi', ProbeResult | (() => Promise<ProbeResult>)>>;
+  constructor(answers: SpyProbe['answers'] = {}) {
+    this.answers = answers;
+  }
+  async probe(backend: 'claude' | 'pi'): Promise<ProbeResult> {
+    this.calls.push(backend);
+    const a = this.answers[backend] ?? { available: true, version: '1.0.0' };
+    return typeof a === 'function' ? a() : a;
+  }
+}
+
+export function makeApp(overrides: Partial<AppDeps> & { probe?: BackendProbe } = {}) {
+  const clock = new FakeClock();
+  const probe = overrides.probe ?? new SpyProbe();
+  const app = createApp({ clock: clock.now, probeFor: () => probe, ...overrides });
+  return { app, clock, probe };
+}
+
+export type TestApp = ReturnType<typeof makeApp>['app'];
+
+let counter = 0;
+/** Unique per call: storage is shared by all tests in a file. */
+export function uniq(prefix = 'u'): string {
+  counter += 1;
+  return `${prefix}${counter}x${Math.floor(Math.random() * 1e6)}`;
+}
+
+let defaultHash: Promise<string> | undefined;
+
+/** Inserts a user directly (one PBKDF2 per file for the default password, not per user). */
+export async function createUser(
+  opts: { username?: string; password?: string; role?: Role; disabled?: boolean; now?: number } = {},
+): Promise<{ id: string; username: string; password: string; role: Role }> {
+  const username = opts.username ?? uniq();
+  const password = opts.password ?? DEFAULT_PASSWORD;
+  const role = opts.role ?? 'user';
+  const hash =
+    password === DEFAULT_PASSWORD ? await (defaultHash ??= hashPassword(DEFAULT_PASSWORD)) : await hashPassword(password);
+  const now = opts.now ?? Date.UTC(2027, 0, 1);
+  const id = newId(now);
+  await env.DB.prepare(
+    'INSERT INTO users (id, username, password_hash, role, disabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  )
+    .bind(id, username, hash, role, opts.disabled ? 1 : 0, now, now)
+    .run();
+  return { id, username, password, role };
+}
+
+/** A live token for a user without going through login (no PBKDF2, no throttle). */
+export async function tokenFor(
+  userId: string,
+  clock: FakeClock,
+  opts: { kind?: TokenKind; ttlMs?: number; name?: string } = {},
+): Promise<string> {
+  const kind = opts.kind ?? 'session';
+  const issued = await issueToken(env.DB, {
+    userId,
+    kind,
+    name: opts.name ?? (kind === 'api' ? uniq('t') : null),
+    now: clock.now(),
+    ttlMs: opts.ttlMs ?? SESSION_TTL_MS,
+  });
+  return issued.secret;
+}
+
+export async function adminWithToken(clock: FakeClock) {
+  const user = await createUser({ role: 'admin' });
+  return { user, token: await tokenFor(user.id, clock) };
+}
+
+export async function userWithToken(clock: FakeClock) {
+  const user = await createUser({ role: 'user' });
+  return { user, token: await tokenFor(user.id, clock) };
+}
+
+export interface CallOptions {
+  body?: unknown;
+  /** Sent verbatim, with the given content type (default application/json). */
+  raw?: string;
+  contentType?: string | null;
+  token?: string;
+  cookie?: string;
+  origin?: string | null;
+  address?: string;
+  headers?: Record<string, string>;
+  base?: string;
+  env?: Partial<Env>;
+}
+
+export interface CallResult {
+  status: number;
+  headers: Headers;
+  // Test-only convenience: JSON bodies are inspected structurally by each test.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  text: string;
+}
+
+export async function call(app: TestApp, method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {
+  const headers = new Headers(opts.headers);
+  let body: string | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+  if (body !== undefined && opts.contentType !== null) headers.set('Content-Type', opts.contentType ?? 'application/json');
+  if (opts.token !== undefined) headers.set('Authorization', `Bearer ${opts.token}`);
+  if (opts.cookie !== undefined) headers.set('Cookie', `sy_session=${opts.cookie}`);
+  const base = opts.base ?? ORIGIN;
+  // Same-origin by default for cookie requests, like a browser page of this app would send.
+  const origin = opts.origin === undefined ? (opts.cookie !== undefined ? base : null) : opts.origin;
+  if (origin !== null) headers.set('Origin', origin);
+  if (opts.address !== undefined) headers.set('CF-Connecting-IP', opts.address);
+  const init: RequestInit = { method, headers };
+  if (body !== undefined) init.body = body;
+  const res = await app.request(`${base}${path}`, init, { ...env, ...opts.env });
+  const text = await res.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text === '' ? null : JSON.parse(text);
+  } catch {
+    parsed = null;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+/** Asserts the API's error shape and returns it. */
+export function expectError(r: CallResult, status: number, code?: string): { code: string; message: string; field?: string } {
+  if (r.status !== status) throw new Error(`expected ${status}, got ${r.status}: ${r.text}`);
+  const err = r.body?.error;
+  if (typeof err?.code !== 'string' || typeof err?.message !== 'string') throw new Error(`not an error body: ${r.text}`);
+  if (code !== undefined && err.code !== code) throw new Error(`expected code ${code}, got ${err.code}: ${r.text}`);
+  return err;
+}
