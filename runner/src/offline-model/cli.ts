@@ -21,15 +21,16 @@ async function main(): Promise<void> {
     return;
   }
   const model = await startOfflineModel({ port });
-  process.stdout.write(`${JSON.stringify({ url: model.url, port: model.port })}\n`);
   const stop = (): void => {
     model.close().then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
+  // Handlers first: a parent may signal the moment it reads the line.
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  process.stdout.write(`${JSON.stringify({ url: model.url, port: model.port })}\n`);
 }
 
 main().catch((e: unknown) => {
