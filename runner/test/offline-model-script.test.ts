@@ -204,6 +204,24 @@ describe('decideReply', () => {
     expect(toolUse(reply)).toBeUndefined();
   });
 
+  it('a directive riding along with a tool_result (claude merges text into that message) cannot loop', () => {
+    const r = req({
+      tools: piTools,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'done' },
+            { type: 'text', text: '#offline {"tool":"read","path":"a.txt"}' },
+          ],
+        },
+      ],
+    });
+    const reply = decideReply(r, { seq: 2 });
+    expect(toolUse(reply)).toBeUndefined();
+    expect(texts(reply)).toEqual(['Tool result: done']);
+  });
+
   it('quotes at most 500 chars of a result and marks errors', () => {
     const r = req({
       tools: piTools,

@@ -134,7 +134,7 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
       sendJson(res, e.status, e.body, e.headers);
       return;
     }
-    const ids = { 'request-id': `req_offline_${reply.id}` };
+    const ids = { 'request-id': reply.id.replace(/^msg_/, 'req_') };
     if (request.stream === true) await stream(res, reply, ids);
     else await respond(res, reply, ids);
   }
@@ -156,14 +156,14 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
 
   async function respond(res: http.ServerResponse, reply: MessageReply, headers: Record<string, string>): Promise<void> {
     if (!(await pause(totalDelayMs(reply), res))) return;
-    const text = JSON.stringify(encodeMessage(reply));
     if (reply.steps.some((s) => s.type === 'cut')) {
       // Promise the whole body, deliver half: the client sees a truncated response.
+      const text = JSON.stringify(encodeMessage(reply));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
       res.write(text.slice(0, Math.floor(text.length / 2)), () => res.socket?.destroy());
       return;
     }
-    sendJson(res, 200, JSON.parse(text), headers);
+    sendJson(res, 200, encodeMessage(reply), headers);
   }
 
   async function handleAdmin(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> {
