@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { call, makeApp } from './helpers.ts';
+
+describe('GET /api/openapi.json', () => {
+  it('is an OpenAPI 3.1 document covering every route, generated from the zod schemas', async () => {
+    const { app } = makeApp();
+    const r = await call(app, 'GET', '/api/openapi.json');
+    expect(r.status).toBe(200);
+    expect(r.body.openapi).toBe('3.1.0');
+    const ops = Object.entries(r.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
+      Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(ops.sort()).toEqual(
+      [
+        'GET /healthz',
+        'POST /api/auth/login',
+        'POST /api/auth/logout',
+        'GET /api/me',
+        'POST /api/tokens',
+        'GET /api/tokens',
+        'GET /api/tokens/{id}',
+        'DELETE /api/tokens/{id}',
+        'GET /api/settings',
+        'GET /api/admin/users',
+        'POST /api/admin/users',
+        'GET /api/admin/users/{id}',
+        'PATCH /api/admin/users/{id}',
+        'DELETE /api/admin/users/{id}',
+        'GET /api/admin/settings',
+        'PUT /api/admin/settings',
+        'GET /api/admin/audit',
+      ].sort(),
+    );
+    const schemas = r.body.components.schemas;
+    expect(schemas.SettingsPatch.properties.llmBackend.enum).toEqual(['claude', 'pi']);
+    expect(schemas.Error.properties.error.properties.code.enum).toContain('rate_limited');
+    expect(r.body.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(r.body.paths['/api/auth/login'].post.responses).toHaveProperty('429');
+  });
+});

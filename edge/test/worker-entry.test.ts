@@ -1,0 +1,44 @@
+import { env, exports } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { issueToken } from '../src/auth/token-store.ts';
+import { createUser } from './helpers.ts';
+
+// The deployed Worker: the real clock and the default (unwired) backend probe.
+describe('the Worker entry', () => {
+  it('reports pi unavailable with a clear reason until a probe is wired, and refuses to switch to it', async () => {
+    const admin = await createUser({ role: 'admin' });
+    const { secret } = await issueToken(env.DB, { userId: admin.id, kind: 'session', name: null, now: Date.now(), ttlMs: 60_000 });
+    const headers = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
+
+    const pub = await exports.default.fetch('http://localhost/api/settings', { headers });
+    expect(pub.status).toBe(200);
+    const body = (await pub.json()) as { backends: Array<{ name: string; available: boolean; reason?: string }> };
+    const pi = body.backends.find((b) => b.name === 'pi');
+    expect(pi?.available).toBe(false);
+    expect(pi?.reason).toMatch(/no runner probe is wired/);
+
+    const put = await exports.default.fetch('http://localhost/api/admin/settings', {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify({ llmBackend: 'pi' }),
+    });
+    expect(put.status).toBe(400);
+    const err = (await put.json()) as { error: { code: string; message: string; field: string } };
+    expect(err.error).toMatchObject({ code: 'backend_unavailable', field: 'llmBackend' });
+    expect(err.error.message).toMatch(/To fix: /);
+
+    const claude = await exports.default.fetch('http://localhost/api/admin/settings', {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify({ llmBackend: 'claude', sessionIdleMinutes: 20 }),
+    });
+    expect(claude.status).toBe(200);
+  });
+
+  it('answers the session hub stub with a 501 error value', async () => {
+    const stub = env.SESSION_HUB.get(env.SESSION_HUB.idFromName('x'));
+    const res = await stub.fetch('http://hub/');
+    expect(res.status).toBe(501);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_implemented');
+  });
+});
