@@ -5,6 +5,8 @@ import { JsonlSplitter, type AgentCodec, type AgentEvent, type CliExit, type Spa
 
 /** How much of the CLI's stderr is kept: its head is what explains a failure. */
 const STDERR_KEEP = 8 * 1024;
+/** After the CLI exits, how long its pipes may stay open before they are closed for it. */
+const PIPE_DRAIN_MS = 1000;
 
 export interface CliProcessHandlers {
   onEvent(event: AgentEvent): void;
@@ -44,6 +46,15 @@ export class CliProcess {
     });
     // stdin errors (EPIPE after the CLI died) surface through the exit path.
     child.stdin.on('error', () => {});
+    // 'close' waits for stdout/stderr to close too. A tool that left the CLI's
+    // process group (setsid) can hold them open forever after the CLI died, so
+    // once the CLI itself has exited, give the pipes a moment and then cut them.
+    child.once('exit', () => {
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, PIPE_DRAIN_MS).unref();
+    });
     this.exited = new Promise((resolve) => {
       child.on('close', (code, signal) => {
         emitLines(splitter.flush());
@@ -86,6 +97,11 @@ export class CliProcess {
 
   interrupt(): void {
     this.write(this.codec.encodeInterrupt());
+  }
+
+  /** A runner-level control line (readiness probe); never user text, which goes through sendUserMessage. */
+  writeControl(line: string): void {
+    this.write(line);
   }
 
   closeInput(): void {

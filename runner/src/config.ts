@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto';
+import { BackendSchema, type Backend } from '@switchyard/protocol';
+import { z } from 'zod';
+import { runnerError, type Result } from './errors.ts';
+
+// Environment configuration, validated once at start. Durations accept
+// `250ms`, `10s`, `15m`, `2h` or a bare number of milliseconds, so tests can
+// use small values and operators can write readable ones.
+
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+
+export function parseDuration(text: string): number | undefined {
+  const m = DURATION.exec(text.trim());
+  if (!m?.[1]) return undefined;
+  const unit = (m[2] ?? 'ms') as keyof typeof UNIT_MS;
+  return Math.round(Number(m[1]) * UNIT_MS[unit]);
+}
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: `not a duration: ${JSON.stringify(v)} (e.g. 500ms, 10s, 15m, 2h)` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const ExecutableOverride = z
+  .string()
+  .transform((v, ctx) => {
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON {"command": ..., "prefixArgs": [...]}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.object({ command: z.string().min(1), prefixArgs: z.array(z.string()).default([]), version: z.string().default('override') }));
+
+/** Model selection and CLI settings shared by serve, once and probe. */
+const CommonEnv = z.object({
+  SWITCHYARD_MODEL_URL: z.url({ protocol: /^https?$/ }).optional(),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  SWITCHYARD_MODEL: z.string().min(1).optional(),
+  SWITCHYARD_CLI_RETRIES: z.coerce.number().int().min(0).max(10).optional(),
+  SWITCHYARD_CLI_RETRY_BASE_MS: z.coerce.number().int().min(0).optional(),
+  /** Dev and tests only: run this instead of the pinned CLI (e.g. a fake CLI that ignores interrupts). */
+  SWITCHYARD_CLI_EXECUTABLE: ExecutableOverride.optional(),
+  SWITCHYARD_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+});
+
+const ServeEnv = CommonEnv.extend({
+  SWITCHYARD_HUB_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
+  SWITCHYARD_SESSION_ID: z.string().min(1).max(200),
+  SWITCHYARD_RUNNER_TOKEN: z.string().min(1),
+  SWITCHYARD_RUNNER_ID: z.string().min(1).max(100).optional(),
+  SWITCHYARD_BACKEND: BackendSchema,
+  SWITCHYARD_WORKSPACE: z.string().min(1).optional(),
+  SWITCHYARD_STATE_DIR: z.string().min(1).optional(),
+  SWITCHYARD_IDLE_TIMEOUT: duration('15m'),
+  SWITCHYARD_MAX_LIFETIME: duration('8h'),
+  SWITCHYARD_INTERRUPT_DEADLINE: duration('10s'),
+  SWITCHYARD_STALL_TIMEOUT: duration('120s'),
+  SWITCHYARD_TOOL_STALL_TIMEOUT: duration('15m'),
+  SWITCHYARD_CLI_START_TIMEOUT: duration('60s'),
+  SWITCHYARD_KILL_GRACE: duration('5s'),
+  SWITCHYARD_SHUTDOWN_DEADLINE: duration('25s'),
+  SWITCHYARD_SHUTDOWN_FINISH: duration('5s'),
+  SWITCHYARD_CLI_STOP_GRACE: duration('3s'),
+  SWITCHYARD_BUFFER_MAX_EVENTS: positiveInt(20_000),
+  SWITCHYARD_BUFFER_MAX_BYTES: positiveInt(64 * 1024 * 1024),
+  SWITCHYARD_LINK_BACKOFF_BASE: duration('250ms'),
+  SWITCHYARD_LINK_BACKOFF_MAX: duration('10s'),
+  SWITCHYARD_LINK_PING_INTERVAL: duration('15s'),
+  SWITCHYARD_LINK_WELCOME_TIMEOUT: duration('10s'),
+});
+
+export interface CommonConfig {
+  model: ModelSelection;
+  modelName: string | undefined;
+  retry: { maxRetries: number; baseDelayMs: number } | undefined;
+  executableOverride: { command: string; prefixArgs: string[]; version: string } | undefined;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+/**
+ * Where the CLI's model traffic goes (DESIGN "Configuration"). `endpoint`: an
+ * Anthropic-Messages endpoint such as the offline model; `provider`: the real
+ * provider with the operator's key.
+ */
+export type ModelSelection =
+  | { kind: 'endpoint'; baseUrl: string; apiKey: string | undefined }
+  | { kind: 'provider'; apiKey: string }
+  | { kind: 'none' };
+
+export interface ServeConfig extends CommonConfig {
+  hubUrl: string;
+  sessionId: string;
+  runnerToken: string;
+  runnerId: string;
+  backend: Backend;
+  workspace: string;
+  stateDir: string | undefined;
+  timings: {
+    idleMs: number;
+    maxLifetimeMs: number;
+    interruptDeadlineMs: number;
+    stallMs: number;
+    toolStallMs: number;
+    cliStartMs: number;
+    killGraceMs: number;
+    shutdownDeadlineMs: number;
+    shutdownFinishMs: number;
+    cliStopGraceMs: number;
+  };
+  buffer: { maxFrames: number; maxBytes: number };
+  link: { backoffBaseMs: number; backoffMaxMs: number; pingIntervalMs: number; welcomeTimeoutMs: number };
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadCommonConfig(env: Env): Result<CommonConfig> {
+  const parsed = CommonEnv.safeParse(nonEmpty(env));
+  if (!parsed.success) return { ok: false, error: configError(parsed.error) };
+  return { ok: true, value: common(parsed.data) };
+}
+
+export function loadServeConfig(env: Env, cwd: string): Result<ServeConfig> {
+  const parsed = ServeEnv.safeParse(nonEmpty(env));
+  if (!parsed.success) return { ok: false, error: configError(parsed.error) };
+  const e = parsed.data;
+  return {
+    ok: true,
+    value: {
+      ...common(e),
+      hubUrl: e.SWITCHYARD_HUB_URL,
+      sessionId: e.SWITCHYARD_SESSION_ID,
+      runnerToken: e.SWITCHYARD_RUNNER_TOKEN,
+      runnerId: e.SWITCHYARD_RUNNER_ID ?? randomUUID(),
+      backend: e.SWITCHYARD_BACKEND,
+      workspace: e.SWITCHYARD_WORKSPACE ?? cwd,
+      stateDir: e.SWITCHYARD_STATE_DIR,
+      timings: {
+        idleMs: e.SWITCHYARD_IDLE_TIMEOUT,
+        maxLifetimeMs: e.SWITCHYARD_MAX_LIFETIME,
+        interruptDeadlineMs: e.SWITCHYARD_INTERRUPT_DEADLINE,
+        stallMs: e.SWITCHYARD_STALL_TIMEOUT,
+        toolStallMs: e.SWITCHYARD_TOOL_STALL_TIMEOUT,
+        cliStartMs: e.SWITCHYARD_CLI_START_TIMEOUT,
+        killGraceMs: e.SWITCHYARD_KILL_GRACE,
+        shutdownDeadlineMs: e.SWITCHYARD_SHUTDOWN_DEADLINE,
+        shutdownFinishMs: e.SWITCHYARD_SHUTDOWN_FINISH,
+        cliStopGraceMs: e.SWITCHYARD_CLI_STOP_GRACE,
+      },
+      buffer: { maxFrames: e.SWITCHYARD_BUFFER_MAX_EVENTS, maxBytes: e.SWITCHYARD_BUFFER_MAX_BYTES },
+      link: {
+        backoffBaseMs: e.SWITCHYARD_LINK_BACKOFF_BASE,
+        backoffMaxMs: e.SWITCHYARD_LINK_BACKOFF_MAX,
+        pingIntervalMs: e.SWITCHYARD_LINK_PING_INTERVAL,
+        welcomeTimeoutMs: e.SWITCHYARD_LINK_WELCOME_TIMEOUT,
+      },
+    },
+  };
+}
+
+function common(e: z.infer<typeof CommonEnv>): CommonConfig {
+  const model: ModelSelection = e.SWITCHYARD_MODEL_URL
+    ? { kind: 'endpoint', baseUrl: e.SWITCHYARD_MODEL_URL, apiKey: e.ANTHROPIC_API_KEY }
+    : e.ANTHROPIC_API_KEY
+      ? { kind: 'provider', apiKey: e.ANTHROPIC_API_KEY }
+      : { kind: 'none' };
+  const retry =
+    e.SWITCHYARD_CLI_RETRIES !== undefined
+      ? { maxRetries: e.SWITCHYARD_CLI_RETRIES, baseDelayMs: e.SWITCHYARD_CLI_RETRY_BASE_MS ?? 1000 }
+      : undefined;
+  return {
+    model,
+    modelName: e.SWITCHYARD_MODEL,
+    retry,
+    executableOverride: e.SWITCHYARD_CLI_EXECUTABLE,
+    logLevel: e.SWITCHYARD_LOG_LEVEL,
+  };
+}
+
+/** An empty variable means "unset" (compose files and shells produce them). */
+function nonEmpty(env: Env): Env {
+  const out: Env = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') out[k] = v;
+  return out;
+}
+
+function configError(error: z.ZodError) {
+  // Names the variable, never echoes a value (one of them is the runner token).
+  const problems = error.issues.map((i) => `${i.path.join('.') || 'environment'}: ${i.message}`);
+  return runnerError('config_invalid', problems.join('; '));
+}

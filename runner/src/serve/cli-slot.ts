@@ -1,0 +1,92 @@
+import type { AgentCodec, AgentEvent, Backend, CliExit, ErrorInfo, SpawnSpec } from '@switchyard/protocol';
+import { CliProcess } from '../cli/cli-process.ts';
+import { readinessFor } from '../cli/readiness.ts';
+import { messageOf } from '../errors.ts';
+
+export interface CliSlotHandlers {
+  onStarted(pid: number): void;
+  onReady(): void;
+  /** Any stdout line. */
+  onOutput(): void;
+  onEvent(event: AgentEvent): void;
+  onExit(exit: CliExit): void;
+  onSpawnFailed(error: ErrorInfo): void;
+}
+
+/**
+ * One CLI generation. The machine decides synchronously; spawning is async,
+ * so writes and kills that arrive before the process exists are queued here
+ * and applied, in order, once it does.
+ */
+export class CliSlot {
+  readonly gen: number;
+  readonly codec: AgentCodec;
+  private proc: CliProcess | undefined;
+  private pending: Array<(p: CliProcess) => void> = [];
+  private killed = false;
+  private ready = false;
+
+  private constructor(gen: number, codec: AgentCodec) {
+    this.gen = gen;
+    this.codec = codec;
+  }
+
+  static start(gen: number, backend: Backend, codec: AgentCodec, spec: Promise<SpawnSpec>, h: CliSlotHandlers): CliSlot {
+    const slot = new CliSlot(gen, codec);
+    const readiness = readinessFor(backend);
+    const becameReady = () => {
+      if (slot.ready) return;
+      slot.ready = true;
+      h.onReady();
+    };
+    void (async () => {
+      let proc: CliProcess;
+      try {
+        proc = await CliProcess.start(await spec, codec, {
+          onLine: (direction, line) => {
+            if (direction !== 'out') return;
+            if (!slot.ready && readiness.isReady(line, undefined)) becameReady();
+            h.onOutput();
+          },
+          onEvent: (event) => {
+            if (!slot.ready && readiness.isReady(undefined, event)) becameReady();
+            h.onEvent(event);
+          },
+        });
+      } catch (err) {
+        h.onSpawnFailed({ code: 'cli_spawn_failed', message: `cannot start the CLI: ${messageOf(err)}`, retryable: false });
+        return;
+      }
+      slot.proc = proc;
+      h.onStarted(proc.pid);
+      void proc.exited.then((exit) => h.onExit(exit));
+      for (const line of readiness.lines) proc.writeControl(line);
+      const ops = slot.pending;
+      slot.pending = [];
+      for (const op of ops) op(proc);
+      if (slot.killed) proc.kill('SIGKILL');
+    })();
+    return slot;
+  }
+
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  get running(): boolean {
+    return this.proc?.running ?? !this.killed;
+  }
+
+  run(op: (p: CliProcess) => void): void {
+    if (this.killed) return;
+    if (this.proc) op(this.proc);
+    else this.pending.push(op);
+  }
+
+  /** SIGKILL to the whole process group, now or as soon as the process exists. */
+  kill(): void {
+    this.killed = true;
+    this.pending = [];
+    this.proc?.kill('SIGKILL');
+  }
+}

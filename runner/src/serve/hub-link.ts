@@ -1,0 +1,325 @@
+import WebSocket from 'ws';
+import {
+  HubToRunnerSchema,
+  RUNNER_LINK_PING,
+  RUNNER_LINK_PONG,
+  RunnerCloseCode,
+  RunnerToHubSchema,
+  type HubToRunner,
+  type RunnerToHub,
+} from '@switchyard/protocol';
+import { runnerError, type RunnerError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { backoffDelay } from './backoff.ts';
+import type { BufferedFrame, EventBuffer } from './event-buffer.ts';
+
+type Hello = Extract<RunnerToHub, { type: 'hello' }>;
+type Welcome = Extract<HubToRunner, { type: 'welcome' }>;
+export type HubRequest = Extract<HubToRunner, { type: 'user_message' | 'interrupt' | 'shutdown' }>;
+
+export interface HubLinkOptions {
+  url: string;
+  sessionId: string;
+  token: string;
+  /** The hello to send on every (re)connect; lastSeq is filled in from the buffer. */
+  hello: Omit<Hello, 'lastSeq'>;
+  buffer: EventBuffer;
+  backoff: { baseMs: number; maxMs: number };
+  pingIntervalMs: number;
+  welcomeTimeoutMs: number;
+  log: Logger;
+  /** `first`: this runner's first welcome ever (only then is a transcript restored). */
+  onWelcome(welcome: Welcome, first: boolean): void;
+  onRequest(request: HubRequest): void;
+  /** The hub refused this runner for good; the link will not reconnect. */
+  onRejected(error: RunnerError): void;
+  random?: () => number;
+}
+
+/** Keeps one frame well below what a workerd WebSocket message may carry. */
+const MAX_BATCH_CHARS = 1024 * 1024;
+const MAX_BATCH_EVENTS = 1000;
+const FATAL_CLOSE_CODES = new Set<number>(Object.values(RunnerCloseCode));
+const FATAL_HTTP = new Set([401, 403, 404, 409]);
+
+/**
+ * The runner's WebSocket to the hub: dials out, says hello, waits for
+ * welcome, then streams sequenced frames from the buffer and resends from the
+ * hub's ack after every reconnect. Reconnects with backoff and jitter until
+ * closed or rejected. The token goes in the Authorization header only: URLs
+ * end up in access logs.
+ */
+export class HubLink {
+  private ws: WebSocket | undefined;
+  private welcomed = false;
+  private everWelcomed = false;
+  private sentSeq = 0;
+  private attempt = 0;
+  private closing = false;
+  private token: string;
+  private lastHttpStatus: number | undefined;
+  private lastInbound = 0;
+  private flushQueued = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private welcomeTimer: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private drainWaiters: Array<() => void> = [];
+  private readonly o: HubLinkOptions;
+
+  constructor(options: HubLinkOptions) {
+    this.o = options;
+    this.token = options.token;
+  }
+
+  get connected(): boolean {
+    return this.welcomed;
+  }
+
+  start(): void {
+    this.connect();
+  }
+
+  /** New frames are in the buffer. */
+  notify(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    // Events produced in one tick (one stdout chunk) go out as one frame.
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
+  }
+
+  /** Unsequenced frames (status, replies): delivered only while welcomed, else dropped. */
+  send(msg: RunnerToHub): boolean {
+    if (!this.welcomed || this.ws?.readyState !== WebSocket.OPEN) return false;
+    this.ws.send(JSON.stringify(RunnerToHubSchema.parse(msg)));
+    return true;
+  }
+
+  /** Resolves true once every buffered frame is acked, false if `ms` pass first. */
+  waitDrained(ms: number): Promise<boolean> {
+    if (this.o.buffer.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.drainWaiters = this.drainWaiters.filter((w) => w !== done);
+        resolve(false);
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.drainWaiters.push(done);
+    });
+  }
+
+  /** Says bye (if connected) and closes for good. */
+  async close(bye?: Extract<RunnerToHub, { type: 'bye' }>): Promise<void> {
+    this.closing = true;
+    clearTimeout(this.reconnectTimer);
+    const ws = this.ws;
+    if (!ws) return;
+    if (bye) this.send(bye);
+    if (ws.readyState === WebSocket.CLOSED) return;
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 1000);
+      ws.once('close', () => {
+        clearTimeout(force);
+        resolve();
+      });
+      if (ws.readyState === WebSocket.OPEN) ws.close(1000, 'bye');
+      else ws.terminate();
+    });
+  }
+
+  private connect(): void {
+    if (this.closing) return;
+    const url = new URL(this.o.url);
+    url.searchParams.set('session', this.o.sessionId);
+    this.lastHttpStatus = undefined;
+    const ws = new WebSocket(url, {
+      headers: { authorization: `Bearer ${this.token}` },
+      handshakeTimeout: this.o.welcomeTimeoutMs,
+      maxPayload: 64 * 1024 * 1024,
+      perMessageDeflate: false,
+    });
+    this.ws = ws;
+    ws.on('open', () => {
+      this.lastInbound = Date.now();
+      const hello: Hello = { ...this.o.hello, lastSeq: this.o.buffer.lastSeq };
+      ws.send(JSON.stringify(RunnerToHubSchema.parse(hello)));
+      this.welcomeTimer = setTimeout(() => {
+        this.o.log.warn('hub sent no welcome; reconnecting', { timeoutMs: this.o.welcomeTimeoutMs });
+        ws.terminate();
+      }, this.o.welcomeTimeoutMs);
+    });
+    ws.on('message', (data, isBinary) => {
+      if (ws !== this.ws) return;
+      this.lastInbound = Date.now();
+      if (isBinary) {
+        this.o.log.warn('hub sent a binary frame; ignored');
+        return;
+      }
+      this.onFrame(String(data));
+    });
+    ws.on('error', (err) => {
+      const status = /Unexpected server response: (\d{3})/.exec(err.message)?.[1];
+      if (status) this.lastHttpStatus = Number(status);
+      this.o.log.debug('hub link error', { error: err.message });
+    });
+    ws.on('close', (code, reason) => this.onClose(ws, code, reason.toString()));
+  }
+
+  private onFrame(text: string): void {
+    if (text === RUNNER_LINK_PONG) return;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      this.o.log.warn('hub sent a frame that is not JSON; ignored', { head: text.slice(0, 100) });
+      return;
+    }
+    const parsed = HubToRunnerSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.rejectInvalid(raw, parsed.error.issues[0]?.message ?? 'invalid');
+      return;
+    }
+    const msg = parsed.data;
+    switch (msg.type) {
+      case 'welcome':
+        return this.onWelcome(msg);
+      case 'ack': {
+        const acked = this.o.buffer.ack(msg.seq);
+        if (!acked.ok) this.o.log.error('hub ack rejected', { code: acked.error.code, message: acked.error.message });
+        if (this.o.buffer.size === 0) this.releaseDrainWaiters();
+        return;
+      }
+      case 'token':
+        this.token = msg.runnerToken;
+        return;
+      case 'pong':
+        return;
+      default:
+        if (!this.welcomed) {
+          this.o.log.warn('hub request before welcome; ignored', { type: msg.type });
+          return;
+        }
+        this.o.onRequest(msg);
+    }
+  }
+
+  private onWelcome(welcome: Welcome): void {
+    clearTimeout(this.welcomeTimer);
+    const buffer = this.o.buffer;
+    if (this.welcomed) {
+      this.o.log.warn('hub sent a second welcome; ignored');
+      return;
+    }
+    if (welcome.ackedSeq > buffer.lastSeq) {
+      // The hub claims frames this runner never produced: it is talking to the wrong runner.
+      this.reject(runnerError('hub_protocol', `welcome acked seq ${welcome.ackedSeq} but this runner produced only ${buffer.lastSeq}`));
+      return;
+    }
+    if (welcome.ackedSeq < buffer.ackedSeq) {
+      this.o.log.error('hub lost frames it had acked; they cannot be resent', { hubAckedSeq: welcome.ackedSeq, runnerAckedSeq: buffer.ackedSeq });
+    }
+    buffer.ack(welcome.ackedSeq);
+    this.sentSeq = Math.max(welcome.ackedSeq, buffer.ackedSeq);
+    if (welcome.runnerToken) this.token = welcome.runnerToken;
+    this.welcomed = true;
+    this.attempt = 0;
+    const first = !this.everWelcomed;
+    this.everWelcomed = true;
+    this.o.log.info('hub link up', { ackedSeq: welcome.ackedSeq, resend: buffer.lastSeq - this.sentSeq, first });
+    this.startHeartbeat();
+    this.o.onWelcome(welcome, first);
+    if (buffer.size === 0) this.releaseDrainWaiters();
+    this.flush();
+  }
+
+  private onClose(ws: WebSocket, code: number, reason: string): void {
+    if (ws !== this.ws) return;
+    clearTimeout(this.welcomeTimer);
+    clearInterval(this.heartbeat);
+    const wasWelcomed = this.welcomed;
+    this.welcomed = false;
+    if (this.closing) return;
+    if (FATAL_CLOSE_CODES.has(code) || (this.lastHttpStatus !== undefined && FATAL_HTTP.has(this.lastHttpStatus))) {
+      const why = this.lastHttpStatus !== undefined ? `HTTP ${this.lastHttpStatus}` : `close code ${code}${reason ? ` (${reason})` : ''}`;
+      this.closing = true;
+      this.o.onRejected(runnerError('hub_rejected', `the hub refused this runner: ${why}`));
+      return;
+    }
+    const delay = backoffDelay(this.attempt++, this.o.backoff, this.o.random);
+    this.o.log.info('hub link down; reconnecting', { code, wasWelcomed, delayMs: delay, attempt: this.attempt, unacked: this.o.buffer.size });
+    this.reconnectTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  private flush(): void {
+    const ws = this.ws;
+    if (!this.welcomed || !ws || ws.readyState !== WebSocket.OPEN) return;
+    const frames = this.o.buffer.after(this.sentSeq);
+    let batch: BufferedFrame[] = [];
+    let chars = 0;
+    const sendBatch = () => {
+      if (batch.length === 0) return;
+      ws.send(`{"type":"events","events":[${batch.map((f) => f.json).join(',')}]}`);
+      batch = [];
+      chars = 0;
+    };
+    for (const frame of frames) {
+      if (frame.kind === 'transcript') {
+        sendBatch();
+        ws.send(frame.json);
+      } else {
+        if (batch.length >= MAX_BATCH_EVENTS || (batch.length > 0 && chars + frame.json.length > MAX_BATCH_CHARS)) sendBatch();
+        batch.push(frame);
+        chars += frame.json.length;
+      }
+      this.sentSeq = frame.seq;
+    }
+    sendBatch();
+  }
+
+  private startHeartbeat(): void {
+    clearInterval(this.heartbeat);
+    const interval = this.o.pingIntervalMs;
+    this.heartbeat = setInterval(() => {
+      const ws = this.ws;
+      if (!ws || ws.readyState !== WebSocket.OPEN) return;
+      // Silence for two intervals means the TCP connection is dead without having said so.
+      if (Date.now() - this.lastInbound > 2 * interval) {
+        this.o.log.warn('hub link silent; dropping it', { silentMs: Date.now() - this.lastInbound });
+        ws.terminate();
+        return;
+      }
+      ws.send(RUNNER_LINK_PING);
+    }, interval);
+    this.heartbeat.unref();
+  }
+
+  private rejectInvalid(raw: unknown, problem: string): void {
+    const r = raw as { type?: unknown; messageId?: unknown; requestId?: unknown } | null;
+    const id = typeof r?.messageId === 'string' ? r.messageId : typeof r?.requestId === 'string' ? r.requestId : undefined;
+    this.o.log.warn('hub sent an invalid frame', { type: typeof r?.type === 'string' ? r.type : undefined, problem });
+    if (id && this.welcomed) {
+      this.send({ type: 'reject', inReplyTo: id, error: runnerError('invalid_message', `invalid ${String(r?.type)}: ${problem}`) });
+    }
+  }
+
+  private reject(error: RunnerError): void {
+    this.closing = true;
+    this.ws?.close(RunnerCloseCode.protocolError, error.code);
+    this.o.onRejected(error);
+  }
+
+  private releaseDrainWaiters(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiters) w();
+  }
+}
+

@@ -1,0 +1,67 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { sandboxSetup } from '../capabilities.ts';
+import { locateCli } from '../cli/locate.ts';
+import { loadServeConfig } from '../config.ts';
+import { ExitCode, messageOf } from '../errors.ts';
+import { createLogger } from '../log.ts';
+import { resolveModelAccess } from '../model-access.ts';
+import { SessionRunner } from './session-runner.ts';
+
+/**
+ * `switchyard-runner serve`: configuration, private CLI dirs, signals, and
+ * the guarantee that the CLI's process group dies with the runner.
+ */
+export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const loaded = loadServeConfig(env, process.cwd());
+  if (!loaded.ok) {
+    process.stderr.write(`${JSON.stringify({ level: 'error', msg: 'invalid configuration', ...loaded.error })}\n`);
+    return ExitCode.usage;
+  }
+  const config = loaded.value;
+  // Nothing started from here on may inherit the token, whatever its env allow-list says.
+  delete env.SWITCHYARD_RUNNER_TOKEN;
+  const log = createLogger({ level: config.logLevel, base: { runnerId: config.runnerId } });
+  log.redact(config.runnerToken);
+  const modelKey = config.model.kind === 'none' ? undefined : config.model.apiKey;
+  if (modelKey) log.redact(modelKey);
+  const model = resolveModelAccess(config.model);
+  if (!model.ok) {
+    log.error('invalid configuration', { ...model.error });
+    return ExitCode.usage;
+  }
+  let executable;
+  try {
+    executable = config.executableOverride ?? locateCli(config.backend);
+  } catch (err) {
+    log.error('CLI not installed', { backend: config.backend, message: messageOf(err) });
+    return ExitCode.usage;
+  }
+
+  const workspace = resolve(config.workspace);
+  await mkdir(workspace, { recursive: true });
+  const ownStateDir = config.stateDir === undefined;
+  const stateDir = config.stateDir ?? (await mkdtemp(join(tmpdir(), 'switchyard-runner-')));
+  const paths = { workspace, home: join(stateDir, 'home'), configDir: join(stateDir, 'cli') };
+  await mkdir(paths.home, { recursive: true, mode: 0o700 });
+  await mkdir(paths.configDir, { recursive: true, mode: 0o700 });
+
+  const runner = new SessionRunner({ config, log, executable, model: model.value, sandbox: sandboxSetup(), paths, baseEnv: env });
+  const onSignal = (signal: NodeJS.Signals) => {
+    log.info('signal', { signal });
+    runner.shutdown('signal');
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('exit', () => runner.killAllNow());
+  process.on('uncaughtException', (err) => {
+    log.error('uncaught exception', { message: err.message, stack: err.stack });
+    runner.killAllNow();
+    process.exit(ExitCode.failed);
+  });
+
+  const code = await runner.run();
+  if (ownStateDir) await rm(stateDir, { recursive: true, force: true }).catch(() => {});
+  return code;
+}

@@ -1,0 +1,310 @@
+import {
+  adapterFor,
+  AgentEventSchema,
+  RunnerToHubSchema,
+  WIRE_PROTOCOL_VERSION,
+  type AgentEvent,
+  type ByeReason,
+  type ErrorInfo,
+  type HubToRunner,
+  type RunnerStatus,
+} from '@switchyard/protocol';
+import type { SandboxSetup } from '../capabilities.ts';
+import type { CliExecutable } from '../cli/locate.ts';
+import type { ServeConfig } from '../config.ts';
+import { ExitCode } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { ModelAccess } from '../model-access.ts';
+import { CliSlot } from './cli-slot.ts';
+import { EventBuffer } from './event-buffer.ts';
+import { HubLink, type HubRequest } from './hub-link.ts';
+import { collectTranscript, restoreTranscript, type CliPaths } from './transcript.ts';
+import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
+
+export interface SessionRunnerOptions {
+  config: ServeConfig;
+  log: Logger;
+  executable: CliExecutable;
+  model: ModelAccess;
+  sandbox: SandboxSetup;
+  paths: CliPaths & { home: string };
+  /** The runner's environment; the adapter copies only allow-listed names into the CLI's. */
+  baseEnv: Record<string, string | undefined>;
+}
+
+/** After the machine finishes, how long beyond the shutdown deadline delivery may still take. */
+const DELIVERY_GRACE_MS = 2000;
+
+/**
+ * Serve mode's I/O shell: feeds the hub link, the CLI and timers into the
+ * TurnMachine and carries out the effects it returns.
+ */
+export class SessionRunner {
+  private readonly o: SessionRunnerOptions;
+  private readonly machine: TurnMachine;
+  private readonly buffer: EventBuffer;
+  private readonly link: HubLink;
+  private readonly timers = new Map<TimerName, NodeJS.Timeout>();
+  private readonly slots = new Map<number, CliSlot>();
+  private readonly inbox: MachineInput[] = [];
+  private processing = false;
+  private resumeHandle: string | undefined;
+  private restoring: Promise<void> = Promise.resolve();
+  private uploads: Promise<void> = Promise.resolve();
+  private lastUploadSha: string | undefined;
+  private lastStatus: RunnerStatus | undefined;
+  private shutdownStartedAt: number | undefined;
+  private overflowReported = false;
+  private resolveExit!: (code: number) => void;
+  private readonly exit = new Promise<number>((resolve) => {
+    this.resolveExit = resolve;
+  });
+
+  constructor(options: SessionRunnerOptions) {
+    this.o = options;
+    const c = options.config;
+    this.machine = new TurnMachine(c.timings);
+    this.buffer = new EventBuffer(c.buffer);
+    this.link = new HubLink({
+      url: c.hubUrl,
+      sessionId: c.sessionId,
+      token: c.runnerToken,
+      hello: {
+        type: 'hello',
+        protocol: WIRE_PROTOCOL_VERSION,
+        runnerId: c.runnerId,
+        sessionId: c.sessionId,
+        backend: c.backend,
+        cliVersion: options.executable.version,
+        capabilities: options.sandbox.capabilities,
+      },
+      buffer: this.buffer,
+      backoff: { baseMs: c.link.backoffBaseMs, maxMs: c.link.backoffMaxMs },
+      pingIntervalMs: c.link.pingIntervalMs,
+      welcomeTimeoutMs: c.link.welcomeTimeoutMs,
+      log: options.log,
+      onWelcome: (welcome, first) => this.onWelcome(welcome, first),
+      onRequest: (request) => this.onRequest(request),
+      onRejected: (error) => this.dispatch({ type: 'fatal', reason: 'fatal', error, exitCode: ExitCode.hubRejected }),
+    });
+  }
+
+  /** Resolves with the process exit code once the session is over. */
+  run(): Promise<number> {
+    this.o.log.info('runner starting', { runnerId: this.o.config.runnerId, sessionId: this.o.config.sessionId, backend: this.o.config.backend });
+    this.dispatch({ type: 'start' });
+    this.link.start();
+    return this.exit;
+  }
+
+  /** SIGTERM and friends: finish or interrupt the turn, upload, say bye. */
+  shutdown(reason: ByeReason): void {
+    this.dispatch({ type: 'shutdown', reason, graceful: true });
+  }
+
+  /** Last resort on process exit: no CLI group may outlive the runner. */
+  killAllNow(): void {
+    for (const slot of this.slots.values()) slot.kill();
+  }
+
+  private onWelcome(welcome: Extract<HubToRunner, { type: 'welcome' }>, first: boolean): void {
+    if (first) {
+      const transcript = welcome.transcript;
+      if (transcript) this.restoring = this.restore(transcript);
+      this.dispatch({ type: 'linked' });
+    }
+    if (this.lastStatus) this.link.send(this.lastStatus);
+  }
+
+  private async restore(transcript: NonNullable<Extract<HubToRunner, { type: 'welcome' }>['transcript']>): Promise<void> {
+    const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.paths);
+    if (restored.ok) {
+      this.resumeHandle = restored.value;
+      this.lastUploadSha = transcript.sha256;
+      this.o.log.info('transcript restored', { bytes: transcript.bytes, resumeId: transcript.resumeId });
+    } else {
+      // Loud, not silent: the conversation starts over and the session says why.
+      this.o.log.error('transcript restore failed', { code: restored.error.code, message: restored.error.message });
+      this.emit({ type: 'error', ...restored.error });
+    }
+  }
+
+  private onRequest(request: HubRequest): void {
+    switch (request.type) {
+      case 'user_message':
+        this.dispatch({ type: 'user_message', messageId: request.messageId, message: request.message });
+        return;
+      case 'interrupt':
+        this.dispatch({ type: 'interrupt', requestId: request.requestId });
+        return;
+      case 'shutdown':
+        this.o.log.info('hub asked to shut down', { reason: request.reason });
+        this.dispatch({ type: 'shutdown', reason: 'hub_shutdown', graceful: false });
+        return;
+    }
+  }
+
+  /** Inputs are handled one at a time, in arrival order, even when an effect produces a new one. */
+  private dispatch(input: MachineInput): void {
+    this.inbox.push(input);
+    if (this.processing) return;
+    this.processing = true;
+    try {
+      for (let next = this.inbox.shift(); next; next = this.inbox.shift()) {
+        for (const effect of this.machine.handle(next)) this.apply(effect);
+      }
+    } finally {
+      this.processing = false;
+    }
+  }
+
+  private apply(effect: MachineEffect): void {
+    switch (effect.type) {
+      case 'spawn_cli':
+        return this.spawn(effect.gen);
+      case 'write_message':
+        this.slots.get(effect.gen)?.run((p) => p.sendUserMessage(effect.message));
+        return;
+      case 'cli_interrupt':
+        this.slots.get(effect.gen)?.run((p) => p.interrupt());
+        return;
+      case 'close_cli_input':
+        this.slots.get(effect.gen)?.run((p) => p.closeInput());
+        return;
+      case 'kill_cli': {
+        const slot = this.slots.get(effect.gen);
+        this.o.log.warn('killing the CLI process group', { gen: effect.gen, pid: slot?.pid });
+        slot?.kill();
+        return;
+      }
+      case 'emit':
+        return this.emit(effect.event, effect.messageId);
+      case 'accepted':
+        this.link.send({ type: 'accepted', inReplyTo: effect.inReplyTo, ...(effect.duplicate && { duplicate: true }) });
+        return;
+      case 'reject':
+        this.link.send({ type: 'reject', inReplyTo: effect.inReplyTo, error: effect.error });
+        return;
+      case 'set_timer': {
+        clearTimeout(this.timers.get(effect.name));
+        if (effect.name === 'shutdown_deadline') this.shutdownStartedAt ??= Date.now();
+        const name = effect.name;
+        this.timers.set(name, setTimeout(() => this.dispatch({ type: 'timer', name }), effect.ms));
+        return;
+      }
+      case 'clear_timer':
+        clearTimeout(this.timers.get(effect.name));
+        this.timers.delete(effect.name);
+        return;
+      case 'upload_transcript':
+        this.uploads = this.uploads.then(() => this.uploadTranscript());
+        return;
+      case 'status':
+        this.lastStatus = effect.status;
+        this.link.send(effect.status);
+        return;
+      case 'log':
+        this.o.log.log(effect.level, effect.msg, effect.fields);
+        return;
+      case 'finish':
+        void this.finish(effect.reason, effect.exitCode, effect.error);
+        return;
+    }
+  }
+
+  private spawn(gen: number): void {
+    const { config: c, paths } = this.o;
+    const adapter = adapterFor(c.backend);
+    // Built after any restore finished, so a restored conversation is resumed.
+    const spec = this.restoring.then(() => {
+      const resume = this.resumeHandle;
+      this.o.log.info('starting the CLI', { gen, resume: resume !== undefined });
+      return adapter.spawnSpec({
+        executable: this.o.executable,
+        workspace: paths.workspace,
+        home: paths.home,
+        configDir: paths.configDir,
+        modelBaseUrl: this.o.model.baseUrl,
+        modelApiKey: this.o.model.apiKey,
+        ...(c.modelName !== undefined && { model: c.modelName }),
+        ...(resume !== undefined && { resume }),
+        ...(this.o.sandbox.guard !== undefined && { guard: this.o.sandbox.guard }),
+        ...(c.retry !== undefined && { retry: c.retry }),
+        baseEnv: this.o.baseEnv,
+      });
+    });
+    const codec = adapter.createCodec();
+    const slot = CliSlot.start(gen, c.backend, codec, spec, {
+      onStarted: (pid) => this.o.log.info('cli started', { gen, pid }),
+      onReady: () => {
+        this.o.log.info('cli ready', { gen });
+        this.dispatch({ type: 'cli_ready', gen });
+      },
+      onOutput: () => this.dispatch({ type: 'cli_output', gen }),
+      onEvent: (event) => {
+        // Track the newest handle as it appears (claude names its session at init).
+        if (codec.resumeHandle !== undefined) this.resumeHandle = codec.resumeHandle;
+        this.dispatch({ type: 'cli_event', gen, event });
+      },
+      onExit: (exit) => {
+        this.slots.delete(gen);
+        this.o.log.info('cli exit', { gen, code: exit.code, signal: exit.signal, stderrHead: exit.stderrHead.slice(0, 500) });
+        this.dispatch({ type: 'cli_exit', gen, exit });
+      },
+      onSpawnFailed: (error) => {
+        this.slots.delete(gen);
+        this.o.log.error('cli spawn failed', { gen, message: error.message });
+        this.dispatch({ type: 'cli_spawn_failed', gen, error });
+      },
+    });
+    this.slots.set(gen, slot);
+  }
+
+  private emit(event: AgentEvent, messageId?: string): void {
+    // The zod boundary between the codecs and the wire: a malformed event is a
+    // runner bug, reported as one rather than sent on.
+    const checked = AgentEventSchema.safeParse(event);
+    const out: AgentEvent = checked.success
+      ? checked.data
+      : { type: 'error', code: 'runner_bad_event', message: `dropped a malformed ${event.type} event: ${checked.error.issues[0]?.message ?? ''}`, retryable: false };
+    const pushed = this.buffer.push('event', (seq) => JSON.stringify(messageId === undefined ? { seq, event: out } : { seq, event: out, messageId }));
+    if (!pushed.ok) return this.overflow(pushed.error);
+    this.link.notify();
+  }
+
+  private async uploadTranscript(): Promise<void> {
+    const collected = await collectTranscript(this.o.config.backend, this.resumeHandle, this.o.paths);
+    if (!collected.ok) {
+      this.o.log.error('transcript upload failed', { code: collected.error.code, message: collected.error.message });
+      this.emit({ type: 'error', ...collected.error });
+      return;
+    }
+    const transcript = collected.value;
+    if (!transcript || transcript.sha256 === this.lastUploadSha) return;
+    const pushed = this.buffer.push('transcript', (seq) => JSON.stringify(RunnerToHubSchema.parse({ type: 'transcript', seq, transcript })));
+    if (!pushed.ok) return this.overflow(pushed.error);
+    this.lastUploadSha = transcript.sha256;
+    this.o.log.info('transcript queued', { seq: pushed.value, bytes: transcript.bytes });
+    this.link.notify();
+  }
+
+  private overflow(error: ErrorInfo): void {
+    if (this.overflowReported) return;
+    this.overflowReported = true;
+    this.o.log.error('event buffer overflow: failing the session', { code: error.code, message: error.message, unacked: this.buffer.size });
+    this.dispatch({ type: 'fatal', reason: 'buffer_overflow', error, exitCode: ExitCode.bufferOverflow });
+  }
+
+  private async finish(reason: ByeReason, exitCode: number, error: ErrorInfo | undefined): Promise<void> {
+    await this.uploads;
+    const deadline = (this.shutdownStartedAt ?? Date.now()) + this.o.config.timings.shutdownDeadlineMs + DELIVERY_GRACE_MS;
+    const drained = await this.link.waitDrained(Math.max(0, deadline - Date.now()));
+    if (!drained) this.o.log.error('stopping with frames the hub never acked', { unacked: this.buffer.size, ackedSeq: this.buffer.ackedSeq, lastSeq: this.buffer.lastSeq });
+    await this.link.close({ type: 'bye', reason, lastSeq: this.buffer.lastSeq, ...(error && { error }) });
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.killAllNow();
+    const code = exitCode === ExitCode.ok && !drained ? ExitCode.failed : exitCode;
+    this.o.log.info('runner stopped', { reason, exitCode: code });
+    this.resolveExit(code);
+  }
+}

@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import { claudeTranscriptPath, TranscriptSchema, type Backend, type Transcript } from '@switchyard/protocol';
+import { messageOf, runnerError, type Result } from '../errors.ts';
+
+// A CLI's conversation file, moved between runners through the hub so a new
+// container resumes the conversation. Only the file travels; where it lives
+// is derived from the restoring runner's own config dir and workspace.
+
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+/**
+ * Kept well under what a hub can hold in one WebSocket message (workerd
+ * allows 32 MiB); a bigger transcript is reported, not truncated.
+ */
+export const MAX_TRANSCRIPT_ENCODED = 16 * 1024 * 1024;
+
+export interface CliPaths {
+  configDir: string;
+  workspace: string;
+}
+
+/** pi keeps sessions here (spawnSpec passes `--session-dir <configDir>/sessions`). */
+export function piSessionDir(configDir: string): string {
+  return join(configDir, 'sessions');
+}
+
+/** The file holding the conversation, or undefined when the CLI has not named one yet. */
+export function transcriptFile(backend: Backend, resumeHandle: string | undefined, paths: CliPaths): { path: string; resumeId: string } | undefined {
+  if (!resumeHandle) return undefined;
+  if (backend === 'claude') return { path: claudeTranscriptPath(paths.configDir, paths.workspace, resumeHandle), resumeId: resumeHandle };
+  return { path: resumeHandle, resumeId: basename(resumeHandle) };
+}
+
+/** Reads and packs the transcript; `undefined` when there is none on disk yet (no turn has run). */
+export async function collectTranscript(
+  backend: Backend,
+  resumeHandle: string | undefined,
+  paths: CliPaths,
+): Promise<Result<Transcript | undefined>> {
+  const file = transcriptFile(backend, resumeHandle, paths);
+  if (!file) return { ok: true, value: undefined };
+  let raw: Buffer;
+  try {
+    raw = await readFile(file.path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, value: undefined };
+    return { ok: false, error: runnerError('transcript_unreadable', `cannot read the CLI transcript: ${messageOf(err)}`, true) };
+  }
+  const data = (await gzipAsync(raw)).toString('base64');
+  if (data.length > MAX_TRANSCRIPT_ENCODED) {
+    return {
+      ok: false,
+      error: runnerError('transcript_too_large', `transcript is ${raw.length} bytes (${data.length} encoded), over the ${MAX_TRANSCRIPT_ENCODED} limit; it was not uploaded`),
+    };
+  }
+  const transcript: Transcript = {
+    backend,
+    resumeId: file.resumeId,
+    encoding: 'gzip+base64',
+    data,
+    sha256: sha256(raw),
+    bytes: raw.length,
+  };
+  const checked = TranscriptSchema.safeParse(transcript);
+  if (!checked.success) return { ok: false, error: runnerError('transcript_invalid', `transcript cannot be sent: ${checked.error.issues[0]?.message ?? 'invalid'}`) };
+  return { ok: true, value: checked.data };
+}
+
+/**
+ * Writes a transcript from the hub where this runner's CLI will look for it
+ * and returns the resume handle to spawn with (claude: session id; pi: file path).
+ */
+export async function restoreTranscript(backend: Backend, transcript: Transcript, paths: CliPaths): Promise<Result<string>> {
+  if (transcript.backend !== backend) {
+    // Sessions are pinned to their backend; a transcript of the other CLI cannot be resumed.
+    return { ok: false, error: runnerError('transcript_backend_mismatch', `transcript is from ${transcript.backend}, this runner runs ${backend}`) };
+  }
+  let raw: Buffer;
+  try {
+    raw = await gunzipAsync(Buffer.from(transcript.data, 'base64'));
+  } catch (err) {
+    return { ok: false, error: runnerError('transcript_corrupt', `transcript does not decompress: ${messageOf(err)}`) };
+  }
+  if (raw.length !== transcript.bytes || sha256(raw) !== transcript.sha256) {
+    return { ok: false, error: runnerError('transcript_corrupt', 'transcript checksum mismatch') };
+  }
+  const handle = backend === 'claude' ? transcript.resumeId : join(piSessionDir(paths.configDir), transcript.resumeId);
+  const file = transcriptFile(backend, handle, paths);
+  if (!file) return { ok: false, error: runnerError('transcript_invalid', 'transcript has no resume id') };
+  try {
+    await mkdir(join(file.path, '..'), { recursive: true, mode: 0o700 });
+    await writeFile(file.path, raw, { mode: 0o600 });
+  } catch (err) {
+    return { ok: false, error: runnerError('transcript_unwritable', `cannot restore the transcript: ${messageOf(err)}`) };
+  }
+  return { ok: true, value: handle };
+}
+
+export function sha256(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}

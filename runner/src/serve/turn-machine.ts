@@ -1,0 +1,493 @@
+import type { AgentEvent, ByeReason, CliExit, ErrorInfo, EventOf, RunnerStatus, UserMessage } from '@switchyard/protocol';
+
+// The serve-mode state machine: turns, interrupts with escalation, the stall
+// watchdog, CLI crashes, idle exit, max lifetime and graceful shutdown. It
+// does no I/O and reads no clock: inputs in, effects out (timers are
+// effects too), so every rule is unit-tested without processes or sockets.
+// session-runner.ts carries the effects out.
+
+export interface MachineTimings {
+  /** After the CLI's own interrupt, how long the turn may take to end before the group is killed. */
+  interruptDeadlineMs: number;
+  /** No CLI output for this long during a turn → the turn is stopped as `cli_stalled`. */
+  stallMs: number;
+  /** The same while a tool runs (tools may be silent for minutes). */
+  toolStallMs: number;
+  /** A spawned CLI must report ready within this. */
+  cliStartMs: number;
+  /** After SIGKILL, how long to wait for the CLI's exit before giving up on it. */
+  killGraceMs: number;
+  /** Exit after this long without a user message. */
+  idleMs: number;
+  maxLifetimeMs: number;
+  /** On a graceful shutdown, how long a running turn may go on before it is interrupted. */
+  shutdownFinishMs: number;
+  /** From a shutdown request to `finish`, whatever happens (ECS stops a task 30 s after SIGTERM). */
+  shutdownDeadlineMs: number;
+  /** After closing the CLI's stdin at shutdown, how long it may take to exit before it is killed. */
+  cliStopGraceMs: number;
+}
+
+export type TimerName =
+  | 'stall'
+  | 'interrupt_deadline'
+  | 'kill_deadline'
+  | 'cli_start'
+  | 'cli_stop'
+  | 'idle'
+  | 'max_lifetime'
+  | 'shutdown_finish'
+  | 'shutdown_deadline';
+
+export type MachineInput =
+  | { type: 'start' }
+  /** The hub link is up for the first time and any transcript is being restored. */
+  | { type: 'linked' }
+  | { type: 'user_message'; messageId: string; message: UserMessage }
+  | { type: 'interrupt'; requestId: string }
+  | { type: 'cli_ready'; gen: number }
+  /** Any stdout line: the watchdog's heartbeat. */
+  | { type: 'cli_output'; gen: number }
+  | { type: 'cli_event'; gen: number; event: AgentEvent }
+  | { type: 'cli_exit'; gen: number; exit: CliExit }
+  | { type: 'cli_spawn_failed'; gen: number; error: ErrorInfo }
+  | { type: 'timer'; name: TimerName }
+  /** graceful: let a running turn finish for `shutdownFinishMs` before interrupting it. */
+  | { type: 'shutdown'; reason: ByeReason; graceful: boolean }
+  /** Stop at once: kill the CLI, deliver what can be delivered, exit with `exitCode`. */
+  | { type: 'fatal'; reason: ByeReason; error: ErrorInfo; exitCode: number };
+
+export type MachineEffect =
+  | { type: 'spawn_cli'; gen: number }
+  | { type: 'write_message'; gen: number; message: UserMessage }
+  | { type: 'cli_interrupt'; gen: number }
+  | { type: 'close_cli_input'; gen: number }
+  /** SIGKILL to the CLI's whole process group. */
+  | { type: 'kill_cli'; gen: number }
+  | { type: 'emit'; event: AgentEvent; messageId?: string }
+  | { type: 'accepted'; inReplyTo: string; duplicate?: boolean }
+  | { type: 'reject'; inReplyTo: string; error: ErrorInfo }
+  | { type: 'set_timer'; name: TimerName; ms: number }
+  | { type: 'clear_timer'; name: TimerName }
+  | { type: 'upload_transcript' }
+  | { type: 'status'; status: RunnerStatus }
+  | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> }
+  /** Deliver what is buffered, say bye, exit. The machine is done. */
+  | { type: 'finish'; reason: ByeReason; exitCode: number; error?: ErrorInfo };
+
+type Ending = 'interrupt' | 'stall' | 'shutdown' | 'start_timeout' | 'fatal';
+
+interface Turn {
+  messageId: string;
+  /** Why the runner is ending this turn early; decides the turn.done it reports. */
+  ending?: Ending;
+  /** Tools whose input is complete and whose result has not come back: they may run silently. */
+  runningTools: Set<string>;
+}
+
+type CliState = 'none' | 'starting' | 'ready' | 'stopping';
+
+interface Stop {
+  reason: ByeReason;
+  exitCode: number;
+  error?: ErrorInfo;
+}
+
+type TurnDone = EventOf<'turn.done'>;
+
+const RECENT_IDS = 256;
+const ALL_TIMERS: TimerName[] = [
+  'stall',
+  'interrupt_deadline',
+  'kill_deadline',
+  'cli_start',
+  'cli_stop',
+  'idle',
+  'max_lifetime',
+  'shutdown_finish',
+  'shutdown_deadline',
+];
+
+export class TurnMachine {
+  private phase: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
+  private cli: { gen: number; state: CliState } = { gen: 0, state: 'none' };
+  private turn: Turn | undefined;
+  private stop: Stop | undefined;
+  private fatalError: ErrorInfo | undefined;
+  private readonly recent: string[] = [];
+  private lastStatus = '';
+  private fx: MachineEffect[] = [];
+  private readonly t: MachineTimings;
+
+  constructor(timings: MachineTimings) {
+    this.t = timings;
+  }
+
+  get busy(): boolean {
+    return this.turn !== undefined;
+  }
+  get cliGen(): number {
+    return this.cli.gen;
+  }
+  get stopped(): boolean {
+    return this.phase === 'stopped';
+  }
+
+  handle(input: MachineInput): MachineEffect[] {
+    this.fx = [];
+    if (this.phase !== 'stopped') this.dispatch(input);
+    this.pushStatus();
+    const out = this.fx;
+    this.fx = [];
+    return out;
+  }
+
+  private dispatch(input: MachineInput): void {
+    switch (input.type) {
+      case 'start':
+        this.setTimer('idle', this.t.idleMs);
+        this.setTimer('max_lifetime', this.t.maxLifetimeMs);
+        return;
+      case 'linked':
+        if (this.phase !== 'starting') return;
+        this.phase = 'running';
+        this.spawnCli();
+        return;
+      case 'user_message':
+        return this.userMessage(input.messageId, input.message);
+      case 'interrupt':
+        return this.interrupt(input.requestId);
+      case 'cli_ready':
+        if (input.gen !== this.cli.gen || this.cli.state !== 'starting') return;
+        this.cli.state = 'ready';
+        this.clearTimer('cli_start');
+        if (this.turn && !this.turn.ending) this.armStall();
+        return;
+      case 'cli_output':
+        if (input.gen === this.cli.gen && this.turn && !this.turn.ending && this.cli.state === 'ready') this.armStall();
+        return;
+      case 'cli_event':
+        return this.cliEvent(input.gen, input.event);
+      case 'cli_exit':
+        return this.cliExit(input.gen, input.exit);
+      case 'cli_spawn_failed':
+        if (input.gen !== this.cli.gen || this.cli.state === 'none') return;
+        this.cli.state = 'none';
+        this.clearTimer('cli_start');
+        if (this.turn) this.closeTurn({ type: 'turn.done', stopReason: 'error', error: input.error });
+        else this.emit({ type: 'error', ...input.error });
+        this.continueStopping();
+        return;
+      case 'timer':
+        return this.timer(input.name);
+      case 'shutdown':
+        return this.shutdown(input.reason, input.graceful);
+      case 'fatal':
+        return this.fatal(input.reason, input.error, input.exitCode);
+    }
+  }
+
+  private userMessage(messageId: string, message: UserMessage): void {
+    if (this.phase !== 'running') {
+      const error = { code: 'stopping', message: 'the runner is shutting down', retryable: true };
+      this.fx.push({ type: 'reject', inReplyTo: messageId, error });
+      return;
+    }
+    if (this.recent.includes(messageId)) {
+      // The hub resends a message whose reply it lost with the link; starting it twice would run the prompt twice.
+      this.fx.push({ type: 'accepted', inReplyTo: messageId, duplicate: true });
+      return;
+    }
+    if (this.turn) {
+      const error = { code: 'busy', message: 'a turn is already running; wait for turn.done or interrupt it', retryable: true };
+      this.fx.push({ type: 'reject', inReplyTo: messageId, error });
+      return;
+    }
+    // A CLI that is gone (crashed, killed by an interrupt) is replaced here, not earlier:
+    // the runner restarts nothing on its own, the next message does.
+    if (this.cli.state === 'none' || this.cli.state === 'stopping') this.spawnCli();
+    this.turn = { messageId, runningTools: new Set() };
+    this.recent.push(messageId);
+    if (this.recent.length > RECENT_IDS) this.recent.shift();
+    this.clearTimer('idle');
+    this.fx.push({ type: 'accepted', inReplyTo: messageId });
+    this.fx.push({ type: 'write_message', gen: this.cli.gen, message });
+    if (this.cli.state === 'ready') this.armStall();
+  }
+
+  private interrupt(requestId: string): void {
+    if (!this.turn) {
+      this.fx.push({ type: 'reject', inReplyTo: requestId, error: { code: 'no_turn', message: 'no turn is running', retryable: false } });
+      return;
+    }
+    if (!this.turn.ending) this.beginEnding('interrupt');
+    this.fx.push({ type: 'accepted', inReplyTo: requestId });
+  }
+
+  /** The CLI's own interrupt first; the deadline timer escalates to killing its group. */
+  private beginEnding(ending: Ending): void {
+    if (!this.turn) return;
+    this.turn.ending = ending;
+    this.clearTimer('stall');
+    this.clearTimer('shutdown_finish');
+    this.fx.push({ type: 'cli_interrupt', gen: this.cli.gen });
+    this.setTimer('interrupt_deadline', this.t.interruptDeadlineMs);
+  }
+
+  private cliEvent(gen: number, event: AgentEvent): void {
+    // Late output of a CLI the runner already gave up on belongs to no turn.
+    if (gen !== this.cli.gen || this.cli.state === 'none') return;
+    if (event.type === 'turn.done') {
+      if (this.turn) this.closeTurn(event);
+      return;
+    }
+    const turn = this.turn;
+    if (turn) {
+      if (event.type === 'tool.end') turn.runningTools.add(event.toolId);
+      else if (event.type === 'tool.result') turn.runningTools.delete(event.toolId);
+      else if (event.type === 'turn.retry' && !turn.ending && this.cli.state === 'ready') {
+        // The CLI waits out its own retry delay in silence; that is not a stall.
+        this.setTimer('stall', (event.delayMs ?? 0) + this.t.stallMs);
+      }
+    }
+    this.emit(event, turn?.messageId);
+  }
+
+  private cliExit(gen: number, exit: CliExit): void {
+    if (gen !== this.cli.gen || this.cli.state === 'none') return;
+    this.cli.state = 'none';
+    this.clearTimer('cli_start');
+    this.clearTimer('cli_stop');
+    this.clearTimer('kill_deadline');
+    this.fx.push({ type: 'log', level: this.stop ? 'info' : 'warn', msg: 'cli exited', fields: { gen, code: exit.code, signal: exit.signal } });
+    // The codec closes an open turn in end(); this is the backstop if it did not.
+    if (this.turn) this.closeTurn({ type: 'turn.done', stopReason: 'error', error: exitError(exit) });
+    this.continueStopping();
+  }
+
+  private timer(name: TimerName): void {
+    const turn = this.turn;
+    switch (name) {
+      case 'stall':
+        if (turn && !turn.ending) {
+          this.fx.push({ type: 'log', level: 'warn', msg: 'cli stalled', fields: { messageId: turn.messageId } });
+          this.beginEnding('stall');
+        }
+        return;
+      case 'interrupt_deadline':
+        if (!turn) return;
+        this.fx.push({ type: 'log', level: 'warn', msg: 'turn did not end after the CLI interrupt; killing the CLI group', fields: { messageId: turn.messageId } });
+        this.killCli();
+        return;
+      case 'cli_start':
+        if (this.cli.state !== 'starting') return;
+        if (turn) turn.ending = 'start_timeout';
+        else this.emit(startTimeoutError(this.t.cliStartMs));
+        this.killCli();
+        return;
+      case 'cli_stop':
+        if (this.cli.state !== 'none') this.killCli();
+        return;
+      case 'kill_deadline':
+        // SIGKILL was sent but the exit never came (an escaped grandchild holding
+        // the pipes, say). Stop waiting: the turn must still end.
+        if (this.cli.state === 'none') return;
+        this.fx.push({ type: 'log', level: 'error', msg: 'cli did not exit after SIGKILL; abandoning it', fields: { gen: this.cli.gen } });
+        this.cli.state = 'none';
+        if (turn) {
+          const error = { code: 'cli_unresponsive', message: 'the CLI did not exit after SIGKILL', retryable: true };
+          this.closeTurn({ type: 'turn.done', stopReason: 'error', error });
+        }
+        this.continueStopping();
+        return;
+      case 'idle':
+        // Also before the hub was ever reached: a runner nobody talks to must not live forever.
+        if ((this.phase === 'running' || this.phase === 'starting') && !turn) this.shutdown('idle', true);
+        return;
+      case 'max_lifetime':
+        this.shutdown('max_lifetime', true);
+        return;
+      case 'shutdown_finish':
+        if (turn && !turn.ending) this.beginEnding('shutdown');
+        return;
+      case 'shutdown_deadline':
+        this.fx.push({ type: 'log', level: 'error', msg: 'shutdown deadline reached; stopping hard' });
+        if (this.cli.state !== 'none') {
+          this.fx.push({ type: 'kill_cli', gen: this.cli.gen });
+          this.cli.state = 'none';
+        }
+        if (turn) {
+          const error = { code: 'shutdown_deadline', message: 'the runner stopped before the turn ended', retryable: true };
+          this.closeTurn({ type: 'turn.done', stopReason: 'error', error });
+        }
+        this.finish();
+        return;
+    }
+  }
+
+  private shutdown(reason: ByeReason, graceful: boolean): void {
+    if (this.phase === 'stopping' || this.phase === 'stopped') return;
+    this.phase = 'stopping';
+    this.stop = { reason, exitCode: 0 };
+    this.fx.push({ type: 'log', level: 'info', msg: 'shutting down', fields: { reason } });
+    this.clearTimer('idle');
+    this.clearTimer('max_lifetime');
+    this.setTimer('shutdown_deadline', this.t.shutdownDeadlineMs);
+    const turn = this.turn;
+    if (turn) {
+      if (turn.ending) return;
+      if (graceful && this.t.shutdownFinishMs > 0) this.setTimer('shutdown_finish', this.t.shutdownFinishMs);
+      else this.beginEnding('shutdown');
+      return;
+    }
+    this.continueStopping();
+  }
+
+  private fatal(reason: ByeReason, error: ErrorInfo, exitCode: number): void {
+    if (this.phase === 'stopped') return;
+    if (this.phase !== 'stopping') {
+      this.clearTimer('idle');
+      this.clearTimer('max_lifetime');
+      this.setTimer('shutdown_deadline', this.t.shutdownDeadlineMs);
+    }
+    this.phase = 'stopping';
+    this.stop = { reason, exitCode, error };
+    this.fatalError = error;
+    this.fx.push({ type: 'log', level: 'error', msg: 'fatal', fields: { reason, code: error.code, message: error.message } });
+    if (this.turn) this.turn.ending = 'fatal';
+    if (this.cli.state !== 'none') this.killCli();
+    else this.continueStopping();
+  }
+
+  private killCli(): void {
+    this.clearTimer('stall');
+    this.clearTimer('interrupt_deadline');
+    this.clearTimer('cli_stop');
+    this.clearTimer('cli_start');
+    this.fx.push({ type: 'kill_cli', gen: this.cli.gen });
+    this.cli.state = 'stopping';
+    this.setTimer('kill_deadline', this.t.killGraceMs);
+  }
+
+  private spawnCli(): void {
+    this.cli = { gen: this.cli.gen + 1, state: 'starting' };
+    this.fx.push({ type: 'spawn_cli', gen: this.cli.gen });
+    this.setTimer('cli_start', this.t.cliStartMs);
+  }
+
+  /** The one place a turn ends: exactly one turn.done per accepted message. */
+  private closeTurn(done: TurnDone): void {
+    const turn = this.turn;
+    if (!turn) return;
+    this.turn = undefined;
+    this.clearTimer('stall');
+    this.clearTimer('interrupt_deadline');
+    this.clearTimer('shutdown_finish');
+    this.emit(this.rewrite(done, turn.ending), turn.messageId);
+    this.fx.push({ type: 'upload_transcript' });
+    if (this.phase === 'running') this.setTimer('idle', this.t.idleMs);
+    this.continueStopping();
+  }
+
+  /** The runner knows why it ended a turn early; the CLI's own report does not. */
+  private rewrite(done: TurnDone, ending: Ending | undefined): TurnDone {
+    const { error: _cliError, ...rest } = done;
+    switch (ending) {
+      case 'stall':
+        return { ...rest, stopReason: 'error', error: stalledError(this.t.stallMs) };
+      case 'start_timeout':
+        return { ...rest, stopReason: 'error', error: { code: 'cli_start_timeout', message: startTimeoutError(this.t.cliStartMs).message, retryable: true } };
+      case 'fatal':
+        return { ...rest, stopReason: 'error', error: this.fatalError ?? { code: 'fatal', message: 'the runner failed', retryable: true } };
+      case 'interrupt':
+      case 'shutdown':
+        // A turn that completed while the interrupt was on its way keeps its real outcome.
+        return done.stopReason === 'error' || done.stopReason === 'unknown' ? { ...rest, stopReason: 'interrupted' } : done;
+      default:
+        return done;
+    }
+  }
+
+  /** While stopping: once no turn runs, stop the CLI; once it is gone, finish. */
+  private continueStopping(): void {
+    if (this.phase !== 'stopping' || this.turn) return;
+    switch (this.cli.state) {
+      case 'none':
+        this.finish();
+        return;
+      case 'starting':
+      case 'ready':
+        // Closing stdin lets the CLI flush its transcript and exit on its own.
+        this.fx.push({ type: 'close_cli_input', gen: this.cli.gen });
+        this.cli.state = 'stopping';
+        this.setTimer('cli_stop', this.t.cliStopGraceMs);
+        return;
+      case 'stopping':
+        return;
+    }
+  }
+
+  private finish(): void {
+    if (this.phase === 'stopped') return;
+    const stop = this.stop ?? { reason: 'fatal' as const, exitCode: 1 };
+    this.phase = 'stopped';
+    for (const name of ALL_TIMERS) this.clearTimer(name);
+    this.fx.push({ type: 'upload_transcript' });
+    this.fx.push({ type: 'finish', reason: stop.reason, exitCode: stop.exitCode, ...(stop.error && { error: stop.error }) });
+  }
+
+  private armStall(): void {
+    const tools = this.turn?.runningTools.size ?? 0;
+    this.setTimer('stall', tools > 0 ? this.t.toolStallMs : this.t.stallMs);
+  }
+
+  private emit(event: AgentEvent, messageId?: string): void {
+    this.fx.push({ type: 'emit', event, ...(messageId !== undefined && { messageId }) });
+  }
+
+  private setTimer(name: TimerName, ms: number): void {
+    this.fx.push({ type: 'set_timer', name, ms });
+  }
+
+  private clearTimer(name: TimerName): void {
+    this.fx.push({ type: 'clear_timer', name });
+  }
+
+  private pushStatus(): void {
+    const status: RunnerStatus = {
+      type: 'status',
+      state:
+        this.phase === 'starting'
+          ? 'starting'
+          : this.phase === 'running'
+            ? this.turn
+              ? 'busy'
+              : 'ready'
+            : 'stopping',
+      cli: this.cli.state === 'none' ? 'stopped' : this.cli.state === 'starting' ? 'starting' : 'running',
+      ...(this.stop && { reason: this.stop.reason }),
+    };
+    const key = JSON.stringify(status);
+    if (key === this.lastStatus) return;
+    this.lastStatus = key;
+    this.fx.push({ type: 'status', status });
+  }
+}
+
+export function exitError(exit: CliExit): ErrorInfo {
+  const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
+  const head = exit.stderrHead.trim().split('\n', 1)[0]?.slice(0, 300) ?? '';
+  return { code: 'cli_exited', message: head ? `CLI ${how}: ${head}` : `CLI ${how} mid-turn`, retryable: true };
+}
+
+function stalledError(stallMs: number): ErrorInfo {
+  return { code: 'cli_stalled', message: `no output from the CLI for ${formatMs(stallMs)}; the turn was stopped`, retryable: true };
+}
+
+function startTimeoutError(ms: number): EventOf<'error'> {
+  return { type: 'error', code: 'cli_start_timeout', message: `the CLI did not become ready within ${formatMs(ms)}`, retryable: true };
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}

@@ -1,0 +1,284 @@
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import type { Backend } from '@switchyard/protocol';
+import { locateCli } from '../../src/cli/locate.ts';
+import { startOfflineModel, type OfflineModel } from '../../src/offline-model/index.ts';
+import type { ContractHub, ContractSession } from './contract-hub.ts';
+import {
+  scripted,
+  serveRunner,
+  slowText,
+  stopRunner,
+  textOf,
+  turnDones,
+  waitEvent,
+  waitGroupGone,
+  waitReady,
+  waitTurnDone,
+  type Served,
+} from './fixture.ts';
+import { assertNoOrphans, type RunnerProcess } from './runner-process.ts';
+
+/**
+ * The runner contract, run against one real CLI and the offline model, with
+ * the hub behind ContractHub. Tests needing fault injection skip on a hub
+ * without `faults`.
+ */
+export function defineServeContract(backend: Backend, makeHub: () => Promise<ContractHub>): void {
+  describe(`serve contract: ${backend}`, () => {
+    let hub: ContractHub;
+    let model: OfflineModel;
+    const runners: RunnerProcess[] = [];
+
+    beforeAll(async () => {
+      hub = await makeHub();
+      model = await startOfflineModel();
+    });
+    afterAll(async () => {
+      await hub?.close();
+      await model?.close();
+    });
+    afterEach(async () => {
+      // Whatever a test left running is stopped; then nothing it started may survive.
+      for (const r of runners.splice(0)) {
+        r.kill('SIGKILL');
+        await r.exited;
+      }
+      await assertNoOrphans();
+    });
+
+    async function start(env: Record<string, string> = {}, session?: ContractSession, dirs: { workspace?: string } = {}): Promise<Served> {
+      const s = session ?? (await hub.newSession());
+      const served = serveRunner(s, backend, model.url, env, dirs);
+      runners.push(served.runner);
+      return served;
+    }
+
+    /** Main-turn requests the model saw whose last user text contains `marker`. */
+    function requestsFor(marker: string) {
+      return model.requests().filter((r) => {
+        const body = r.body as { messages?: Array<{ role: string; content: unknown }>; tools?: unknown[] } | null;
+        const lastUser = body?.messages?.filter((m) => m.role === 'user').at(-1);
+        return r.response?.mainTurn === true && lastUser !== undefined && JSON.stringify(lastUser.content).includes(marker);
+      });
+    }
+
+    function uniq(name: string): string {
+      return `${name}-${randomUUID().slice(0, 8)}`;
+    }
+
+    test('hello, ready, one turn: deltas, exactly one turn.done, transcript after it; token stays out of the CLI', async () => {
+      const { session, runner } = await start();
+      await waitReady(session);
+      const hello = session.hellos()[0];
+      expect(hello).toMatchObject({ protocol: 1, backend, cliVersion: locateCli(backend).version, lastSeq: 0, capabilities: { guard: 'unchecked', sandbox: 'none' } });
+
+      const marker = uniq('hello');
+      const { messageId, reply } = await session.sendMessage(marker);
+      expect(reply).toEqual({ accepted: true });
+      const done = await waitTurnDone(session, messageId);
+      expect(done.stopReason).toBe('end_turn');
+      expect(textOf(session, messageId)).toContain(`Offline model reply to: ${marker}`);
+      await session.waitFor(() => session.transcripts().length > 0, 'a transcript');
+      const doneAt = session.events().findIndex((e) => e.event.type === 'turn.done' && e.messageId === messageId);
+      expect(session.transcripts()[0]?.afterEvents).toBeGreaterThan(doneAt);
+      expect(session.transcripts()[0]?.transcript.backend).toBe(backend);
+
+      // The runner token is in no CLI environment and in no log line.
+      const token = session.runnerEnv.SWITCHYARD_RUNNER_TOKEN ?? '';
+      for (const pid of runner.cliPids()) expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).not.toContain(token);
+      expect(runner.stderr()).not.toContain(token);
+
+      expect(turnDones(session, messageId)).toHaveLength(1);
+      expect(await stopRunner(runner)).toMatchObject({ code: 0 });
+      expect(session.byes().at(-1)).toMatchObject({ reason: 'signal' });
+      expect(session.violations()).toEqual([]);
+    });
+
+    test('a message while a turn runs is rejected busy; the same messageId again is a duplicate, not a second turn', async () => {
+      const { session, runner } = await start();
+      await waitReady(session);
+      const first = await session.sendMessage(slowText(uniq('busy'), 15, 100));
+      expect(first.reply).toEqual({ accepted: true });
+      const second = await session.sendMessage('second while busy');
+      expect(second.reply).toMatchObject({ accepted: false, error: { code: 'busy', retryable: true } });
+      const again = await session.sendMessage('ignored text', { messageId: first.messageId });
+      expect(again.reply).toEqual({ accepted: true, duplicate: true });
+      await waitTurnDone(session, first.messageId);
+      expect(turnDones(session, first.messageId)).toHaveLength(1);
+      expect(turnDones(session, second.messageId)).toHaveLength(0);
+      expect(await session.interrupt()).toMatchObject({ accepted: false, error: { code: 'no_turn' } });
+      await stopRunner(runner);
+    });
+
+    test("interrupt through the CLI's own interrupt: exactly one turn.done interrupted, same CLI serves the next turn", async () => {
+      const { session, runner } = await start();
+      await waitReady(session);
+      const { messageId } = await session.sendMessage(slowText(uniq('int'), 40, 150));
+      await waitEvent(session, (e) => e.messageId === messageId && e.event.type === 'text.delta', 'first delta');
+      expect(await session.interrupt()).toEqual({ accepted: true });
+      const done = await waitTurnDone(session, messageId, 10_000);
+      expect(done.stopReason).toBe('interrupted');
+
+      const next = await session.sendMessage(uniq('after-int'));
+      expect(next.reply).toEqual({ accepted: true });
+      expect((await waitTurnDone(session, next.messageId)).stopReason).toBe('end_turn');
+      expect(turnDones(session, messageId)).toHaveLength(1);
+      // The CLI honoured it: nothing was killed and no second CLI was needed.
+      expect(runner.logs.some((l) => l.msg === 'killing the CLI process group')).toBe(false);
+      expect(runner.cliPids()).toHaveLength(1);
+      await stopRunner(runner);
+    });
+
+    test('watchdog: no CLI output for longer than the stall timeout ends the turn as cli_stalled', async () => {
+      const { session, runner } = await start({ SWITCHYARD_STALL_TIMEOUT: '1500ms' });
+      await waitReady(session);
+      const { messageId } = await session.sendMessage(slowText(uniq('stall'), 3, 8000));
+      const done = await waitTurnDone(session, messageId, 15_000);
+      expect(done).toMatchObject({ stopReason: 'error', error: { code: 'cli_stalled', retryable: true } });
+      const next = await session.sendMessage(uniq('after-stall'));
+      expect((await waitTurnDone(session, next.messageId)).stopReason).toBe('end_turn');
+      expect(turnDones(session, messageId)).toHaveLength(1);
+      await stopRunner(runner);
+    });
+
+    test('CLI killed mid-turn: turn.done error naming the signal; the next message starts a CLI that resumes', async () => {
+      const { session, runner } = await start();
+      await waitReady(session);
+      const firstMarker = uniq('crash-first');
+      const first = await session.sendMessage(firstMarker);
+      await waitTurnDone(session, first.messageId);
+
+      const { messageId } = await session.sendMessage(slowText(uniq('crash'), 40, 150));
+      await waitEvent(session, (e) => e.messageId === messageId && e.event.type === 'text.delta', 'first delta');
+      const [cliPid] = runner.cliPids();
+      process.kill(cliPid as number, 'SIGKILL');
+      const done = await waitTurnDone(session, messageId, 10_000);
+      expect(done).toMatchObject({ stopReason: 'error', error: { code: 'cli_exited' } });
+      expect(done.error?.message).toContain('SIGKILL');
+      await session.waitFor(() => session.statuses().at(-1)?.cli === 'stopped', 'status cli stopped');
+
+      const thirdMarker = uniq('crash-third');
+      const third = await session.sendMessage(thirdMarker);
+      expect((await waitTurnDone(session, third.messageId)).stopReason).toBe('end_turn');
+      expect(runner.cliPids()).toHaveLength(2);
+      expect(runner.logs.filter((l) => l.msg === 'starting the CLI').at(-1)).toMatchObject({ resume: true });
+      const [request] = requestsFor(thirdMarker);
+      expect(JSON.stringify((request?.body as { messages: unknown[] }).messages)).toContain(firstMarker);
+      await stopRunner(runner);
+    });
+
+    test('resume across runners: SIGKILL the runner, a new runner restores the transcript and the model sees turn 1', async () => {
+      const session = await hub.newSession();
+      const a = await start({}, session);
+      await waitReady(session);
+      const marker1 = uniq('apple');
+      const t1 = await session.sendMessage(marker1);
+      await waitTurnDone(session, t1.messageId);
+      await session.waitFor(() => session.transcripts().length > 0, 'transcript of turn 1');
+      const [cliA] = a.runner.cliPids();
+      a.runner.kill('SIGKILL');
+      await a.runner.exited;
+      // With its runner gone the CLI reads EOF on stdin and exits: no orphan even after SIGKILL.
+      expect(await waitGroupGone(cliA as number)).toBe(true);
+
+      const b = await start({}, session, { workspace: a.workspace });
+      await session.waitFor(() => session.hellos().length === 2, 'second hello');
+      await waitReady(session);
+      await b.runner.waitForLog((l) => l.msg === 'transcript restored', 'transcript restored');
+      const marker2 = uniq('banana');
+      const t2 = await session.sendMessage(marker2);
+      expect((await waitTurnDone(session, t2.messageId)).stopReason).toBe('end_turn');
+      const [request] = requestsFor(marker2);
+      expect(request).toBeDefined();
+      expect(JSON.stringify((request?.body as { messages: unknown[] }).messages)).toContain(marker1);
+      expect(new Set(session.hellos().map((h) => h.runnerId)).size).toBe(2);
+      await stopRunner(b.runner);
+    });
+
+    test('link loss: cut mid-stream three times, the hub log has every event exactly once, in order', async () => {
+      const faults = hub.faults;
+      if (!faults) return;
+      const { session, runner } = await start();
+      await waitReady(session);
+      // Lazy acks plus forgetting unacked frames on each cut forces real resends.
+      faults.setAckEvery(session.sessionId, 3);
+      const words = Array.from({ length: 36 }, (_, i) => `w${i}`).join(' ');
+      const { messageId } = await session.sendMessage(scripted(uniq('cut'), { text: words, chunks: 36, delayMs: 60 }));
+      const deltas = () => session.events().filter((e) => e.messageId === messageId && e.event.type === 'text.delta').length;
+      for (const at of [4, 12, 22]) {
+        await session.waitFor(() => deltas() >= at, `${at} deltas`);
+        faults.cutLink(session.sessionId, { dropUnacked: true });
+      }
+      await waitTurnDone(session, messageId, 20_000);
+      expect(textOf(session, messageId)).toBe(words);
+      expect(turnDones(session, messageId)).toHaveLength(1);
+      const seqs = session.events().map((e) => e.seq);
+      const all = [...seqs, ...session.transcripts().map((t) => t.seq)].sort((x, y) => x - y);
+      expect(all).toEqual(all.map((_, i) => i + 1));
+      expect(session.violations()).toEqual([]);
+      expect(session.hellos().length).toBeGreaterThanOrEqual(4);
+      expect(new Set(session.hellos().map((h) => h.runnerId)).size).toBe(1);
+      await stopRunner(runner);
+    });
+
+    test('buffer overflow while the hub does not ack fails the session loudly (bye with error, exit 4)', async () => {
+      const faults = hub.faults;
+      if (!faults) return;
+      const { session, runner } = await start({ SWITCHYARD_BUFFER_MAX_EVENTS: '20', SWITCHYARD_SHUTDOWN_DEADLINE: '1s' });
+      await waitReady(session);
+      faults.pauseAcks(session.sessionId, true);
+      await session.sendMessage(slowText(uniq('flood'), 80, 20));
+      const exit = await runner.exited;
+      expect(exit.code).toBe(4);
+      expect(session.byes().at(-1)).toMatchObject({ reason: 'buffer_overflow', error: { code: 'buffer_overflow' } });
+      expect(runner.logs.some((l) => l.level === 'error' && l.msg.includes('overflow'))).toBe(true);
+      // Nothing was dropped silently: the hub got every frame up to the overflow.
+      const seqs = session.events().map((e) => e.seq);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    });
+
+    test('idle exit: no message for the idle timeout → bye idle, exit 0, transcript delivered', async () => {
+      const { session, runner } = await start({ SWITCHYARD_IDLE_TIMEOUT: '1500ms' });
+      await waitReady(session);
+      const { messageId } = await session.sendMessage(uniq('idle'));
+      await waitTurnDone(session, messageId);
+      const doneAt = Date.now();
+      const exit = await runner.exited;
+      expect(exit.code).toBe(0);
+      expect(exit.atMs - doneAt).toBeGreaterThanOrEqual(1000);
+      expect(session.byes().at(-1)).toMatchObject({ reason: 'idle' });
+      expect(session.transcripts().length).toBeGreaterThan(0);
+    });
+
+    test('max lifetime: a running turn is interrupted, transcript uploaded, bye max_lifetime, exit 0', async () => {
+      const { session, runner } = await start({ SWITCHYARD_MAX_LIFETIME: '5s' });
+      await waitReady(session);
+      const { messageId } = await session.sendMessage(slowText(uniq('lifetime'), 100, 150));
+      const exit = await runner.exited;
+      expect(exit.code).toBe(0);
+      expect(turnDones(session, messageId)).toEqual([expect.objectContaining({ stopReason: 'interrupted' })]);
+      expect(session.byes().at(-1)).toMatchObject({ reason: 'max_lifetime' });
+      expect(session.transcripts().length).toBeGreaterThan(0);
+    });
+
+    test('SIGTERM mid-turn: turn interrupted, transcript uploaded, bye, exit 0 within the deadline', async () => {
+      const { session, runner } = await start({ SWITCHYARD_SHUTDOWN_DEADLINE: '8s' });
+      await waitReady(session);
+      const { messageId } = await session.sendMessage(slowText(uniq('term'), 100, 150));
+      await waitEvent(session, (e) => e.messageId === messageId && e.event.type === 'text.delta', 'first delta');
+      const t0 = Date.now();
+      runner.kill('SIGTERM');
+      const exit = await runner.exited;
+      expect(exit.code).toBe(0);
+      expect(exit.atMs - t0).toBeLessThan(8000);
+      expect(turnDones(session, messageId)).toEqual([expect.objectContaining({ stopReason: 'interrupted' })]);
+      const doneAt = session.events().findIndex((e) => e.event.type === 'turn.done');
+      expect(session.transcripts().at(-1)?.afterEvents).toBeGreaterThan(doneAt);
+      expect(session.byes()).toEqual([expect.objectContaining({ reason: 'signal' })]);
+      expect(session.statuses().some((s) => s.state === 'stopping')).toBe(true);
+    });
+  });
+}
+
