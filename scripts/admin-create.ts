@@ -8,7 +8,8 @@
 //
 // Options: --role admin|user (default admin), --out FILE (where a generated password goes;
 // default .switchyard/admin-<username>.json), --reset (replace the password of an existing
-// account, re-enable it and end its login sessions), --persist-to DIR (local state directory).
+// account, re-enable it, end its login sessions and lift its login lockout), --persist-to DIR
+// (local state directory).
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,6 +49,8 @@ function buildSql(o: { id: string; username: string; hash: string; role: string;
   if (o.reset) {
     lines.push(
       `UPDATE auth_tokens SET revoked_at = ${o.now} WHERE kind = 'session' AND revoked_at IS NULL AND user_id = ${user};`,
+      // Recovering a locked-out admin should not wait out the lock.
+      `DELETE FROM login_throttle WHERE key = ${lit(`account:${o.username.toLowerCase()}`)};`,
     );
   }
   // The operator is not a user, so the entry has no actor; `via` says where it came from.
