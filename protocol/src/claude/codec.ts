@@ -40,6 +40,7 @@ export class ClaudeCodec implements AgentCodec {
 
   encodeUserMessage(m: UserMessage): string {
     this.turn.open();
+    const text = textBlocks(m.text);
     const content =
       m.images && m.images.length > 0
         ? [
@@ -47,9 +48,9 @@ export class ClaudeCodec implements AgentCodec {
               type: 'image',
               source: { type: 'base64', media_type: img.mediaType, data: img.data },
             })),
-            { type: 'text', text: m.text },
+            ...(typeof text === 'string' ? [{ type: 'text', text }] : text),
           ]
-        : m.text;
+        : text;
     // JSON.stringify is the only way user text reaches the CLI (invariant 3).
     return `${JSON.stringify({ type: 'user', message: { role: 'user', content } })}\n`;
   }
@@ -249,6 +250,23 @@ export class ClaudeCodec implements AgentCodec {
     const stopReason = STOP_REASONS[str(msg, 'stop_reason') ?? 'end_turn'] ?? 'unknown';
     return this.turn.close({ stopReason, ...common });
   }
+}
+
+/**
+ * claude dispatches a message whose last text block starts with `/` as a
+ * local slash command (it never reaches the model, even with
+ * --disable-slash-commands). Splitting the leading slashes into their own
+ * block keeps the text byte-identical for the model while the last block no
+ * longer starts with `/` (invariant 3). Verified on 2.1.197: text made only
+ * of slashes reaches the model as it is.
+ */
+function textBlocks(text: string): string | Array<{ type: 'text'; text: string }> {
+  const lead = /^\s*\/+/.exec(text)?.[0];
+  if (lead === undefined || lead.length === text.length) return text;
+  return [
+    { type: 'text', text: lead },
+    { type: 'text', text: text.slice(lead.length) },
+  ];
 }
 
 function parseToolInput(json: string): Record<string, unknown> {

@@ -20,6 +20,7 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
     // Only our --settings file counts: no user/project settings can add hooks
     // or permissions behind the runner's back.
     '--setting-sources', '',
+    '--disable-slash-commands',
   ];
   if (o.model) args.push('--model', o.model);
   if (o.resume) args.push('--resume', o.resume);

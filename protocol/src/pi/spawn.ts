@@ -36,13 +36,16 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
         baseUrl: o.modelBaseUrl.replace(/\/+$/, ''),
         api: 'anthropic-messages',
         apiKey: o.modelApiKey,
-        models: [{ id: model, reasoning: true }],
+        // Declaring image input: pi otherwise replaces images with a placeholder.
+        models: [{ id: model, reasoning: true, input: ['text', 'image'] }],
       },
     },
   };
+  // provider.maxRetries 0: the SDK's own retries are invisible on the rpc
+  // stream; pi's agent-level retries emit auto_retry_* and become turn.retry.
   const settings = o.retry
-    ? { retry: { enabled: true, maxRetries: o.retry.maxRetries, baseDelayMs: o.retry.baseDelayMs } }
-    : {};
+    ? { retry: { enabled: true, maxRetries: o.retry.maxRetries, baseDelayMs: o.retry.baseDelayMs, provider: { maxRetries: 0 } } }
+    : { retry: { enabled: true, provider: { maxRetries: 0 } } };
   return {
     command: o.executable.command,
     args,
