@@ -51,11 +51,20 @@ function parse(stored: string): Parsed | null {
 // in practice: the hash is random bytes.
 export const DUMMY_PASSWORD_HASH = `${SCHEME}$${PBKDF2_ITERATIONS}$c3dpdGNoeWFyZC1kdW1teQ==$8qI3m1QnJfZ0xk4vY2b0U3c1Zq9mX3hVd0RlYkFxUnM=`;
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+/**
+ * `compare` is a parameter only so a test can observe that every verification, right or wrong,
+ * is decided by a constant-time comparison (module mocks cannot reach code the Worker entry has
+ * already loaded). Callers leave it alone.
+ */
+export async function verifyPassword(
+  password: string,
+  stored: string,
+  compare: (a: Uint8Array, b: Uint8Array) => boolean = constantTimeEqual,
+): Promise<boolean> {
   const parsed = parse(stored) ?? parse(DUMMY_PASSWORD_HASH);
   if (parsed === null) return false;
   const candidate = await derive(password, parsed.salt, parsed.iterations);
-  return constantTimeEqual(candidate, parsed.hash) && parse(stored) !== null;
+  return compare(candidate, parsed.hash) && parse(stored) !== null;
 }
 
 /** True when the stored hash uses fewer iterations than today's count and should be replaced. */
