@@ -1,0 +1,80 @@
+import type { Backend } from '@switchyard/protocol';
+import type { ProbeResult } from '../settings/backend-probe.ts';
+
+// The seam between the SessionHub and whatever runs runner processes (DESIGN.md "Launchers").
+// The hub owns the lifecycle (when to start, when to stop, what counts as dead); a launcher
+// only starts, stops and reports on one runner per call. Implementations: the ECS launcher
+// (AWS RunTask/StopTask/DescribeTasks; against the local runner host with an endpoint override
+// in dev and tests) and test fakes. This file is the interface only.
+
+/** What a runner needs to dial its hub; the launcher passes it to the runner process unchanged. */
+export interface LaunchRequest {
+  /** The session this runner serves (runner env `SWITCHYARD_SESSION_ID`). */
+  sessionId: string;
+  /** The session's pinned backend (runner env `SWITCHYARD_BACKEND`). */
+  backend: Backend;
+  /**
+   * The runner link URL, `ws(s)://<edge>/internal/runner/connect` (runner env
+   * `SWITCHYARD_HUB_URL`). The runner adds `?session=<sessionId>` itself.
+   */
+  hubUrl: string;
+  /**
+   * HMAC runner token scoped to this session and this launch, expiring (runner env
+   * `SWITCHYARD_RUNNER_TOKEN`). It is the only per-session secret in the launch: pass it as a
+   * container override / process env, never on a command line or in a log line. The hub
+   * renews it over the link (`welcome.runnerToken`, `token` frames); the launcher never does.
+   */
+  runnerToken: string;
+  /**
+   * Unique per launch (a ULID). The launcher may use it as an idempotency key (ECS
+   * `clientToken`, the `startedBy` tag) and as the runner id (`SWITCHYARD_RUNNER_ID`).
+   */
+  launchId: string;
+  /** Model for the CLI, from settings `defaultModel[backend]`; null = the CLI's own default. */
+  model: string | null;
+  /**
+   * The runner's own backstops (env `SWITCHYARD_IDLE_TIMEOUT`, `SWITCHYARD_MAX_LIFETIME`): the
+   * hub stops an idle runner itself, these only bound a runner that lost its hub.
+   */
+  limits: { idleMs: number; maxLifetimeMs: number };
+}
+
+/**
+ * What the launcher knows about a runner it started.
+ * - `pending`: accepted, not yet running (ECS PROVISIONING/PENDING, a process being spawned).
+ * - `running`: the process/task is up (it may or may not have dialled the hub yet).
+ * - `stopped`: it is gone; `exitCode`/`reason` say why when known.
+ * - `unknown`: the launcher has no record of this ref (e.g. the local host restarted).
+ */
+export interface RunnerDescription {
+  state: 'pending' | 'running' | 'stopped' | 'unknown';
+  exitCode?: number | null;
+  /** Human-readable, e.g. ECS `stoppedReason` or `killed by SIGKILL`. No secrets. */
+  reason?: string;
+}
+
+export interface Launcher {
+  /**
+   * Starts one runner for `request.sessionId` and returns an opaque reference to it (an ECS
+   * task ARN, a local task id). Throws when the runner cannot be started; the message is shown
+   * to the session's viewers as the `failed` reason, so it must not contain secrets.
+   * Must not wait for the runner to connect: the hub does that, with a deadline.
+   */
+  start(request: LaunchRequest): Promise<string>;
+  /**
+   * Stops the runner (best effort, idempotent: stopping a stopped or unknown ref succeeds).
+   * The hub usually asks the runner to shut down over the link first and calls this after.
+   */
+  stop(ref: string, reason: string): Promise<void>;
+  /** Reports the runner's state. Throws only when the launcher itself cannot be reached. */
+  describe(ref: string): Promise<RunnerDescription>;
+  /**
+   * Optional: runs the runner image's `probe` mode for one backend (CLI present, version,
+   * guard loads, config valid) and returns its report. When present, the edge wires it into
+   * the backend switch (`createApp({ probeFor })`).
+   */
+  probe?(backend: Backend): Promise<ProbeResult>;
+}
+
+/** How the Worker and the hub obtain a launcher: built per call from the bindings/vars. */
+export type LauncherFactory = (env: Env) => Launcher;
