@@ -100,6 +100,8 @@ export class HubLink {
   /** Resolves true once every buffered frame is acked, false if `ms` pass first. */
   waitDrained(ms: number): Promise<boolean> {
     if (this.o.buffer.size === 0) return Promise.resolve(true);
+    // Refused for good: no ack is coming.
+    if (this.closing) return Promise.resolve(false);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.drainWaiters = this.drainWaiters.filter((w) => w !== done);

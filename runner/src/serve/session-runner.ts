@@ -1,3 +1,4 @@
+import { access } from 'node:fs/promises';
 import {
   adapterFor,
   AgentEventSchema,
@@ -18,7 +19,7 @@ import type { ModelAccess } from '../model-access.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
 import { HubLink, type HubRequest } from './hub-link.ts';
-import { collectTranscript, restoreTranscript, type CliPaths } from './transcript.ts';
+import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile, type CliPaths } from './transcript.ts';
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
 
 export interface SessionRunnerOptions {
@@ -31,6 +32,9 @@ export interface SessionRunnerOptions {
   /** The runner's environment; the adapter copies only allow-listed names into the CLI's. */
   baseEnv: Record<string, string | undefined>;
 }
+
+/** How long the transcript must stay unchanged after a turn before it is read (see waitForQuietFile). */
+const TRANSCRIPT_SETTLE = { quietMs: 300, maxMs: 5000 };
 
 /** After the machine finishes, how long beyond the shutdown deadline delivery may still take. */
 const DELIVERY_GRACE_MS = 2000;
@@ -196,9 +200,11 @@ export class SessionRunner {
         clearTimeout(this.timers.get(effect.name));
         this.timers.delete(effect.name);
         return;
-      case 'upload_transcript':
-        this.uploads = this.uploads.then(() => this.uploadTranscript());
+      case 'upload_transcript': {
+        const final = effect.final;
+        this.uploads = this.uploads.then(() => this.uploadTranscript(final));
         return;
+      }
       case 'status':
         this.lastStatus = effect.status;
         this.link.send(effect.status);
@@ -216,8 +222,8 @@ export class SessionRunner {
     const { config: c, paths } = this.o;
     const adapter = adapterFor(c.backend);
     // Built after any restore finished, so a restored conversation is resumed.
-    const spec = this.restoring.then(() => {
-      const resume = this.resumeHandle;
+    const spec = this.restoring.then(async () => {
+      const resume = await this.resumable();
       this.o.log.info('starting the CLI', { gen, resume: resume !== undefined });
       return adapter.spawnSpec({
         executable: this.o.executable,
@@ -260,6 +266,21 @@ export class SessionRunner {
     this.slots.set(gen, slot);
   }
 
+  /**
+   * The handle to resume, if its conversation file exists. A CLI killed before
+   * its first flush left none; resuming a missing session fails every turn, so
+   * the conversation starts over and the session is told why.
+   */
+  private async resumable(): Promise<string | undefined> {
+    const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.paths);
+    if (!file) return undefined;
+    if (await access(file.path).then(() => true, () => false)) return this.resumeHandle;
+    this.o.log.warn('no transcript to resume; starting a new conversation', { resumeId: file.resumeId });
+    this.emit({ type: 'error', code: 'resume_unavailable', message: 'the previous conversation was not saved before the CLI stopped; continuing in a new conversation', retryable: false });
+    this.resumeHandle = undefined;
+    return undefined;
+  }
+
   private emit(event: AgentEvent, messageId?: string): void {
     // The zod boundary between the codecs and the wire: a malformed event is a
     // runner bug, reported as one rather than sent on.
@@ -272,7 +293,9 @@ export class SessionRunner {
     this.link.notify();
   }
 
-  private async uploadTranscript(): Promise<void> {
+  private async uploadTranscript(final: boolean): Promise<void> {
+    const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.paths);
+    if (!final && file) await waitForQuietFile(file.path, TRANSCRIPT_SETTLE);
     const collected = await collectTranscript(this.o.config.backend, this.resumeHandle, this.o.paths);
     if (!collected.ok) {
       this.o.log.error('transcript upload failed', { code: collected.error.code, message: collected.error.message });

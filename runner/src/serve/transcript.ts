@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
@@ -34,6 +35,30 @@ export function transcriptFile(backend: Backend, resumeHandle: string | undefine
   if (!resumeHandle) return undefined;
   if (backend === 'claude') return { path: claudeTranscriptPath(paths.configDir, paths.workspace, resumeHandle), resumeId: resumeHandle };
   return { path: resumeHandle, resumeId: basename(resumeHandle) };
+}
+
+/**
+ * claude writes its transcript on a debounce, ~100 ms after the turn's
+ * `result` line, so reading it at turn.done would miss the turn. Waits until
+ * the file has not changed for `quietMs` (or `maxMs` passed).
+ */
+export async function waitForQuietFile(path: string, opts: { quietMs: number; maxMs: number; pollMs?: number }): Promise<void> {
+  const poll = opts.pollMs ?? 25;
+  const deadline = Date.now() + opts.maxMs;
+  let last = '';
+  let since = Date.now();
+  while (Date.now() < deadline) {
+    const s = await stat(path).catch(() => undefined);
+    const now = s ? `${s.size}:${s.mtimeMs}` : 'missing';
+    if (now !== last) {
+      last = now;
+      since = Date.now();
+    } else if (now !== 'missing' && Date.now() - since >= opts.quietMs) {
+      // A missing file is not quiet: on the first turn it has yet to be created.
+      return;
+    }
+    await delay(poll);
+  }
 }
 
 /** Reads and packs the transcript; `undefined` when there is none on disk yet (no turn has run). */

@@ -69,7 +69,8 @@ export type MachineEffect =
   | { type: 'reject'; inReplyTo: string; error: ErrorInfo }
   | { type: 'set_timer'; name: TimerName; ms: number }
   | { type: 'clear_timer'; name: TimerName }
-  | { type: 'upload_transcript' }
+  /** final: the CLI has exited, so its file is complete; otherwise the CLI may still be flushing it. */
+  | { type: 'upload_transcript'; final: boolean }
   | { type: 'status'; status: RunnerStatus }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> }
   /** Deliver what is buffered, say bye, exit. The machine is done. */
@@ -384,7 +385,7 @@ export class TurnMachine {
     this.clearTimer('interrupt_deadline');
     this.clearTimer('shutdown_finish');
     this.emit(this.rewrite(done, turn.ending), turn.messageId);
-    this.fx.push({ type: 'upload_transcript' });
+    this.fx.push({ type: 'upload_transcript', final: false });
     if (this.phase === 'running') this.setTimer('idle', this.t.idleMs);
     this.continueStopping();
   }
@@ -432,7 +433,7 @@ export class TurnMachine {
     const stop = this.stop ?? { reason: 'fatal' as const, exitCode: 1 };
     this.phase = 'stopped';
     for (const name of ALL_TIMERS) this.clearTimer(name);
-    this.fx.push({ type: 'upload_transcript' });
+    this.fx.push({ type: 'upload_transcript', final: true });
     this.fx.push({ type: 'finish', reason: stop.reason, exitCode: stop.exitCode, ...(stop.error && { error: stop.error }) });
   }
 

@@ -149,6 +149,8 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       const firstMarker = uniq('crash-first');
       const first = await session.sendMessage(firstMarker);
       await waitTurnDone(session, first.messageId);
+      // Turn 1 is on disk once its transcript went out (claude flushes it just after the turn).
+      await session.waitFor(() => session.transcripts().length > 0, 'transcript of turn 1');
 
       const { messageId } = await session.sendMessage(slowText(uniq('crash'), 40, 150));
       await waitEvent(session, (e) => e.messageId === messageId && e.event.type === 'text.delta', 'first delta');
@@ -161,7 +163,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
 
       const thirdMarker = uniq('crash-third');
       const third = await session.sendMessage(thirdMarker);
-      expect((await waitTurnDone(session, third.messageId)).stopReason).toBe('end_turn');
+      expect(await waitTurnDone(session, third.messageId)).toMatchObject({ stopReason: 'end_turn' });
       expect(runner.cliPids()).toHaveLength(2);
       expect(runner.logs.filter((l) => l.msg === 'starting the CLI').at(-1)).toMatchObject({ resume: true });
       const [request] = requestsFor(thirdMarker);

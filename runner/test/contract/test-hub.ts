@@ -60,6 +60,8 @@ class TestSession implements ContractSession {
 
   async sendMessage(text: string, opts: { messageId?: string } = {}): Promise<{ messageId: string; reply: Reply }> {
     const messageId = opts.messageId ?? `m-${randomUUID()}`;
+    // A resent id must wait for its new answer, not find the old one.
+    this.replies.delete(messageId);
     await this.request({ type: 'user_message', messageId, message: { text } });
     return { messageId, reply: await this.waitReply(messageId) };
   }
@@ -114,7 +116,9 @@ class TestSession implements ContractSession {
       };
       const timer = setTimeout(() => {
         cleanup();
-        const tail = this.events().slice(-5).map((e) => e.event.type);
+        const tail = this.events()
+          .slice(-5)
+          .map((e) => (e.event.type === 'error' ? `error(${e.event.code}: ${e.event.message.slice(0, 120)})` : e.event.type));
         reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last events: ${tail.join(', ') || 'none'}; statuses: ${this.statusLog.map((s) => `${s.state}/${s.cli}`).join(' ')})`));
       }, timeoutMs);
       const cleanup = () => {

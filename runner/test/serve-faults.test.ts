@@ -1,0 +1,135 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { RunnerCloseCode } from '@switchyard/protocol';
+import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
+import { serveRunner, slowText, stopRunner, turnDones, waitEvent, waitGroupGone, waitReady, waitTurnDone, type Served } from './contract/fixture.ts';
+import { assertNoOrphans, type RunnerProcess } from './contract/runner-process.ts';
+import { TestHub } from './contract/test-hub.ts';
+
+// Failure paths a real CLI does not produce on demand, driven by a fake CLI
+// that speaks pi's rpc protocol (test/fixtures/fake-cli.ts). Real CLIs honour
+// interrupts, so the escalation to a group kill needs one that does not.
+
+const FAKE_CLI = join(dirname(), 'fixtures', 'fake-cli.ts');
+
+function dirname(): string {
+  return fileURLToPath(new URL('.', import.meta.url));
+}
+
+function fake(mode: string): Record<string, string> {
+  return { SWITCHYARD_CLI_EXECUTABLE: JSON.stringify({ command: process.execPath, prefixArgs: [FAKE_CLI, `--fake=${mode}`] }) };
+}
+
+describe('serve with a misbehaving CLI', () => {
+  let hub: TestHub;
+  let model: OfflineModel;
+  const runners: RunnerProcess[] = [];
+
+  beforeAll(async () => {
+    hub = await TestHub.start();
+    model = await startOfflineModel();
+  });
+  afterAll(async () => {
+    await hub.close();
+    await model.close();
+  });
+  afterEach(async () => {
+    for (const r of runners.splice(0)) {
+      r.kill('SIGKILL');
+      await r.exited;
+    }
+    await assertNoOrphans();
+  });
+
+  async function start(env: Record<string, string>): Promise<Served> {
+    const served = serveRunner(await hub.newSession(), 'pi', model.url, env);
+    runners.push(served.runner);
+    return served;
+  }
+
+  test('a CLI that ignores interrupts: its whole group is killed at the deadline, one turn.done interrupted, the next message resumes', async () => {
+    const { session, runner, stateDir } = await start({ ...fake('ignore-interrupt'), SWITCHYARD_INTERRUPT_DEADLINE: '500ms' });
+    await waitReady(session);
+    const { messageId } = await session.sendMessage('stream forever');
+    await waitEvent(session, (e) => e.messageId === messageId && e.event.type === 'text.delta', 'first delta');
+    const [cliPid] = runner.cliPids();
+    const t0 = Date.now();
+    expect(await session.interrupt()).toEqual({ accepted: true });
+    expect(await waitTurnDone(session, messageId, 10_000)).toMatchObject({ stopReason: 'interrupted' });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(450);
+    expect(runner.logs.some((l) => l.msg === 'killing the CLI process group')).toBe(true);
+    // The fake's `sleep` child was in the group: nothing of it survives.
+    expect(await waitGroupGone(cliPid as number, 5000)).toBe(true);
+
+    const next = await session.sendMessage('again');
+    expect(next.reply).toEqual({ accepted: true });
+    await waitEvent(session, (e) => e.messageId === next.messageId && e.event.type === 'text.delta', 'delta of the next turn');
+    expect(runner.cliPids()).toHaveLength(2);
+    const argv = readFileSync(join(stateDir, 'cli', 'argv.log'), 'utf8').trim().split('\n');
+    expect(argv).toHaveLength(2);
+    expect(argv[1]).toContain('--session');
+    expect(turnDones(session, messageId)).toHaveLength(1);
+
+    // SIGTERM with a turn that will not end: finish window, interrupt, kill, exit 0.
+    expect(await stopRunner(runner)).toMatchObject({ code: 0 });
+    expect(turnDones(session, next.messageId)).toEqual([expect.objectContaining({ stopReason: 'interrupted' })]);
+  });
+
+  test('a crash mid-turn ends the turn with the head of the CLI’s stderr', async () => {
+    const { session, runner } = await start(fake('crash'));
+    await waitReady(session);
+    const { messageId } = await session.sendMessage('crash please');
+    const done = await waitTurnDone(session, messageId);
+    expect(done).toMatchObject({ stopReason: 'error', error: { code: 'cli_exited', retryable: true } });
+    expect(done.error?.message).toBe('CLI exited with code 3: fake-cli: segmentation fault in the model client');
+    await stopRunner(runner);
+  });
+
+  test('a CLI that never becomes ready is killed and reported (cli_start_timeout)', async () => {
+    const { session, runner } = await start({ ...fake('silent'), SWITCHYARD_CLI_START_TIMEOUT: '700ms' });
+    const error = await waitEvent(session, (e) => e.event.type === 'error' && e.event.code === 'cli_start_timeout', 'cli_start_timeout');
+    expect(error.event).toMatchObject({ retryable: true });
+    await session.waitFor(() => session.statuses().at(-1)?.cli === 'stopped', 'cli stopped');
+    const { messageId } = await session.sendMessage('anyone?');
+    expect(await waitTurnDone(session, messageId)).toMatchObject({ stopReason: 'error', error: { code: 'cli_start_timeout' } });
+    await stopRunner(runner);
+  });
+
+  test('the hub refuses a bad token: exit 3 without retrying, no CLI started', async () => {
+    const session = await hub.newSession();
+    const served = serveRunner(session, 'pi', model.url, { SWITCHYARD_RUNNER_TOKEN: 'wrong-token-0000' });
+    runners.push(served.runner);
+    const exit = await served.runner.exited;
+    expect(exit.code).toBe(3);
+    expect(served.runner.cliPids()).toEqual([]);
+    expect(served.runner.stderr()).not.toContain('wrong-token-0000');
+  });
+
+  test('a second runner for the session supersedes the first, which stops (exit 3) and kills its CLI', async () => {
+    const first = await start(fake('normal'));
+    await waitReady(first.session);
+    const [cliPid] = first.runner.cliPids();
+    const second = serveRunner(first.session, 'pi', model.url, fake('normal'));
+    runners.push(second.runner);
+    expect((await first.runner.exited).code).toBe(3);
+    expect(await waitGroupGone(cliPid as number)).toBe(true);
+    expect(first.runner.logs.some((l) => String(l.message ?? '').includes(String(RunnerCloseCode.superseded)))).toBe(true);
+    await first.session.waitFor(() => first.session.hellos().length === 2, 'second hello');
+    await stopRunner(second.runner);
+  });
+
+  test('the hub is down at first: the runner retries with backoff and serves once it is up', async () => {
+    const session = await hub.newSession();
+    hub.faults.refuse(session.sessionId, true);
+    const served = serveRunner(session, 'pi', model.url, fake('normal'));
+    runners.push(served.runner);
+    await served.runner.waitForLog((l) => l.msg === 'hub link down; reconnecting' && Number(l.attempt) >= 3, 'three failed dials');
+    hub.faults.refuse(session.sessionId, false);
+    await waitReady(session);
+    const { messageId } = await session.sendMessage(slowText('late hub', 2, 10));
+    expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+    await stopRunner(served.runner);
+  });
+});

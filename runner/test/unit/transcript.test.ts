@@ -1,0 +1,57 @@
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { claudeTranscriptPath, TranscriptSchema } from '@switchyard/protocol';
+import { collectTranscript, restoreTranscript } from '../../src/serve/transcript.ts';
+
+const dir = () => mkdtempSync(join(tmpdir(), 'sy-tr-'));
+const conversation = '{"type":"user","text":"hello \u2028 there"}\n{"type":"assistant","text":"hi"}\n';
+
+describe('transcripts', () => {
+  test('claude: collected from the project dir, restored under another config dir and workspace', async () => {
+    const a = { configDir: dir(), workspace: '/work/ws-a' };
+    const file = claudeTranscriptPath(a.configDir, a.workspace, 'abc-123');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, conversation);
+    const collected = await collectTranscript('claude', 'abc-123', a);
+    expect(collected.ok).toBe(true);
+    const t = collected.ok ? collected.value : undefined;
+    expect(t).toMatchObject({ backend: 'claude', resumeId: 'abc-123', encoding: 'gzip+base64', bytes: Buffer.byteLength(conversation) });
+    expect(TranscriptSchema.safeParse(t).success).toBe(true);
+
+    const b = { configDir: dir(), workspace: '/work/ws-b' };
+    const restored = await restoreTranscript('claude', t!, b);
+    expect(restored).toEqual({ ok: true, value: 'abc-123' });
+    expect(readFileSync(claudeTranscriptPath(b.configDir, b.workspace, 'abc-123'), 'utf8')).toBe(conversation);
+  });
+
+  test('pi: the session file name travels, the directory is the restoring runner’s', async () => {
+    const a = { configDir: dir(), workspace: '/w' };
+    const file = join(a.configDir, 'sessions', '2026-01-01T00-00-00-000Z_id.jsonl');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, conversation);
+    const collected = await collectTranscript('pi', file, a);
+    const t = collected.ok ? collected.value : undefined;
+    expect(t?.resumeId).toBe('2026-01-01T00-00-00-000Z_id.jsonl');
+    const b = { configDir: dir(), workspace: '/w' };
+    const restored = await restoreTranscript('pi', t!, b);
+    const handle = join(b.configDir, 'sessions', '2026-01-01T00-00-00-000Z_id.jsonl');
+    expect(restored).toEqual({ ok: true, value: handle });
+    expect(readFileSync(handle, 'utf8')).toBe(conversation);
+  });
+
+  test('nothing on disk yet is not an error; corruption, backend mismatch and path tricks are', async () => {
+    const p = { configDir: dir(), workspace: '/w' };
+    expect(await collectTranscript('claude', 'none-yet', p)).toEqual({ ok: true, value: undefined });
+    expect(await collectTranscript('claude', undefined, p)).toEqual({ ok: true, value: undefined });
+    const file = claudeTranscriptPath(p.configDir, p.workspace, 's1');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, conversation);
+    const t = await collectTranscript('claude', 's1', p);
+    if (!t.ok || !t.value) throw new Error('no transcript');
+    expect(await restoreTranscript('pi', t.value, p)).toMatchObject({ ok: false, error: { code: 'transcript_backend_mismatch' } });
+    expect(await restoreTranscript('claude', { ...t.value, sha256: '0'.repeat(64) }, p)).toMatchObject({ ok: false, error: { code: 'transcript_corrupt' } });
+    expect(TranscriptSchema.safeParse({ ...t.value, resumeId: '../../etc/passwd' }).success).toBe(false);
+  });
+});
