@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { BackendSchema, type Backend } from '@switchyard/protocol';
 import { loadCommonConfig, parseDuration } from './config.ts';
 import { ExitCode } from './errors.ts';
+import { hostMode } from './host/cli.ts';
 import { runOnce, type OnceResult } from './once.ts';
 import { probe } from './probe.ts';
 import { serve } from './serve/lifecycle.ts';
@@ -10,6 +11,8 @@ const USAGE = `usage:
   switchyard-runner serve                      hold one session's CLI for the hub (configured by environment)
   switchyard-runner once --backend claude|pi --prompt TEXT [--workspace DIR] [--timeout 10m]
   switchyard-runner probe [--backend claude|pi]
+  switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s] [--cluster NAME]
+                                               local ECS API stand-in: each task is a runner process
 
 exit codes: 0 ok, 1 failed, 2 usage/configuration, 3 refused by the hub, 4 event buffer overflow
 `;
@@ -24,6 +27,8 @@ export async function main(argv: string[]): Promise<number> {
       return once(rest);
     case 'probe':
       return probeMode(rest);
+    case 'host':
+      return hostMode(rest);
     case '-h':
     case '--help':
     case 'help':

@@ -1,0 +1,92 @@
+// `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s]`: runs the local ECS
+// stand-in until SIGINT/SIGTERM, then stops every task and exits. Prints exactly one JSON line
+// on stdout once listening (`{"url", "port", "cluster", "stateDir"}`), so a parent can wait for it.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../config.ts';
+import { ExitCode } from '../errors.ts';
+import { startRunnerHost } from './server.ts';
+import { reapStaleTasks } from './tasks.ts';
+
+const RUNNER_BIN = resolve(import.meta.dirname, '..', '..', 'bin', 'switchyard-runner.js');
+
+/**
+ * The "task definition" environment: what every runner process starts with before the
+ * container overrides (hub URL, session, backend, token) are applied. Model access and runner
+ * tuning pass through; the host's own secrets and unrelated variables do not.
+ */
+export function taskBaseEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const keep = new Set(['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TERM', 'TMPDIR', 'ANTHROPIC_API_KEY']);
+  // Per-session values come only from the container overrides.
+  const perSession = new Set(['SWITCHYARD_HUB_URL', 'SWITCHYARD_SESSION_ID', 'SWITCHYARD_RUNNER_TOKEN', 'SWITCHYARD_RUNNER_ID', 'SWITCHYARD_BACKEND']);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) continue;
+    if (keep.has(k) || (k.startsWith('SWITCHYARD_') && !perSession.has(k) && !k.startsWith('SWITCHYARD_HOST_'))) out[k] = v;
+  }
+  return out;
+}
+
+export async function hostMode(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        port: { type: 'string' },
+        'state-dir': { type: 'string' },
+        'stop-timeout': { type: 'string' },
+        cluster: { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    process.stderr.write(`switchyard-runner host: ${err instanceof Error ? err.message : String(err)}\n`);
+    return ExitCode.usage;
+  }
+  const port = Number(values.port ?? '0');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`switchyard-runner host: bad --port ${values.port}\n`);
+    return ExitCode.usage;
+  }
+  const stopTimeoutMs = values['stop-timeout'] === undefined ? 30_000 : parseDuration(values['stop-timeout']);
+  if (stopTimeoutMs === undefined) {
+    process.stderr.write('switchyard-runner host: --stop-timeout must be a duration such as 30s\n');
+    return ExitCode.usage;
+  }
+  const stateDir = resolve(values['state-dir'] ?? mkdtempSync(join(tmpdir(), 'switchyard-host-')));
+  const log = (line: string) => process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: line, component: 'host' })}\n`);
+  const reaped = reapStaleTasks(stateDir);
+  if (reaped > 0) log(`reaped ${reaped} task(s) left running by a previous host`);
+
+  const host = await startRunnerHost({
+    port,
+    ...(values.cluster !== undefined && { cluster: values.cluster }),
+    entrypoint: { command: process.execPath, args: [RUNNER_BIN] },
+    baseEnv: taskBaseEnv(process.env),
+    stateDir,
+    stopTimeoutMs,
+    log,
+  });
+
+  const done = new Promise<number>((resolveDone) => {
+    let closing = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (closing) return;
+      closing = true;
+      log(`${signal}: stopping every task`);
+      host.close().then(
+        () => resolveDone(ExitCode.ok),
+        () => resolveDone(ExitCode.failed),
+      );
+    };
+    // Handlers before the ready line: a parent may signal the moment it reads it.
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  process.stdout.write(`${JSON.stringify({ url: host.url, port: host.port, cluster: host.cluster, stateDir })}\n`);
+  return done;
+}

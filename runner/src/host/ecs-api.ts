@@ -1,0 +1,159 @@
+// The subset of the Amazon ECS API that the edge's launcher calls, in its wire format:
+// AWS JSON 1.1 (`POST /`, `Content-Type: application/x-amz-json-1.1`,
+// `X-Amz-Target: AmazonEC2ContainerServiceV20141113.<Operation>`), errors as
+// `{"__type": "...", "message": "..."}` with a 4xx status. Only the fields the
+// launcher sends are modelled; unknown fields are accepted and ignored, as ECS
+// ignores nothing but the SDK never sends what it does not know.
+import { z } from 'zod';
+
+export const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
+export const JSON_11 = 'application/x-amz-json-1.1';
+/** The account id in the ARNs the local host makes up. */
+export const LOCAL_ACCOUNT = '000000000000';
+
+export class EcsError extends Error {
+  readonly status: number;
+  readonly type: string;
+  constructor(status: number, type: string, message: string) {
+    super(message);
+    this.status = status;
+    this.type = type;
+  }
+}
+
+export const invalidParameter = (message: string) => new EcsError(400, 'InvalidParameterException', message);
+
+const KeyValue = z.object({ name: z.string().min(1), value: z.string() });
+
+export const RunTaskInput = z.object({
+  cluster: z.string().min(1).optional(),
+  taskDefinition: z.string().min(1),
+  count: z.number().int().min(1).max(10).optional(),
+  launchType: z.enum(['FARGATE', 'EC2', 'EXTERNAL', 'MANAGED_INSTANCES']).optional(),
+  startedBy: z.string().max(128).optional(),
+  group: z.string().max(255).optional(),
+  clientToken: z.string().max(64).optional(),
+  networkConfiguration: z
+    .object({
+      awsvpcConfiguration: z.object({
+        subnets: z.array(z.string()),
+        securityGroups: z.array(z.string()).optional(),
+        assignPublicIp: z.enum(['ENABLED', 'DISABLED']).optional(),
+      }),
+    })
+    .optional(),
+  overrides: z
+    .object({
+      containerOverrides: z
+        .array(
+          z.object({
+            name: z.string().min(1).optional(),
+            command: z.array(z.string()).optional(),
+            environment: z.array(KeyValue).optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
+  tags: z.array(z.object({ key: z.string().min(1).max(128), value: z.string().max(256).optional() })).max(50).optional(),
+  propagateTags: z.enum(['TASK_DEFINITION', 'SERVICE', 'NONE']).optional(),
+  enableExecuteCommand: z.boolean().optional(),
+});
+export type RunTaskInput = z.infer<typeof RunTaskInput>;
+
+export const StopTaskInput = z.object({
+  cluster: z.string().min(1).optional(),
+  task: z.string().min(1),
+  reason: z.string().max(255).optional(),
+});
+export type StopTaskInput = z.infer<typeof StopTaskInput>;
+
+export const DescribeTasksInput = z.object({
+  cluster: z.string().min(1).optional(),
+  tasks: z.array(z.string().min(1)).min(1).max(100),
+  include: z.array(z.string()).optional(),
+});
+export type DescribeTasksInput = z.infer<typeof DescribeTasksInput>;
+
+export function parseInput<T>(schema: z.ZodType<T>, body: unknown): T {
+  const r = schema.safeParse(body);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  throw invalidParameter(`${issue?.path.join('.') || 'request'}: ${issue?.message ?? 'invalid'}`);
+}
+
+/** ECS task states (the subset a local process can be in). */
+export type TaskStatus = 'PROVISIONING' | 'PENDING' | 'RUNNING' | 'STOPPING' | 'STOPPED';
+export type StopCode = 'TaskFailedToStart' | 'EssentialContainerExited' | 'UserInitiated';
+
+/** The Task shape DescribeTasks/RunTask/StopTask answer with (timestamps in epoch seconds, as JSON 1.1 encodes them). */
+export interface EcsTask {
+  taskArn: string;
+  clusterArn: string;
+  taskDefinitionArn: string;
+  lastStatus: TaskStatus;
+  desiredStatus: 'RUNNING' | 'STOPPED';
+  launchType: string;
+  createdAt: number;
+  startedAt?: number;
+  stoppingAt?: number;
+  stoppedAt?: number;
+  stopCode?: StopCode;
+  stoppedReason?: string;
+  startedBy?: string;
+  group?: string;
+  tags?: { key: string; value?: string }[];
+  containers: {
+    containerArn: string;
+    taskArn: string;
+    name: string;
+    lastStatus: TaskStatus;
+    exitCode?: number;
+    reason?: string;
+    runtimeId?: string;
+  }[];
+}
+
+const SIGV4 =
+  /^AWS4-HMAC-SHA256 Credential=([^/\s]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=[0-9a-f]{64}$/;
+
+/**
+ * A loose SigV4 check: a well-formed `AWS4-HMAC-SHA256` Authorization header scoped to the
+ * `ecs` service, and an `X-Amz-Date`. The signature itself is not verified — the host is
+ * loopback-only dev infrastructure with made-up credentials — but a client that forgot to sign,
+ * or signed for the wrong service, is refused the way ECS would refuse it.
+ */
+export function checkSigV4(headers: Record<string, string | string[] | undefined>): { region: string; accessKeyId: string } {
+  const auth = headers.authorization;
+  if (typeof auth !== 'string' || auth === '') {
+    throw new EcsError(400, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
+  }
+  const m = SIGV4.exec(auth);
+  if (!m) throw new EcsError(400, 'IncompleteSignatureException', 'Authorization header is not a well-formed AWS4-HMAC-SHA256 signature');
+  const [, accessKeyId = '', , region = '', service] = m;
+  if (service !== 'ecs') throw new EcsError(400, 'InvalidSignatureException', `Credential should be scoped to correct service: 'ecs', not '${service}'`);
+  if (typeof headers['x-amz-date'] !== 'string') throw new EcsError(400, 'IncompleteSignatureException', 'X-Amz-Date header is missing');
+  return { region, accessKeyId };
+}
+
+export const arn = {
+  cluster: (region: string, name: string) => `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:cluster/${name}`,
+  task: (region: string, cluster: string, id: string) => `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:task/${cluster}/${id}`,
+  container: (region: string, cluster: string, id: string, containerId: string) =>
+    `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:container/${cluster}/${id}/${containerId}`,
+  taskDefinition: (region: string, family: string) =>
+    family.startsWith('arn:') ? family : `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:task-definition/${family.includes(':') ? family : `${family}:1`}`,
+};
+
+/** `name` or a cluster ARN → the name. */
+export function clusterName(ref: string | undefined): string {
+  if (ref === undefined) return 'default';
+  const m = /^arn:aws[a-z-]*:ecs:[^:]*:[^:]*:cluster\/(.+)$/.exec(ref);
+  return m?.[1] ?? ref;
+}
+
+/** A task ARN (or the bare id, which ECS also accepts) → the 32-hex id. */
+export function taskId(ref: string): string | undefined {
+  const m = /^(?:arn:aws[a-z-]*:ecs:[^:]*:[^:]*:task\/(?:[^/]+\/)?)?([0-9a-f]{32})$/.exec(ref);
+  return m?.[1];
+}

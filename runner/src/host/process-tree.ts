@@ -1,0 +1,105 @@
+// Linux process-tree helpers for the local runner host. A "task" is a runner
+// process in its own process group, but the runner starts each CLI in a group
+// (and session) of its own, so killing the runner's group alone would orphan
+// the CLI. A container's whole tree dies with it; to match that, the host
+// remembers every process group it has seen below a task (snapshots from
+// /proc while the task runs) and signals all of them.
+import { readdirSync, readFileSync } from 'node:fs';
+import { constants } from 'node:os';
+
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  /** Single-letter state from /proc/PID/stat (R, S, D, Z, X, ...). */
+  state: string;
+  /** Clock ticks since boot when the process started: (pid, startTime) names a process uniquely. */
+  startTime: number;
+}
+
+/** One process's /proc/PID/stat, or undefined if it is gone (or this is not Linux). */
+export function readProc(pid: number): ProcInfo | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may contain spaces or ')'.
+  const close = text.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const f = text.slice(close + 2).split(' ');
+  // f[0] = state (field 3), f[1] = ppid, f[2] = pgrp, f[19] = starttime (field 22)
+  const ppid = Number(f[1]);
+  const pgid = Number(f[2]);
+  const startTime = Number(f[19]);
+  if (!Number.isInteger(ppid) || !Number.isInteger(pgid)) return undefined;
+  return { pid, ppid, pgid, state: f[0] ?? '?', startTime };
+}
+
+export function listProcs(): ProcInfo[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: ProcInfo[] = [];
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    const p = readProc(Number(name));
+    if (p) out.push(p);
+  }
+  return out;
+}
+
+const dead = (p: ProcInfo) => p.state === 'Z' || p.state === 'X';
+
+/** The live processes below `root` (root included when alive), from one /proc snapshot. */
+export function descendants(root: number, procs: ProcInfo[] = listProcs()): ProcInfo[] {
+  const children = new Map<number, ProcInfo[]>();
+  for (const p of procs) {
+    const list = children.get(p.ppid);
+    if (list) list.push(p);
+    else children.set(p.ppid, [p]);
+  }
+  const out: ProcInfo[] = [];
+  const self = procs.find((p) => p.pid === root);
+  if (self && !dead(self)) out.push(self);
+  const queue = [root];
+  while (queue.length > 0) {
+    const pid = queue.shift() as number;
+    for (const c of children.get(pid) ?? []) {
+      if (!dead(c)) out.push(c);
+      queue.push(c.pid);
+    }
+  }
+  return out;
+}
+
+/** Live (non-zombie) processes whose group is one of `pgids`. */
+export function liveInGroups(pgids: Iterable<number>, procs: ProcInfo[] = listProcs()): ProcInfo[] {
+  const set = new Set(pgids);
+  return procs.filter((p) => set.has(p.pgid) && !dead(p));
+}
+
+/** Signals a whole process group; a group that is already gone is not an error. */
+export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  if (!Number.isInteger(pgid) || pgid <= 1) return false; // never -1 / -0: that would be "everyone"
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH' || code === 'EPERM') return false;
+    throw err;
+  }
+}
+
+/** Docker/ECS convention for a container whose main process died of a signal: 128 + signal number. */
+export function exitCodeFor(code: number | null, signal: NodeJS.Signals | null): number | undefined {
+  if (code !== null) return code;
+  if (signal === null) return undefined;
+  const n = constants.signals[signal];
+  return n === undefined ? undefined : 128 + n;
+}

@@ -1,0 +1,262 @@
+// `switchyard-runner host`: the local stand-in for Amazon ECS. It serves the ECS API subset the
+// edge's launcher uses (RunTask, StopTask, DescribeTasks; AWS JSON 1.1 on `POST /`) on loopback,
+// so the production launcher runs unchanged against it with an endpoint override. Each task is
+// a runner process (tasks.ts). It also answers `POST /switchyard/probe` (not an ECS API) with
+// the runner's `probe` report, which the launcher's `host` probe mode uses in dev.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BackendSchema } from '@switchyard/protocol';
+import {
+  checkSigV4,
+  clusterName,
+  DescribeTasksInput,
+  EcsError,
+  invalidParameter,
+  JSON_11,
+  parseInput,
+  RunTaskInput,
+  StopTaskInput,
+  TARGET_PREFIX,
+  taskId,
+} from './ecs-api.ts';
+import { TaskManager, type SandboxWrap, type TaskSpawn } from './tasks.ts';
+
+export interface RecordedEcsRequest {
+  method: string;
+  path: string;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  /** The raw body text (what was signed). */
+  rawBody: string;
+  /** The parsed JSON body, or null. */
+  body: unknown;
+  target: string | undefined;
+  status?: number;
+}
+
+export interface RunnerHostOptions {
+  port?: number;
+  /** Only the cluster of this name (or its ARN) exists; others answer ClusterNotFoundException. */
+  cluster?: string;
+  /** Task definition container name the overrides must address (ECS refuses unknown names). */
+  containerName?: string;
+  entrypoint: { command: string; args: string[] };
+  baseEnv: Record<string, string>;
+  stateDir: string;
+  stopTimeoutMs?: number;
+  wrap?: SandboxWrap;
+  log?: (line: string) => void;
+  /** Called for every request (tests assert on exactly what the SDK sent). */
+  onRequest?: (r: RecordedEcsRequest) => void;
+  /** Upper bound for one `probe` run. */
+  probeTimeoutMs?: number;
+  sampleIntervalMs?: number;
+}
+
+export interface RunnerHost {
+  url: string;
+  port: number;
+  cluster: string;
+  tasks: TaskManager;
+  /** Stops every task (SIGTERM, then SIGKILL after the stop timeout), then the server. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export const DEFAULT_CLUSTER = 'switchyard-local';
+export const DEFAULT_CONTAINER = 'runner';
+const MAX_BODY = 1024 * 1024;
+
+export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHost> {
+  const cluster = opts.cluster ?? DEFAULT_CLUSTER;
+  const containerName = opts.containerName ?? DEFAULT_CONTAINER;
+  const tasks = new TaskManager({
+    entrypoint: opts.entrypoint,
+    baseEnv: opts.baseEnv,
+    stateDir: opts.stateDir,
+    stopTimeoutMs: opts.stopTimeoutMs ?? 30_000,
+    ...(opts.wrap && { wrap: opts.wrap }),
+    ...(opts.log && { log: opts.log }),
+    ...(opts.sampleIntervalMs !== undefined && { sampleIntervalMs: opts.sampleIntervalMs }),
+  });
+
+  const checkCluster = (ref: string | undefined) => {
+    const name = clusterName(ref);
+    if (name !== cluster) throw new EcsError(400, 'ClusterNotFoundException', 'Cluster not found.');
+    return name;
+  };
+
+  const operations: Record<string, (body: unknown, region: string) => unknown> = {
+    RunTask(body, region) {
+      const input = parseInput(RunTaskInput, body);
+      const name = checkCluster(input.cluster);
+      if ((input.count ?? 1) !== 1) throw invalidParameter('count: the local runner host starts one task per call');
+      if (input.launchType !== undefined && input.launchType !== 'FARGATE') throw invalidParameter('launchType: only FARGATE is served');
+      const subnets = input.networkConfiguration?.awsvpcConfiguration.subnets ?? [];
+      if (subnets.length === 0) throw invalidParameter("Network Configuration must be provided when networkMode 'awsvpc' is specified.");
+      const env: Record<string, string> = {};
+      let command: string[] | undefined;
+      for (const o of input.overrides?.containerOverrides ?? []) {
+        if (o.name !== undefined && o.name !== containerName) {
+          throw invalidParameter(`Override for container named ${o.name} is not a container in the TaskDefinition.`);
+        }
+        for (const kv of o.environment ?? []) env[kv.name] = kv.value;
+        if (o.command !== undefined) command = o.command;
+      }
+      const task = tasks.run({
+        region,
+        cluster: name,
+        taskDefinition: input.taskDefinition,
+        launchType: 'FARGATE',
+        command,
+        env,
+        containerName,
+        ...(input.startedBy !== undefined && { startedBy: input.startedBy }),
+        ...(input.group !== undefined && { group: input.group }),
+        ...(input.tags !== undefined && { tags: input.tags }),
+      });
+      return { tasks: [task], failures: [] };
+    },
+    StopTask(body) {
+      const input = parseInput(StopTaskInput, body);
+      checkCluster(input.cluster);
+      const id = taskId(input.task);
+      const task = id === undefined ? undefined : tasks.get(id);
+      if (id === undefined || task === undefined) throw invalidParameter('The referenced task was not found.');
+      return { task: tasks.stop(id, input.reason) };
+    },
+    DescribeTasks(body, region) {
+      const input = parseInput(DescribeTasksInput, body);
+      const name = checkCluster(input.cluster);
+      const found = [];
+      const failures = [];
+      for (const ref of input.tasks) {
+        const id = taskId(ref);
+        const task = id === undefined ? undefined : tasks.get(id);
+        if (task) found.push(tasks.view(task));
+        else failures.push({ arn: ref.startsWith('arn:') ? ref : `arn:aws:ecs:${region}:000000000000:task/${name}/${ref}`, reason: 'MISSING' });
+      }
+      return { tasks: found, failures };
+    },
+  };
+
+  const probe = async (body: unknown) => {
+    const backend = BackendSchema.safeParse((body as { backend?: unknown } | null)?.backend);
+    if (!backend.success) throw invalidParameter('backend: must be claude or pi');
+    return runProbe(opts, backend.data, opts.probeTimeoutMs ?? 90_000);
+  };
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_BODY) chunks.push(c);
+    });
+    req.on('end', () => {
+      const rawBody = Buffer.concat(chunks).toString('utf8');
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
+      let body: unknown = null;
+      try {
+        body = rawBody === '' ? null : (JSON.parse(rawBody) as unknown);
+      } catch {
+        body = null;
+      }
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      const target = headers['x-amz-target'];
+      const record: RecordedEcsRequest = { method: req.method ?? '', path, headers, rawBody, body, target };
+      const send = (status: number, payload: unknown, contentType = JSON_11) => {
+        record.status = status;
+        opts.onRequest?.(record);
+        const text = JSON.stringify(payload);
+        res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'x-amzn-requestid': randomUUID() });
+        res.end(text);
+      };
+      const fail = (err: unknown) => {
+        if (err instanceof EcsError) return send(err.status, { __type: err.type, message: err.message });
+        opts.log?.(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+        send(500, { __type: 'ServerException', message: 'internal error in the local runner host' });
+      };
+      try {
+        if (size > MAX_BODY) throw new EcsError(413, 'SerializationException', 'request body too large');
+        if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true }, 'application/json');
+        if (req.method === 'POST' && path === '/switchyard/probe') {
+          return void probe(body).then((r) => send(200, r, 'application/json'), fail);
+        }
+        if (req.method !== 'POST' || path !== '/') throw new EcsError(404, 'UnknownOperationException', `no route for ${req.method} ${path}`);
+        const { region } = checkSigV4(req.headers);
+        if (!(headers['content-type'] ?? '').startsWith(JSON_11)) {
+          throw new EcsError(400, 'SerializationException', `Content-Type must be ${JSON_11}`);
+        }
+        const op = target?.startsWith(TARGET_PREFIX) ? operations[target.slice(TARGET_PREFIX.length)] : undefined;
+        if (!op) throw new EcsError(400, 'UnknownOperationException', `unsupported operation ${target ?? '(no X-Amz-Target)'}`);
+        if (body === null || typeof body !== 'object') throw new EcsError(400, 'SerializationException', 'body must be a JSON object');
+        send(200, op(body, region));
+      } catch (err) {
+        fail(err);
+      }
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    cluster,
+    tasks,
+    async close(graceMs) {
+      await tasks.close(graceMs);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export interface HostProbeAnswer {
+  exitCode: number | null;
+  /** The runner's `probe` JSON report, or null when it printed none. */
+  report: unknown;
+  stderrHead?: string;
+}
+
+/** Runs `<entrypoint> probe --backend B` with the task environment (and the sandbox wrap) and returns its report. */
+async function runProbe(opts: RunnerHostOptions, backend: string, timeoutMs: number): Promise<HostProbeAnswer> {
+  const base: TaskSpawn = {
+    command: opts.entrypoint.command,
+    args: [...opts.entrypoint.args, 'probe', '--backend', backend],
+    env: { ...opts.baseEnv },
+    cwd: opts.stateDir,
+  };
+  const s = opts.wrap ? await opts.wrap(base, { id: `probe-${backend}`, dir: opts.stateDir }) : base;
+  const child = spawn(s.command, s.args, { cwd: s.cwd, env: s.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    if (stdout.length < MAX_BODY) stdout += d;
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    if (stderr.length < 8192) stderr += d;
+  });
+  const timer = setTimeout(() => child.pid !== undefined && process.kill(-child.pid, 'SIGKILL'), timeoutMs);
+  const exitCode = await new Promise<number | null>((resolve) => {
+    child.once('error', () => resolve(null));
+    child.once('close', (code) => resolve(code));
+  });
+  clearTimeout(timer);
+  let report: unknown = null;
+  const line = stdout.trim().split('\n').at(-1);
+  if (line) {
+    try {
+      report = JSON.parse(line) as unknown;
+    } catch {
+      report = null;
+    }
+  }
+  return { exitCode, report, ...(report === null && { stderrHead: stderr.slice(0, 2000) }) };
+}

@@ -1,0 +1,369 @@
+// Tasks of the local runner host: each one a runner process, started detached in its own
+// process group with the environment ECS would give the container (the task definition's
+// environment, then the container overrides), and stopped the way ECS stops a container:
+// SIGTERM, then SIGKILL to everything that is left once the stop timeout passes.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { arn, type EcsTask, type StopCode, type TaskStatus } from './ecs-api.ts';
+import { descendants, exitCodeFor, killGroup, listProcs, liveInGroups, readProc } from './process-tree.ts';
+
+/** What is about to be executed for a task; the sandbox seam may rewrite it. */
+export interface TaskSpawn {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+}
+
+/**
+ * SEAM (sandbox issue, `runner/src/sandbox/`): turns a task's spawn into a sandboxed one
+ * (bubblewrap with only the task's workspace writable, as a Fargate container would be).
+ * The host calls it for every task and probe; the default runs the process as is.
+ */
+export type SandboxWrap = (spawn: TaskSpawn, task: { id: string; dir: string }) => TaskSpawn | Promise<TaskSpawn>;
+
+export interface TaskManagerOptions {
+  /** The "image entrypoint": the runner command and its leading arguments. */
+  entrypoint: { command: string; args: string[] };
+  /** The "task definition" environment every task starts from. */
+  baseEnv: Record<string, string>;
+  /** Per-task directories (workspace) and logs live here. */
+  stateDir: string;
+  /** SIGTERM → SIGKILL grace, like ECS `stopTimeout` (default 30 s). */
+  stopTimeoutMs: number;
+  wrap?: SandboxWrap;
+  /** Lifecycle lines for the operator (never the environment). */
+  log?: (line: string) => void;
+  /** How often running tasks' process trees are sampled. */
+  sampleIntervalMs?: number;
+}
+
+export interface RunSpec {
+  region: string;
+  cluster: string;
+  taskDefinition: string;
+  launchType: string;
+  command: string[] | undefined;
+  env: Record<string, string>;
+  containerName: string;
+  startedBy?: string;
+  group?: string;
+  tags?: { key: string; value?: string }[];
+}
+
+interface Task {
+  id: string;
+  spec: RunSpec;
+  arn: string;
+  containerArn: string;
+  dir: string;
+  logPath: string;
+  createdAt: number;
+  startedAt?: number;
+  stoppingAt?: number;
+  stoppedAt?: number;
+  lastStatus: TaskStatus;
+  desiredStatus: 'RUNNING' | 'STOPPED';
+  stopCode?: StopCode;
+  stoppedReason?: string;
+  exitCode?: number;
+  containerReason?: string;
+  child?: ChildProcess;
+  pid?: number;
+  /** Every process group seen at or below the task's main process. */
+  groups: Set<number>;
+  killTimer?: NodeJS.Timeout;
+  stopped: Promise<void>;
+  markStopped: () => void;
+}
+
+/** What is written to `<stateDir>/running/<id>.json` so a later host can reap a crashed one's tasks. */
+interface RunningRecord {
+  id: string;
+  pid: number;
+  startTime: number;
+  groups: number[];
+}
+
+const seconds = (ms: number) => ms / 1000;
+/** A function, not an inline comparison: StopTask changes it while `launch` awaits. */
+const stopRequested = (task: Task) => task.desiredStatus === 'STOPPED';
+
+export class TaskManager {
+  private readonly tasks = new Map<string, Task>();
+  private readonly opts: TaskManagerOptions;
+  private sampler: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  constructor(opts: TaskManagerOptions) {
+    this.opts = opts;
+    mkdirSync(join(opts.stateDir, 'running'), { recursive: true });
+    mkdirSync(join(opts.stateDir, 'logs'), { recursive: true });
+  }
+
+  get(id: string): Task | undefined {
+    return this.tasks.get(id);
+  }
+
+  /** Starts a task; answers at once with it in PROVISIONING, as RunTask does. */
+  run(spec: RunSpec): EcsTask {
+    if (this.closing) throw new Error('the runner host is shutting down');
+    const id = randomBytes(16).toString('hex');
+    const dir = join(this.opts.stateDir, 'tasks', id);
+    let markStopped!: () => void;
+    const stopped = new Promise<void>((r) => (markStopped = r));
+    const task: Task = {
+      id,
+      spec,
+      arn: arn.task(spec.region, spec.cluster, id),
+      containerArn: arn.container(spec.region, spec.cluster, id, randomUUID()),
+      dir,
+      logPath: join(this.opts.stateDir, 'logs', `${id}.log`),
+      createdAt: Date.now(),
+      lastStatus: 'PROVISIONING',
+      desiredStatus: 'RUNNING',
+      groups: new Set(),
+      stopped,
+      markStopped,
+    };
+    this.tasks.set(id, task);
+    void this.launch(task);
+    return this.view(task);
+  }
+
+  private async launch(task: Task): Promise<void> {
+    const workspace = join(task.dir, 'workspace');
+    let out: number | undefined;
+    try {
+      mkdirSync(workspace, { recursive: true, mode: 0o700 });
+      out = openSync(task.logPath, 'a', 0o600);
+      const base: TaskSpawn = {
+        command: this.opts.entrypoint.command,
+        args: [...this.opts.entrypoint.args, ...(task.spec.command ?? ['serve'])],
+        // The task definition's environment, then the overrides; a runner's default workspace is its cwd.
+        env: { ...this.opts.baseEnv, SWITCHYARD_WORKSPACE: workspace, ...task.spec.env },
+        cwd: workspace,
+      };
+      const s = this.opts.wrap ? await this.opts.wrap(base, { id: task.id, dir: task.dir }) : base;
+      if (stopRequested(task)) throw new Error('stopped before it started');
+      const child = spawn(s.command, s.args, { cwd: s.cwd, env: s.env, detached: true, stdio: ['ignore', out, out] });
+      task.child = child;
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', reject);
+      });
+      task.pid = child.pid as number;
+      task.groups.add(task.pid); // detached: the child leads a new group whose id is its pid
+      task.startedAt = Date.now();
+      if (task.lastStatus === 'PROVISIONING') task.lastStatus = 'RUNNING';
+      this.persist(task);
+      this.opts.log?.(`task ${task.id} RUNNING pid ${task.pid} (${base.args.slice(this.opts.entrypoint.args.length).join(' ')}); log ${task.logPath}`);
+      child.once('exit', (code, signal) => void this.exited(task, code, signal));
+      this.ensureSampler();
+      // A StopTask that arrived while spawning.
+      if (stopRequested(task)) this.signalStop(task);
+    } catch (err) {
+      task.lastStatus = 'STOPPED';
+      task.desiredStatus = 'STOPPED';
+      task.stopCode ??= 'TaskFailedToStart';
+      task.stoppedAt = Date.now();
+      const message = err instanceof Error ? err.message : String(err);
+      task.stoppedReason ??= `CannotStartContainerError: ${message}`;
+      task.containerReason = `CannotStartContainerError: ${message}`;
+      this.opts.log?.(`task ${task.id} failed to start: ${message}`);
+      this.cleanup(task);
+      task.markStopped();
+    } finally {
+      if (out !== undefined) closeSync(out); // the child has its own copy
+    }
+  }
+
+  /** StopTask: desired STOPPED, SIGTERM to the task's group, SIGKILL to everything after the timeout. */
+  stop(id: string, reason: string | undefined): EcsTask {
+    const task = this.tasks.get(id);
+    if (!task) throw new Error('not found');
+    if (task.desiredStatus !== 'STOPPED') {
+      task.desiredStatus = 'STOPPED';
+      task.stopCode = 'UserInitiated';
+      task.stoppedReason = reason ?? 'Task stopped by user';
+      task.stoppingAt = Date.now();
+      if (task.pid !== undefined && task.lastStatus !== 'STOPPED') {
+        task.lastStatus = 'STOPPING';
+        this.signalStop(task);
+      }
+    }
+    return this.view(task);
+  }
+
+  private signalStop(task: Task): void {
+    this.sample(task);
+    if (task.pid === undefined) return;
+    this.opts.log?.(`task ${task.id} STOPPING (SIGTERM, SIGKILL in ${seconds(this.opts.stopTimeoutMs)} s)`);
+    // Like `docker stop`: the main process gets SIGTERM (with its group, so a shell wrapper's
+    // children hear it too); the CLI groups below it are the runner's to wind down.
+    killGroup(task.pid, 'SIGTERM');
+    task.killTimer ??= setTimeout(() => this.killAll(task, 'SIGKILL'), this.opts.stopTimeoutMs);
+  }
+
+  private killAll(task: Task, signal: NodeJS.Signals): void {
+    this.sample(task);
+    for (const pgid of task.groups) killGroup(pgid, signal);
+  }
+
+  private async exited(task: Task, code: number | null, signal: NodeJS.Signals | null): Promise<void> {
+    task.exitCode = exitCodeFor(code, signal);
+    if (signal !== null) task.containerReason = `killed by ${signal}`;
+    // When a container's main process ends, everything else in it dies too.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      for (const pgid of task.groups) killGroup(pgid, 'SIGKILL');
+      if (liveInGroups(task.groups).length === 0 || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    if (task.killTimer) clearTimeout(task.killTimer);
+    task.lastStatus = 'STOPPED';
+    task.desiredStatus = 'STOPPED';
+    task.stoppedAt = Date.now();
+    task.stopCode ??= 'EssentialContainerExited';
+    task.stoppedReason ??= 'Essential container in task exited';
+    this.opts.log?.(`task ${task.id} STOPPED exit ${task.exitCode ?? '?'} (${task.stoppedReason})`);
+    this.cleanup(task);
+    task.markStopped();
+  }
+
+  private cleanup(task: Task): void {
+    rmSync(join(this.opts.stateDir, 'running', `${task.id}.json`), { force: true });
+    // A stopped container's filesystem is gone; its log stays for the operator.
+    rmSync(task.dir, { recursive: true, force: true });
+  }
+
+  private persist(task: Task): void {
+    if (task.pid === undefined) return;
+    const self = readProc(task.pid);
+    const record: RunningRecord = { id: task.id, pid: task.pid, startTime: self?.startTime ?? 0, groups: [...task.groups] };
+    try {
+      writeFileSync(join(this.opts.stateDir, 'running', `${task.id}.json`), JSON.stringify(record));
+    } catch {
+      // Best effort: only used to reap after a crash.
+    }
+  }
+
+  /** Records the process groups currently below a task (the runner starts each CLI in its own). */
+  private sample(task: Task, procs = listProcs()): void {
+    if (task.pid === undefined || task.lastStatus === 'STOPPED') return;
+    const before = task.groups.size;
+    for (const p of descendants(task.pid, procs)) task.groups.add(p.pgid);
+    if (task.groups.size !== before) this.persist(task);
+  }
+
+  private ensureSampler(): void {
+    if (this.sampler) return;
+    this.sampler = setInterval(() => {
+      const live = [...this.tasks.values()].filter((t) => t.pid !== undefined && t.lastStatus !== 'STOPPED');
+      if (live.length === 0) {
+        clearInterval(this.sampler);
+        this.sampler = undefined;
+        return;
+      }
+      const procs = listProcs();
+      for (const t of live) this.sample(t, procs);
+    }, this.opts.sampleIntervalMs ?? 500);
+    this.sampler.unref();
+  }
+
+  view(task: Task): EcsTask {
+    const { region, cluster, taskDefinition, launchType, containerName } = task.spec;
+    const t: EcsTask = {
+      taskArn: task.arn,
+      clusterArn: arn.cluster(region, cluster),
+      taskDefinitionArn: arn.taskDefinition(region, taskDefinition),
+      lastStatus: task.lastStatus,
+      desiredStatus: task.desiredStatus,
+      launchType,
+      createdAt: seconds(task.createdAt),
+      containers: [
+        {
+          containerArn: task.containerArn,
+          taskArn: task.arn,
+          name: containerName,
+          lastStatus: task.lastStatus,
+          ...(task.exitCode !== undefined && { exitCode: task.exitCode }),
+          ...(task.containerReason !== undefined && { reason: task.containerReason }),
+          ...(task.pid !== undefined && { runtimeId: `${task.id}-${task.pid}` }),
+        },
+      ],
+    };
+    if (task.startedAt !== undefined) t.startedAt = seconds(task.startedAt);
+    if (task.stoppingAt !== undefined) t.stoppingAt = seconds(task.stoppingAt);
+    if (task.stoppedAt !== undefined) t.stoppedAt = seconds(task.stoppedAt);
+    if (task.stopCode !== undefined && task.lastStatus === 'STOPPED') t.stopCode = task.stopCode;
+    if (task.stoppedReason !== undefined && task.desiredStatus === 'STOPPED') t.stoppedReason = task.stoppedReason;
+    if (task.spec.startedBy !== undefined) t.startedBy = task.spec.startedBy;
+    if (task.spec.group !== undefined) t.group = task.spec.group;
+    if (task.spec.tags !== undefined) t.tags = task.spec.tags;
+    return t;
+  }
+
+  /** Test/inspection hook: the pid and every process group of a task. */
+  processes(id: string): { pid: number | undefined; groups: number[] } | undefined {
+    const t = this.tasks.get(id);
+    return t && { pid: t.pid, groups: [...t.groups] };
+  }
+
+  /** Resolves once the task is STOPPED. */
+  async waitStopped(id: string): Promise<void> {
+    await this.tasks.get(id)?.stopped;
+  }
+
+  /** Stops every task (SIGTERM, SIGKILL after `graceMs`) and waits until all are STOPPED. */
+  async close(graceMs = this.opts.stopTimeoutMs): Promise<void> {
+    this.closing = true;
+    const live = [...this.tasks.values()].filter((t) => t.lastStatus !== 'STOPPED');
+    for (const t of live) {
+      if (t.desiredStatus !== 'STOPPED') this.stop(t.id, 'the runner host is shutting down');
+      if (t.killTimer) clearTimeout(t.killTimer);
+      t.killTimer = setTimeout(() => this.killAll(t, 'SIGKILL'), Math.min(graceMs, this.opts.stopTimeoutMs));
+    }
+    await Promise.all(live.map((t) => t.stopped));
+    if (this.sampler) clearInterval(this.sampler);
+  }
+}
+
+/**
+ * Kills what a previous host left running (it crashed or was SIGKILLed before stopping its
+ * tasks): every recorded task whose main process is still the same process (pid and start
+ * time match), and its recorded groups. Returns how many tasks were reaped.
+ */
+export function reapStaleTasks(stateDir: string): number {
+  const dir = join(stateDir, 'running');
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let reaped = 0;
+  for (const name of names) {
+    if (!name.endsWith('.json')) continue;
+    const file = join(dir, name);
+    try {
+      const r = JSON.parse(readFileSync(file, 'utf8')) as RunningRecord;
+      const self = readProc(r.pid);
+      const same = self !== undefined && self.startTime === r.startTime;
+      // Without the main process there is no proof the recorded group ids still mean these tasks.
+      if (same) {
+        const procs = listProcs();
+        const groups = new Set([...r.groups, ...descendants(r.pid, procs).map((p) => p.pgid)]);
+        for (const pgid of groups) killGroup(pgid, 'SIGKILL');
+        reaped += 1;
+      }
+    } catch {
+      // unreadable record: drop it
+    }
+    rmSync(file, { force: true });
+    rmSync(join(stateDir, 'tasks', name.replace(/\.json$/, '')), { recursive: true, force: true });
+  }
+  return reaped;
+}
