@@ -8,6 +8,10 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(2);
 }
+// Caches compiled (type-stripped) modules on disk: about half the start-up
+// time. A no-op where the cache directory is not writable.
+const { enableCompileCache } = await import('node:module');
+enableCompileCache?.();
 const { main } = await import('../src/main.ts');
 const code = await main(process.argv.slice(2));
 // stdout may be a pipe still draining the JSON answer; exit once it is flushed.

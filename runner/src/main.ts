@@ -22,7 +22,7 @@ export async function main(argv: string[]): Promise<number> {
   switch (mode) {
     case 'serve':
       if (rest.length > 0) return usage(`serve takes no arguments (got ${rest.join(' ')}); it is configured by environment`);
-      return serve(process.env);
+      return (await import('./serve/lifecycle.ts')).serve(process.env);
     case 'once':
       return once(rest);
     case 'probe':
@@ -60,6 +60,7 @@ async function once(args: string[]): Promise<number> {
   if (timeoutMs === undefined || timeoutMs <= 0) return fail('--timeout must be a duration such as 90s or 10m');
   const config = loadCommonConfig(process.env);
   if (!config.ok) return fail(config.error.message);
+  const { runOnce } = await import('./once.ts');
   const result = await runOnce({
     backend: backend.data,
     prompt: v.prompt,
@@ -83,6 +84,7 @@ async function probeMode(args: string[]): Promise<number> {
   }
   const config = loadCommonConfig(process.env);
   if (!config.ok) return usage(config.error.message);
+  const { probe } = await import('./probe.ts');
   const report = await probe(backends, config.value, process.env);
   printJson(report);
   return report.ok ? ExitCode.ok : ExitCode.failed;

@@ -1,0 +1,134 @@
+// bench/runner: what the runner costs on top of the bare CLI, measured side by side in one run.
+//   (1) start → CLI ready: `switchyard-runner serve` process start until the hub sees
+//       status ready/running, vs the bare CLI's spawn until its own readiness answer
+//       (pi: get_state response; claude: initialize control_response).
+//   (2) user message → first text.delta: hub sends user_message until the hub holds the
+//       first text.delta, vs writing the prompt to the bare CLI until its first delta line.
+//   (3) the runner process's RSS (the CLI is a separate process, so it is excluded).
+// Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N]
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { adapterFor, type Backend, type SpawnSpec } from '@switchyard/protocol';
+import { locateCli } from '../../runner/src/cli/locate.ts';
+import { readinessFor } from '../../runner/src/cli/readiness.ts';
+import { startOfflineModel, type OfflineModel } from '../../runner/src/offline-model/index.ts';
+import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/fixture.ts';
+import { TestHub } from '../../runner/test/contract/test-hub.ts';
+
+const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const now = () => performance.now();
+
+/** Resolves when `pred(line)` holds for a stdout line of `child`. */
+function lineWhere(child: ReturnType<typeof spawn>, pred: (line: string) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    let buf = '';
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      if (lines.some(pred)) {
+        child.stdout?.off('data', onData);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', onData);
+  });
+}
+
+function bareSpec(backend: Backend, model: OfflineModel, dir: string): SpawnSpec {
+  return adapterFor(backend).spawnSpec({
+    executable: locateCli(backend),
+    workspace: join(dir, 'ws'),
+    home: join(dir, 'home'),
+    configDir: join(dir, 'cli'),
+    modelBaseUrl: model.url,
+    modelApiKey: 'bench',
+    baseEnv: process.env,
+  });
+}
+
+const isDelta = (line: string) => line.includes('"text_delta"');
+
+async function bare(backend: Backend, model: OfflineModel): Promise<{ readyMs: number[]; firstDeltaMs: number[]; cliRssKb: number }> {
+  const readyMs: number[] = [];
+  const firstDeltaMs: number[] = [];
+  let cliRssKb = 0;
+  for (let i = 0; i < runs; i++) {
+    const dir = mkdtempSync(join(tmpdir(), 'sy-bench-'));
+    const spec = bareSpec(backend, model, dir);
+    mkdirSync(spec.cwd, { recursive: true });
+    for (const f of spec.files) {
+      mkdirSync(dirname(f.path), { recursive: true });
+      writeFileSync(f.path, f.content);
+    }
+    const codec = adapterFor(backend).createCodec();
+    const readiness = readinessFor(backend);
+    const t0 = now();
+    const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'ignore'] });
+    const ready = lineWhere(child, (l) => readiness.isReady(l, undefined) || (backend === 'pi' && l.includes('"command":"get_state"')));
+    for (const line of [...codec.initLines(), ...readiness.lines]) child.stdin.write(line);
+    await ready;
+    readyMs.push(now() - t0);
+    const delta = lineWhere(child, isDelta);
+    const t1 = now();
+    child.stdin.write(codec.encodeUserMessage({ text: `bench ${i}` }));
+    await delta;
+    firstDeltaMs.push(now() - t1);
+    cliRssKb = rssKb(child.pid ?? 0);
+    child.stdin.end();
+    await new Promise((r) => child.on('close', r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { readyMs, firstDeltaMs, cliRssKb };
+}
+
+async function viaRunner(backend: Backend, model: OfflineModel, hub: TestHub): Promise<{ readyMs: number[]; firstDeltaMs: number[]; runnerRssKb: number }> {
+  const readyMs: number[] = [];
+  const firstDeltaMs: number[] = [];
+  let runnerRssKb = 0;
+  for (let i = 0; i < runs; i++) {
+    const session = await hub.newSession();
+    const t0 = now();
+    const served = serveRunner(session, backend, model.url, { SWITCHYARD_LOG_LEVEL: 'warn' });
+    await waitReady(session);
+    readyMs.push(now() - t0);
+    // Several turns on one runner: the first is the cold one, like the bare CLI's.
+    const t1 = now();
+    const { messageId } = await session.sendMessage(`bench ${i}`);
+    await session.waitFor(() => session.events().some((e) => e.messageId === messageId && e.event.type === 'text.delta'), 'first delta');
+    firstDeltaMs.push(now() - t1);
+    await session.waitFor(() => session.events().some((e) => e.messageId === messageId && e.event.type === 'turn.done'), 'turn.done');
+    runnerRssKb = Math.max(runnerRssKb, rssKb(served.runner.pid));
+    await stopRunner(served.runner);
+  }
+  return { readyMs, firstDeltaMs, runnerRssKb };
+}
+
+function rssKb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+const model = await startOfflineModel();
+const hub = await TestHub.start();
+const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
+console.log(`bench/runner — medians of ${runs} runs each, offline model on loopback, one run side by side\n`);
+for (const backend of ['pi', 'claude'] as const) {
+  const b = await bare(backend, model);
+  const r = await viaRunner(backend, model, hub);
+  const ready = [median(r.readyMs), median(b.readyMs)] as const;
+  const delta = [median(r.firstDeltaMs), median(b.firstDeltaMs)] as const;
+  console.log(`${backend}`);
+  console.log(`  (1) start → CLI ready        runner ${fmt(ready[0])}   bare CLI ${fmt(ready[1])}   ratio ${(ready[0] / ready[1]).toFixed(2)}   (+${fmt(ready[0] - ready[1])})`);
+  console.log(`  (2) message → first delta    runner ${fmt(delta[0])}   bare CLI ${fmt(delta[1])}   ratio ${(delta[0] / delta[1]).toFixed(2)}   (+${fmt(delta[0] - delta[1])})`);
+  console.log(`  (3) runner RSS ${(r.runnerRssKb / 1024).toFixed(1)} MiB (CLI excluded; the CLI itself: ${(b.cliRssKb / 1024).toFixed(1)} MiB, ratio ${(r.runnerRssKb / b.cliRssKb).toFixed(2)})`);
+}
+await hub.close();
+await model.close();
