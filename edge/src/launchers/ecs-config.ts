@@ -1,0 +1,101 @@
+import { z } from 'zod';
+
+// The ECS launcher's configuration: wrangler `[vars]` plus secrets (`wrangler secret put`).
+// Validated when a launcher is built; an error names the variables, never their values.
+
+const list = z
+  .string()
+  .default('')
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== ''),
+  );
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((s) => (s === undefined || s.trim() === '' ? undefined : s.trim()));
+
+export const EcsLauncherEnvSchema = z.object({
+  /** Cluster name or ARN. */
+  ECS_CLUSTER: z.string().trim().min(1, 'required'),
+  /** `family`, `family:revision` or a task definition ARN (its container runs `switchyard-runner`). */
+  ECS_TASK_DEFINITION: z.string().trim().min(1, 'required'),
+  /** The runner container's name in the task definition (the overrides address it). */
+  ECS_CONTAINER_NAME: z.string().trim().min(1).default('runner'),
+  /** Comma-separated subnet ids (awsvpc); private subnets are enough, the runner only dials out. */
+  ECS_SUBNETS: list.pipe(z.array(z.string()).min(1, 'at least one subnet id is required')),
+  /** Comma-separated security group ids (egress only is enough). */
+  ECS_SECURITY_GROUPS: list,
+  /** `ENABLED` only for public subnets without a NAT gateway. */
+  ECS_ASSIGN_PUBLIC_IP: z.enum(['ENABLED', 'DISABLED']).default('DISABLED'),
+  AWS_REGION: z
+    .string()
+    .trim()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1'),
+  /** Secret. An IAM user/role key allowed ecs:RunTask, ecs:StopTask, ecs:DescribeTasks, ecs:TagResource, iam:PassRole. */
+  AWS_ACCESS_KEY_ID: z.string().trim().min(1, 'required (a secret: wrangler secret put AWS_ACCESS_KEY_ID)'),
+  AWS_SECRET_ACCESS_KEY: z.string().min(1, 'required (a secret: wrangler secret put AWS_SECRET_ACCESS_KEY)'),
+  AWS_SESSION_TOKEN: optionalText,
+  /** Endpoint override: the local runner host (`http://127.0.0.1:PORT`) in dev and tests; unset in production. */
+  ECS_ENDPOINT: optionalText.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
+  /**
+   * How the backend switch probes a backend: `task` runs the runner image's `probe` as a one-off
+   * task and reads its exit code; `host` asks the local runner host for the full report
+   * (`ECS_ENDPOINT` + `/switchyard/probe`); `off` reports every backend unverifiable.
+   */
+  RUNNER_PROBE: z.enum(['task', 'host', 'off']).default('task'),
+});
+
+export type EcsLauncherEnv = z.input<typeof EcsLauncherEnvSchema>;
+
+export interface EcsLauncherConfig {
+  cluster: string;
+  taskDefinition: string;
+  containerName: string;
+  subnets: string[];
+  securityGroups: string[];
+  assignPublicIp: 'ENABLED' | 'DISABLED';
+  region: string;
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  endpoint: string | undefined;
+  probeMode: 'task' | 'host' | 'off';
+}
+
+export type ConfigResult = { ok: true; config: EcsLauncherConfig } | { ok: false; error: string };
+
+/** Reads the launcher's variables from the Worker env (unknown keys ignored; empty strings count as unset). */
+export function loadEcsLauncherConfig(env: object): ConfigResult {
+  const source: Record<string, unknown> = {};
+  for (const key of Object.keys(EcsLauncherEnvSchema.shape)) {
+    const v = (env as Record<string, unknown>)[key];
+    if (typeof v === 'string' && v !== '') source[key] = v;
+  }
+  const parsed = EcsLauncherEnvSchema.safeParse(source);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'env'}: ${i.message}`);
+    return { ok: false, error: `the ECS launcher is not configured: ${problems.join('; ')}` };
+  }
+  const e = parsed.data;
+  return {
+    ok: true,
+    config: {
+      cluster: e.ECS_CLUSTER,
+      taskDefinition: e.ECS_TASK_DEFINITION,
+      containerName: e.ECS_CONTAINER_NAME,
+      subnets: e.ECS_SUBNETS,
+      securityGroups: e.ECS_SECURITY_GROUPS,
+      assignPublicIp: e.ECS_ASSIGN_PUBLIC_IP,
+      region: e.AWS_REGION,
+      credentials: {
+        accessKeyId: e.AWS_ACCESS_KEY_ID,
+        secretAccessKey: e.AWS_SECRET_ACCESS_KEY,
+        ...(e.AWS_SESSION_TOKEN !== undefined && { sessionToken: e.AWS_SESSION_TOKEN }),
+      },
+      endpoint: e.ECS_ENDPOINT,
+      probeMode: e.RUNNER_PROBE,
+    },
+  };
+}

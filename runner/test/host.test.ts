@@ -1,0 +1,312 @@
+// The local runner host against the real AWS SDK (`@aws-sdk/client-ecs`, the client the edge's
+// launcher uses): exact requests, real runner processes, exit codes, process-group kills.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readProc } from '../src/host/process-tree.ts';
+import { startRunnerHost, type RecordedEcsRequest, type RunnerHost } from '../src/host/server.ts';
+import { reapStaleTasks } from '../src/host/tasks.ts';
+
+const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'host-task.ts');
+const RUNNER_BIN = resolve(import.meta.dirname, '..', 'bin', 'switchyard-runner.js');
+const TARGET = 'AmazonEC2ContainerServiceV20141113.';
+const TASK_ARN = /^arn:aws:ecs:us-east-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/;
+
+async function waitFor<T>(what: string, f: () => T | undefined | Promise<T | undefined>, deadlineMs = 30_000): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const alive = (pid: number) => {
+  const p = readProc(pid);
+  return p !== undefined && p.state !== 'Z' && p.state !== 'X';
+};
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'switchyard-host-test-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function client(host: RunnerHost, region = 'us-east-1') {
+  return new ECSClient({
+    region,
+    endpoint: host.url,
+    credentials: { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-secret' },
+    maxAttempts: 1,
+  });
+}
+
+const runInput = (env: Record<string, string>, extra: Partial<RunTaskCommandInput> = {}): RunTaskCommandInput => ({
+  cluster: 'switchyard-local',
+  taskDefinition: 'switchyard-runner',
+  launchType: 'FARGATE',
+  count: 1,
+  startedBy: 'switchyard',
+  networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-local'], securityGroups: ['sg-local'], assignPublicIp: 'DISABLED' } },
+  overrides: { containerOverrides: [{ name: 'runner', environment: Object.entries(env).map(([name, value]) => ({ name, value })) }] },
+  ...extra,
+});
+
+describe('runner host with a stand-in task', () => {
+  let host: RunnerHost;
+  let ecs: ECSClient;
+  const requests: RecordedEcsRequest[] = [];
+  const logs: string[] = [];
+  let stateDir: string;
+
+  beforeAll(async () => {
+    stateDir = tempDir();
+    host = await startRunnerHost({
+      entrypoint: { command: process.execPath, args: [FIXTURE] },
+      baseEnv: { PATH: process.env.PATH ?? '', SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9' },
+      stateDir,
+      stopTimeoutMs: 1500,
+      sampleIntervalMs: 50,
+      onRequest: (r) => requests.push(r),
+      log: (l) => logs.push(l),
+    });
+    ecs = client(host);
+  });
+  afterAll(async () => {
+    await host.close(1000);
+  });
+  afterEach(() => {
+    requests.length = 0;
+  });
+
+  it('receives exactly the RunTask the SDK sends: signed JSON 1.1 POST / with the target header', async () => {
+    const input = runInput({ HOST_TASK_MODE: 'exit', HOST_TASK_EXIT: '0', SWITCHYARD_SESSION_ID: 's1' }, { clientToken: 'launch-01' });
+    const out = await ecs.send(new RunTaskCommand(input));
+    expect(out.tasks?.[0]?.taskArn).toMatch(TASK_ARN);
+    expect(out.tasks?.[0]?.lastStatus).toBe('PROVISIONING');
+    expect(out.failures).toEqual([]);
+
+    expect(requests).toHaveLength(1);
+    const r = requests[0] as RecordedEcsRequest;
+    expect(r.method).toBe('POST');
+    expect(r.path).toBe('/');
+    expect(r.headers['x-amz-target']).toBe(`${TARGET}RunTask`);
+    expect(r.headers['content-type']).toBe('application/x-amz-json-1.1');
+    expect(r.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDLOCALTEST\/\d{8}\/us-east-1\/ecs\/aws4_request, SignedHeaders=[a-z0-9;-]*host[a-z0-9;-]*x-amz-date[a-z0-9;-]*, Signature=[0-9a-f]{64}$/,
+    );
+    expect(r.headers['x-amz-date']).toMatch(/^\d{8}T\d{6}Z$/);
+    expect(r.body).toEqual(input);
+    expect(r.status).toBe(200);
+  });
+
+  it('the SDK adds a clientToken when none is given', async () => {
+    await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'exit' })));
+    expect((requests[0]?.body as { clientToken?: string }).clientToken).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('DescribeTasks after the process exits reports STOPPED with its exit code', async () => {
+    const out = await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'exit', HOST_TASK_EXIT: '7' })));
+    const arn = out.tasks?.[0]?.taskArn as string;
+    const task = await waitFor('STOPPED', async () => {
+      const d = await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }));
+      const t = d.tasks?.[0];
+      return t?.lastStatus === 'STOPPED' ? t : undefined;
+    });
+    expect(task.desiredStatus).toBe('STOPPED');
+    expect(task.stopCode).toBe('EssentialContainerExited');
+    expect(task.stoppedReason).toBe('Essential container in task exited');
+    expect(task.containers?.[0]?.exitCode).toBe(7);
+    expect(task.containers?.[0]?.name).toBe('runner');
+    expect(task.stoppedAt).toBeInstanceOf(Date);
+    const describe = requests.find((r) => r.target === `${TARGET}DescribeTasks`);
+    expect(describe?.body).toEqual({ cluster: 'switchyard-local', tasks: [arn] });
+  });
+
+  it('the task gets the task-definition env plus the overrides, in its own workspace', async () => {
+    const report = join(tempDir(), 'report.json');
+    const out = await ecs.send(
+      new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report, SWITCHYARD_SESSION_ID: 'sess-1', SWITCHYARD_RUNNER_TOKEN: 'tok-secret-123456' })),
+    );
+    const arn = out.tasks?.[0]?.taskArn as string;
+    const seen = await waitFor('report', () => (existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { env: Record<string, string>; cwd: string; argv: string[] }) : undefined));
+    expect(seen.env.SWITCHYARD_SESSION_ID).toBe('sess-1');
+    expect(seen.env.SWITCHYARD_RUNNER_TOKEN).toBe('tok-secret-123456');
+    expect(seen.env.SWITCHYARD_MODEL_URL).toBe('http://127.0.0.1:9');
+    expect(seen.cwd).toBe(seen.env.SWITCHYARD_WORKSPACE);
+    expect(seen.cwd.startsWith(stateDir)).toBe(true);
+    expect(seen.argv).toEqual(['serve']);
+    await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
+    await host.tasks.waitStopped(arn.split('/').at(-1) as string);
+    expect(logs.join('\n')).not.toContain('tok-secret-123456');
+    expect(existsSync(seen.cwd)).toBe(false);
+  });
+
+  it('StopTask: SIGTERM, then SIGKILL to every process group of the task after the stop timeout; no orphans', async () => {
+    const report = join(tempDir(), 'report.json');
+    const out = await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report, HOST_TASK_IGNORE_TERM: '1' })));
+    const arn = out.tasks?.[0]?.taskArn as string;
+    const { pid, children } = await waitFor('report', () =>
+      existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] }) : undefined,
+    );
+    const id = arn.split('/').at(-1) as string;
+    // The detached child leads its own group; the host must have seen it before it stops the task.
+    await waitFor('the child group sampled', () => host.tasks.processes(id)?.groups.includes(children[0] as number));
+    expect([pid, ...children].every(alive)).toBe(true);
+
+    const started = Date.now();
+    const stop = await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn, reason: 'idle' }));
+    expect(stop.task?.desiredStatus).toBe('STOPPED');
+    expect(stop.task?.lastStatus).toBe('STOPPING');
+    const task = await waitFor('STOPPED', async () => {
+      const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
+      return t?.lastStatus === 'STOPPED' ? t : undefined;
+    });
+    // It ignored SIGTERM, so only the SIGKILL after the 1.5 s stop timeout ended it.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+    expect(task.containers?.[0]?.exitCode).toBe(137);
+    expect(task.stopCode).toBe('UserInitiated');
+    expect(task.stoppedReason).toBe('idle');
+    expect([pid, ...children].filter(alive)).toEqual([]);
+  });
+
+  it('a task that exits on SIGTERM leaving a detached child behind: the host kills the child too', async () => {
+    const report = join(tempDir(), 'report.json');
+    const out = await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report })));
+    const arn = out.tasks?.[0]?.taskArn as string;
+    const id = arn.split('/').at(-1) as string;
+    const { pid, children } = await waitFor('report', () =>
+      existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] }) : undefined,
+    );
+    await waitFor('the child group sampled', () => host.tasks.processes(id)?.groups.includes(children[0] as number));
+    await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
+    await host.tasks.waitStopped(id);
+    const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
+    expect(t?.containers?.[0]?.exitCode).toBe(0);
+    expect(t?.stoppedReason).toBe('Task stopped by user');
+    expect([pid, ...children].filter(alive)).toEqual([]);
+  });
+
+  it('answers with ECS errors: unsigned, wrong service, wrong cluster, missing network, unknown task, unknown operation', async () => {
+    const raw = (headers: Record<string, string>, body: unknown) =>
+      fetch(host.url, { method: 'POST', headers: { 'content-type': 'application/x-amz-json-1.1', ...headers }, body: JSON.stringify(body) });
+    const unsigned = await raw({ 'x-amz-target': `${TARGET}DescribeTasks` }, { tasks: ['x'] });
+    expect(unsigned.status).toBe(400);
+    expect(await unsigned.json()).toEqual({ __type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' });
+    const wrongService = await raw(
+      {
+        'x-amz-target': `${TARGET}DescribeTasks`,
+        'x-amz-date': '20260101T000000Z',
+        authorization: `AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`,
+      },
+      { tasks: ['x'] },
+    );
+    expect(((await wrongService.json()) as { __type: string }).__type).toBe('InvalidSignatureException');
+
+    await expect(ecs.send(new RunTaskCommand(runInput({}, { cluster: 'prod' })))).rejects.toMatchObject({ name: 'ClusterNotFoundException' });
+    await expect(ecs.send(new RunTaskCommand(runInput({}, { networkConfiguration: undefined })))).rejects.toMatchObject({
+      name: 'InvalidParameterException',
+      message: expect.stringContaining('Network Configuration'),
+    });
+    await expect(
+      ecs.send(new RunTaskCommand(runInput({}, { overrides: { containerOverrides: [{ name: 'web', environment: [] }] } }))),
+    ).rejects.toMatchObject({ name: 'InvalidParameterException' });
+    const missing = `arn:aws:ecs:us-east-1:000000000000:task/switchyard-local/${'a'.repeat(32)}`;
+    await expect(ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: missing }))).rejects.toMatchObject({
+      name: 'InvalidParameterException',
+      message: 'The referenced task was not found.',
+    });
+    const d = await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [missing] }));
+    expect(d.tasks).toEqual([]);
+    expect(d.failures).toEqual([{ arn: missing, reason: 'MISSING' }]);
+    const unknown = await raw({ 'x-amz-target': `${TARGET}ListTasks`, 'x-amz-date': '20260101T000000Z', authorization: requests.at(-1)?.headers.authorization ?? '' }, {});
+    expect(((await unknown.json()) as { __type: string }).__type).toBe('UnknownOperationException');
+  });
+
+  it('reaps the tasks of a host that died without stopping them', async () => {
+    const dir = tempDir();
+    // What a crashed host leaves: a running record for a task tree nobody will stop.
+    const leader = spawn(process.execPath, [FIXTURE], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: join(dir, 'r.json') },
+    });
+    leader.unref();
+    const { pid, children } = await waitFor('report', () =>
+      existsSync(join(dir, 'r.json')) ? (JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')) as { pid: number; children: number[] }) : undefined,
+    );
+    mkdirSync(join(dir, 'running'), { recursive: true });
+    const self = readProc(pid);
+    writeFileSync(join(dir, 'running', 'abc.json'), JSON.stringify({ id: 'abc', pid, startTime: self?.startTime, groups: [pid] }));
+    expect(reapStaleTasks(dir)).toBe(1);
+    await waitFor('all gone', () => [pid, ...children].every((p) => !alive(p)));
+    expect(existsSync(join(dir, 'running', 'abc.json'))).toBe(false);
+  });
+});
+
+describe('runner host with the real switchyard-runner', () => {
+  it('a runner with bad configuration exits 2, and DescribeTasks says so', async () => {
+    const host = await startRunnerHost({
+      entrypoint: { command: process.execPath, args: [RUNNER_BIN] },
+      baseEnv: { PATH: process.env.PATH ?? '' },
+      stateDir: tempDir(),
+      stopTimeoutMs: 5000,
+    });
+    try {
+      const ecs = client(host);
+      // No hub URL, token or backend: `serve` refuses its configuration.
+      const out = await ecs.send(new RunTaskCommand(runInput({ SWITCHYARD_SESSION_ID: 's' })));
+      const arn = out.tasks?.[0]?.taskArn as string;
+      const t = await waitFor('STOPPED', async () => {
+        const x = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
+        return x?.lastStatus === 'STOPPED' ? x : undefined;
+      });
+      expect(t.containers?.[0]?.exitCode).toBe(2);
+      expect(t.stopCode).toBe('EssentialContainerExited');
+    } finally {
+      await host.close(1000);
+    }
+  });
+
+  it('`switchyard-runner host` serves until SIGINT, then stops its runners and exits 0', async () => {
+    const stateDir = tempDir();
+    const child = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir, '--stop-timeout', '5s'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9' },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const ready = await waitFor('ready line', () => (stdout.includes('\n') ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number }) : undefined));
+    const ecs = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKID', secretAccessKey: 's' }, maxAttempts: 1 });
+    // A real `serve` whose hub never answers keeps retrying: a long-lived runner.
+    const out = await ecs.send(
+      new RunTaskCommand(
+        runInput({ SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect', SWITCHYARD_SESSION_ID: 's', SWITCHYARD_BACKEND: 'pi', SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh' }),
+      ),
+    );
+    const arn = out.tasks?.[0]?.taskArn as string;
+    expect(arn).toMatch(/^arn:aws:ecs:eu-west-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/);
+    const running = await waitFor('RUNNING', async () => {
+      const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
+      return t?.lastStatus === 'RUNNING' ? t : undefined;
+    });
+    const pid = Number(running.containers?.[0]?.runtimeId?.split('-').at(-1));
+    expect(alive(pid)).toBe(true);
+    child.kill('SIGINT');
+    expect(await waitFor('host exit', () => exited, 60_000)).toBe(0);
+    expect(alive(pid)).toBe(false);
+    expect(stderr).toContain('STOPPED');
+    expect(stderr).not.toContain('tok-abcdefgh');
+  });
+});
