@@ -2,7 +2,6 @@ import { parseArgs } from 'node:util';
 import { BackendSchema, type Backend } from '@switchyard/protocol';
 import { loadCommonConfig, parseDuration } from './config.ts';
 import { ExitCode } from './errors.ts';
-import { hostMode } from './host/cli.ts';
 import { runOnce, type OnceResult } from './once.ts';
 import { probe } from './probe.ts';
 import { serve } from './serve/lifecycle.ts';
@@ -28,7 +27,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'probe':
       return probeMode(rest);
     case 'host':
-      return hostMode(rest);
+      return (await import('./host/cli.ts')).hostMode(rest);
     case '-h':
     case '--help':
     case 'help':
