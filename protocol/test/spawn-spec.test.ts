@@ -69,7 +69,7 @@ describe('spawnSpec arguments', () => {
     expect(a[a.indexOf('--append-system-prompt') + 1]).toBe('be brief');
     const settingsPath = a[a.indexOf('--settings') + 1];
     const settings = JSON.parse(spec.files.find((f) => f.path === settingsPath)?.content ?? '{}');
-    expect(settings.hooks.PreToolUse[0].hooks[0].command).toBe(`'/n/node' '/g/it'\\''s guard.ts'`);
+    expect(settings.hooks.PreToolUse[0].hooks[0].command).toBe(`'/n/node' '/g/it'\\''s guard.ts' || exit 2`);
     expect(a).not.toContain('--dangerously-skip-permissions');
   });
 

@@ -30,7 +30,10 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
   const files: SpawnSpec['files'] = [];
   if (o.guard) {
     const settingsPath = `${o.configDir}/switchyard-settings.json`;
-    const command = `${shellQuote(o.guard.node)} ${shellQuote(o.guard.file)}`;
+    // claude runs the command with /bin/sh -c and treats any exit but 0 and 2
+    // as a non-blocking error: a guard that crashes would fail OPEN. `|| exit 2`
+    // turns every failure to run it (missing node, syntax error, signal) into a block.
+    const command = `${shellQuote(o.guard.node)} ${shellQuote(o.guard.file)} || exit 2`;
     files.push({
       path: settingsPath,
       content: JSON.stringify({

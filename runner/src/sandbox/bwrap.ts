@@ -1,0 +1,113 @@
+// The local OS wall: run the CLI under bubblewrap. Pure: a SpawnSpec and a
+// description of the host in, the wrapped SpawnSpec out (hostLayout() in
+// sandbox.ts reads the host). The layout mirrors the production container
+// (runner/Dockerfile): the system read-only, the workspace, a private home and
+// the CLI's config dir writable, a private /tmp, nothing else.
+//
+// Built by allow-list, not by hiding: the new root is empty and only what is
+// bound appears, so other sessions' workspaces, the host's home, /run (docker
+// and systemd sockets), /var, /opt, /mnt and the checkout itself simply do not
+// exist inside. /proc is a fresh procfs of a new PID namespace: the runner and
+// every other host process are invisible, so /proc/<runner>/environ cannot be
+// named. All capabilities are dropped (as root, bwrap would otherwise keep
+// CAP_SYS_ADMIN and the CLI could remount / read-write).
+//
+// The network namespace is shared: the CLI must reach the runner's loopback
+// credential proxy. See DESIGN "Sandbox" for what that leaves open.
+import type { SpawnSpec } from '@switchyard/protocol';
+
+/** What one top-level system path is on this host. */
+export type HostEntry = { kind: 'dir' } | { kind: 'file' } | { kind: 'symlink'; target: string } | { kind: 'missing' };
+
+export interface BwrapLayout {
+  /** Absolute path of the bwrap binary. */
+  bwrap: string;
+  /** The caller's uid: non-root needs a user namespace. */
+  uid: number;
+  /** Read-write binds: the workspace, the private home, the CLI config dir. */
+  writable: string[];
+  /** Read-only binds: the CLI and node installation, the guard module. */
+  readOnly: string[];
+  /** Files bound read-only over themselves after the writable binds (the spec's config files: hook settings, models.json). */
+  readOnlyFiles: string[];
+  /** Top-level system paths (/usr, /bin, /lib, ...) and what they are on this host. */
+  system: Record<string, HostEntry>;
+  /** The /etc entries to expose (each bound read-only if present). */
+  etc: string[];
+}
+
+/** System directories the CLIs and their shell tools need. /usr carries almost everything; the rest are usually symlinks into it. */
+export const SYSTEM_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/**
+ * /etc by allow-list: name resolution, users (for `id`, os.userInfo()), TLS
+ * roots, time zone, the dynamic linker, Debian's alternatives symlinks, shell
+ * start-up. Never shadow, gshadow, ssh host keys, npmrc/pip.conf, sudoers.
+ */
+export const ETC_ALLOW = [
+  'passwd',
+  'group',
+  'hosts',
+  'hostname',
+  'resolv.conf',
+  'nsswitch.conf',
+  'host.conf',
+  'gai.conf',
+  'localtime',
+  'timezone',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'alternatives',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'os-release',
+  'debian_version',
+  'mime.types',
+  'magic',
+  'magic.mime',
+  'terminfo',
+  'inputrc',
+  'bash.bashrc',
+  'profile',
+  'locale.alias',
+];
+
+export function wrapWithBwrap(spec: SpawnSpec, layout: BwrapLayout): SpawnSpec {
+  const a: string[] = [];
+  if (layout.uid !== 0) a.push('--unshare-user');
+  a.push(
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--hostname',
+    'switchyard',
+    '--die-with-parent',
+    // setsid(): no controlling terminal, so no TIOCSTI keystroke injection into the runner's.
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+  );
+  for (const path of SYSTEM_PATHS) {
+    const e = layout.system[path] ?? { kind: 'missing' };
+    if (e.kind === 'symlink') a.push('--symlink', e.target, path);
+    else if (e.kind === 'dir') a.push('--ro-bind', path, path);
+  }
+  for (const name of layout.etc) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+  a.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', '/var/tmp');
+  for (const path of dedupeNested(layout.readOnly)) a.push('--ro-bind', path, path);
+  for (const path of layout.writable) a.push('--bind', path, path);
+  for (const path of layout.readOnlyFiles) a.push('--ro-bind', path, path);
+  a.push('--chdir', spec.cwd, '--', spec.command, ...spec.args);
+  return { ...spec, command: layout.bwrap, args: a };
+}
+
+/** Drops paths already covered by another path in the list. */
+function dedupeNested(paths: string[]): string[] {
+  const sorted = [...new Set(paths)].sort((x, y) => x.length - y.length);
+  const out: string[] = [];
+  for (const p of sorted) if (!out.some((q) => p === q || p.startsWith(`${q}/`))) out.push(p);
+  return out;
+}

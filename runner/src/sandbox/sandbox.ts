@@ -1,0 +1,180 @@
+// The runner's seam to both walls. The runner asks for `guardOption(backend)`
+// when it builds SpawnOptions (the adapter turns it into claude's hook or pi's
+// -e), then passes the adapter's SpawnSpec through `prepare()` right before
+// spawning: it refuses (throws, naming the file) when a guard file is missing
+// or unreadable, puts the session's guard policy into the CLI's environment,
+// and wraps the spec in bubblewrap when that is the OS wall.
+import { constants } from 'node:fs';
+import { access, lstat, readlink, stat } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CLAUDE_DEFAULT_TOOLS, PI_DEFAULT_TOOLS, type Backend, type SpawnOptions, type SpawnSpec } from '@switchyard/protocol';
+import { ETC_ALLOW, SYSTEM_PATHS, wrapWithBwrap, type HostEntry } from './bwrap.ts';
+import { policyEnv, type GuardPolicy } from './guard/policy.ts';
+
+/** Where the guard module lives; the runner ships it, the CLI loads it from here (never a copy). */
+export const GUARD_DIR = join(dirname(fileURLToPath(import.meta.url)), 'guard');
+/** Every file the guard loads. All must be readable before a CLI is spawned. */
+export const GUARD_FILES = ['claude-hook.ts', 'pi-extension.ts', 'rules.ts', 'policy.ts', 'resolve.ts', 'sensitive-paths.ts'] as const;
+
+export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
+
+/**
+ * The OS wall around the CLI. `bubblewrap`: local runs, the runner wraps the
+ * CLI itself. `container`: production, the per-session container is the wall
+ * (runner/Dockerfile) and the CLI is spawned directly. `none`: no wall at all;
+ * only for explicitly unsafe debugging, never a default.
+ */
+export type SandboxMode = 'bubblewrap' | 'container' | 'none';
+export const SANDBOX_MODES: readonly SandboxMode[] = ['bubblewrap', 'container', 'none'];
+
+export class SandboxError extends Error {
+  readonly code: 'guard_missing' | 'sandbox_unavailable';
+  constructor(code: 'guard_missing' | 'sandbox_unavailable', message: string) {
+    super(message);
+    this.name = 'SandboxError';
+    this.code = code;
+  }
+}
+
+export interface SandboxConfig {
+  mode: SandboxMode;
+  /** The tool-call guard. Off only in tests' control runs. */
+  guard?: boolean;
+  /** Tests point this at a broken copy to prove the fail-closed paths. */
+  guardDir?: string;
+  /** The node that runs claude's hook; the runner's own by default. */
+  node?: string;
+  bwrap?: string;
+}
+
+export interface SessionPaths {
+  backend: Backend;
+  workspace: string;
+  home: string;
+  configDir: string;
+  /** The allowedTools given to the adapter (absent: the adapter's default set). */
+  tools?: string[] | undefined;
+}
+
+export class Sandbox {
+  readonly mode: SandboxMode;
+  readonly guardEnabled: boolean;
+  readonly guardDir: string;
+  private readonly node: string;
+  private readonly bwrap: string;
+
+  constructor(config: SandboxConfig) {
+    this.mode = config.mode;
+    this.guardEnabled = config.guard ?? true;
+    this.guardDir = config.guardDir ?? GUARD_DIR;
+    this.node = config.node ?? process.execPath;
+    this.bwrap = config.bwrap ?? '/usr/bin/bwrap';
+  }
+
+  /** For SpawnOptions.guard. */
+  guardOption(backend: Backend): SpawnOptions['guard'] {
+    return this.guardEnabled ? { file: join(this.guardDir, GUARD_ENTRY[backend]), node: this.node } : undefined;
+  }
+
+  /** Throws SandboxError naming the first guard file that cannot be read. */
+  async checkGuardFiles(): Promise<void> {
+    for (const name of GUARD_FILES) {
+      const file = join(this.guardDir, name);
+      try {
+        await access(file, constants.R_OK);
+        if (!(await stat(file)).isFile()) throw new Error('not a regular file');
+      } catch (err) {
+        throw new SandboxError('guard_missing', `guard file ${file} is missing or unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); the CLI is not started without its guard`);
+      }
+    }
+  }
+
+  async checkBwrap(): Promise<void> {
+    try {
+      await access(this.bwrap, constants.X_OK);
+    } catch {
+      throw new SandboxError('sandbox_unavailable', `bubblewrap (${this.bwrap}) is not installed; run scripts/setup-system.sh, or set SWITCHYARD_SANDBOX=container inside the production container`);
+    }
+  }
+
+  policy(paths: SessionPaths): GuardPolicy {
+    const tools = paths.tools ?? (paths.backend === 'claude' ? CLAUDE_DEFAULT_TOOLS : PI_DEFAULT_TOOLS);
+    return { v: 1, backend: paths.backend, workspace: paths.workspace, tools: [...tools] };
+  }
+
+  /** The last step before spawning. Fails closed: any problem throws and nothing is spawned. */
+  async prepare(spec: SpawnSpec, paths: SessionPaths): Promise<SpawnSpec> {
+    let out: SpawnSpec = spec;
+    if (this.guardEnabled) {
+      await this.checkGuardFiles();
+      const expected = join(this.guardDir, GUARD_ENTRY[paths.backend]);
+      const flat = [...spec.args, ...spec.files.map((f) => f.content)].join('\n');
+      if (!flat.includes(expected)) throw new SandboxError('guard_missing', `the spawn spec does not load the guard ${expected}; pass guardOption() to the adapter`);
+      out = { ...out, env: { ...out.env, ...policyEnv(this.policy(paths)) } };
+    }
+    if (this.mode === 'bubblewrap') {
+      await this.checkBwrap();
+      out = wrapWithBwrap(out, {
+        bwrap: this.bwrap,
+        uid: process.getuid?.() ?? 0,
+        writable: [paths.workspace, paths.home, paths.configDir],
+        readOnly: await this.readOnlyRoots(spec),
+        readOnlyFiles: spec.files.map((f) => f.path),
+        system: await hostLayout(),
+        etc: ETC_ALLOW,
+      });
+    }
+    return out;
+  }
+
+  /** What the CLI must see read-only: its installation (the whole node_modules it lives in), node, the guard. */
+  private async readOnlyRoots(spec: SpawnSpec): Promise<string[]> {
+    const files = [spec.command, ...spec.args.slice(0, 1), this.node];
+    const roots: string[] = [];
+    for (const f of files) {
+      if (!f.startsWith('/')) continue;
+      try {
+        if (!(await stat(f)).isFile()) continue;
+      } catch {
+        continue;
+      }
+      roots.push(installRoot(f));
+    }
+    if (this.guardEnabled) roots.push(this.guardDir);
+    return roots.filter((r) => !SYSTEM_PATHS.some((s) => r === s || r.startsWith(`${s}/`)));
+  }
+}
+
+/** The node_modules directory a file lives in, or its own directory. */
+export function installRoot(file: string): string {
+  const parts = file.split(sep);
+  const i = parts.lastIndexOf('node_modules');
+  return i > 0 ? parts.slice(0, i + 1).join(sep) : dirname(file);
+}
+
+let layoutCache: Promise<Record<string, HostEntry>> | undefined;
+
+/** What /usr, /bin, /lib... are on this host (merged-/usr Debian: symlinks). */
+export function hostLayout(): Promise<Record<string, HostEntry>> {
+  layoutCache ??= (async () => {
+    const out: Record<string, HostEntry> = {};
+    for (const p of SYSTEM_PATHS) {
+      try {
+        const st = await lstat(p);
+        out[p] = st.isSymbolicLink() ? { kind: 'symlink', target: await readlink(p) } : st.isDirectory() ? { kind: 'dir' } : { kind: 'file' };
+      } catch {
+        out[p] = { kind: 'missing' };
+      }
+    }
+    return out;
+  })();
+  return layoutCache;
+}
+
+/** SWITCHYARD_SANDBOX, default bubblewrap. */
+export function sandboxModeFrom(env: Record<string, string | undefined>): SandboxMode | { error: string } {
+  const v = env.SWITCHYARD_SANDBOX;
+  if (v === undefined || v === '') return 'bubblewrap';
+  return (SANDBOX_MODES as readonly string[]).includes(v) ? (v as SandboxMode) : { error: `SWITCHYARD_SANDBOX must be one of ${SANDBOX_MODES.join(', ')}` };
+}
