@@ -20,6 +20,8 @@ export default defineConfig(async () => {
       root: here,
       include: ['test/**/*.test.ts'],
       setupFiles: ['./test/apply-migrations.ts'],
+      // Node side of the launcher test: the local runner host (ECS API stand-in), via `inject`.
+      globalSetup: ['./test/launcher.global-setup.ts'],
       testTimeout: 60_000,
       hookTimeout: 60_000,
     },
