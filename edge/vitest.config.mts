@@ -12,7 +12,13 @@ export default defineConfig(async () => {
     plugins: [
       cloudflareTest({
         wrangler: { configPath: path.join(here, '..', 'wrangler.toml') },
-        miniflare: { bindings: { TEST_MIGRATIONS: migrations } },
+        miniflare: {
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            // Runner tokens in the hub tests; deployments set it with `wrangler secret put`.
+            RUNNER_TOKEN_SECRET: 'test-only-runner-token-secret-0123456789',
+          },
+        },
       }),
     ],
     test: {

@@ -1,6 +1,7 @@
 import { authenticate, requireAdmin } from './auth/middleware.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { newRouter, type AppDeps } from './context.ts';
+import { adminSessionRoutes } from './sessions/routes.ts';
 import { adminSettingsRoutes } from './settings/routes.ts';
 import { userRoutes } from './users/routes.ts';
 
@@ -11,5 +12,6 @@ export function adminRoutes(deps: AppDeps) {
   app.route('/users', userRoutes(deps));
   app.route('/settings', adminSettingsRoutes(deps));
   app.route('/audit', auditRoutes());
+  app.route('/sessions', adminSessionRoutes());
   return app;
 }

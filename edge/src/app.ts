@@ -8,6 +8,8 @@ import { newRouter, type AppDeps } from './context.ts';
 import { apiError, errorBody, httpExceptionBody } from './errors.ts';
 import { serveOpenApi } from './openapi.ts';
 import { unwiredProbe } from './settings/backend-probe.ts';
+import { RUNNER_CONNECT_PATH, runnerLinkRoutes } from './sessions/runner-link.ts';
+import { sessionRoutes } from './sessions/routes.ts';
 import { publicSettingsRoutes } from './settings/routes.ts';
 import { tokenRoutes } from './tokens/routes.ts';
 
@@ -52,6 +54,8 @@ export function createApp(overrides: Partial<AppDeps> = {}) {
   app.route('/api/tokens', tokenRoutes(deps));
   app.route('/api/settings', publicSettingsRoutes(deps));
   app.route('/api/admin', adminRoutes(deps));
+  app.route('/api/sessions', sessionRoutes(deps));
+  app.route(RUNNER_CONNECT_PATH.replace(/\/connect$/, ''), runnerLinkRoutes(deps));
   serveOpenApi(app);
 
   app.notFound((c) => apiError(c, 404, 'not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`));

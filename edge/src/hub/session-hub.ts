@@ -1,13 +1,1077 @@
 import { DurableObject } from 'cloudflare:workers';
+import {
+  AgentEventSchema,
+  HubToRunnerSchema,
+  RUNNER_LINK_PING,
+  RUNNER_LINK_PONG,
+  RunnerCloseCode,
+  RunnerToHubSchema,
+  TranscriptSchema,
+  type AgentEvent,
+  type ErrorInfo,
+  type HubToRunner,
+  type RunnerToHub,
+  type SessionState,
+  type Transcript,
+  type UserMessage,
+} from '@switchyard/protocol';
+import type { Launcher } from '../launchers/launcher.ts';
+import { mintRunnerToken, MIN_SECRET_LENGTH } from './runner-token.ts';
+import { hubRuntime, type HubTimings } from './runtime.ts';
+import type {
+  HubLimits,
+  HubResult,
+  HubSessionInfo,
+  HubSnapshot,
+  PostMessageInput,
+  PostMessageResult,
+  TranscriptEntry,
+} from './types.ts';
+import { nextUlid } from './ulid.ts';
+import { toViewerFrames, VIEWER_CLOSE_SESSION_GONE, type StoredEvent } from './viewer-frames.ts';
 
-// Placeholder so the SESSION_HUB binding declared in wrangler.toml resolves: workerd refuses
-// to start a Worker whose Durable Object binding names a class the module does not export.
-// The hub issue replaces this class; until then every request to it is refused.
+// One SessionHub per session (DESIGN.md "Data path"; decisions in "Session hub decisions").
+//
+// - The event log lives in this object's SQLite; every event gets a strictly increasing ULID
+//   and is written before it is sent anywhere.
+// - Viewers are hibernatable WebSockets tagged `viewer`, each held by the Worker invocation
+//   that serves one SSE response; the hub replays what a viewer missed, then broadcasts.
+// - The runner is a hibernatable WebSocket tagged `runner`, speaking protocol/src/wire.ts.
+// - Lifecycle state lives in one JSON row (`meta`), so the object can be evicted at any time;
+//   the state a client sees is derived from it (`deriveState`) and every change is logged as
+//   a `session.status` event and mirrored into D1 `sessions`.
+
+type Reply = { accepted: true; duplicate?: boolean } | { accepted: false; error: ErrorInfo };
+
+interface LaunchRecord {
+  id: string;
+  ref: string | null;
+  startedAt: number;
+  connectBy: number;
+  hubUrl: string;
+  /** First welcome; null while the runner has never connected. */
+  welcomedAt: number | null;
+  /** A welcomed runner socket is open. */
+  connected: boolean;
+  runnerId: string | null;
+  /** The link dropped without a bye at this time; the runner has reconnectGrace to return. */
+  disconnectedAt: number | null;
+  nextPollAt: number | null;
+  tokenRenewAt: number | null;
+  stoppingSince: number | null;
+  stopReason: string | null;
+  turns: number;
+}
+
+interface TurnRecord {
+  messageId: string;
+  /** message.user was logged (the hub accepted the message). */
+  announced: boolean;
+  /** user_message went to a runner at least once. */
+  sent: boolean;
+  /** The runner answered `accepted`. */
+  delivered: boolean;
+  interruptQueued: boolean;
+}
+
+interface Meta {
+  session: HubSessionInfo | null;
+  /** Where the session rests when no runner exists. */
+  rest: { state: 'stopped' | 'failed'; reason: string };
+  launch: LaunchRecord | null;
+  turn: TurnRecord | null;
+  limits: HubLimits;
+  model: string | null;
+  hubUrl: string | null;
+  lastActivityAt: number;
+  /** Last state logged as session.status. */
+  shown: { state: SessionState; reason: string | null } | null;
+  transcript: { key: string; sha256: string; bytes: number; resumeId: string; storedAt: number } | null;
+  lastEventId: string | null;
+}
+
+interface RunnerAttachment {
+  kind: 'runner';
+  launchId: string;
+  runnerId: string | null;
+}
+
+const FRESH_META: Meta = {
+  session: null,
+  rest: { state: 'stopped', reason: 'no runner yet; the first message starts one' },
+  launch: null,
+  turn: null,
+  limits: { idleMs: 15 * 60_000, maxLifetimeMs: 8 * 3_600_000 },
+  model: null,
+  hubUrl: null,
+  lastActivityAt: 0,
+  shown: null,
+  transcript: null,
+  lastEventId: null,
+};
+
+const OPEN = 1;
+
+export function transcriptKey(sessionId: string): string {
+  return `sessions/${sessionId}/transcript.json`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason.slice(0, 120));
+  } catch {
+    // already closed
+  }
+}
+
 export class SessionHub extends DurableObject<Env> {
-  override async fetch(): Promise<Response> {
-    return Response.json(
-      { error: { code: 'not_implemented', message: 'the session hub is not implemented yet' } },
-      { status: 501 },
+  private meta: Meta;
+  private readonly sql: SqlStorage;
+  private readonly waiters = new Map<string, (reply: Reply) => void>();
+  private linkChain: Promise<void> = Promise.resolve();
+  private d1Chain: Promise<void> = Promise.resolve();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.ensureSchema();
+    this.meta = this.loadMeta();
+    // Runner heartbeats are answered without waking the object.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(RUNNER_LINK_PING, RUNNER_LINK_PONG));
+  }
+
+  // ------------------------------------------------------------------ storage
+
+  private ensureSchema(): void {
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS events (id TEXT PRIMARY KEY, type TEXT NOT NULL, message_id TEXT, data TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS messages (id TEXT PRIMARY KEY, client_id TEXT UNIQUE, body TEXT NOT NULL, created_at INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS runner_seqs (runner_id TEXT PRIMARY KEY, acked_seq INTEGER NOT NULL);
+    `);
+  }
+
+  private loadMeta(): Meta {
+    const row = this.sql.exec<{ v: string }>('SELECT v FROM meta WHERE k = ?', 'hub').toArray()[0];
+    if (row === undefined) return structuredClone(FRESH_META);
+    return { ...structuredClone(FRESH_META), ...(JSON.parse(row.v) as Partial<Meta>) };
+  }
+
+  private saveMeta(): void {
+    this.sql.exec('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v', 'hub', JSON.stringify(this.meta));
+  }
+
+  private get now(): number {
+    return hubRuntime().clock();
+  }
+
+  private get timings(): HubTimings {
+    return hubRuntime().timings(this.env);
+  }
+
+  private launcher(): Launcher {
+    return hubRuntime().launcherFor(this.env);
+  }
+
+  /** Appends events to the log (one transaction with `also`), returning what was stored. */
+  private append(items: Array<{ event: AgentEvent; messageId?: string | undefined }>, also?: () => void): StoredEvent[] {
+    const stored: StoredEvent[] = [];
+    this.ctx.storage.transactionSync(() => {
+      let last = this.meta.lastEventId;
+      for (const { event, messageId } of items) {
+        const id = nextUlid(this.now, last);
+        last = id;
+        const body = messageId !== undefined && !('messageId' in event) ? { ...event, messageId } : event;
+        const data = JSON.stringify(body);
+        this.sql.exec('INSERT INTO events (id, type, message_id, data) VALUES (?, ?, ?, ?)', id, event.type, messageId ?? null, data);
+        stored.push({ id, type: event.type, data });
+      }
+      this.meta.lastEventId = last;
+      also?.();
+      this.saveMeta();
+    });
+    return stored;
+  }
+
+  private broadcast(events: StoredEvent[]): void {
+    if (events.length === 0) return;
+    const frames = toViewerFrames(events);
+    for (const ws of this.ctx.getWebSockets('viewer')) {
+      for (const frame of frames) {
+        try {
+          ws.send(frame);
+        } catch {
+          // a viewer that went away; its Worker ends the SSE stream
+        }
+      }
+    }
+  }
+
+  /** Logs hub-made events, then broadcasts them. */
+  private emit(event: AgentEvent, messageId?: string): void {
+    this.broadcast(this.append([{ event, messageId }]));
+  }
+
+  // ------------------------------------------------------------------ state
+
+  private deriveState(): { state: SessionState; reason: string | null } {
+    const { launch, turn } = this.meta;
+    if (launch === null) return { state: this.meta.rest.state, reason: this.meta.rest.reason };
+    if (launch.stoppingSince !== null) return { state: 'stopping', reason: launch.stopReason };
+    if (launch.welcomedAt === null) return { state: 'starting', reason: null };
+    if (turn !== null) return { state: 'busy', reason: null };
+    return { state: launch.turns === 0 ? 'ready' : 'idle', reason: null };
+  }
+
+  /**
+   * Persists meta; if the derived state changed, logs and broadcasts `session.status` and
+   * mirrors it into D1. Always re-arms the alarm.
+   */
+  private commit(): void {
+    const next = this.deriveState();
+    const shown = this.meta.shown;
+    if (shown === null || shown.state !== next.state || shown.reason !== next.reason) {
+      const event: AgentEvent = { type: 'session.status', state: next.state, ...(next.reason !== null && { reason: next.reason }) };
+      this.meta.shown = next;
+      this.emit(event);
+      this.syncD1();
+    } else {
+      this.saveMeta();
+    }
+    this.arm();
+  }
+
+  /** Mirrors state into D1, serialized and coalesced (a later write always carries the latest). */
+  private syncD1(): void {
+    const session = this.meta.session;
+    if (session === null) return;
+    this.d1Chain = this.d1Chain
+      .then(async () => {
+        if (this.meta.session === null) return;
+        const { state, reason } = this.deriveState();
+        const launch = this.meta.launch;
+        await this.env.DB.prepare(
+          'UPDATE sessions SET state = ?, state_reason = ?, runner_ref = ?, updated_at = ?, stopped_at = ? WHERE id = ?',
+        )
+          .bind(
+            state,
+            reason,
+            launch?.ref ?? null,
+            this.now,
+            launch === null ? this.now : null,
+            session.id,
+          )
+          .run();
+      })
+      .catch((err) => console.error('session hub: D1 state mirror failed:', errorText(err)));
+  }
+
+  /** The next moment something must happen without outside input. */
+  private nextDeadline(): number | null {
+    const { launch, turn } = this.meta;
+    if (launch === null) return null;
+    const t = this.timings;
+    const candidates: number[] = [];
+    if (launch.stoppingSince !== null) candidates.push(launch.stoppingSince + t.stopGraceMs);
+    if (launch.welcomedAt === null) candidates.push(launch.connectBy);
+    if (launch.disconnectedAt !== null) candidates.push(launch.disconnectedAt + t.reconnectGraceMs);
+    if (!launch.connected && launch.nextPollAt !== null) candidates.push(launch.nextPollAt);
+    if (launch.connected && launch.tokenRenewAt !== null) candidates.push(launch.tokenRenewAt);
+    if (launch.connected && launch.stoppingSince === null && turn === null) {
+      candidates.push(this.meta.lastActivityAt + this.meta.limits.idleMs);
+      candidates.push(launch.startedAt + this.meta.limits.maxLifetimeMs);
+    }
+    return candidates.length === 0 ? null : Math.min(...candidates);
+  }
+
+  private arm(): void {
+    const deadline = this.nextDeadline();
+    // Deadlines are in the hub clock's time; the alarm is set by the wall clock, so an
+    // injected clock in tests never makes the alarm fire in a loop.
+    const p =
+      deadline === null
+        ? this.ctx.storage.deleteAlarm()
+        : this.ctx.storage.setAlarm(Date.now() + Math.max(0, deadline - this.now));
+    p.catch((err) => console.error('session hub: alarm update failed:', errorText(err)));
+  }
+
+  // ------------------------------------------------------------------ RPC from the Worker
+
+  async create(session: HubSessionInfo): Promise<HubSnapshot> {
+    if (this.meta.session === null) {
+      this.meta.session = session;
+      this.meta.lastActivityAt = this.now;
+      this.meta.shown = this.deriveState();
+      this.saveMeta();
+    }
+    return this.snapshotNow();
+  }
+
+  async snapshot(): Promise<HubResult<HubSnapshot>> {
+    if (this.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    return { ok: true, value: this.snapshotNow() };
+  }
+
+  private snapshotNow(): HubSnapshot {
+    const { state, reason } = this.deriveState();
+    const l = this.meta.launch;
+    return {
+      state,
+      stateReason: reason,
+      turn: this.meta.turn === null ? null : { messageId: this.meta.turn.messageId },
+      runner:
+        l === null
+          ? null
+          : { launchId: l.id, ref: l.ref, runnerId: l.runnerId, connected: l.connected, startedAt: l.startedAt },
+      lastEventId: this.meta.lastEventId,
+    };
+  }
+
+  async postMessage(input: PostMessageInput): Promise<HubResult<PostMessageResult>> {
+    if (this.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    if (input.clientMessageId !== undefined) {
+      const seen = this.sql
+        .exec<{ id: string }>('SELECT id FROM messages WHERE client_id = ?', input.clientMessageId)
+        .toArray()[0];
+      if (seen !== undefined) return { ok: true, value: { messageId: seen.id, duplicate: true } };
+    }
+    if (this.meta.turn !== null) {
+      return { ok: false, status: 409, code: 'conflict', message: 'a turn is running; wait for turn.done or interrupt it' };
+    }
+    const now = this.now;
+    const messageId = nextUlid(now, null);
+    const message: UserMessage = { text: input.text, ...(input.images !== undefined && { images: input.images }) };
+    this.sql.exec(
+      'INSERT INTO messages (id, client_id, body, created_at) VALUES (?, ?, ?, ?)',
+      messageId,
+      input.clientMessageId ?? null,
+      JSON.stringify(message),
+      now,
     );
+    this.meta.turn = { messageId, announced: false, sent: false, delivered: false, interruptQueued: false };
+    this.meta.limits = input.limits;
+    this.meta.model = input.model;
+    this.meta.hubUrl = input.hubUrl;
+    this.meta.lastActivityAt = now;
+
+    const ws = this.meta.launch?.stoppingSince == null ? this.liveRunner() : undefined;
+    if (ws === undefined) {
+      // No runner to ask: the hub accepts the message now and delivers it when one says hello
+      // (a runner that is stopping is left to finish; the next one gets the message).
+      this.announce(this.meta.turn, message);
+      if (this.meta.launch === null) this.startLaunch();
+      else this.commit();
+      return { ok: true, value: { messageId, duplicate: false } };
+    }
+
+    this.saveMeta();
+    this.meta.turn.sent = true;
+    const reply = this.request(ws, { type: 'user_message', messageId, message });
+    const answer = await reply;
+    if (answer === 'timeout') {
+      // The runner may have it; it is re-sent after the next welcome (the runner dedupes ids).
+      const turn = this.meta.turn;
+      if (turn?.messageId === messageId && !turn.announced) {
+        this.announce(turn, message);
+        this.commit();
+      }
+      return { ok: true, value: { messageId, duplicate: false } };
+    }
+    if (answer.accepted) return { ok: true, value: { messageId, duplicate: false } };
+    // Refused: onReply already forgot the message, so the same clientMessageId may be retried.
+    if (answer.error.code === 'invalid_message') {
+      return { ok: false, status: 400, code: 'invalid_request', message: `the runner refused the message: ${answer.error.message}` };
+    }
+    const why = answer.error.code === 'busy' ? 'a turn is running; wait for turn.done or interrupt it' : answer.error.message;
+    return { ok: false, status: 409, code: 'conflict', message: why };
+  }
+
+  async interrupt(): Promise<HubResult<{ interrupted: true }>> {
+    if (this.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    const turn = this.meta.turn;
+    if (turn === null) return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
+    if (!turn.sent) {
+      // Never reached a runner: the hub ends the turn itself.
+      this.endTurn({ type: 'turn.done', stopReason: 'interrupted' });
+      this.commit();
+      return { ok: true, value: { interrupted: true } };
+    }
+    const ws = this.liveRunner();
+    if (ws === undefined) {
+      turn.interruptQueued = true;
+      this.saveMeta();
+      return { ok: true, value: { interrupted: true } };
+    }
+    const answer = await this.request(ws, { type: 'interrupt', requestId: `i-${nextUlid(this.now, null)}` });
+    if (answer !== 'timeout' && !answer.accepted && answer.error.code === 'no_turn') {
+      return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
+    }
+    return { ok: true, value: { interrupted: true } };
+  }
+
+  async transcript(): Promise<HubResult<{ messages: TranscriptEntry[] }>> {
+    if (this.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    const rows = this.sql
+      .exec<{ id: string; message_id: string | null; data: string }>(
+        "SELECT id, message_id, data FROM events WHERE type IN ('message.user', 'message.assistant', 'tool.result', 'turn.done') ORDER BY id",
+      )
+      .toArray();
+    const messages: TranscriptEntry[] = [];
+    for (const row of rows) {
+      const parsed = AgentEventSchema.safeParse(JSON.parse(row.data));
+      if (!parsed.success) continue;
+      const e = parsed.data;
+      const messageId = row.message_id;
+      if (e.type === 'message.user') messages.push({ role: 'user', eventId: row.id, messageId: e.messageId, text: e.text });
+      else if (e.type === 'message.assistant') messages.push({ role: 'assistant', eventId: row.id, messageId, content: e.content });
+      else if (e.type === 'tool.result') {
+        messages.push({ role: 'tool', eventId: row.id, messageId, toolId: e.toolId, isError: e.isError, output: e.output });
+      } else if (e.type === 'turn.done') {
+        messages.push({
+          role: 'turn',
+          eventId: row.id,
+          messageId,
+          stopReason: e.stopReason,
+          ...(e.error !== undefined && { error: { code: e.error.code, message: e.error.message } }),
+        });
+      }
+    }
+    return { ok: true, value: { messages } };
+  }
+
+  /** Stops the runner, ends every stream, deletes the log and the stored transcript. */
+  async destroy(): Promise<void> {
+    const session = this.meta.session;
+    const launch = this.meta.launch;
+    for (const ws of this.ctx.getWebSockets('runner')) {
+      this.sendTo(ws, { type: 'shutdown', reason: 'session deleted' });
+      closeQuietly(ws, RunnerCloseCode.sessionGone, 'session deleted');
+    }
+    for (const ws of this.ctx.getWebSockets('viewer')) closeQuietly(ws, VIEWER_CLOSE_SESSION_GONE, 'session deleted');
+    if (launch?.ref) {
+      await this.launcher()
+        .stop(launch.ref, 'session deleted')
+        .catch((err) => console.error('session hub: stop on delete failed:', errorText(err)));
+    }
+    if (session !== null) await this.env.TRANSCRIPTS.delete(transcriptKey(session.id));
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.ensureSchema();
+    this.meta = structuredClone(FRESH_META);
+  }
+
+  // ------------------------------------------------------------------ turns
+
+  private announce(turn: TurnRecord, message: UserMessage): void {
+    turn.announced = true;
+    this.emit({ type: 'message.user', messageId: turn.messageId, text: message.text }, turn.messageId);
+  }
+
+  /** Closes the current turn with a hub-made turn.done (one per announced message, always). */
+  private endTurn(done: Extract<AgentEvent, { type: 'turn.done' }>): void {
+    const turn = this.meta.turn;
+    if (turn === null) return;
+    this.meta.turn = null;
+    if (turn.announced) {
+      this.meta.lastActivityAt = this.now;
+      if (this.meta.launch !== null) this.meta.launch.turns += 1;
+      this.emit(done, turn.messageId);
+    } else {
+      // Never accepted by anyone: forget it, so the same clientMessageId can be sent again.
+      this.sql.exec('DELETE FROM messages WHERE id = ?', turn.messageId);
+    }
+  }
+
+  private messageBody(messageId: string): UserMessage | null {
+    const row = this.sql.exec<{ body: string }>('SELECT body FROM messages WHERE id = ?', messageId).toArray()[0];
+    return row === undefined ? null : (JSON.parse(row.body) as UserMessage);
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  private startLaunch(): void {
+    const session = this.meta.session;
+    const hubUrl = this.meta.hubUrl;
+    if (session === null || hubUrl === null) return;
+    const now = this.now;
+    const t = this.timings;
+    const launch: LaunchRecord = {
+      id: nextUlid(now, null),
+      ref: null,
+      startedAt: now,
+      connectBy: now + t.connectTimeoutMs,
+      hubUrl,
+      welcomedAt: null,
+      connected: false,
+      runnerId: null,
+      disconnectedAt: null,
+      nextPollAt: now + t.pollMs,
+      tokenRenewAt: null,
+      stoppingSince: null,
+      stopReason: null,
+      turns: 0,
+    };
+    this.meta.launch = launch;
+    this.commit();
+    this.ctx.waitUntil(this.runLauncher(session, launch));
+  }
+
+  private async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
+    const secret = this.env.RUNNER_TOKEN_SECRET ?? '';
+    if (secret.length < MIN_SECRET_LENGTH) {
+      this.failLaunch(launch.id, `RUNNER_TOKEN_SECRET is not configured (at least ${MIN_SECRET_LENGTH} characters)`);
+      return;
+    }
+    let ref: string;
+    try {
+      const runnerToken = await mintRunnerToken(secret, {
+        sessionId: session.id,
+        launchId: launch.id,
+        expiresAt: this.now + this.timings.tokenTtlMs,
+      });
+      ref = await this.launcher().start({
+        sessionId: session.id,
+        backend: session.backend,
+        hubUrl: launch.hubUrl,
+        runnerToken,
+        launchId: launch.id,
+        model: this.meta.model,
+        limits: this.meta.limits,
+      });
+    } catch (err) {
+      this.failLaunch(launch.id, `could not start a runner: ${errorText(err)}`);
+      return;
+    }
+    const current = this.meta.launch;
+    if (current?.id !== launch.id) {
+      // Given up on (deadline, delete) while starting: make sure it does not linger.
+      await this.launcher().stop(ref, 'superseded').catch(() => undefined);
+      return;
+    }
+    current.ref = ref;
+    this.saveMeta();
+    this.syncD1();
+  }
+
+  private failLaunch(launchId: string, reason: string): void {
+    if (this.meta.launch?.id !== launchId) return;
+    this.finish('failed', reason, { code: 'runner_failed', message: reason, retryable: true });
+  }
+
+  /**
+   * Ends the current launch for good: the runner is stopped and refused from now on, an open
+   * turn gets its turn.done, and a message queued meanwhile starts a new runner.
+   */
+  private finish(rest: 'stopped' | 'failed', reason: string, lost: ErrorInfo): void {
+    const launch = this.meta.launch;
+    if (launch === null) return;
+    this.meta.launch = null;
+    this.meta.rest = { state: rest, reason };
+    for (const ws of this.ctx.getWebSockets('runner')) {
+      const a = ws.deserializeAttachment() as RunnerAttachment | null;
+      if (a?.launchId === launch.id) closeQuietly(ws, RunnerCloseCode.sessionGone, reason);
+    }
+    if (launch.ref !== null) {
+      const ref = launch.ref;
+      this.ctx.waitUntil(
+        this.launcher()
+          .stop(ref, reason)
+          .catch((err) => console.error('session hub: launcher stop failed:', errorText(err))),
+      );
+    }
+    const turn = this.meta.turn;
+    if (turn !== null) {
+      if (turn.sent || rest === 'failed') {
+        this.endTurn({ type: 'turn.done', stopReason: 'error', error: { ...lost, message: lost.message } });
+      }
+    }
+    this.commit();
+    // A message that arrived while the old runner was stopping and never reached it.
+    if (this.meta.turn !== null && !this.meta.turn.sent) this.startLaunch();
+  }
+
+  /** Graceful stop: ask the runner to shut down; force it after stopGrace. */
+  private stopRunner(reason: string): void {
+    const launch = this.meta.launch;
+    if (launch === null || launch.stoppingSince !== null) return;
+    const ws = this.liveRunner();
+    if (ws === undefined) {
+      this.finish('stopped', reason, { code: 'runner_stopped', message: reason, retryable: true });
+      return;
+    }
+    launch.stoppingSince = this.now;
+    launch.stopReason = reason;
+    this.sendTo(ws, { type: 'shutdown', reason });
+    this.commit();
+  }
+
+  async tick(): Promise<void> {
+    const launch = this.meta.launch;
+    if (launch === null) return;
+    const now = this.now;
+    const t = this.timings;
+    if (launch.stoppingSince !== null && now >= launch.stoppingSince + t.stopGraceMs) {
+      this.finish('stopped', launch.stopReason ?? 'stopped', {
+        code: 'runner_stopped',
+        message: 'the runner was stopped',
+        retryable: true,
+      });
+      return;
+    }
+    if (launch.welcomedAt === null && now >= launch.connectBy) {
+      this.failLaunch(launch.id, `the runner did not connect within ${Math.round(t.connectTimeoutMs / 1000)} s`);
+      return;
+    }
+    if (launch.disconnectedAt !== null && now >= launch.disconnectedAt + t.reconnectGraceMs) {
+      this.failLaunch(launch.id, `the runner's link has been down for ${Math.round(t.reconnectGraceMs / 1000)} s`);
+      return;
+    }
+    if (!launch.connected && launch.nextPollAt !== null && now >= launch.nextPollAt) {
+      launch.nextPollAt = now + t.pollMs;
+      this.saveMeta();
+      if (launch.ref !== null) {
+        let description;
+        try {
+          description = await this.launcher().describe(launch.ref);
+        } catch (err) {
+          console.error('session hub: launcher describe failed:', errorText(err));
+        }
+        if (this.meta.launch?.id !== launch.id) return;
+        if (description !== undefined && (description.state === 'stopped' || description.state === 'unknown') && !launch.connected) {
+          const how =
+            description.state === 'unknown'
+              ? 'the launcher has no record of it'
+              : [
+                  description.exitCode !== undefined && description.exitCode !== null ? `exit code ${description.exitCode}` : null,
+                  description.reason ?? null,
+                ]
+                  .filter((x) => x !== null)
+                  .join(': ') || 'no reason given';
+          const before = launch.welcomedAt === null ? 'before connecting' : 'after its link dropped';
+          this.failLaunch(launch.id, `the runner exited ${before} (${how})`);
+          return;
+        }
+      }
+    }
+    if (launch.connected && launch.tokenRenewAt !== null && now >= launch.tokenRenewAt) {
+      const ws = this.liveRunner();
+      const token = ws === undefined ? undefined : await this.mint(launch);
+      if (ws !== undefined && token !== undefined && this.meta.launch?.id === launch.id) {
+        this.sendTo(ws, { type: 'token', runnerToken: token });
+        launch.tokenRenewAt = this.now + t.tokenTtlMs / 2;
+      }
+    }
+    if (launch.connected && launch.stoppingSince === null && this.meta.turn === null) {
+      if (now >= this.meta.lastActivityAt + this.meta.limits.idleMs) {
+        this.stopRunner(`idle for ${Math.round(this.meta.limits.idleMs / 60_000)} min`);
+        return;
+      }
+      if (now >= launch.startedAt + this.meta.limits.maxLifetimeMs) {
+        this.stopRunner('reached the maximum session lifetime');
+        return;
+      }
+    }
+    this.commit();
+  }
+
+  override async alarm(): Promise<void> {
+    await this.serialized(() => this.tick());
+  }
+
+  private async mint(launch: LaunchRecord): Promise<string | undefined> {
+    const session = this.meta.session;
+    const secret = this.env.RUNNER_TOKEN_SECRET ?? '';
+    if (session === null || secret.length < MIN_SECRET_LENGTH) return undefined;
+    return mintRunnerToken(secret, { sessionId: session.id, launchId: launch.id, expiresAt: this.now + this.timings.tokenTtlMs });
+  }
+
+  // ------------------------------------------------------------------ sockets
+
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
+      return Response.json({ error: { code: 'invalid_request', message: 'WebSocket upgrade required' } }, { status: 426 });
+    }
+    if (url.pathname === '/viewer') return this.acceptViewer(url.searchParams.get('after'));
+    if (url.pathname === '/runner') return this.acceptRunner(request.headers.get('X-Switchyard-Launch') ?? '');
+    return Response.json({ error: { code: 'not_found', message: 'not found' } }, { status: 404 });
+  }
+
+  private acceptViewer(after: string | null): Response {
+    if (this.meta.session === null) {
+      return Response.json({ error: { code: 'not_found', message: 'no such session' } }, { status: 404 });
+    }
+    const pair = new WebSocketPair();
+    const server = pair[1];
+    this.ctx.acceptWebSocket(server, ['viewer']);
+    // Replay and joining the broadcast set happen in one synchronous step: no event can fall
+    // between what is replayed and what is broadcast next.
+    const rows = this.sql
+      .exec<{ id: string; type: string; data: string }>('SELECT id, type, data FROM events WHERE id > ? ORDER BY id', after ?? '')
+      .toArray() satisfies StoredEvent[];
+    for (const frame of toViewerFrames(rows)) server.send(frame);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  private acceptRunner(launchId: string): Response {
+    const pair = new WebSocketPair();
+    const server = pair[1];
+    const launch = this.meta.launch;
+    if (this.meta.session === null || launch === null) {
+      server.accept();
+      closeQuietly(server, RunnerCloseCode.sessionGone, 'this session has no runner to serve');
+      return new Response(null, { status: 101, webSocket: pair[0] });
+    }
+    if (launch.id !== launchId) {
+      server.accept();
+      closeQuietly(server, RunnerCloseCode.superseded, 'another runner serves this session');
+      return new Response(null, { status: 101, webSocket: pair[0] });
+    }
+    const attachment: RunnerAttachment = { kind: 'runner', launchId, runnerId: null };
+    this.ctx.acceptWebSocket(server, ['runner']);
+    server.serializeAttachment(attachment);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** The welcomed socket of the current launch, if its link is up. */
+  private liveRunner(): WebSocket | undefined {
+    const launch = this.meta.launch;
+    if (launch === null || !launch.connected || launch.runnerId === null) return undefined;
+    for (const ws of this.ctx.getWebSockets('runner')) {
+      const a = ws.deserializeAttachment() as RunnerAttachment | null;
+      if (a?.launchId === launch.id && a.runnerId === launch.runnerId && ws.readyState === OPEN) return ws;
+    }
+    return undefined;
+  }
+
+  private sendTo(ws: WebSocket, msg: HubToRunner): void {
+    try {
+      ws.send(JSON.stringify(HubToRunnerSchema.parse(msg)));
+    } catch (err) {
+      console.error('session hub: send to runner failed:', errorText(err));
+    }
+  }
+
+  private request(ws: WebSocket, msg: Extract<HubToRunner, { type: 'user_message' | 'interrupt' }>): Promise<Reply | 'timeout'> {
+    const id = msg.type === 'user_message' ? msg.messageId : msg.requestId;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(id);
+        resolve('timeout');
+      }, this.timings.replyTimeoutMs);
+      this.waiters.set(id, (reply) => {
+        clearTimeout(timer);
+        resolve(reply);
+      });
+      this.sendTo(ws, msg);
+    });
+  }
+
+  /** Runner frames are handled one at a time, in arrival order, even across awaits (R2). */
+  private serialized(fn: () => Promise<void> | void): Promise<void> {
+    const run = this.linkChain.then(fn);
+    this.linkChain = run.catch((err) => console.error('session hub: link handler failed:', errorText(err)));
+    return this.linkChain;
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    if (!this.ctx.getTags(ws).includes('runner')) return; // viewers only listen
+    await this.serialized(() => this.onRunnerFrame(ws, message));
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    await this.serialized(() => this.onSocketGone(ws, code));
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    await this.serialized(() => this.onSocketGone(ws, 1006));
+  }
+
+  private onSocketGone(ws: WebSocket, _code: number): void {
+    if (!this.ctx.getTags(ws).includes('runner')) return;
+    const a = ws.deserializeAttachment() as RunnerAttachment | null;
+    const launch = this.meta.launch;
+    if (a === null || launch === null || a.launchId !== launch.id || a.runnerId === null || a.runnerId !== launch.runnerId) return;
+    // Another socket of the same runner may already have taken over.
+    if (this.liveRunnerExcept(ws) !== undefined) return;
+    if (!launch.connected) return;
+    launch.connected = false;
+    launch.disconnectedAt = this.now;
+    launch.nextPollAt = this.now + this.timings.pollMs;
+    this.commit();
+  }
+
+  private liveRunnerExcept(except: WebSocket): WebSocket | undefined {
+    const launch = this.meta.launch;
+    if (launch === null) return undefined;
+    for (const ws of this.ctx.getWebSockets('runner')) {
+      if (ws === except) continue;
+      const a = ws.deserializeAttachment() as RunnerAttachment | null;
+      if (a?.launchId === launch.id && a.runnerId === launch.runnerId && ws.readyState === OPEN) return ws;
+    }
+    return undefined;
+  }
+
+  private protocolError(ws: WebSocket, what: string): void {
+    console.warn('session hub: runner protocol error:', what);
+    closeQuietly(ws, RunnerCloseCode.protocolError, what);
+  }
+
+  private async onRunnerFrame(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    if (typeof message !== 'string') return this.protocolError(ws, 'binary frames are not part of the protocol');
+    if (message === RUNNER_LINK_PING) {
+      ws.send(RUNNER_LINK_PONG);
+      return;
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(message);
+    } catch {
+      return this.protocolError(ws, 'frame is not JSON');
+    }
+    const parsed = RunnerToHubSchema.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return this.protocolError(ws, `invalid frame: ${issue ? `${issue.path.join('.')} ${issue.message}` : 'invalid'}`);
+    }
+    const msg = parsed.data;
+    const a = ws.deserializeAttachment() as RunnerAttachment | null;
+    const launch = this.meta.launch;
+    if (a === null) return;
+    if (launch === null || a.launchId !== launch.id) {
+      closeQuietly(ws, launch === null ? RunnerCloseCode.sessionGone : RunnerCloseCode.superseded, 'no longer this session’s runner');
+      return;
+    }
+    if (msg.type === 'hello') return this.onHello(ws, a, launch, msg);
+    if (a.runnerId === null) return this.protocolError(ws, `${msg.type} before hello`);
+    if (a.runnerId !== launch.runnerId) {
+      closeQuietly(ws, RunnerCloseCode.superseded, 'another runner serves this session');
+      return;
+    }
+    switch (msg.type) {
+      case 'events':
+        return this.onEvents(ws, a.runnerId, msg.events);
+      case 'transcript':
+        return this.onTranscript(ws, a.runnerId, msg.seq, msg.transcript);
+      case 'status':
+        if (msg.state === 'stopping' && launch.stoppingSince === null) {
+          launch.stoppingSince = this.now;
+          launch.stopReason = msg.reason ?? 'the runner is stopping';
+          this.commit();
+        }
+        return;
+      case 'accepted':
+        return this.onReply(msg.inReplyTo, { accepted: true, ...(msg.duplicate === true && { duplicate: true }) });
+      case 'reject':
+        return this.onReply(msg.inReplyTo, { accepted: false, error: msg.error });
+      case 'bye':
+        return this.onBye(a.runnerId, msg);
+      case 'ping':
+        ws.send(RUNNER_LINK_PONG);
+        return;
+    }
+  }
+
+  private async onHello(ws: WebSocket, a: RunnerAttachment, launch: LaunchRecord, hello: Extract<RunnerToHub, { type: 'hello' }>): Promise<void> {
+    const session = this.meta.session;
+    if (session === null) return;
+    if (a.runnerId !== null) return this.protocolError(ws, 'second hello on one link');
+    if (hello.sessionId !== session.id) return this.protocolError(ws, `hello for session ${hello.sessionId} on ${session.id}'s link`);
+    if (hello.backend !== session.backend) {
+      return this.protocolError(ws, `hello for backend ${hello.backend}; this session is pinned to ${session.backend}`);
+    }
+    const row = this.sql
+      .exec<{ acked_seq: number }>('SELECT acked_seq FROM runner_seqs WHERE runner_id = ?', hello.runnerId)
+      .toArray()[0];
+    const held = row?.acked_seq ?? 0;
+    if (hello.lastSeq < held) {
+      return this.protocolError(ws, `hello.lastSeq ${hello.lastSeq} is below what the hub holds (${held})`);
+    }
+    let transcript: Transcript | undefined;
+    if (row === undefined && hello.lastSeq === 0 && this.meta.transcript !== null) {
+      transcript = await this.readTranscript(session.id);
+    }
+    const token = await this.mint(launch);
+    if (this.meta.launch?.id !== launch.id || ws.readyState !== OPEN) return;
+    if (row === undefined) this.sql.exec('INSERT INTO runner_seqs (runner_id, acked_seq) VALUES (?, 0)', hello.runnerId);
+
+    // One runner link per session: older sockets (a dead link of this runner, or another
+    // runner process of this launch) are closed.
+    for (const other of this.ctx.getWebSockets('runner')) {
+      if (other !== ws) closeQuietly(other, RunnerCloseCode.superseded, 'replaced by a newer link');
+    }
+    a.runnerId = hello.runnerId;
+    ws.serializeAttachment(a);
+    const now = this.now;
+    launch.runnerId = hello.runnerId;
+    launch.connected = true;
+    launch.welcomedAt ??= now;
+    launch.disconnectedAt = null;
+    launch.nextPollAt = null;
+    launch.tokenRenewAt = now + this.timings.tokenTtlMs / 2;
+    this.sendTo(ws, {
+      type: 'welcome',
+      ackedSeq: held,
+      ...(transcript !== undefined && { transcript }),
+      ...(token !== undefined && { runnerToken: token }),
+    });
+
+    if (launch.stoppingSince !== null) {
+      this.sendTo(ws, { type: 'shutdown', reason: launch.stopReason ?? 'stopping' });
+    } else {
+      const turn = this.meta.turn;
+      if (turn !== null && !turn.delivered) {
+        const body = this.messageBody(turn.messageId);
+        if (body !== null) {
+          turn.sent = true;
+          this.sendTo(ws, { type: 'user_message', messageId: turn.messageId, message: body });
+        }
+      }
+      if (turn !== null && turn.interruptQueued) {
+        turn.interruptQueued = false;
+        this.sendTo(ws, { type: 'interrupt', requestId: `i-${nextUlid(now, null)}` });
+      }
+    }
+    this.commit();
+  }
+
+  private async readTranscript(sessionId: string): Promise<Transcript | undefined> {
+    try {
+      const obj = await this.env.TRANSCRIPTS.get(transcriptKey(sessionId));
+      if (obj === null) return undefined;
+      const parsed = TranscriptSchema.safeParse(await obj.json());
+      if (parsed.success && parsed.data.backend === this.meta.session?.backend) return parsed.data;
+      console.error('session hub: stored transcript is unreadable; the next runner starts without it');
+    } catch (err) {
+      console.error('session hub: transcript read failed:', errorText(err));
+    }
+    return undefined;
+  }
+
+  /** Checks a sequenced frame against what the hub holds: 'dup', 'next', or a gap (closed). */
+  private checkSeq(ws: WebSocket, held: number, seq: number): 'dup' | 'next' | 'gap' {
+    if (seq <= held) return 'dup';
+    if (seq === held + 1) return 'next';
+    this.protocolError(ws, `gap: got seq ${seq} after ${held}`);
+    return 'gap';
+  }
+
+  private heldSeq(runnerId: string): number {
+    return this.sql.exec<{ acked_seq: number }>('SELECT acked_seq FROM runner_seqs WHERE runner_id = ?', runnerId).toArray()[0]?.acked_seq ?? 0;
+  }
+
+  private onEvents(ws: WebSocket, runnerId: string, events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>): void {
+    let held = this.heldSeq(runnerId);
+    const fresh: typeof events = [];
+    for (const e of events) {
+      const verdict = this.checkSeq(ws, held, e.seq);
+      if (verdict === 'gap') return;
+      if (verdict === 'next') {
+        fresh.push(e);
+        held = e.seq;
+      }
+    }
+    let doneTurn = false;
+    const stored = this.append(
+      fresh.map((e) => ({ event: e.event, messageId: e.messageId })),
+      () => {
+        this.sql.exec('UPDATE runner_seqs SET acked_seq = ? WHERE runner_id = ?', held, runnerId);
+        const turn = this.meta.turn;
+        if (fresh.length > 0) this.meta.lastActivityAt = this.now;
+        for (const e of fresh) {
+          if (e.event.type === 'turn.done' && turn !== null && (e.messageId === undefined || e.messageId === turn.messageId)) {
+            doneTurn = true;
+          }
+        }
+        if (doneTurn) {
+          this.meta.turn = null;
+          if (this.meta.launch !== null) this.meta.launch.turns += 1;
+        }
+      },
+    );
+    // Durable first, then out to viewers, then acked.
+    this.broadcast(stored);
+    this.sendTo(ws, { type: 'ack', seq: held });
+    if (doneTurn) this.commit();
+  }
+
+  private async onTranscript(ws: WebSocket, runnerId: string, seq: number, transcript: Transcript): Promise<void> {
+    const session = this.meta.session;
+    if (session === null) return;
+    const held = this.heldSeq(runnerId);
+    const verdict = this.checkSeq(ws, held, seq);
+    if (verdict === 'gap') return;
+    if (verdict === 'next') {
+      if (transcript.backend !== session.backend) {
+        return this.protocolError(ws, `transcript for ${transcript.backend}; this session is ${session.backend}`);
+      }
+      const key = transcriptKey(session.id);
+      await this.env.TRANSCRIPTS.put(key, JSON.stringify(transcript), {
+        httpMetadata: { contentType: 'application/json' },
+        customMetadata: { sha256: transcript.sha256, runnerId, seq: String(seq) },
+      });
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec('UPDATE runner_seqs SET acked_seq = ? WHERE runner_id = ?', seq, runnerId);
+        this.meta.transcript = {
+          key,
+          sha256: transcript.sha256,
+          bytes: transcript.bytes,
+          resumeId: transcript.resumeId,
+          storedAt: this.now,
+        };
+        this.saveMeta();
+      });
+    }
+    if (ws.readyState === OPEN) this.sendTo(ws, { type: 'ack', seq: Math.max(held, seq) });
+  }
+
+  private onReply(id: string, reply: Reply): void {
+    const turn = this.meta.turn;
+    if (turn !== null && turn.messageId === id) {
+      if (reply.accepted) {
+        turn.delivered = true;
+        if (!turn.announced) {
+          const body = this.messageBody(id);
+          if (body !== null) this.announce(turn, body);
+        }
+      } else {
+        this.endTurn({
+          type: 'turn.done',
+          stopReason: 'error',
+          error: { code: `runner_${reply.error.code}`, message: `the runner refused the message: ${reply.error.message}`, retryable: reply.error.retryable },
+        });
+      }
+      this.commit();
+    }
+    const waiter = this.waiters.get(id);
+    if (waiter !== undefined) {
+      this.waiters.delete(id);
+      waiter(reply);
+    }
+  }
+
+  private onBye(runnerId: string, bye: Extract<RunnerToHub, { type: 'bye' }>): void {
+    const held = this.heldSeq(runnerId);
+    if (bye.lastSeq > held) {
+      this.emit({
+        type: 'error',
+        code: 'runner_events_lost',
+        message: `the runner stopped with ${bye.lastSeq - held} events the hub never received`,
+        retryable: false,
+      });
+    }
+    const failed = bye.reason === 'fatal' || bye.reason === 'buffer_overflow';
+    const why = bye.error?.message ?? bye.reason;
+    const reason = failed ? `the runner stopped: ${why}` : `runner stopped (${bye.reason.replaceAll('_', ' ')})`;
+    const stopping = this.meta.launch?.stopReason;
+    this.finish(failed ? 'failed' : 'stopped', !failed && stopping ? stopping : reason, {
+      code: 'runner_lost',
+      message: `the runner stopped before the turn finished (${why})`,
+      retryable: true,
+    });
   }
 }

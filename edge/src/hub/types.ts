@@ -1,0 +1,59 @@
+import type { Backend, ContentBlock, Image, SessionState, StopReason } from '@switchyard/protocol';
+
+// What crosses the Worker → SessionHub RPC boundary (structured-clonable plain objects).
+
+export interface HubSessionInfo {
+  id: string;
+  userId: string;
+  backend: Backend;
+  title: string | null;
+  createdAt: number;
+}
+
+export interface HubLimits {
+  idleMs: number;
+  maxLifetimeMs: number;
+}
+
+export interface PostMessageInput {
+  text: string;
+  images?: Image[];
+  clientMessageId?: string;
+  /** Where a runner launched for this message dials (see DESIGN "Session hub decisions"). */
+  hubUrl: string;
+  limits: HubLimits;
+  model: string | null;
+}
+
+export type HubErrorCode = 'not_found' | 'conflict' | 'invalid_request' | 'internal';
+
+export type HubResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; status: 400 | 404 | 409 | 500; code: HubErrorCode; message: string; field?: string };
+
+export interface PostMessageResult {
+  messageId: string;
+  /** This clientMessageId was seen before: nothing new was started. */
+  duplicate: boolean;
+}
+
+export interface HubSnapshot {
+  state: SessionState;
+  stateReason: string | null;
+  /** The message whose turn is running (or waiting for its runner); null when none. */
+  turn: { messageId: string } | null;
+  runner: {
+    launchId: string;
+    ref: string | null;
+    runnerId: string | null;
+    connected: boolean;
+    startedAt: number;
+  } | null;
+  lastEventId: string | null;
+}
+
+export type TranscriptEntry =
+  | { role: 'user'; eventId: string; messageId: string; text: string }
+  | { role: 'assistant'; eventId: string; messageId: string | null; content: ContentBlock[] }
+  | { role: 'tool'; eventId: string; messageId: string | null; toolId: string; isError: boolean; output: string }
+  | { role: 'turn'; eventId: string; messageId: string | null; stopReason: StopReason; error?: { code: string; message: string } };

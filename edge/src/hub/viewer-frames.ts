@@ -1,0 +1,39 @@
+// Frames the hub sends to a viewer socket (the Worker invocation that holds one SSE response).
+// Text frames, JSON: one or more events in log order. `data` is the event's JSON exactly as
+// stored, so the Worker writes it into the SSE `data:` line without re-encoding.
+
+export interface StoredEvent {
+  /** ULID, strictly increasing within the session. */
+  id: string;
+  type: string;
+  data: string;
+}
+
+export interface ViewerFrame {
+  events: StoredEvent[];
+}
+
+/** Close code on a viewer socket when the session is deleted: the SSE stream ends for good. */
+export const VIEWER_CLOSE_SESSION_GONE = 4404;
+
+/** Keeps each frame far below the WebSocket message limit. */
+export const MAX_VIEWER_FRAME_CHARS = 512 * 1024;
+
+/** Splits events into frames of at most MAX_VIEWER_FRAME_CHARS (an oversized event goes alone). */
+export function toViewerFrames(events: StoredEvent[]): string[] {
+  const frames: string[] = [];
+  let batch: StoredEvent[] = [];
+  let size = 0;
+  for (const e of events) {
+    const n = e.data.length + e.id.length + e.type.length + 32;
+    if (batch.length > 0 && size + n > MAX_VIEWER_FRAME_CHARS) {
+      frames.push(JSON.stringify({ events: batch } satisfies ViewerFrame));
+      batch = [];
+      size = 0;
+    }
+    batch.push(e);
+    size += n;
+  }
+  if (batch.length > 0) frames.push(JSON.stringify({ events: batch } satisfies ViewerFrame));
+  return frames;
+}

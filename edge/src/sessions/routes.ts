@@ -1,0 +1,344 @@
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { authenticate } from '../auth/middleware.ts';
+import { iso } from '../clock.ts';
+import type { AppDeps, AuthContext } from '../context.ts';
+import { apiError, errorResponses } from '../errors.ts';
+import type { HubResult, HubSnapshot } from '../hub/types.ts';
+import { newId, ULID_PATTERN } from '../ids.ts';
+import { AUTHENTICATED } from '../openapi.ts';
+import { readSettings } from '../settings/store.ts';
+import { validationHook } from '../validation.ts';
+import { RUNNER_CONNECT_PATH } from './runner-link.ts';
+import {
+  AdminSessionPageSchema,
+  AdminSessionsQuerySchema,
+  CreateSessionSchema,
+  EventsQuerySchema,
+  ListSessionsQuerySchema,
+  MessageAcceptedSchema,
+  PostMessageSchema,
+  SessionDetailSchema,
+  SessionIdParamSchema,
+  SessionPageSchema,
+  SessionSchema,
+  SessionTranscriptSchema,
+} from './schemas.ts';
+import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
+import { deleteSession, findSession, insertSession, listAllSessions, listUserSessions, toSession, type SessionRow } from './store.ts';
+
+type SessionsEnv = { Bindings: Env; Variables: { auth: AuthContext; session: SessionRow } };
+
+const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
+const security = AUTHENTICATED;
+const tags = ['sessions'];
+
+/** Bodies of POST /api/sessions; messages are limited by settings.maxMessageBytes instead. */
+const CREATE_BODY_LIMIT = 64 * 1024;
+const INITIAL_REASON = 'no runner yet; the first message starts one';
+
+export function hubFor(env: Env, sessionId: string) {
+  return env.SESSION_HUB.get(env.SESSION_HUB.idFromName(sessionId));
+}
+
+/** Where launched runners dial: RUNNER_HUB_URL, else this request's origin as ws(s). */
+export function runnerHubUrl(env: Env, requestUrl: string): string {
+  const configured = env.RUNNER_HUB_URL?.trim();
+  if (configured) return configured;
+  const url = new URL(requestUrl);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  url.pathname = RUNNER_CONNECT_PATH;
+  url.search = '';
+  url.hash = '';
+  return url.toString();
+}
+
+/** The hub's refusal as the API's error value (typed loosely: its statuses vary by route). */
+function hubError(c: Context, r: Extract<HubResult<unknown>, { ok: false }>): never {
+  return apiError(c, r.status, r.code, r.message, r.field) as never;
+}
+
+function detail(row: SessionRow, snap: HubSnapshot) {
+  return {
+    ...toSession(row),
+    state: snap.state,
+    stateReason: snap.stateReason,
+    turn: snap.turn,
+    runner:
+      snap.runner === null
+        ? null
+        : {
+            launchId: snap.runner.launchId,
+            ref: snap.runner.ref,
+            runnerId: snap.runner.runnerId,
+            connected: snap.runner.connected,
+            startedAt: iso(snap.runner.startedAt),
+          },
+    lastEventId: snap.lastEventId,
+  };
+}
+
+/**
+ * Loads the session named by `:id` for the caller. Another user's session is a 404 (its
+ * existence never leaks) unless the caller is an admin; `owner` routes refuse admins who are
+ * not the owner with 403.
+ */
+function sessionAccess(mode: 'read' | 'owner'): MiddlewareHandler<SessionsEnv> {
+  return async (c, next) => {
+    const id = c.req.param('id') ?? '';
+    if (!ULID_PATTERN.test(id)) return apiError(c, 404, 'not_found', 'no such session');
+    const row = await findSession(c.env.DB, id);
+    const { user } = c.get('auth');
+    if (row === null || (row.user_id !== user.id && user.role !== 'admin')) {
+      return apiError(c, 404, 'not_found', 'no such session');
+    }
+    if (mode === 'owner' && row.user_id !== user.id) {
+      return apiError(c, 403, 'forbidden', "only the session's owner can do this");
+    }
+    c.set('session', row);
+    await next();
+    return undefined;
+  };
+}
+
+/** settings.maxMessageBytes, enforced while the body streams in (before it is parsed). */
+const messageSizeLimit: MiddlewareHandler<SessionsEnv> = async (c, next) => {
+  const { settings } = await readSettings(c.env.DB);
+  const max = settings.maxMessageBytes;
+  return bodyLimit({
+    maxSize: max,
+    onError: (cc) => apiError(cc, 413, 'payload_too_large', `message body exceeds maxMessageBytes (${max} bytes)`),
+  })(c, next);
+};
+
+const createRoute_ = createRoute({
+  method: 'post',
+  path: '/',
+  tags,
+  summary: 'Create a session; its backend is pinned from settings now',
+  security,
+  request: { body: { required: false, content: json(CreateSessionSchema) } },
+  responses: { 201: { description: 'created', content: json(SessionSchema) }, ...errorResponses(400, 401, 403, 413, 415) },
+});
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags,
+  summary: "The caller's sessions, newest first",
+  security,
+  request: { query: ListSessionsQuerySchema },
+  responses: { 200: { description: 'one page', content: json(SessionPageSchema) }, ...errorResponses(400, 401) },
+});
+
+const getRoute = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags,
+  summary: 'One session with its live state (owner or admin)',
+  security,
+  request: { params: SessionIdParamSchema },
+  responses: { 200: { description: 'session', content: json(SessionDetailSchema) }, ...errorResponses(401, 404) },
+});
+
+const deleteRoute = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags,
+  summary: 'Stop the runner and delete the session, its events and transcript (owner or admin)',
+  security,
+  request: { params: SessionIdParamSchema },
+  responses: { 204: { description: 'deleted' }, ...errorResponses(401, 403, 404) },
+});
+
+const messageRoute = createRoute({
+  method: 'post',
+  path: '/{id}/messages',
+  tags,
+  summary: 'Send a message (owner); the answer streams on /events',
+  security,
+  request: { params: SessionIdParamSchema, body: { required: true, content: json(PostMessageSchema) } },
+  responses: {
+    202: { description: 'accepted; a runner starts if none is running', content: json(MessageAcceptedSchema) },
+    ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+  },
+});
+
+const interruptRoute = createRoute({
+  method: 'post',
+  path: '/{id}/interrupt',
+  tags,
+  summary: 'Interrupt the running turn (owner); it ends with turn.done interrupted',
+  security,
+  request: { params: SessionIdParamSchema },
+  responses: {
+    202: { description: 'interrupt sent', content: json(z.object({ accepted: z.literal(true) })) },
+    ...errorResponses(401, 403, 404, 409),
+  },
+});
+
+const eventsRoute = createRoute({
+  method: 'get',
+  path: '/{id}/events',
+  tags,
+  summary: 'Server-sent events: `id:` ULID, `event:` type, `data:` JSON; Last-Event-ID or ?after= replays',
+  security,
+  request: {
+    params: SessionIdParamSchema,
+    query: EventsQuerySchema,
+    headers: z.object({
+      'last-event-id': z.string().optional().openapi({ description: 'the last id the client has; wins over ?after=' }),
+    }),
+  },
+  responses: {
+    200: { description: 'event stream', content: { 'text/event-stream': { schema: z.string() } } },
+    ...errorResponses(400, 401, 404),
+  },
+});
+
+const transcriptRoute = createRoute({
+  method: 'get',
+  path: '/{id}/transcript',
+  tags,
+  summary: 'The conversation as normalized messages (owner or admin)',
+  security,
+  request: { params: SessionIdParamSchema },
+  responses: { 200: { description: 'transcript', content: json(SessionTranscriptSchema) }, ...errorResponses(401, 404) },
+});
+
+export function sessionRoutes(deps: AppDeps) {
+  const app = new OpenAPIHono<SessionsEnv>({ defaultHook: validationHook });
+  app.use('*', authenticate(deps) as unknown as MiddlewareHandler<SessionsEnv>);
+  app.on('POST', '/', bodyLimit({
+    maxSize: CREATE_BODY_LIMIT,
+    onError: (c) => apiError(c, 413, 'payload_too_large', `request body exceeds ${CREATE_BODY_LIMIT} bytes`),
+  }));
+  app.use('/:id/messages', sessionAccess('owner'), messageSizeLimit);
+  app.use('/:id/interrupt', sessionAccess('owner'));
+  app.use('/:id/events', sessionAccess('read'));
+  app.use('/:id/transcript', sessionAccess('read'));
+  app.use('/:id', sessionAccess('read'));
+
+  app.openapi(createRoute_, async (c) => {
+    // An absent or empty body is `{}`: POST /api/sessions with nothing is a valid request.
+    let title: string | null = null;
+    const raw = await c.req.text();
+    if (raw.trim() !== '') {
+      let body: unknown;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        return apiError(c, 400, 'invalid_json', 'request body is not valid JSON');
+      }
+      const parsed = CreateSessionSchema.safeParse(body);
+      if (!parsed.success) return validationHook({ success: false, error: parsed.error }, c) as never;
+      title = parsed.data.title ?? null;
+    }
+    const { user } = c.get('auth');
+    const now = deps.clock();
+    const { settings } = await readSettings(c.env.DB);
+    const id = newId(now);
+    const backend = settings.llmBackend;
+    // The hub first: a D1 row whose hub was never told about it would answer 404s.
+    await hubFor(c.env, id).create({ id, userId: user.id, backend, title, createdAt: now });
+    await insertSession(c.env.DB, { id, userId: user.id, backend, title, state: 'stopped', reason: INITIAL_REASON, now });
+    const row = await findSession(c.env.DB, id);
+    if (row === null) return apiError(c, 500, 'internal', 'session vanished after creation') as never;
+    return c.json(toSession(row), 201);
+  });
+
+  app.openapi(listRoute, async (c) => {
+    const q = c.req.valid('query');
+    const { rows, nextCursor } = await listUserSessions(c.env.DB, c.get('auth').user.id, q);
+    return c.json({ sessions: rows.map(toSession), nextCursor }, 200);
+  });
+
+  app.openapi(getRoute, async (c) => {
+    const row = c.get('session');
+    const snap = await hubFor(c.env, row.id).snapshot();
+    if (!snap.ok) return hubError(c, snap);
+    return c.json(detail(row, snap.value), 200);
+  });
+
+  app.openapi(deleteRoute, async (c) => {
+    const row = c.get('session');
+    await hubFor(c.env, row.id).destroy();
+    await deleteSession(c.env.DB, row.id);
+    return c.body(null, 204);
+  });
+
+  app.openapi(messageRoute, async (c) => {
+    const row = c.get('session');
+    const body = c.req.valid('json');
+    const { settings } = await readSettings(c.env.DB);
+    const result = await hubFor(c.env, row.id).postMessage({
+      text: body.text,
+      ...(body.images !== undefined && { images: body.images }),
+      ...(body.clientMessageId !== undefined && { clientMessageId: body.clientMessageId }),
+      hubUrl: runnerHubUrl(c.env, c.req.url),
+      limits: { idleMs: settings.sessionIdleMinutes * 60_000, maxLifetimeMs: settings.sessionMaxMinutes * 60_000 },
+      model: settings.defaultModel[row.backend],
+    });
+    if (!result.ok) return hubError(c, result);
+    return c.json({ messageId: result.value.messageId, duplicate: result.value.duplicate }, 202);
+  });
+
+  app.openapi(interruptRoute, async (c) => {
+    const result = await hubFor(c.env, c.get('session').id).interrupt();
+    if (!result.ok) return hubError(c, result);
+    return c.json({ accepted: true as const }, 202);
+  });
+
+  app.openapi(eventsRoute, async (c) => {
+    const row = c.get('session');
+    const header = c.req.header('Last-Event-ID');
+    if (header !== undefined && header !== '' && !ULID_PATTERN.test(header)) {
+      return apiError(c, 400, 'invalid_request', 'Last-Event-ID: must be an event id', 'Last-Event-ID');
+    }
+    const after = header !== undefined && header !== '' ? header : (c.req.valid('query').after ?? null);
+    const res = await hubFor(c.env, row.id).fetch(`https://hub/viewer${after === null ? '' : `?after=${after}`}`, {
+      headers: { Upgrade: 'websocket' },
+    });
+    const ws = res.webSocket;
+    if (ws === null) return apiError(c, 404, 'not_found', 'no such session');
+    const stream = sseFromViewer(ws, { after, heartbeatMs: heartbeatMs(c.env), signal: c.req.raw.signal });
+    return new Response(stream, { status: 200, headers: SSE_HEADERS }) as never;
+  });
+
+  app.openapi(transcriptRoute, async (c) => {
+    const row = c.get('session');
+    const result = await hubFor(c.env, row.id).transcript();
+    if (!result.ok) return hubError(c, result);
+    return c.json({ sessionId: row.id, backend: row.backend, messages: result.value.messages }, 200);
+  });
+
+  return app;
+}
+
+const adminListRoute = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['admin'],
+  summary: 'Sessions of every user with their runners; `state=live` (default) or `all`',
+  security,
+  request: { query: AdminSessionsQuerySchema },
+  responses: { 200: { description: 'one page', content: json(AdminSessionPageSchema) }, ...errorResponses(400, 401, 403) },
+});
+
+/** Mounted under the admin router (already authenticated and admin-gated). */
+export function adminSessionRoutes() {
+  const app = new OpenAPIHono<SessionsEnv>({ defaultHook: validationHook });
+  app.openapi(adminListRoute, async (c) => {
+    const q = c.req.valid('query');
+    const { rows, nextCursor } = await listAllSessions(c.env.DB, { live: q.state === 'live', limit: q.limit, cursor: q.cursor });
+    return c.json(
+      {
+        sessions: rows.map((r) => ({ ...toSession(r), owner: { id: r.user_id, username: r.username }, runnerRef: r.runner_ref })),
+        nextCursor,
+      },
+      200,
+    );
+  });
+  return app;
+}

@@ -1,0 +1,45 @@
+import { RunnerCloseCode } from '@switchyard/protocol';
+import { Hono } from 'hono';
+import type { AppDeps, AppEnv } from '../context.ts';
+import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../hub/runner-token.ts';
+
+// GET /internal/runner/connect: the runner link's front door. The token is checked here, so a
+// bad one never wakes a hub; a refusal is a WebSocket closed with a RunnerCloseCode (the runner
+// stops for good on those) rather than an HTTP status a proxy might rewrite.
+
+export const RUNNER_CONNECT_PATH = '/internal/runner/connect';
+const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
+
+function refuse(code: number, reason: string): Response {
+  const pair = new WebSocketPair();
+  const server = pair[1];
+  server.accept();
+  server.close(code, reason);
+  return new Response(null, { status: 101, webSocket: pair[0] });
+}
+
+export function runnerLinkRoutes(deps: AppDeps) {
+  const app = new Hono<AppEnv>();
+  app.get('/connect', async (c) => {
+    if (c.req.header('Upgrade')?.toLowerCase() !== 'websocket') {
+      return c.json({ error: { code: 'invalid_request', message: 'this endpoint takes a WebSocket upgrade' } }, 400);
+    }
+    const secret = c.env.RUNNER_TOKEN_SECRET ?? '';
+    if (secret.length < MIN_SECRET_LENGTH) return refuse(RunnerCloseCode.unauthorized, 'runner links are not configured');
+    const token = BEARER.exec(c.req.header('Authorization') ?? '')?.[1];
+    if (token === undefined) return refuse(RunnerCloseCode.unauthorized, 'a runner token is required');
+    const verdict = await verifyRunnerToken(secret, token, deps.clock());
+    if (!verdict.ok) {
+      return refuse(RunnerCloseCode.unauthorized, verdict.reason === 'expired' ? 'runner token expired' : 'runner token invalid');
+    }
+    const { sessionId, launchId } = verdict.claims;
+    const asked = c.req.query('session');
+    if (asked !== undefined && asked !== sessionId) {
+      return refuse(RunnerCloseCode.unauthorized, 'runner token is for another session');
+    }
+    const headers = new Headers({ Upgrade: 'websocket', 'X-Switchyard-Launch': launchId });
+    const stub = c.env.SESSION_HUB.get(c.env.SESSION_HUB.idFromName(sessionId));
+    return stub.fetch('https://hub/runner', { headers });
+  });
+  return app;
+}

@@ -1,0 +1,88 @@
+import type { ViewerFrame } from '../hub/viewer-frames.ts';
+
+// The SSE half of the fan-out (DESIGN.md "Data path"): this Worker invocation holds the
+// browser's response and one hibernatable WebSocket to the session's hub (tag `viewer`). The
+// hub replays what the client missed on that socket, then broadcasts; this side only turns
+// frames into SSE and keeps the stream alive with heartbeat comments.
+
+/** Longest heartbeat interval allowed: proxies drop silent streams near 100 s; the API promises 30. */
+export const MAX_HEARTBEAT_MS = 30_000;
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+/** A client this far behind is cut off; it reconnects with Last-Event-ID and replays. */
+const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
+
+export function heartbeatMs(env: Env): number {
+  const raw = env.SSE_HEARTBEAT_SECONDS;
+  const n = raw === undefined || raw.trim() === '' ? NaN : Number(raw) * 1000;
+  if (!Number.isFinite(n) || n <= 0) return DEFAULT_HEARTBEAT_MS;
+  return Math.min(MAX_HEARTBEAT_MS, Math.max(10, Math.round(n)));
+}
+
+export const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-store',
+  // nginx and friends: do not buffer the stream
+  'X-Accel-Buffering': 'no',
+};
+
+/**
+ * Bridges a hub viewer socket (already returned by the hub's 101) to an SSE body. `after` is
+ * the last id the client has; anything at or below it is never written twice.
+ */
+export function sseFromViewer(ws: WebSocket, opts: { after: string | null; heartbeatMs: number; signal?: AbortSignal }): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  let last = opts.after ?? '';
+  let closed = false;
+  let backlog = 0;
+
+  const shutdown = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(timer);
+    try {
+      ws.close(1000, 'stream closed');
+    } catch {
+      // already closed
+    }
+    writer.close().catch(() => undefined);
+  };
+  const write = (text: string) => {
+    if (closed) return;
+    const bytes = encoder.encode(text);
+    backlog += bytes.byteLength;
+    writer.write(bytes).then(
+      () => {
+        backlog -= bytes.byteLength;
+      },
+      () => shutdown(),
+    );
+    if (backlog > MAX_BACKLOG_BYTES) shutdown();
+  };
+
+  ws.accept();
+  ws.addEventListener('message', (e) => {
+    if (typeof e.data !== 'string') return;
+    let frame: ViewerFrame;
+    try {
+      frame = JSON.parse(e.data) as ViewerFrame;
+    } catch {
+      return;
+    }
+    let out = '';
+    for (const ev of frame.events) {
+      if (ev.id <= last) continue;
+      last = ev.id;
+      out += `id: ${ev.id}\nevent: ${ev.type}\ndata: ${ev.data}\n\n`;
+    }
+    if (out !== '') write(out);
+  });
+  ws.addEventListener('close', shutdown);
+  ws.addEventListener('error', shutdown);
+  opts.signal?.addEventListener('abort', shutdown);
+  const timer = setInterval(() => write(': heartbeat\n\n'), opts.heartbeatMs);
+  // Flushes the headers at once, so a client knows it is connected before the first event.
+  write(': connected\n\n');
+  return readable;
+}

@@ -1,0 +1,292 @@
+import { env } from 'cloudflare:workers';
+import {
+  HubToRunnerSchema,
+  RunnerToHubSchema,
+  WIRE_PROTOCOL_VERSION,
+  type AgentEvent,
+  type HubToRunner,
+  type RunnerToHub,
+} from '@switchyard/protocol';
+import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
+import { setHubRuntimeForTests, timingsFromEnv, type HubTimings } from '../src/hub/runtime.ts';
+import { call, FakeClock, makeApp, userWithToken, type TestApp } from './helpers.ts';
+
+// Helpers for the session hub tests: a fake Launcher that records calls, a fake runner that
+// speaks the wire schemas over a real WebSocket through the Worker, and an SSE reader.
+// Nothing here sleeps to synchronize: `until` polls a condition against a deadline.
+
+export async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export class FakeLauncher implements Launcher {
+  starts: LaunchRequest[] = [];
+  stops: Array<{ ref: string; reason: string }> = [];
+  describes: string[] = [];
+  states = new Map<string, RunnerDescription>();
+  failStart: string | undefined;
+  private n = 0;
+
+  async start(request: LaunchRequest): Promise<string> {
+    this.starts.push(request);
+    if (this.failStart !== undefined) throw new Error(this.failStart);
+    this.n += 1;
+    const ref = `fake-task-${this.n}`;
+    this.states.set(ref, { state: 'running' });
+    return ref;
+  }
+  async stop(ref: string, reason: string): Promise<void> {
+    this.stops.push({ ref, reason });
+    this.states.set(ref, { state: 'stopped', exitCode: 0, reason: 'stopped by the hub' });
+  }
+  async describe(ref: string): Promise<RunnerDescription> {
+    this.describes.push(ref);
+    return this.states.get(ref) ?? { state: 'unknown' };
+  }
+  startsFor(sessionId: string): LaunchRequest[] {
+    return this.starts.filter((s) => s.sessionId === sessionId);
+  }
+}
+
+export interface HubTestContext {
+  app: TestApp;
+  clock: FakeClock;
+  launcher: FakeLauncher;
+  token: string;
+  user: { id: string; username: string };
+}
+
+/** An app, a user, a fake launcher and a fake clock shared by the Worker and the hub. */
+export async function hubContext(timings: Partial<HubTimings> = {}): Promise<HubTestContext> {
+  const { app, clock } = makeApp();
+  const launcher = new FakeLauncher();
+  setHubRuntimeForTests({
+    clock: clock.now,
+    launcherFor: () => launcher,
+    timings: (e) => ({ ...timingsFromEnv(e), replyTimeoutMs: 3_000, ...timings }),
+  });
+  const { user, token } = await userWithToken(clock);
+  return { app, clock, launcher, token, user };
+}
+
+export async function createSession(ctx: HubTestContext, token = ctx.token): Promise<string> {
+  const r = await call(ctx.app, 'POST', '/api/sessions', { token, body: { title: 'test' } });
+  if (r.status !== 201) throw new Error(`create session: ${r.status} ${r.text}`);
+  return r.body.id as string;
+}
+
+export async function postMessage(ctx: HubTestContext, sessionId: string, text: string, extra: Record<string, unknown> = {}, token = ctx.token) {
+  return call(ctx.app, 'POST', `/api/sessions/${sessionId}/messages`, { token, body: { text, ...extra } });
+}
+
+export function hubStub(sessionId: string) {
+  return env.SESSION_HUB.get(env.SESSION_HUB.idFromName(sessionId));
+}
+
+// ------------------------------------------------------------------ fake runner
+
+export class FakeRunner {
+  received: HubToRunner[] = [];
+  invalid: string[] = [];
+  closed: { code: number; reason: string } | undefined;
+  seq = 0;
+  constructor(
+    readonly ws: WebSocket,
+    readonly runnerId: string,
+  ) {
+    ws.addEventListener('message', (e) => {
+      const text = typeof e.data === 'string' ? e.data : '';
+      if (text === '{"type":"pong"}') {
+        this.received.push({ type: 'pong' });
+        return;
+      }
+      const parsed = HubToRunnerSchema.safeParse(JSON.parse(text));
+      if (parsed.success) this.received.push(parsed.data);
+      else this.invalid.push(text);
+    });
+    ws.addEventListener('close', (e) => {
+      this.closed = { code: e.code, reason: e.reason };
+    });
+  }
+
+  static async connect(app: TestApp, opts: { token: string; sessionId?: string; runnerId?: string; envOverride?: Partial<Env> }): Promise<FakeRunner> {
+    const q = opts.sessionId === undefined ? '' : `?session=${opts.sessionId}`;
+    const res = await app.request(
+      `http://localhost/internal/runner/connect${q}`,
+      { headers: { Upgrade: 'websocket', Authorization: `Bearer ${opts.token}` } },
+      { ...env, ...opts.envOverride },
+    );
+    const ws = res.webSocket;
+    if (ws === null) throw new Error(`runner connect: HTTP ${res.status} ${await res.text()}`);
+    ws.accept();
+    return new FakeRunner(ws, opts.runnerId ?? `runner-${crypto.randomUUID()}`);
+  }
+
+  send(msg: RunnerToHub): void {
+    this.ws.send(JSON.stringify(RunnerToHubSchema.parse(msg)));
+  }
+  sendRaw(text: string): void {
+    this.ws.send(text);
+  }
+
+  hello(sessionId: string, opts: { backend?: 'claude' | 'pi'; lastSeq?: number } = {}): void {
+    this.send({
+      type: 'hello',
+      protocol: WIRE_PROTOCOL_VERSION,
+      runnerId: this.runnerId,
+      sessionId,
+      backend: opts.backend ?? 'claude',
+      cliVersion: 'fake 1.0',
+      capabilities: { guard: 'unchecked', sandbox: 'none' },
+      lastSeq: opts.lastSeq ?? this.seq,
+    });
+  }
+
+  /** Sends events as one sequenced frame; returns the seqs used. */
+  events(events: AgentEvent[], messageId?: string): number[] {
+    const seqs: number[] = [];
+    const frame = events.map((event) => {
+      this.seq += 1;
+      seqs.push(this.seq);
+      return { seq: this.seq, event, ...(messageId !== undefined && { messageId }) };
+    });
+    this.send({ type: 'events', events: frame });
+    return seqs;
+  }
+
+  of<T extends HubToRunner['type']>(type: T): Array<Extract<HubToRunner, { type: T }>> {
+    return this.received.filter((m): m is Extract<HubToRunner, { type: T }> => m.type === type);
+  }
+
+  async waitFor<T extends HubToRunner['type']>(type: T, pred: (m: Extract<HubToRunner, { type: T }>) => boolean = () => true, what = type): Promise<Extract<HubToRunner, { type: T }>> {
+    return until(() => this.of(type).find(pred), `runner to receive ${what}`);
+  }
+
+  async waitAck(seq: number): Promise<void> {
+    await until(() => this.of('ack').some((a) => a.seq >= seq), `ack of seq ${seq}`);
+  }
+
+  async waitClosed(): Promise<{ code: number; reason: string }> {
+    return until(() => this.closed, 'the runner link to close');
+  }
+
+  close(): void {
+    try {
+      this.ws.close(1000, 'test');
+    } catch {
+      // closed
+    }
+  }
+}
+
+/** Launch (by posting a message) and connect a fake runner that says hello and gets welcome. */
+export async function launchAndConnect(ctx: HubTestContext, sessionId: string, text = 'hello'): Promise<{ runner: FakeRunner; messageId: string; launch: LaunchRequest }> {
+  const r = await postMessage(ctx, sessionId, text);
+  if (r.status !== 202) throw new Error(`post message: ${r.status} ${r.text}`);
+  const launch = await until(() => ctx.launcher.startsFor(sessionId).at(-1), 'a launch');
+  const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId });
+  runner.hello(sessionId);
+  await runner.waitFor('welcome');
+  return { runner, messageId: r.body.messageId as string, launch };
+}
+
+// ------------------------------------------------------------------ SSE reader
+
+export interface SseEvent {
+  id: string;
+  event: string;
+  data: unknown;
+}
+
+export class SseReader {
+  events: SseEvent[] = [];
+  comments: string[] = [];
+  raw = '';
+  done = false;
+  private buffer = '';
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly pump: Promise<void>;
+
+  constructor(readonly response: Response) {
+    if (response.body === null) throw new Error('no body');
+    this.reader = response.body.getReader();
+    this.pump = this.run();
+  }
+
+  static async open(ctx: HubTestContext, sessionId: string, opts: { after?: string; lastEventId?: string; token?: string; envOverride?: Partial<Env> } = {}): Promise<SseReader> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${opts.token ?? ctx.token}` };
+    if (opts.lastEventId !== undefined) headers['Last-Event-ID'] = opts.lastEventId;
+    const q = opts.after === undefined ? '' : `?after=${opts.after}`;
+    const res = await ctx.app.request(`http://localhost/api/sessions/${sessionId}/events${q}`, { headers }, { ...env, ...opts.envOverride });
+    if (res.status !== 200) throw new Error(`events: ${res.status} ${await res.text()}`);
+    return new SseReader(res);
+  }
+
+  private async run(): Promise<void> {
+    const decoder = new TextDecoder();
+    try {
+      for (;;) {
+        const { value, done } = await this.reader.read();
+        if (done) break;
+        const text = decoder.decode(value, { stream: true });
+        this.raw += text;
+        this.buffer += text;
+        let cut = this.buffer.indexOf('\n\n');
+        while (cut >= 0) {
+          this.parseBlock(this.buffer.slice(0, cut));
+          this.buffer = this.buffer.slice(cut + 2);
+          cut = this.buffer.indexOf('\n\n');
+        }
+      }
+    } catch {
+      // cancelled
+    }
+    this.done = true;
+  }
+
+  private parseBlock(block: string): void {
+    const fields: Record<string, string> = {};
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) {
+        this.comments.push(line.slice(1).trim());
+        continue;
+      }
+      const i = line.indexOf(':');
+      const key = i < 0 ? line : line.slice(0, i);
+      const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+      fields[key] = fields[key] === undefined ? value : `${fields[key]}\n${value}`;
+    }
+    if (fields.id !== undefined && fields.event !== undefined && fields.data !== undefined) {
+      this.events.push({ id: fields.id, event: fields.event, data: JSON.parse(fields.data) });
+    }
+  }
+
+  async waitFor(pred: (e: SseEvent) => boolean, what: string, timeoutMs = 10_000): Promise<SseEvent> {
+    return until(() => this.events.find(pred), what, timeoutMs);
+  }
+
+  async waitCount(n: number, what = `${n} events`, timeoutMs = 10_000): Promise<void> {
+    await until(() => this.events.length >= n, what, timeoutMs);
+  }
+
+  ofType(type: string): SseEvent[] {
+    return this.events.filter((e) => e.event === type);
+  }
+
+  async close(): Promise<void> {
+    await this.reader.cancel().catch(() => undefined);
+    await this.pump;
+  }
+}
+
+export function statusStates(events: SseEvent[]): string[] {
+  return events.filter((e) => e.event === 'session.status').map((e) => (e.data as { state: string }).state);
+}
+
+export { call };
