@@ -54,6 +54,7 @@ function decideUnsafe(call: ToolCall, policy: GuardPolicy, fs: FsView): Decision
   const input = call.input ?? {};
   if (typeof input !== 'object' || Array.isArray(input)) return deny(`${call.tool}: input is not an object`);
   const fileUrl = findFileUrl(input, 0);
+  if (fileUrl === TOO_DEEP) return deny(`${call.tool}: input is nested too deeply to check`);
   if (fileUrl !== undefined) return deny(`${call.tool}: file: URLs are not allowed (${clip(fileUrl)})`);
 
   const ws = resolveReal(policy.workspace, fs);
@@ -203,8 +204,10 @@ export function internalHost(hostname: string): string | undefined {
 
 // ---------------------------------------------------------------------------
 
-function findFileUrl(value: unknown, depth: number): string | undefined {
-  if (depth > 20) return '(input nested too deeply to check)';
+const TOO_DEEP = Symbol('too deep');
+
+function findFileUrl(value: unknown, depth: number): string | typeof TOO_DEEP | undefined {
+  if (depth > 64) return TOO_DEEP;
   if (typeof value === 'string') return /^\s*file:/i.test(value) ? value : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   for (const v of Array.isArray(value) ? value : Object.values(value)) {

@@ -1,0 +1,138 @@
+// The loopback credential-injecting proxy. The CLI is pointed at it with a
+// per-session random key (claude: ANTHROPIC_BASE_URL + ANTHROPIC_API_KEY; pi:
+// its models.json provider). The proxy accepts only that key, swaps it for
+// the real provider key (or none, for a keyless endpoint such as the offline
+// model) and streams the Messages API call to the upstream. The real key
+// lives only in this process's memory: never in the CLI's environment, argv
+// or files, never in a log line or an error body.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { AddressInfo } from 'node:net';
+
+export interface CredentialProxyOptions {
+  /** Where model calls go: SWITCHYARD_MODEL_URL or the provider's base URL. A path prefix is kept. */
+  upstream: string;
+  /** The real key, sent upstream as x-api-key. Absent: nothing is sent (keyless endpoints). */
+  apiKey?: string | undefined;
+  /** Loopback only. */
+  host?: '127.0.0.1' | '::1';
+}
+
+export interface CredentialProxy {
+  /** Base URL the CLI talks to. */
+  url: string;
+  /** The per-session key the CLI presents; worthless anywhere but this proxy. */
+  sessionKey: string;
+  close(): Promise<void>;
+}
+
+/** What the CLIs call: the Messages API (streaming or not), token counting, the model list. */
+const ROUTES: Array<{ method: string; path: RegExp }> = [
+  { method: 'POST', path: /^\/v1\/messages$/ },
+  { method: 'POST', path: /^\/v1\/messages\/count_tokens$/ },
+  { method: 'GET', path: /^\/v1\/models(\/[A-Za-z0-9._:-]+)?$/ },
+];
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
+/** Credentials the CLI might present; none of them travel upstream. */
+const CREDENTIAL_HEADERS = new Set(['x-api-key', 'authorization', 'cookie']);
+
+export async function startCredentialProxy(o: CredentialProxyOptions): Promise<CredentialProxy> {
+  const upstream = new URL(o.upstream);
+  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') throw new Error('credential proxy: the upstream must be an http(s) URL');
+  const sessionKey = `sy-session-${randomBytes(24).toString('base64url')}`;
+  const expected = Buffer.from(sessionKey);
+  const realKey = o.apiKey;
+  const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
+  const prefix = upstream.pathname.replace(/\/+$/, '');
+
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://proxy.invalid');
+    // claude checks connectivity with HEAD / before its first call; answer it here.
+    if ((req.method === 'HEAD' || req.method === 'GET') && url.pathname === '/') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(req.method === 'GET' ? 'switchyard credential proxy\n' : undefined);
+      return;
+    }
+    if (!presentedKeyMatches(req.headers, expected)) return fail(res, 401, 'authentication_error', 'invalid session key for the Switchyard credential proxy');
+    if (!ROUTES.some((r) => r.method === req.method && r.path.test(url.pathname))) {
+      return fail(res, 404, 'not_found_error', `the credential proxy does not forward ${req.method} ${url.pathname}`);
+    }
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined || HOP_BY_HOP.has(name) || CREDENTIAL_HEADERS.has(name)) continue;
+      headers[name] = value;
+    }
+    if (realKey !== undefined) headers['x-api-key'] = realKey;
+    const out = send(
+      {
+        protocol: upstream.protocol,
+        hostname: upstream.hostname.replace(/^\[|\]$/g, ''),
+        port: upstream.port || undefined,
+        method: req.method,
+        path: `${prefix}${url.pathname}${url.search}`,
+        headers: { ...headers, host: upstream.host },
+      },
+      (up) => {
+        const back: Record<string, string | string[]> = {};
+        for (const [name, value] of Object.entries(up.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+        res.writeHead(up.statusCode ?? 502, back);
+        up.pipe(res);
+        up.on('error', () => res.destroy());
+      },
+    );
+    out.on('error', (err) => {
+      if (res.headersSent) res.destroy();
+      // The upstream's host is not a secret; the key never appears in these messages.
+      else fail(res, 502, 'api_error', `the model endpoint ${upstream.host} is unreachable (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    });
+    // The CLI gave up (interrupt, exit): stop the upstream call too.
+    res.on('close', () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    req.pipe(out);
+  });
+  server.on('clientError', (_err, socket) => socket.destroy());
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, o.host ?? '127.0.0.1', () => resolve());
+  });
+  const { address, port } = server.address() as AddressInfo;
+  const host = address.includes(':') ? `[${address}]` : address;
+  return {
+    url: `http://${host}:${port}`,
+    sessionKey,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function presentedKeyMatches(headers: IncomingHttpHeaders, expected: Buffer): boolean {
+  const auth = headers.authorization;
+  const bearer = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
+  for (const candidate of [headers['x-api-key'], bearer]) {
+    if (typeof candidate !== 'string') continue;
+    const got = Buffer.from(candidate);
+    if (got.length === expected.length && timingSafeEqual(got, expected)) return true;
+  }
+  return false;
+}
+
+function fail(res: ServerResponse<IncomingMessage>, status: number, type: string, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type, message } }));
+}

@@ -1,0 +1,158 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { SpawnSpec } from '@switchyard/protocol';
+import { wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
+import { GUARD_DIR, installRoot, Sandbox, SandboxError, sandboxModeFrom } from '../src/sandbox/sandbox.ts';
+
+const spec: SpawnSpec = { command: '/opt/cli/bin/cli', args: ['--x'], env: { PATH: '/usr/bin' }, cwd: '/s/ws', files: [{ path: '/s/cfg/settings.json', content: '{}' }] };
+const layout: BwrapLayout = {
+  bwrap: '/usr/bin/bwrap',
+  uid: 0,
+  writable: ['/s/ws', '/s/home', '/s/cfg'],
+  readOnly: ['/opt/cli', '/opt/cli/bin', '/g'],
+  readOnlyFiles: ['/s/cfg/settings.json'],
+  system: { '/usr': { kind: 'dir' }, '/bin': { kind: 'symlink', target: 'usr/bin' }, '/lib64': { kind: 'missing' } },
+  etc: ['passwd'],
+};
+
+describe('wrapWithBwrap (pure)', () => {
+  const w = wrapWithBwrap(spec, layout);
+  const a = w.args;
+  const at = (...seq: string[]) => a.findIndex((_, i) => seq.every((s, j) => a[i + j] === s));
+  it('runs bwrap, then the CLI unchanged after --', () => {
+    expect(w.command).toBe('/usr/bin/bwrap');
+    expect(a.slice(a.indexOf('--') + 1)).toEqual(['/opt/cli/bin/cli', '--x']);
+    expect(w.env).toEqual(spec.env);
+    expect(at('--chdir', '/s/ws')).toBeGreaterThan(0);
+  });
+  it('own PID namespace, dies with the runner, new session, no capabilities', () => {
+    for (const f of ['--unshare-pid', '--die-with-parent', '--new-session']) expect(a).toContain(f);
+    expect(at('--cap-drop', 'ALL')).toBeGreaterThanOrEqual(0);
+    expect(a).not.toContain('--unshare-net');
+    expect(a).not.toContain('--unshare-user'); // root needs none
+    expect(wrapWithBwrap(spec, { ...layout, uid: 1000 }).args).toContain('--unshare-user');
+  });
+  it('builds the root by allow-list: no bind of / and nothing of the host but what is listed', () => {
+    expect(at('--ro-bind', '/', '/')).toBe(-1);
+    expect(at('--ro-bind', '/usr', '/usr')).toBeGreaterThanOrEqual(0);
+    expect(at('--symlink', 'usr/bin', '/bin')).toBeGreaterThanOrEqual(0);
+    expect(a.join(' ')).not.toContain('/lib64');
+    expect(at('--ro-bind-try', '/etc/passwd', '/etc/passwd')).toBeGreaterThanOrEqual(0);
+    expect(a.filter((x) => x.startsWith('/etc/'))).toEqual(['/etc/passwd', '/etc/passwd']);
+  });
+  it('private /tmp first, read-only installs (nested ones folded), writable dirs, then config files read-only on top', () => {
+    const tmp = at('--tmpfs', '/tmp');
+    const ro = at('--ro-bind', '/opt/cli', '/opt/cli');
+    const rw = at('--bind', '/s/ws', '/s/ws');
+    const file = at('--ro-bind', '/s/cfg/settings.json', '/s/cfg/settings.json');
+    expect(at('--ro-bind', '/opt/cli/bin', '/opt/cli/bin')).toBe(-1);
+    expect(tmp).toBeLessThan(ro);
+    expect(ro).toBeLessThan(rw);
+    expect(at('--bind', '/s/cfg', '/s/cfg')).toBeLessThan(file);
+  });
+});
+
+describe('Sandbox.prepare fails closed', () => {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'sy-prep-')));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  const paths = { backend: 'claude' as const, workspace: join(root, 'ws'), home: join(root, 'h'), configDir: join(root, 'c') };
+  const guarded = (sb: Sandbox): SpawnSpec => ({ ...spec, files: [{ path: '/c/s.json', content: `'node' '${sb.guardOption('claude')?.file}'` }] });
+
+  it('names the guard file that is missing, and spawns nothing', async () => {
+    const dir = join(root, 'guard-missing');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'claude-hook.ts'), '');
+    const sb = new Sandbox({ mode: 'container', guardDir: dir });
+    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(new RegExp(`guard file ${dir}/pi-extension.ts is missing or unreadable`));
+    await expect(sb.prepare(guarded(sb), paths)).rejects.toBeInstanceOf(SandboxError);
+  });
+  it('refuses a spec that does not load the guard', async () => {
+    const sb = new Sandbox({ mode: 'container' });
+    await expect(sb.prepare(spec, paths)).rejects.toThrow(/does not load the guard/);
+  });
+  it('refuses to run without bubblewrap when bubblewrap is the wall', async () => {
+    const sb = new Sandbox({ mode: 'bubblewrap', bwrap: '/nonexistent/bwrap' });
+    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(/bubblewrap \(\/nonexistent\/bwrap\) is not installed; run scripts\/setup-system.sh/);
+  });
+  it('puts the policy in the environment', async () => {
+    const sb = new Sandbox({ mode: 'container' });
+    const out = await sb.prepare(guarded(sb), paths);
+    expect(JSON.parse(out.env.SWITCHYARD_GUARD_POLICY ?? '')).toEqual({ v: 1, backend: 'claude', workspace: paths.workspace, tools: ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'] });
+  });
+  it('SWITCHYARD_SANDBOX picks the wall; bubblewrap unless told otherwise', () => {
+    expect(sandboxModeFrom({})).toBe('bubblewrap');
+    expect(sandboxModeFrom({ SWITCHYARD_SANDBOX: 'container' })).toBe('container');
+    expect(sandboxModeFrom({ SWITCHYARD_SANDBOX: 'off' })).toEqual({ error: expect.stringMatching(/must be one of/) });
+    expect(installRoot('/a/node_modules/@x/y/bin/cli')).toBe('/a/node_modules');
+    expect(installRoot('/opt/tool/bin/tool')).toBe('/opt/tool/bin');
+  });
+});
+
+// The real thing: a shell under the layout the runner gives a CLI.
+describe('under bubblewrap for real', () => {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'sy-bwrap-')));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  const d = { workspace: join(root, 'ws'), home: join(root, 'home'), configDir: join(root, 'cfg') };
+  for (const p of Object.values(d)) mkdirSync(p);
+  const other = join(root, 'other-session', 'ws');
+  mkdirSync(other, { recursive: true });
+  writeFileSync(join(other, 'secret.txt'), 'OTHER-SESSION-SECRET');
+  writeFileSync(join(d.configDir, 'settings.json'), '{"hooks":"ours"}');
+
+  async function sh(script: string, guard = false) {
+    const sb = new Sandbox({ mode: 'bubblewrap', guard });
+    const s: SpawnSpec = {
+      command: '/bin/sh',
+      args: ['-c', script],
+      env: { PATH: '/usr/bin:/bin' },
+      cwd: d.workspace,
+      files: [{ path: join(d.configDir, 'settings.json'), content: String(sb.guardOption('claude')?.file) }],
+    };
+    const w = await sb.prepare(s, { backend: 'claude', ...d });
+    return new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(w.command, w.args, { cwd: w.cwd, env: w.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      child.on('close', (code) => resolve({ code, out }));
+    });
+  }
+
+  it('workspace and home are writable, and the writes land on the host', async () => {
+    const r = await sh(`echo w > ${d.workspace}/a.txt && echo h > ${d.home}/b.txt && echo ok`);
+    expect(r.out.trim()).toBe('ok');
+    expect(readFileSync(join(d.workspace, 'a.txt'), 'utf8')).toBe('w\n');
+    expect(readFileSync(join(d.home, 'b.txt'), 'utf8')).toBe('h\n');
+  });
+  it("another session's workspace and the host's home do not exist inside", async () => {
+    const r = await sh(`cat ${other}/secret.txt; ls ${homedir()}; ls ${root}`);
+    expect(r.out).not.toContain('OTHER-SESSION-SECRET');
+    expect(r.out).toContain(`${other}/secret.txt: No such file or directory`);
+    expect(r.out).toContain(`${homedir()}': No such file or directory`);
+    expect(r.out.split('\n').filter((l) => /^(cfg|home|ws)$/.test(l)).sort()).toEqual(['cfg', 'home', 'ws']);
+    expect(r.out).not.toMatch(/^other-session$/m);
+  });
+  it('the rest is read-only, /tmp is private, the config files are read-only over a writable dir', async () => {
+    const r = await sh(`touch /usr/x; touch ${d.configDir}/settings.json; echo t > /tmp/t && cat /tmp/t; touch ${d.configDir}/other.txt && echo cfg-ok`);
+    expect(r.out).toContain("touch: cannot touch '/usr/x': Read-only file system");
+    expect(r.out).toContain(`touch: cannot touch '${d.configDir}/settings.json': Read-only file system`);
+    expect(r.out).toContain('t\ncfg-ok');
+    expect(existsSync('/tmp/t') && readFileSync('/tmp/t', 'utf8') === 't\n').toBe(false);
+  });
+  it('own PID namespace: the runner is not there to read; no capabilities; no secrets in /etc', async () => {
+    const r = await sh(`ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '; echo; cat /proc/${process.pid}/environ; grep CapEff /proc/self/status; cat /etc/shadow`);
+    const pids = (r.out.split('\n')[0] ?? '').trim().split(' ').map(Number);
+    expect(pids.every((p) => p < 100)).toBe(true);
+    expect(r.out).toMatch(/CapEff:\s+0000000000000000/);
+    expect(r.out).toContain('/etc/shadow: No such file or directory');
+    if (process.pid > 100) expect(r.out).toContain(`/proc/${process.pid}/environ: No such file or directory`);
+  });
+  it('the guard and the CLI install are visible read-only', async () => {
+    const r = await sh(`test -r ${GUARD_DIR}/rules.ts && echo guard-visible; touch ${GUARD_DIR}/x`, true);
+    expect(r.out).toContain('guard-visible');
+    expect(r.out).toContain('Read-only file system');
+  });
+});

@@ -1,0 +1,125 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startCredentialProxy, type CredentialProxy } from '../src/sandbox/credential-proxy.ts';
+import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
+
+const REAL_KEY = 'sk-ant-real-key-never-leaves-the-runner';
+
+let model: OfflineModel;
+let proxy: CredentialProxy;
+beforeAll(async () => {
+  model = await startOfflineModel();
+  proxy = await startCredentialProxy({ upstream: model.url, apiKey: REAL_KEY });
+});
+afterAll(async () => {
+  await proxy.close();
+  await model.close();
+});
+afterEach(() => model.reset());
+
+const body = (text: string, stream = false) =>
+  JSON.stringify({ model: 'm', max_tokens: 10, stream, tools: [{ name: 'noop', input_schema: { type: 'object' } }], messages: [{ role: 'user', content: `#offline ${JSON.stringify({ text })}` }] });
+
+function call(path: string, init: RequestInit & { key?: string | null } = {}) {
+  const headers = new Headers(init.headers);
+  if (init.key !== null) headers.set('x-api-key', init.key ?? proxy.sessionKey);
+  headers.set('content-type', 'application/json');
+  headers.set('anthropic-version', '2023-06-01');
+  return fetch(`${proxy.url}${path}`, { method: 'POST', ...init, headers });
+}
+
+describe('credential proxy', () => {
+  it('listens on loopback and hands out a per-session key that is not the real one', () => {
+    expect(proxy.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(proxy.sessionKey).toMatch(/^sy-session-/);
+    expect(proxy.sessionKey).not.toContain(REAL_KEY);
+  });
+
+  it('swaps the session key for the real one upstream, query and headers intact', async () => {
+    const res = await call('/v1/messages?beta=true', { body: body('hello through the proxy'), headers: { 'anthropic-beta': 'x-1', authorization: `Bearer ${proxy.sessionKey}` } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ content: [{ type: 'text', text: 'hello through the proxy' }] });
+    const [rec] = model.requests();
+    expect(rec?.url).toBe('/v1/messages?beta=true');
+    expect(rec?.headers['x-api-key']).toBe(REAL_KEY);
+    expect(rec?.headers.authorization).toBeUndefined();
+    expect(rec?.headers['anthropic-beta']).toBe('x-1');
+    expect(JSON.stringify(rec?.headers)).not.toContain(proxy.sessionKey);
+  });
+
+  it('streams SSE through unchanged', async () => {
+    const res = await call('/v1/messages', { body: body('streamed words here', true) });
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const text = await res.text();
+    expect(text).toContain('event: message_start');
+    expect(text).toContain('streamed words here');
+    expect(text).toContain('event: message_stop');
+  });
+
+  it('refuses a missing or wrong key without calling upstream, and never echoes a key', async () => {
+    for (const key of [null, 'sk-ant-guess', REAL_KEY, `${proxy.sessionKey}x`]) {
+      const res = await call('/v1/messages', { body: body('x'), key });
+      expect(res.status).toBe(401);
+      const text = await res.text();
+      expect(text).toContain('authentication_error');
+      expect(text).not.toContain(REAL_KEY);
+      expect(text).not.toContain(proxy.sessionKey);
+    }
+    expect(model.requests()).toEqual([]);
+  });
+
+  it('forwards only the Messages API: anything else is 404 here, even with the key', async () => {
+    for (const [method, path] of [['POST', '/_offline/queue'], ['GET', '/v1/messages'], ['POST', '/v1/complete'], ['DELETE', '/v1/messages']] as const) {
+      const res = await call(path, { method, ...(method === 'POST' ? { body: '[]' } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(404);
+    }
+    expect((await call('/v1/messages/count_tokens', { body: body('x') })).status).toBe(200);
+    expect(model.requests().map((r) => r.path)).toEqual(['/v1/messages/count_tokens']);
+  });
+
+  it("answers claude's HEAD / itself", async () => {
+    const res = await fetch(`${proxy.url}/`, { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(model.requests()).toEqual([]);
+  });
+
+  it('a keyless upstream (the offline model, a gateway) gets no key at all', async () => {
+    const keyless = await startCredentialProxy({ upstream: model.url });
+    try {
+      const res = await fetch(`${keyless.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': keyless.sessionKey, 'content-type': 'application/json' }, body: body('k') });
+      expect(res.status).toBe(200);
+      expect(model.requests()[0]?.headers['x-api-key']).toBeUndefined();
+    } finally {
+      await keyless.close();
+    }
+  });
+
+  it('keeps a path prefix of the upstream and reports an unreachable upstream without the key', async () => {
+    let seen = '';
+    const up: Server = createServer((req, res) => {
+      seen = `${req.url} ${req.headers['x-api-key']}`;
+      res.end('{}');
+    });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as AddressInfo).port;
+    const p = await startCredentialProxy({ upstream: `http://127.0.0.1:${port}/gateway/anthropic/`, apiKey: REAL_KEY });
+    try {
+      await fetch(`${p.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': p.sessionKey }, body: '{}' });
+      expect(seen).toBe(`/gateway/anthropic/v1/messages ${REAL_KEY}`);
+      await new Promise<void>((r) => up.close(() => r()));
+      const res = await fetch(`${p.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': p.sessionKey }, body: '{}' });
+      expect(res.status).toBe(502);
+      const text = await res.text();
+      expect(text).toMatch(/unreachable \(ECONNREFUSED\)/);
+      expect(text).not.toContain(REAL_KEY);
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+
+  it('refuses a non-http upstream', async () => {
+    await expect(startCredentialProxy({ upstream: 'file:///etc/passwd' })).rejects.toThrow(/http\(s\)/);
+  });
+});
