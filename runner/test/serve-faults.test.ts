@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { RunnerCloseCode } from '@switchyard/protocol';
 import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
-import { serveRunner, slowText, stopRunner, turnDones, waitEvent, waitGroupGone, waitReady, waitTurnDone, type Served } from './contract/fixture.ts';
+import { exitWithin, serveRunner, slowText, stopRunner, turnDones, waitEvent, waitGroupGone, waitReady, waitTurnDone, type Served } from './contract/fixture.ts';
 import { assertNoOrphans, type RunnerProcess } from './contract/runner-process.ts';
 import { TestHub } from './contract/test-hub.ts';
 
@@ -101,7 +101,7 @@ describe('serve with a misbehaving CLI', () => {
     const session = await hub.newSession();
     const served = serveRunner(session, 'pi', model.url, { SWITCHYARD_RUNNER_TOKEN: 'wrong-token-0000' });
     runners.push(served.runner);
-    const exit = await served.runner.exited;
+    const exit = await exitWithin(served.runner, 10_000, 'exit after a refused token');
     expect(exit.code).toBe(3);
     expect(served.runner.cliPids()).toEqual([]);
     expect(served.runner.stderr()).not.toContain('wrong-token-0000');
@@ -113,7 +113,7 @@ describe('serve with a misbehaving CLI', () => {
     const [cliPid] = first.runner.cliPids();
     const second = serveRunner(first.session, 'pi', model.url, fake('normal'));
     runners.push(second.runner);
-    expect((await first.runner.exited).code).toBe(3);
+    expect((await exitWithin(first.runner, 10_000, 'superseded runner exit')).code).toBe(3);
     expect(await waitGroupGone(cliPid as number)).toBe(true);
     expect(first.runner.logs.some((l) => String(l.message ?? '').includes(String(RunnerCloseCode.superseded)))).toBe(true);
     await first.session.waitFor(() => first.session.hellos().length === 2, 'second hello');

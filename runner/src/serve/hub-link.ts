@@ -93,7 +93,13 @@ export class HubLink {
   /** Unsequenced frames (status, replies): delivered only while welcomed, else dropped. */
   send(msg: RunnerToHub): boolean {
     if (!this.welcomed || this.ws?.readyState !== WebSocket.OPEN) return false;
-    this.ws.send(JSON.stringify(RunnerToHubSchema.parse(msg)));
+    const checked = RunnerToHubSchema.safeParse(msg);
+    if (!checked.success) {
+      // A runner bug; refusing to send it beats handing the hub a frame it must reject.
+      this.o.log.error('invalid outgoing frame dropped', { type: msg.type, problem: checked.error.issues[0]?.message });
+      return false;
+    }
+    this.ws.send(JSON.stringify(checked.data));
     return true;
   }
 

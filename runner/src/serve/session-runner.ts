@@ -295,7 +295,9 @@ export class SessionRunner {
 
   private async uploadTranscript(final: boolean): Promise<void> {
     const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.paths);
-    if (!final && file) await waitForQuietFile(file.path, TRANSCRIPT_SETTLE);
+    // Only a live CLI may still be writing; a dead one's file is as complete as it gets.
+    const writing = [...this.slots.values()].some((slot) => slot.running);
+    if (!final && file && writing) await waitForQuietFile(file.path, TRANSCRIPT_SETTLE);
     const collected = await collectTranscript(this.o.config.backend, this.resumeHandle, this.o.paths);
     if (!collected.ok) {
       this.o.log.error('transcript upload failed', { code: collected.error.code, message: collected.error.message });

@@ -99,6 +99,19 @@ export async function stopRunner(runner: RunnerProcess, timeoutMs = 20_000): Pro
   return exit;
 }
 
+/** The runner's exit, or a failure naming `what` if it takes longer than `timeoutMs`. */
+export async function exitWithin(runner: RunnerProcess, timeoutMs: number, what = 'runner exit'): Promise<{ code: number | null; signal: string | null; atMs: number }> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: runner still running after ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([runner.exited, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Waits (bounded) until no live process is left in group `pgid`. */
 export async function waitGroupGone(pgid: number, timeoutMs = 10_000): Promise<boolean> {
   const { groupMembers } = await import('./runner-process.ts');

@@ -6,6 +6,7 @@ import { locateCli } from '../../src/cli/locate.ts';
 import { startOfflineModel, type OfflineModel } from '../../src/offline-model/index.ts';
 import type { ContractHub, ContractSession } from './contract-hub.ts';
 import {
+  exitWithin,
   scripted,
   serveRunner,
   slowText,
@@ -94,6 +95,18 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       expect(await stopRunner(runner)).toMatchObject({ code: 0 });
       expect(session.byes().at(-1)).toMatchObject({ reason: 'signal' });
       expect(session.violations()).toEqual([]);
+    });
+
+    test('a tool call runs through serve: tool.start, tool.end, tool.result, then the answer', async () => {
+      const { session, runner, workspace } = await start();
+      await waitReady(session);
+      const { messageId } = await session.sendMessage(scripted(uniq('tool'), { tool: 'shell', command: 'echo tool-ran > proof.txt; echo done' }));
+      expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+      const types = session.events().filter((e) => e.messageId === messageId).map((e) => e.event.type);
+      expect(types).toEqual(expect.arrayContaining(['tool.start', 'tool.end', 'tool.result', 'text.delta']));
+      expect(types.indexOf('tool.result')).toBeGreaterThan(types.indexOf('tool.end'));
+      expect(readFileSync(`${workspace}/proof.txt`, 'utf8').trim()).toBe('tool-ran');
+      await stopRunner(runner);
     });
 
     test('a message while a turn runs is rejected busy; the same messageId again is a duplicate, not a second turn', async () => {
@@ -231,8 +244,9 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       const { session, runner } = await start({ SWITCHYARD_BUFFER_MAX_EVENTS: '20', SWITCHYARD_SHUTDOWN_DEADLINE: '1s' });
       await waitReady(session);
       faults.pauseAcks(session.sessionId, true);
-      await session.sendMessage(slowText(uniq('flood'), 80, 20));
-      const exit = await runner.exited;
+      // A 12 s stream: the runner must fail at the overflow, not when the turn would have ended.
+      await session.sendMessage(slowText(uniq('flood'), 600, 20));
+      const exit = await exitWithin(runner, 8000, 'exit after overflow');
       expect(exit.code).toBe(4);
       expect(session.byes().at(-1)).toMatchObject({ reason: 'buffer_overflow', error: { code: 'buffer_overflow' } });
       expect(runner.logs.some((l) => l.level === 'error' && l.msg.includes('overflow'))).toBe(true);
@@ -247,7 +261,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       const { messageId } = await session.sendMessage(uniq('idle'));
       await waitTurnDone(session, messageId);
       const doneAt = Date.now();
-      const exit = await runner.exited;
+      const exit = await exitWithin(runner, 15_000, 'idle exit');
       expect(exit.code).toBe(0);
       expect(exit.atMs - doneAt).toBeGreaterThanOrEqual(1000);
       expect(session.byes().at(-1)).toMatchObject({ reason: 'idle' });
@@ -258,7 +272,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       const { session, runner } = await start({ SWITCHYARD_MAX_LIFETIME: '5s' });
       await waitReady(session);
       const { messageId } = await session.sendMessage(slowText(uniq('lifetime'), 100, 150));
-      const exit = await runner.exited;
+      const exit = await exitWithin(runner, 15_000, 'max lifetime exit');
       expect(exit.code).toBe(0);
       expect(turnDones(session, messageId)).toEqual([expect.objectContaining({ stopReason: 'interrupted' })]);
       expect(session.byes().at(-1)).toMatchObject({ reason: 'max_lifetime' });
@@ -272,7 +286,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       await waitEvent(session, (e) => e.messageId === messageId && e.event.type === 'text.delta', 'first delta');
       const t0 = Date.now();
       runner.kill('SIGTERM');
-      const exit = await runner.exited;
+      const exit = await exitWithin(runner, 15_000, 'exit after SIGTERM');
       expect(exit.code).toBe(0);
       expect(exit.atMs - t0).toBeLessThan(8000);
       expect(turnDones(session, messageId)).toEqual([expect.objectContaining({ stopReason: 'interrupted' })]);
