@@ -96,10 +96,11 @@ export class FakeRunner {
   invalid: string[] = [];
   closed: { code: number; reason: string } | undefined;
   seq = 0;
-  constructor(
-    readonly ws: WebSocket,
-    readonly runnerId: string,
-  ) {
+  readonly ws: WebSocket;
+  readonly runnerId: string;
+  constructor(ws: WebSocket, runnerId: string) {
+    this.ws = ws;
+    this.runnerId = runnerId;
     ws.addEventListener('message', (e) => {
       const text = typeof e.data === 'string' ? e.data : '';
       if (text === '{"type":"pong"}') {
@@ -213,7 +214,9 @@ export class SseReader {
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
   private readonly pump: Promise<void>;
 
-  constructor(readonly response: Response) {
+  readonly response: Response;
+  constructor(response: Response) {
+    this.response = response;
     if (response.body === null) throw new Error('no body');
     this.reader = response.body.getReader();
     this.pump = this.run();

@@ -29,6 +29,15 @@ describe('GET /api/openapi.json', () => {
         'GET /api/admin/settings',
         'PUT /api/admin/settings',
         'GET /api/admin/audit',
+        'GET /api/admin/sessions',
+        'POST /api/sessions',
+        'GET /api/sessions',
+        'GET /api/sessions/{id}',
+        'DELETE /api/sessions/{id}',
+        'POST /api/sessions/{id}/messages',
+        'POST /api/sessions/{id}/interrupt',
+        'GET /api/sessions/{id}/events',
+        'GET /api/sessions/{id}/transcript',
       ].sort(),
     );
     const schemas = r.body.components.schemas;

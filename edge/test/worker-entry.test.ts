@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { issueToken } from '../src/auth/token-store.ts';
 import { createUser } from './helpers.ts';
 
-// The deployed Worker: the real clock and the default (unwired) backend probe.
+// The deployed Worker: the real clock, the ECS launcher (unconfigured here: no AWS credentials)
+// and the backend probe wired through it.
 describe('the Worker entry', () => {
-  it('reports pi unavailable with a clear reason until a probe is wired, and refuses to switch to it', async () => {
+  it('reports pi unavailable with a clear reason while the launcher is not configured, and refuses to switch to it', async () => {
     const admin = await createUser({ role: 'admin' });
     const { secret } = await issueToken(env.DB, { userId: admin.id, kind: 'session', name: null, now: Date.now(), ttlMs: 60_000 });
     const headers = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
@@ -15,7 +16,7 @@ describe('the Worker entry', () => {
     const body = (await pub.json()) as { backends: Array<{ name: string; available: boolean; reason?: string }> };
     const pi = body.backends.find((b) => b.name === 'pi');
     expect(pi?.available).toBe(false);
-    expect(pi?.reason).toMatch(/no runner probe is wired/);
+    expect(pi?.reason).toMatch(/ECS launcher is not configured/);
 
     const put = await exports.default.fetch('http://localhost/api/admin/settings', {
       method: 'PUT',
@@ -35,10 +36,10 @@ describe('the Worker entry', () => {
     expect(claude.status).toBe(200);
   });
 
-  it('answers the session hub stub with a 501 error value', async () => {
+  it('answers a non-WebSocket request to a session hub with an error value', async () => {
     const stub = env.SESSION_HUB.get(env.SESSION_HUB.idFromName('x'));
     const res = await stub.fetch('http://hub/');
-    expect(res.status).toBe(501);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_implemented');
+    expect(res.status).toBe(426);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
   });
 });

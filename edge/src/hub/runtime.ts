@@ -1,6 +1,5 @@
 import type { Clock } from '../clock.ts';
 import type { Launcher, LauncherFactory } from '../launchers/launcher.ts';
-import { unwiredProbe, type BackendProbe } from '../settings/backend-probe.ts';
 
 // What the hub needs from its surroundings: a clock, a launcher and its timings. The Worker
 // entry registers the production launcher factory; tests replace any part (same isolate as
@@ -76,9 +75,3 @@ export function hubRuntime(): HubRuntime {
   };
 }
 
-/** The backend switch's probe: the launcher's `probe` when it has one (DESIGN "Launchers"). */
-export function launcherProbe(env: Env): BackendProbe {
-  const launcher = hubRuntime().launcherFor(env);
-  const probe = launcher.probe?.bind(launcher);
-  return probe === undefined ? unwiredProbe : { probe };
-}
