@@ -1,0 +1,354 @@
+// The local stack `npm start` runs, as a function the end-to-end tests call too:
+//   1. D1 migrations on the local database (`wrangler d1 migrations apply --local`, as db:migrate);
+//   2. the dev admin (scripts/admin-create.ts; password from SWITCHYARD_ADMIN_PASSWORD, or
+//      generated into <devDir>/dev-admin.json, mode 0600 — never printed);
+//   3. the offline model, unless ANTHROPIC_API_KEY or SWITCHYARD_MODEL_URL is set;
+//   4. the local runner host (`switchyard-runner host`), whose tasks get the model settings;
+//   5. the edge under `wrangler dev`, its ECS launcher pointed at the host (endpoint override,
+//      dummy AWS credentials) and its hub URL at itself; ready once /healthz answers.
+// Every service runs in its own process group; stop() takes them all down.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { reapStaleTasks } from '../../runner/src/host/tasks.ts';
+import { reapStaleServices, run, startService, stopService, killServicesNow, writeServiceRecords, type OutputSink, type Service } from './services.ts';
+import { ROOT, WRANGLER_CONFIG } from './wrangler.ts';
+
+const NODE = process.execPath;
+const WRANGLER_BIN = path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+const RUNNER_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-runner.js');
+const MODEL_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-offline-model.js');
+const ADMIN_SCRIPT = path.join(ROOT, 'scripts', 'admin-create.ts');
+
+export interface StackOptions {
+  /** Edge port on 127.0.0.1; default PORT or 8787; 0 picks a free one. */
+  port?: number;
+  /** Dev credentials, the runner host's task dirs and logs, the service records. Default `<repo>/.switchyard`. */
+  devDir?: string;
+  /** Local D1/DO/R2 state (`wrangler --persist-to`). Default `<repo>/.wrangler/state`, where plain `wrangler dev` looks. */
+  persistTo?: string;
+  /** Where model settings, PORT and SWITCHYARD_ADMIN_PASSWORD are read from. Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  adminUsername?: string;
+  /** Service output, one line at a time. Default: prefixed lines on stderr. */
+  output?: OutputSink;
+  /** Progress messages for the operator. Default: stderr. */
+  log?: (line: string) => void;
+  /** Deadline for each service to get ready (2-core machines under load need generous ones). */
+  readyTimeoutMs?: number;
+  /** SIGTERM → SIGKILL grace for runner tasks (the host's --stop-timeout). */
+  taskStopTimeoutMs?: number;
+  /** Extra `wrangler dev --var NAME:VALUE`s (tests: shorter hub timeouts). */
+  edgeVars?: Record<string, string>;
+  /** Extra environment for the runner host and so for every runner task (tests: a fake CLI). */
+  runnerEnv?: Record<string, string>;
+  /** Aborting stops whatever has started and rejects. */
+  signal?: AbortSignal;
+}
+
+export interface Stack {
+  /** `http://127.0.0.1:PORT` — the edge. */
+  url: string;
+  port: number;
+  /** What runners dial: `ws://127.0.0.1:PORT/internal/runner/connect`. */
+  hubUrl: string;
+  admin: { username: string; password: string; source: 'env' | 'generated' | 'file'; file?: string };
+  /** The model endpoint runners use: the offline model's URL, SWITCHYARD_MODEL_URL, or undefined with ANTHROPIC_API_KEY. */
+  modelUrl: string | undefined;
+  /** Set when this stack runs the offline model (its `/_offline/*` admin routes are at this URL). */
+  offlineModelUrl: string | undefined;
+  /** The local runner host (ECS API stand-in). */
+  hostUrl: string;
+  hostStateDir: string;
+  devDir: string;
+  persistTo: string;
+  services: Service[];
+  /** Resolves when any service exits without being asked to. */
+  unexpectedExit: Promise<{ name: string; code: number | null; signal: NodeJS.Signals | null }>;
+  /** Stops the edge, then the runner host (which stops its tasks) and the model; idempotent. */
+  stop(): Promise<void>;
+}
+
+const USERNAME = /^[A-Za-z0-9._-]{3,32}$/;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function defaultOutput(): OutputSink {
+  return (service, _stream, line) => {
+    if (line.trim() !== '') process.stderr.write(`[${service}] ${line}\n`);
+  };
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
+  const output = opts.output ?? defaultOutput();
+  const readyMs = opts.readyTimeoutMs ?? 120_000;
+  const devDir = path.resolve(opts.devDir ?? path.join(ROOT, '.switchyard'));
+  const persistTo = path.resolve(opts.persistTo ?? path.join(ROOT, '.wrangler', 'state'));
+  const hostStateDir = path.join(devDir, 'host');
+  const recordsFile = path.join(devDir, 'services.json');
+  const username = opts.adminUsername ?? 'admin';
+  if (!USERNAME.test(username)) throw new Error(`admin username ${JSON.stringify(username)} must be 3-32 of [A-Za-z0-9._-]`);
+  const requested = opts.port ?? Number(env.PORT ?? '8787');
+  if (!Number.isInteger(requested) || requested < 0 || requested > 65535) throw new Error(`PORT must be a port number (got ${env.PORT})`);
+  mkdirSync(devDir, { recursive: true, mode: 0o700 });
+  mkdirSync(persistTo, { recursive: true });
+
+  // A previous start that was SIGKILLed cannot have stopped its services or their runners.
+  const stale = reapStaleServices(recordsFile);
+  if (stale.length > 0) log(`stopped ${stale.join(', ')} left running by an earlier npm start`);
+  const staleTasks = reapStaleTasks(hostStateDir);
+  if (staleTasks > 0) log(`stopped ${staleTasks} runner task(s) left running by an earlier npm start`);
+
+  const toolEnv: NodeJS.ProcessEnv = { ...env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' };
+  const services: Service[] = [];
+  let stopping = false;
+  let stopped: Promise<void> | undefined;
+  const aborted = () => {
+    if (opts.signal?.aborted) throw new Error('npm start was interrupted');
+  };
+
+  const stop = (): Promise<void> => {
+    stopping = true;
+    stopped ??= (async () => {
+      const byName = (n: string) => services.find((s) => s.name === n);
+      const edge = byName('edge');
+      // The edge first, so nothing launches runners while the host stops them.
+      if (edge) await stopService(edge, 10_000).catch((e: unknown) => log(String(e)));
+      const rest = services.filter((s) => s !== edge);
+      const host = byName('host');
+      await Promise.all(
+        rest.map((s) => stopService(s, s === host ? (opts.taskStopTimeoutMs ?? 10_000) + 10_000 : 10_000).catch((e: unknown) => log(String(e)))),
+      );
+      // Backstop: a host that died could not stop its tasks.
+      reapStaleTasks(hostStateDir);
+      writeFileSync(recordsFile, '[]\n', { mode: 0o600 });
+    })();
+    return stopped;
+  };
+  const onExit = () => killServicesNow(services);
+  process.once('exit', onExit);
+
+  const launch = async (name: string, command: string, args: string[], serviceEnv: NodeJS.ProcessEnv) => {
+    aborted();
+    const s = await startService(name, command, args, { env: serviceEnv, cwd: ROOT, output });
+    services.push(s);
+    writeServiceRecords(recordsFile, services);
+    return s;
+  };
+  const jsonLine = <T>(line: string): T | undefined => {
+    try {
+      const v = JSON.parse(line) as unknown;
+      return v !== null && typeof v === 'object' ? (v as T) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+
+  try {
+    // 1. Schema.
+    log('applying D1 migrations to the local database ...');
+    const d1 = ['d1', 'migrations', 'apply', 'DB', '--local', '--config', WRANGLER_CONFIG, '--persist-to', persistTo];
+    const migrated = await run(NODE, [WRANGLER_BIN, ...d1], { env: toolEnv, cwd: ROOT });
+    if (migrated.code !== 0) throw new Error(`D1 migrations failed (exit ${migrated.code}):\n${migrated.stderr || migrated.stdout}`);
+    aborted();
+
+    // 2. The dev admin.
+    const admin = await ensureAdmin({ username, env, toolEnv, persistTo, devDir, log });
+    aborted();
+
+    // 3. The model.
+    let modelUrl = env.SWITCHYARD_MODEL_URL || undefined;
+    let offlineModelUrl: string | undefined;
+    if (!modelUrl && !env.ANTHROPIC_API_KEY) {
+      const model = await launch('model', NODE, [MODEL_BIN, '--port', '0'], { ...env });
+      const ready = await model.waitForLine((l) => jsonLine<{ url: string }>(l), readyMs, opts.signal);
+      offlineModelUrl = modelUrl = ready.url;
+      log(`offline model on ${ready.url} (no ANTHROPIC_API_KEY or SWITCHYARD_MODEL_URL set)`);
+    } else {
+      log(modelUrl ? `model: SWITCHYARD_MODEL_URL=${modelUrl}` : 'model: the provider, with ANTHROPIC_API_KEY');
+    }
+
+    // 4. The runner host: its tasks inherit the model settings (never the host's other env).
+    const taskStop = `${opts.taskStopTimeoutMs ?? 10_000}ms`;
+    const host = await launch('host', NODE, [RUNNER_BIN, 'host', '--port', '0', '--state-dir', hostStateDir, '--stop-timeout', taskStop], {
+      ...env,
+      ...(modelUrl !== undefined && { SWITCHYARD_MODEL_URL: modelUrl }),
+      ...opts.runnerEnv,
+    });
+    const hostReady = await host.waitForLine((l) => jsonLine<{ url: string; cluster: string }>(l), readyMs, opts.signal);
+    log(`runner host on ${hostReady.url}`);
+
+    // 5. The edge.
+    const port = requested === 0 ? await freePort() : requested;
+    const url = `http://127.0.0.1:${port}`;
+    const hubUrl = `ws://127.0.0.1:${port}/internal/runner/connect`;
+    // Secrets go through an env file (0600), not the command line.
+    const secretsFile = path.join(devDir, 'edge.env');
+    const secrets = {
+      // Dummy credentials: the local host checks a request is signed, not by whom.
+      AWS_ACCESS_KEY_ID: 'AKIDSWITCHYARDLOCAL',
+      AWS_SECRET_ACCESS_KEY: 'switchyard-local-not-a-secret',
+      // Runner tokens signed with it only live as long as this stack.
+      RUNNER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
+    };
+    writeFileSync(secretsFile, `${Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join('\n')}\n`, { mode: 0o600 });
+    const vars: Record<string, string> = {
+      ECS_ENDPOINT: hostReady.url,
+      ECS_CLUSTER: hostReady.cluster,
+      RUNNER_PROBE: 'host',
+      RUNNER_HUB_URL: hubUrl,
+      ...opts.edgeVars,
+    };
+    const inspector = await freePort();
+    const edge = await launch(
+      'edge',
+      NODE,
+      [
+        WRANGLER_BIN,
+        'dev',
+        '--config',
+        WRANGLER_CONFIG,
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--inspector-port',
+        String(inspector),
+        '--persist-to',
+        persistTo,
+        '--env-file',
+        secretsFile,
+        '--show-interactive-dev-session=false',
+        '--log-level',
+        'info',
+        ...Object.entries(vars).flatMap(([k, v]) => ['--var', `${k}:${v}`]),
+      ],
+      toolEnv,
+    );
+    await waitForHealth(url, edge, readyMs, opts.signal);
+    for (const s of services) s.sample();
+    writeServiceRecords(recordsFile, services);
+
+    const unexpectedExit = new Promise<{ name: string; code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      for (const s of services) void s.exited.then((e) => !stopping && resolve({ name: s.name, ...e }));
+    });
+    return {
+      url,
+      port,
+      hubUrl,
+      admin,
+      modelUrl,
+      offlineModelUrl,
+      hostUrl: hostReady.url,
+      hostStateDir,
+      devDir,
+      persistTo,
+      services,
+      unexpectedExit,
+      async stop() {
+        await stop();
+        process.removeListener('exit', onExit);
+      },
+    };
+  } catch (err) {
+    await stop();
+    process.removeListener('exit', onExit);
+    throw err;
+  }
+}
+
+async function waitForHealth(url: string, edge: Service, deadlineMs: number, signal?: AbortSignal): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  let exited = false;
+  void edge.exited.then(() => (exited = true));
+  for (;;) {
+    if (signal?.aborted) throw new Error('npm start was interrupted');
+    if (exited) throw new Error('wrangler dev exited before the edge answered /healthz (its output is above)');
+    try {
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      if (res.ok) return;
+      await res.body?.cancel();
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`the edge did not answer ${url}/healthz within ${deadlineMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * The dev admin, through scripts/admin-create.ts (so the hashing, SQL and file handling are the
+ * same as `npm run admin:create`). SWITCHYARD_ADMIN_PASSWORD wins and is never written down;
+ * otherwise the password in <devDir>/dev-admin.json is kept while the account exists, and a
+ * new one is generated into that file (0600) when either is missing.
+ */
+async function ensureAdmin(o: {
+  username: string;
+  env: NodeJS.ProcessEnv;
+  toolEnv: NodeJS.ProcessEnv;
+  persistTo: string;
+  devDir: string;
+  log: (l: string) => void;
+}): Promise<Stack['admin']> {
+  const file = path.join(o.devDir, 'dev-admin.json');
+  const query = await run(
+    NODE,
+    [
+      WRANGLER_BIN,
+      'd1',
+      'execute',
+      'DB',
+      '--local',
+      '--config',
+      WRANGLER_CONFIG,
+      '--persist-to',
+      o.persistTo,
+      '--json',
+      '--command',
+      `SELECT username FROM users WHERE username = '${o.username}' COLLATE NOCASE`,
+    ],
+    { env: o.toolEnv, cwd: ROOT },
+  );
+  if (query.code !== 0) throw new Error(`could not read the users table (exit ${query.code}):\n${query.stderr}`);
+  const exists = query.stdout.includes(`"username"`);
+  const create = async (input: string | undefined, reset: boolean) => {
+    const args = [ADMIN_SCRIPT, '--username', o.username, '--persist-to', o.persistTo, ...(input === undefined ? ['--out', file] : []), ...(reset ? ['--reset'] : [])];
+    const r = await run(NODE, args, { env: o.toolEnv, cwd: ROOT, input: input ?? '' });
+    if (r.code !== 0) throw new Error(`admin:create failed (exit ${r.code}): ${r.stderr.trim()}`);
+  };
+
+  const fromEnv = o.env.SWITCHYARD_ADMIN_PASSWORD;
+  if (fromEnv !== undefined && fromEnv !== '') {
+    await create(fromEnv, exists);
+    o.log(`admin ${o.username}: password from SWITCHYARD_ADMIN_PASSWORD`);
+    return { username: o.username, password: fromEnv, source: 'env' };
+  }
+  if (exists && existsSync(file)) {
+    try {
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as { username?: string; password?: string };
+      if (saved.username === o.username && typeof saved.password === 'string') {
+        o.log(`admin ${o.username}: password in ${file}`);
+        return { username: o.username, password: saved.password, source: 'file', file };
+      }
+    } catch {
+      // unreadable: make a new one below
+    }
+  }
+  // stdin must not be a TTY or admin-create would wait for it: an empty pipe means "generate".
+  await create(undefined, exists);
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as { password: string };
+  o.log(`admin ${o.username}: new password generated into ${file} (mode 0600)`);
+  return { username: o.username, password: saved.password, source: 'generated', file };
+}

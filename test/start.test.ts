@@ -1,0 +1,187 @@
+// `npm start` as a person runs it: the real command, real wrangler dev / runner host / offline
+// model processes; ready when /healthz answers; Ctrl-C (SIGINT to the foreground process group,
+// as a terminal sends it) must leave no process behind — not the services, not the runners.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DescribeTasksCommand, ECSClient, RunTaskCommand } from '@aws-sdk/client-ecs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { descendants, listProcs, liveInGroups } from '../runner/src/host/process-tree.ts';
+import { freePort, startStack } from '../scripts/start.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const dirs: string[] = [];
+const tempDir = (name: string) => {
+  const d = mkdtempSync(join(tmpdir(), `switchyard-start-${name}-`));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function waitFor<T>(what: string, f: () => T | undefined | Promise<T | undefined>, deadlineMs: number): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function healthy(url: string): Promise<true | undefined> {
+  try {
+    const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+    return res.ok ? true : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A real runner task on the stack's host, dialling a hub that never answers: it runs until stopped. */
+async function startRunnerTask(hostUrl: string): Promise<number> {
+  const ecs = new ECSClient({ region: 'us-east-1', endpoint: hostUrl, credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'x' }, maxAttempts: 1 });
+  const out = await ecs.send(
+    new RunTaskCommand({
+      cluster: 'switchyard-local',
+      taskDefinition: 'switchyard-runner',
+      networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-local'] } },
+      overrides: {
+        containerOverrides: [
+          {
+            name: 'runner',
+            environment: [
+              { name: 'SWITCHYARD_HUB_URL', value: 'ws://127.0.0.1:9/internal/runner/connect' },
+              { name: 'SWITCHYARD_SESSION_ID', value: 'start-test' },
+              { name: 'SWITCHYARD_BACKEND', value: 'pi' },
+              { name: 'SWITCHYARD_RUNNER_TOKEN', value: 'start-test-token' },
+            ],
+          },
+        ],
+      },
+    }),
+  );
+  const arn = out.tasks?.[0]?.taskArn as string;
+  const task = await waitFor(
+    'task RUNNING',
+    async () => {
+      const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
+      return t?.lastStatus === 'RUNNING' ? t : undefined;
+    },
+    30_000,
+  );
+  return Number(task.containers?.[0]?.runtimeId?.split('-').at(-1));
+}
+
+describe('npm start', () => {
+  it('comes up on loopback, prints the URL and where the credentials are, and Ctrl-C leaves nothing behind', async () => {
+    const port = await freePort();
+    const devDir = tempDir('dev');
+    const persistTo = tempDir('state');
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SWITCHYARD_DEV_DIR: devDir, SWITCHYARD_PERSIST_TO: persistTo };
+    delete env.ANTHROPIC_API_KEY;
+    delete env.SWITCHYARD_MODEL_URL;
+    delete env.SWITCHYARD_ADMIN_PASSWORD;
+    // Its own process group, like a terminal's foreground job: SIGINT to the group = Ctrl-C.
+    const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    npm.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    npm.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => npm.once('exit', (code, signal) => r({ code, signal })));
+    let groups: Set<number> = new Set();
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor('the edge to answer /healthz', () => healthy(url), 180_000);
+      await waitFor('the banner', () => (stdout.includes('Ctrl-C stops everything') ? true : undefined), 30_000);
+      expect(stdout).toContain(`Switchyard is up: ${url}`);
+      const credentials = join(devDir, 'dev-admin.json');
+      expect(stdout).toContain(`admin login: admin — the password is in ${credentials} (mode 0600; not printed)`);
+      expect(statSync(credentials).mode & 0o777).toBe(0o600);
+      const { username, password } = JSON.parse(readFileSync(credentials, 'utf8')) as { username: string; password: string };
+      expect(stdout + stderr).not.toContain(password);
+
+      // The admin can log in: migrations applied, account created, edge serving.
+      const login = await fetch(`${url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username, password }),
+      });
+      expect(login.status).toBe(200);
+
+      // The runner host is up with the offline model wired in: the pi probe passes.
+      const hostUrl = /local runner host (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1] as string;
+      expect(hostUrl).toBeDefined();
+      const probe = (await (await fetch(`${hostUrl}/switchyard/probe`, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) })).json()) as {
+        exitCode: number;
+        report: { backends: { usable: boolean; credentials: { source: string } }[] };
+      };
+      expect(probe.exitCode).toBe(0);
+      expect(probe.report.backends[0]?.credentials.source).toBe('model_url');
+
+      // A live runner under the host, so Ctrl-C has a runner to stop too.
+      const runnerPid = await startRunnerTask(hostUrl);
+      const procs = listProcs();
+      groups = new Set(descendants(npm.pid as number, procs).map((p) => p.pgid));
+      expect(groups.has(runnerPid)).toBe(true);
+      // npm/start, wrangler (+ workerd), the runner host, the offline model, the runner.
+      expect(groups.size).toBeGreaterThanOrEqual(5);
+
+      process.kill(-(npm.pid as number), 'SIGINT');
+      const exit = await waitFor('npm start to exit', () => exited, 90_000);
+      // start.ts exits 0; npm itself, having been sent SIGINT too, re-raises it once its child is done.
+      expect([{ code: 0, signal: null }, { code: null, signal: 'SIGINT' }]).toContainEqual(exit);
+      expect(stderr).toContain('SIGINT: stopping the edge');
+      expect(stderr).toContain('all stopped');
+      // Everything that was below npm start is gone, in every process group it used.
+      await waitFor('no process left', () => (liveInGroups(groups).length === 0 ? true : undefined), 10_000);
+      expect(liveInGroups(groups)).toEqual([]);
+      expect(await healthy(url)).toBeUndefined();
+    } catch (err) {
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- npm start stdout:\n${stdout}\n--- stderr:\n${stderr.slice(-4000)}`);
+    } finally {
+      for (const pgid of [npm.pid as number, ...groups]) {
+        try {
+          process.kill(-pgid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+  }, 300_000);
+
+  it('startStack(): SWITCHYARD_ADMIN_PASSWORD is used and never written down; stop() ends every service', async () => {
+    const password = 'correct-horse-battery-staple';
+    const lines: string[] = [];
+    const stack = await startStack({
+      port: 0,
+      devDir: tempDir('dev'),
+      persistTo: tempDir('state'),
+      env: { ...process.env, SWITCHYARD_ADMIN_PASSWORD: password, ANTHROPIC_API_KEY: '', SWITCHYARD_MODEL_URL: '' },
+      output: (name, _s, line) => lines.push(`[${name}] ${line}`),
+      log: (line) => lines.push(line),
+    });
+    let groups = new Set<number>();
+    try {
+      expect(stack.admin).toEqual({ username: 'admin', password, source: 'env' });
+      expect(stack.offlineModelUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(stack.hubUrl).toBe(`ws://127.0.0.1:${stack.port}/internal/runner/connect`);
+      const login = await fetch(`${stack.url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password }),
+      });
+      expect(login.status).toBe(200);
+      expect(lines.join('\n')).not.toContain(password);
+      expect(readFileSync(join(stack.devDir, 'edge.env'), 'utf8')).not.toContain(password);
+      for (const s of stack.services) s.sample();
+      groups = new Set(stack.services.flatMap((s) => [...s.groups]));
+      expect(stack.services.map((s) => s.name).sort()).toEqual(['edge', 'host', 'model']);
+    } finally {
+      await stack.stop();
+    }
+    expect(liveInGroups(groups)).toEqual([]);
+  }, 300_000);
+});
