@@ -110,6 +110,20 @@ describe('npm start', () => {
         body: JSON.stringify({ username, password }),
       });
       expect(login.status).toBe(200);
+      const { token } = (await login.json()) as { token: string };
+
+      // The backend switch probes pi through the edge's launcher → the runner host → `switchyard-runner probe`.
+      const toPi = await fetch(`${url}/api/admin/settings`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ llmBackend: 'pi' }),
+      });
+      expect(toPi.status, await toPi.clone().text()).toBe(200);
+      expect(((await toPi.json()) as { llmBackend: string }).llmBackend).toBe('pi');
+      const settings = (await (await fetch(`${url}/api/settings`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        backends: { name: string; available: boolean; version?: string }[];
+      };
+      expect(settings.backends.find((b) => b.name === 'pi')).toMatchObject({ available: true, version: '0.73.1' });
 
       // The runner host is up with the offline model wired in: the pi probe passes.
       const hostUrl = /local runner host (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1] as string;
