@@ -18,8 +18,8 @@ function dirname(): string {
   return fileURLToPath(new URL('.', import.meta.url));
 }
 
-function fake(mode: string): Record<string, string> {
-  return { SWITCHYARD_CLI_EXECUTABLE: JSON.stringify({ command: process.execPath, prefixArgs: [FAKE_CLI, `--fake=${mode}`] }) };
+function fake(mode: string, ...extra: string[]): Record<string, string> {
+  return { SWITCHYARD_CLI_EXECUTABLE: JSON.stringify({ command: process.execPath, prefixArgs: [FAKE_CLI, `--fake=${mode}`, ...extra] }) };
 }
 
 describe('serve with a misbehaving CLI', () => {
@@ -84,6 +84,20 @@ describe('serve with a misbehaving CLI', () => {
     const done = await waitTurnDone(session, messageId);
     expect(done).toMatchObject({ stopReason: 'error', error: { code: 'cli_exited', retryable: true } });
     expect(done.error?.message).toBe('CLI exited with code 3: fake-cli: segmentation fault in the model client');
+    await stopRunner(runner);
+  });
+
+  test('a crash before the conversation reached disk: the next CLI starts a new conversation and says so', async () => {
+    const { session, runner, stateDir } = await start(fake('crash', '--no-save'));
+    await waitReady(session);
+    const first = await session.sendMessage('crash before saving');
+    expect((await waitTurnDone(session, first.messageId)).stopReason).toBe('error');
+    const second = await session.sendMessage('and again');
+    await waitTurnDone(session, second.messageId);
+    const error = session.events().find((e) => e.event.type === 'error' && e.event.code === 'resume_unavailable');
+    expect(error).toBeDefined();
+    const argv = readFileSync(join(stateDir, 'cli', 'argv.log'), 'utf8').trim().split('\n');
+    expect(argv[1]).not.toContain('"--session"');
     await stopRunner(runner);
   });
 

@@ -53,6 +53,8 @@ export class SessionRunner {
   private readonly inbox: MachineInput[] = [];
   private processing = false;
   private resumeHandle: string | undefined;
+  /** A user message has reached a CLI (or a transcript was restored): there is a conversation to lose. */
+  private conversationStarted = false;
   private restoring: Promise<void> = Promise.resolve();
   private uploads: Promise<void> = Promise.resolve();
   private lastUploadSha: string | undefined;
@@ -124,6 +126,7 @@ export class SessionRunner {
     const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.paths);
     if (restored.ok) {
       this.resumeHandle = restored.value;
+      this.conversationStarted = true;
       this.lastUploadSha = transcript.sha256;
       this.o.log.info('transcript restored', { bytes: transcript.bytes, resumeId: transcript.resumeId });
     } else {
@@ -167,6 +170,7 @@ export class SessionRunner {
       case 'spawn_cli':
         return this.spawn(effect.gen);
       case 'write_message':
+        this.conversationStarted = true;
         this.slots.get(effect.gen)?.run((p) => p.sendUserMessage(effect.message));
         return;
       case 'cli_interrupt':
@@ -275,9 +279,11 @@ export class SessionRunner {
     const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.paths);
     if (!file) return undefined;
     if (await access(file.path).then(() => true, () => false)) return this.resumeHandle;
+    this.resumeHandle = undefined;
+    // pi names its session file before writing it: a CLI that died before any message lost nothing.
+    if (!this.conversationStarted) return undefined;
     this.o.log.warn('no transcript to resume; starting a new conversation', { resumeId: file.resumeId });
     this.emit({ type: 'error', code: 'resume_unavailable', message: 'the previous conversation was not saved before the CLI stopped; continuing in a new conversation', retryable: false });
-    this.resumeHandle = undefined;
     return undefined;
   }
 
