@@ -180,6 +180,17 @@ export class SessionHub extends DurableObject<Env> {
   /** Appends events to the log (one transaction with `also`), returning what was stored. */
   private append(items: Array<{ event: AgentEvent; messageId?: string | undefined }>, also?: () => void): StoredEvent[] {
     const stored: StoredEvent[] = [];
+    try {
+      this.transact(items, stored, also);
+    } catch (err) {
+      // Rolled back on disk; forget what the failed transaction changed in memory too.
+      this.meta = this.loadMeta();
+      throw err;
+    }
+    return stored;
+  }
+
+  private transact(items: Array<{ event: AgentEvent; messageId?: string | undefined }>, stored: StoredEvent[], also?: () => void): void {
     this.ctx.storage.transactionSync(() => {
       let last = this.meta.lastEventId;
       for (const { event, messageId } of items) {
@@ -194,7 +205,6 @@ export class SessionHub extends DurableObject<Env> {
       also?.();
       this.saveMeta();
     });
-    return stored;
   }
 
   private broadcast(events: StoredEvent[]): void {

@@ -1,0 +1,521 @@
+import { env } from 'cloudflare:workers';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { RUNNER_LINK_PING, RunnerCloseCode, type Transcript } from '@switchyard/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { mintRunnerToken, verifyRunnerToken } from '../src/hub/runner-token.ts';
+import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import { transcriptKey } from '../src/hub/session-hub.ts';
+import {
+  call,
+  createSession,
+  FakeRunner,
+  hubContext,
+  hubStub,
+  launchAndConnect,
+  postMessage,
+  SseReader,
+  statusStates,
+  until,
+  type HubTestContext,
+} from './hub-helpers.ts';
+
+// The runner link against a fake runner (a WebSocket client in the test speaking the wire
+// schemas) and a fake Launcher that records calls. Real workerd, D1, Durable Object, R2.
+
+afterEach(() => setHubRuntimeForTests({}));
+
+const SECRET = 'test-only-runner-token-secret-0123456789';
+
+async function logIds(sessionId: string): Promise<Array<{ id: string; type: string; data: string }>> {
+  return runInDurableObject(hubStub(sessionId), (_hub, state) =>
+    state.storage.sql.exec<{ id: string; type: string; data: string }>('SELECT id, type, data FROM events ORDER BY id').toArray(),
+  );
+}
+
+async function snapshot(ctx: HubTestContext, sid: string) {
+  const r = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+  expect(r.status).toBe(200);
+  return r.body;
+}
+
+/** A turn that the fake runner accepts; returns the messageId. */
+const answered = new WeakMap<FakeRunner, Set<string>>();
+async function acceptNext(runner: FakeRunner): Promise<string> {
+  const seen = answered.get(runner) ?? new Set<string>();
+  answered.set(runner, seen);
+  const um = await until(() => runner.of('user_message').find((m) => !seen.has(m.messageId)), 'an unanswered user_message');
+  seen.add(um.messageId);
+  runner.send({ type: 'accepted', inReplyTo: um.messageId });
+  return um.messageId;
+}
+
+function transcriptFixture(resumeId = 'abc.jsonl'): Transcript {
+  return { backend: 'claude', resumeId, encoding: 'gzip+base64', data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==', sha256: 'a'.repeat(64), bytes: 5 };
+}
+
+describe('runner link: hello, welcome, sequencing', () => {
+  it('welcomes a fresh runner with ackedSeq 0 and a renewed token, then delivers the queued message', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner, messageId, launch } = await launchAndConnect(ctx, sid);
+    expect(launch).toMatchObject({ sessionId: sid, backend: 'claude', hubUrl: 'ws://localhost/internal/runner/connect', model: null });
+    expect(launch.limits).toEqual({ idleMs: 15 * 60_000, maxLifetimeMs: 480 * 60_000 });
+    const welcome = runner.of('welcome')[0];
+    expect(welcome?.ackedSeq).toBe(0);
+    expect(welcome?.transcript).toBeUndefined();
+    const renewed = await verifyRunnerToken(SECRET, welcome?.runnerToken ?? '', ctx.clock.now());
+    expect(renewed).toMatchObject({ ok: true, claims: { sessionId: sid, launchId: launch.launchId } });
+    const um = await runner.waitFor('user_message');
+    expect(um).toMatchObject({ messageId, message: { text: 'hello' } });
+    expect(runner.invalid).toEqual([]);
+    runner.close();
+  });
+
+  it('acks only what it stored, dedupes a resent seq and refuses a gap', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'text.delta', index: 0, text: 'a' }, { type: 'text.delta', index: 0, text: 'b' }], mid);
+    await runner.waitAck(2);
+    // Resend 1..2 together with 3: 1 and 2 are duplicates, only 3 is new.
+    runner.send({
+      type: 'events',
+      events: [1, 2, 3].map((seq) => ({ seq, event: { type: 'text.delta' as const, index: 0, text: `r${seq}` }, messageId: mid })),
+    });
+    runner.seq = 3;
+    await runner.waitAck(3);
+    const deltas = (await logIds(sid)).filter((e) => e.type === 'text.delta').map((e) => JSON.parse(e.data).text);
+    expect(deltas).toEqual(['a', 'b', 'r3']);
+    // A gap is a protocol error.
+    runner.send({ type: 'events', events: [{ seq: 5, event: { type: 'text.delta', index: 0, text: 'x' } }] });
+    expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+  });
+
+  it('does not ack or broadcast events it failed to store; the resend is stored once', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    const sse = await SseReader.open(ctx, sid);
+    await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'busy', 'busy');
+    // Make the next write fail.
+    await runInDurableObject(hubStub(sid), (_h, state) => state.storage.sql.exec('ALTER TABLE events RENAME TO events_away'));
+    runner.events([{ type: 'text.delta', index: 0, text: 'lost?' }], mid);
+    // A frame after it that the hub answers in order: a resend of seq 0..0 is impossible, so
+    // use a ping frame sent as JSON through the handler (not the auto-response string).
+    runner.sendRaw('{"type":"ping" }');
+    await until(() => runner.received.filter((m) => m.type === 'pong').length >= 1, 'pong after the failed frame');
+    expect(runner.of('ack').filter((a) => a.seq >= 1)).toEqual([]);
+    await runInDurableObject(hubStub(sid), (_h, state) => state.storage.sql.exec('ALTER TABLE events_away RENAME TO events'));
+    // The runner resends seq 1 (it was never acked).
+    runner.send({ type: 'events', events: [{ seq: 1, event: { type: 'text.delta', index: 0, text: 'lost?' }, messageId: mid }] });
+    await runner.waitAck(1);
+    expect(runner.of('ack').filter((a) => a.seq >= 1)).toHaveLength(1);
+    await sse.waitFor((e) => e.event === 'text.delta', 'the delta, once stored');
+    expect(sse.ofType('text.delta')).toHaveLength(1);
+    expect((await logIds(sid)).filter((e) => e.type === 'text.delta')).toHaveLength(1);
+    await sse.close();
+    runner.close();
+  });
+
+  it('after a dropped link, welcomes the same runner with the seq it holds; the runner resends the rest', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([1, 2, 3].map((i) => ({ type: 'text.delta' as const, index: 0, text: `${i}` })), mid);
+    await runner.waitAck(3);
+    const token = runner.of('welcome')[0]?.runnerToken ?? '';
+    runner.ws.close(1001, 'going away');
+    await until(async () => (await snapshot(ctx, sid)).runner?.connected === false, 'the hub to see the link down');
+    const again = await FakeRunner.connect(ctx.app, { token, sessionId: sid, runnerId: runner.runnerId });
+    again.seq = 5;
+    again.hello(sid, { lastSeq: 5 });
+    const welcome = await again.waitFor('welcome');
+    expect(welcome.ackedSeq).toBe(3);
+    expect(welcome.transcript).toBeUndefined();
+    again.send({
+      type: 'events',
+      events: [4, 5].map((seq) => ({ seq, event: { type: 'text.delta' as const, index: 0, text: `${seq}` }, messageId: mid })),
+    });
+    await again.waitAck(5);
+    const deltas = (await logIds(sid)).filter((e) => e.type === 'text.delta').map((e) => JSON.parse(e.data).text);
+    expect(deltas).toEqual(['1', '2', '3', '4', '5']);
+    // The delivered turn was not sent again.
+    expect(again.of('user_message')).toEqual([]);
+    again.close();
+  });
+
+  it('refuses a hello whose lastSeq is below what the hub holds, or for another backend', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner, launch } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'text.delta', index: 0, text: 'a' }], mid);
+    await runner.waitAck(1);
+    const b = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: runner.runnerId });
+    b.hello(sid, { lastSeq: 0 });
+    expect((await b.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+    const c = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    c.hello(sid, { backend: 'pi' });
+    expect((await c.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+    runner.close();
+  });
+
+  it('closes with protocolError on invalid frames and frames before hello', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    await postMessage(ctx, sid, 'x');
+    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const a = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    a.send({ type: 'status', state: 'ready', cli: 'running' });
+    expect((await a.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+    const b = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    b.sendRaw('not json');
+    expect((await b.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+    const c = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    c.sendRaw(JSON.stringify({ type: 'hello', protocol: 99 }));
+    expect((await c.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+  });
+
+  it('answers the heartbeat ping with pong', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    runner.sendRaw(RUNNER_LINK_PING);
+    await until(() => runner.received.some((m) => m.type === 'pong'), 'pong');
+    runner.close();
+  });
+});
+
+describe('runner link: tokens', () => {
+  it('refuses an expired token, a token for another session and a forged one with 4401', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const other = await createSession(ctx);
+    await postMessage(ctx, sid, 'x');
+    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+
+    const wrongSession = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: other });
+    expect(await wrongSession.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token is for another session' });
+
+    const forged = await mintRunnerToken('another-secret-that-is-long-enough-000000', { sessionId: sid, launchId: launch.launchId, expiresAt: ctx.clock.now() + 60_000 });
+    const bad = await FakeRunner.connect(ctx.app, { token: forged, sessionId: sid });
+    expect(await bad.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token invalid' });
+
+    const none = await FakeRunner.connect(ctx.app, { token: 'garbage', sessionId: sid });
+    expect((await none.waitClosed()).code).toBe(RunnerCloseCode.unauthorized);
+
+    ctx.clock.advance(31 * 60_000); // default token lifetime is 30 min
+    const late = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    expect(await late.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token expired' });
+  });
+
+  it('refuses a runner of a replaced launch (4409) and any runner once the session has none (4404)', async () => {
+    const ctx = await hubContext({ connectTimeoutMs: 60_000 });
+    const sid = await createSession(ctx);
+    await postMessage(ctx, sid, 'one');
+    const first = await until(() => ctx.launcher.startsFor(sid)[0], 'first launch');
+    // It never connects: the deadline fails the launch.
+    ctx.clock.advance(61_000);
+    expect(await runDurableObjectAlarm(hubStub(sid))).toBe(true);
+    const gone = await FakeRunner.connect(ctx.app, { token: first.runnerToken, sessionId: sid });
+    expect((await gone.waitClosed()).code).toBe(RunnerCloseCode.sessionGone);
+
+    expect((await postMessage(ctx, sid, 'two')).status).toBe(202);
+    await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+    const stale = await FakeRunner.connect(ctx.app, { token: first.runnerToken, sessionId: sid });
+    expect((await stale.waitClosed()).code).toBe(RunnerCloseCode.superseded);
+  });
+
+  it('refuses every runner link when RUNNER_TOKEN_SECRET is missing, and the launch fails saying so', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const token = await mintRunnerToken(SECRET, { sessionId: sid, launchId: 'x', expiresAt: ctx.clock.now() + 60_000 });
+    const r = await FakeRunner.connect(ctx.app, { token, sessionId: sid, envOverride: { RUNNER_TOKEN_SECRET: '' } });
+    expect(await r.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner links are not configured' });
+  });
+
+  it('renews the token over the link at half-life', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    await acceptNext(runner);
+    ctx.clock.advance(15 * 60_000 + 1);
+    await runDurableObjectAlarm(hubStub(sid));
+    const renewed = await runner.waitFor('token');
+    const v = await verifyRunnerToken(SECRET, renewed.runnerToken, ctx.clock.now());
+    expect(v.ok && v.claims.expiresAt).toBeGreaterThan(ctx.clock.now() + 29 * 60_000);
+    runner.close();
+  });
+});
+
+describe('messages and interrupts through the runner', () => {
+  it('answers 409 while a turn runs, and 409 when the runner itself says busy', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    const busy = await postMessage(ctx, sid, 'again');
+    expect(busy.status).toBe(409);
+    expect(busy.body.error.code).toBe('conflict');
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await runner.waitAck(1);
+
+    // The hub thinks the runner is free; the runner disagrees.
+    const pending = postMessage(ctx, sid, 'third', { clientMessageId: 'c-3' });
+    const um = await until(() => runner.of('user_message')[1], 'second user_message');
+    runner.send({ type: 'reject', inReplyTo: um.messageId, error: { code: 'busy', message: 'busy', retryable: true } });
+    const refused = await pending;
+    expect(refused.status).toBe(409);
+    // Nothing was accepted: no message.user for it, and the same clientMessageId may be retried.
+    const users = (await logIds(sid)).filter((e) => e.type === 'message.user');
+    expect(users).toHaveLength(1);
+    const retry = postMessage(ctx, sid, 'third', { clientMessageId: 'c-3' });
+    const um2 = await until(() => runner.of('user_message')[2], 'third user_message');
+    runner.send({ type: 'accepted', inReplyTo: um2.messageId });
+    expect((await retry).status).toBe(202);
+    runner.close();
+  });
+
+  it('a retried clientMessageId returns the same messageId and starts nothing', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const first = await postMessage(ctx, sid, 'hi', { clientMessageId: 'client-1' });
+    expect(first.status).toBe(202);
+    expect(first.body.duplicate).toBe(false);
+    const again = await postMessage(ctx, sid, 'hi', { clientMessageId: 'client-1' });
+    expect(again.status).toBe(202);
+    expect(again.body).toEqual({ messageId: first.body.messageId, duplicate: true });
+    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    runner.hello(sid);
+    const um = await runner.waitFor('user_message');
+    runner.send({ type: 'accepted', inReplyTo: um.messageId });
+    // Retried while the turn runs: still the same id, no 409, nothing new.
+    const third = await postMessage(ctx, sid, 'hi', { clientMessageId: 'client-1' });
+    expect(third.body).toEqual({ messageId: first.body.messageId, duplicate: true });
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
+    await runner.waitAck(1);
+    const fourth = await postMessage(ctx, sid, 'hi', { clientMessageId: 'client-1' });
+    expect(fourth.body).toEqual({ messageId: first.body.messageId, duplicate: true });
+    expect(ctx.launcher.startsFor(sid)).toHaveLength(1);
+    expect(runner.of('user_message')).toHaveLength(1);
+    expect((await logIds(sid)).filter((e) => e.type === 'message.user')).toHaveLength(1);
+    runner.close();
+  });
+
+  it('relays an interrupt to the runner; before delivery the hub ends the turn itself', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    // Not yet at any runner: the hub closes the turn with turn.done interrupted.
+    const queued = await postMessage(ctx, sid, 'never mind');
+    const early = await call(ctx.app, 'POST', `/api/sessions/${sid}/interrupt`, { token: ctx.token });
+    expect(early.status).toBe(202);
+    let log = await logIds(sid);
+    const done = log.filter((e) => e.type === 'turn.done').map((e) => JSON.parse(e.data));
+    expect(done).toEqual([{ type: 'turn.done', stopReason: 'interrupted', messageId: queued.body.messageId }]);
+
+    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    runner.hello(sid);
+    await runner.waitFor('welcome');
+    expect(runner.of('user_message')).toEqual([]);
+
+    const post = postMessage(ctx, sid, 'long task');
+    const mid = await acceptNext(runner);
+    expect((await post).status).toBe(202);
+    const pending = call(ctx.app, 'POST', `/api/sessions/${sid}/interrupt`, { token: ctx.token });
+    const intr = await runner.waitFor('interrupt');
+    runner.send({ type: 'accepted', inReplyTo: intr.requestId });
+    expect((await pending).status).toBe(202);
+    runner.events([{ type: 'turn.done', stopReason: 'interrupted' }], mid);
+    await runner.waitAck(1);
+    const none = await call(ctx.app, 'POST', `/api/sessions/${sid}/interrupt`, { token: ctx.token });
+    expect(none.status).toBe(409);
+    log = await logIds(sid);
+    expect(log.filter((e) => e.type === 'turn.done')).toHaveLength(2);
+    runner.close();
+  });
+});
+
+describe('transcripts', () => {
+  it('stores a transcript in R2 (acked after the write) and hands it to the next runner in welcome', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    const t = transcriptFixture();
+    runner.seq += 1;
+    runner.send({ type: 'transcript', seq: runner.seq, transcript: t });
+    await runner.waitAck(2);
+    const stored = await env.TRANSCRIPTS.get(transcriptKey(sid));
+    expect(await stored?.json()).toEqual(t);
+    // The runner stops on its own (idle); the next message starts a fresh runner.
+    runner.send({ type: 'bye', reason: 'idle', lastSeq: 2 });
+    await until(async () => (await snapshot(ctx, sid)).state === 'stopped', 'stopped');
+    expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
+    const second = await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+    const next = await FakeRunner.connect(ctx.app, { token: second.runnerToken, sessionId: sid });
+    next.hello(sid);
+    const welcome = await next.waitFor('welcome');
+    expect(welcome.transcript).toEqual(t);
+    next.close();
+  });
+});
+
+describe('lifecycle', () => {
+  it('stops an idle runner when the idle alarm fires: shutdown, bye, stopped, launcher.stop', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const sse = await SseReader.open(ctx, sid);
+    const { runner, launch } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await runner.waitAck(1);
+    // Not idle long enough yet.
+    ctx.clock.advance(14 * 60_000);
+    await runDurableObjectAlarm(hubStub(sid));
+    expect(runner.of('shutdown')).toEqual([]);
+    ctx.clock.advance(60_000 + 1);
+    await runDurableObjectAlarm(hubStub(sid));
+    const shutdown = await runner.waitFor('shutdown');
+    expect(shutdown.reason).toBe('idle for 15 min');
+    runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 1 });
+    await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'stopped', 'stopped');
+    expect(statusStates(sse.events)).toEqual(['starting', 'busy', 'idle', 'stopping', 'stopped']);
+    await until(() => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'), 'launcher.stop');
+    expect(launch.launchId).toBeTruthy();
+    expect((await snapshot(ctx, sid)).runner).toBeNull();
+    await sse.close();
+  });
+
+  it('forces the stop when the runner does not say bye within the grace', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await runner.waitAck(1);
+    ctx.clock.advance(15 * 60_000 + 1);
+    await runDurableObjectAlarm(hubStub(sid));
+    await runner.waitFor('shutdown');
+    ctx.clock.advance(31_000);
+    await runDurableObjectAlarm(hubStub(sid));
+    expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.sessionGone);
+    expect((await snapshot(ctx, sid)).state).toBe('stopped');
+    expect(ctx.launcher.stops).toHaveLength(1);
+  });
+
+  it('reports a runner that never connects as failed, closes the waiting turn, and stops the task', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const sse = await SseReader.open(ctx, sid);
+    const msg = await postMessage(ctx, sid, 'hello?');
+    await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    await until(async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1', 'the ref recorded');
+    ctx.clock.advance(180_000 + 1);
+    await runDurableObjectAlarm(hubStub(sid));
+    const failed = await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'failed', 'failed');
+    expect((failed.data as { reason: string }).reason).toBe('the runner did not connect within 180 s');
+    const done = sse.ofType('turn.done');
+    expect(done.map((e) => e.data)).toEqual([
+      {
+        type: 'turn.done',
+        stopReason: 'error',
+        error: { code: 'runner_failed', message: 'the runner did not connect within 180 s', retryable: true },
+        messageId: msg.body.messageId,
+      },
+    ]);
+    await until(() => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'), 'launcher.stop');
+    const row = await call(ctx.app, 'GET', `/api/sessions`, { token: ctx.token });
+    expect(row.body.sessions.find((s: { id: string }) => s.id === sid)).toMatchObject({ state: 'failed' });
+    await sse.close();
+  });
+
+  it('reports a runner the launcher says has exited, without waiting for the deadline', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    await postMessage(ctx, sid, 'hello?');
+    await until(async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1', 'the ref recorded');
+    ctx.launcher.states.set('fake-task-1', { state: 'stopped', exitCode: 3, reason: 'Essential container in task exited' });
+    ctx.clock.advance(5_001);
+    await runDurableObjectAlarm(hubStub(sid));
+    const s = await snapshot(ctx, sid);
+    expect(s.state).toBe('failed');
+    expect(s.stateReason).toBe('the runner exited before connecting (exit code 3: Essential container in task exited)');
+    expect(ctx.launcher.describes).toContain('fake-task-1');
+  });
+
+  it('reports a launcher that cannot start a runner', async () => {
+    const ctx = await hubContext();
+    ctx.launcher.failStart = 'RunTask: capacity unavailable';
+    const sid = await createSession(ctx);
+    await postMessage(ctx, sid, 'hello?');
+    await until(async () => (await snapshot(ctx, sid)).state === 'failed', 'failed');
+    expect((await snapshot(ctx, sid)).stateReason).toBe('could not start a runner: RunTask: capacity unavailable');
+    // The next message tries again.
+    ctx.launcher.failStart = undefined;
+    expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
+    await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+  });
+
+  it('a runner lost mid-turn: one turn.done from the hub after the reconnect grace, and the task is stopped', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'text.delta', index: 0, text: 'partial' }], mid);
+    await runner.waitAck(1);
+    runner.ws.close(1011, 'crash');
+    await until(async () => (await snapshot(ctx, sid)).runner?.connected === false, 'link down');
+    ctx.clock.advance(60_001);
+    await runDurableObjectAlarm(hubStub(sid));
+    const log = await logIds(sid);
+    const done = log.filter((e) => e.type === 'turn.done').map((e) => JSON.parse(e.data));
+    expect(done).toHaveLength(1);
+    expect(done[0]).toMatchObject({ stopReason: 'error', error: { code: 'runner_failed' }, messageId: mid });
+    expect((await snapshot(ctx, sid)).state).toBe('failed');
+    await until(() => ctx.launcher.stops.length === 1, 'launcher.stop');
+  });
+
+  it('a message sent while the runner is stopping waits for it and starts the next runner', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await runner.waitAck(1);
+    ctx.clock.advance(15 * 60_000 + 1);
+    await runDurableObjectAlarm(hubStub(sid));
+    await runner.waitFor('shutdown');
+    const queued = await postMessage(ctx, sid, 'one more');
+    expect(queued.status).toBe(202);
+    expect(runner.of('user_message')).toHaveLength(1);
+    runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 1 });
+    const second = await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+    const next = await FakeRunner.connect(ctx.app, { token: second.runnerToken, sessionId: sid });
+    next.hello(sid);
+    const um = await next.waitFor('user_message');
+    expect(um.messageId).toBe(queued.body.messageId);
+    next.close();
+  });
+
+  it('reports events a runner lost before its bye', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'text.delta', index: 0, text: 'a' }], mid);
+    await runner.waitAck(1);
+    runner.send({ type: 'bye', reason: 'buffer_overflow', lastSeq: 4, error: { code: 'buffer_overflow', message: 'event buffer full', retryable: false } });
+    await until(async () => (await snapshot(ctx, sid)).state === 'failed', 'failed');
+    const log = (await logIds(sid)).map((e) => JSON.parse(e.data));
+    expect(log.find((e) => e.type === 'error')).toMatchObject({ code: 'runner_events_lost' });
+    expect(log.filter((e) => e.type === 'turn.done')).toEqual([
+      expect.objectContaining({ stopReason: 'error', error: expect.objectContaining({ code: 'runner_lost' }) }),
+    ]);
+  });
+});
