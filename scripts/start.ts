@@ -16,7 +16,7 @@ async function main(): Promise<number> {
   const done = new Promise<number>((r) => (finished = r));
   const shutdown = (why: string, code: number): Promise<number> => {
     shuttingDown ??= (async () => {
-      process.stderr.write(`\n${why}: stopping the edge, the runner host (and its runners) and the model ...\n`);
+      process.stderr.write(`\n${why}: stopping the runner host (and its runners), the edge and the model ...\n`);
       abort.abort();
       await stack?.stop();
       process.stderr.write('all stopped\n');

@@ -147,7 +147,7 @@ describe('npm start', () => {
       const exit = await waitFor('npm start to exit', () => exited, 90_000);
       // start.ts exits 0; npm itself, having been sent SIGINT too, re-raises it once its child is done.
       expect([{ code: 0, signal: null }, { code: null, signal: 'SIGINT' }]).toContainEqual(exit);
-      expect(stderr).toContain('SIGINT: stopping the edge');
+      expect(stderr).toContain('SIGINT: stopping the runner host');
       expect(stderr).toContain('all stopped');
       // Everything that was below npm start is gone, in every process group it used.
       await waitFor('no process left', () => (liveInGroups(groups).length === 0 ? true : undefined), 10_000);

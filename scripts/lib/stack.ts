@@ -66,7 +66,7 @@ export interface Stack {
   services: Service[];
   /** Resolves when any service exits without being asked to. */
   unexpectedExit: Promise<{ name: string; code: number | null; signal: NodeJS.Signals | null }>;
-  /** Stops the edge, then the runner host (which stops its tasks) and the model; idempotent. */
+  /** Stops the runner host (which stops its runners), then the edge and the model; idempotent. */
   stop(): Promise<void>;
 }
 
@@ -122,15 +122,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const stop = (): Promise<void> => {
     stopping = true;
     stopped ??= (async () => {
-      const byName = (n: string) => services.find((s) => s.name === n);
-      const edge = byName('edge');
-      // The edge first, so nothing launches runners while the host stops them.
-      if (edge) await stopService(edge, 10_000).catch((e: unknown) => log(String(e)));
-      const rest = services.filter((s) => s !== edge);
-      const host = byName('host');
-      await Promise.all(
-        rest.map((s) => stopService(s, s === host ? (opts.taskStopTimeoutMs ?? 10_000) + 10_000 : 10_000).catch((e: unknown) => log(String(e)))),
-      );
+      const host = services.find((s) => s.name === 'host');
+      // The runner host first, while the edge and the model are still up: its runners get
+      // SIGTERM, flush to the hub and say goodbye instead of waiting out their shutdown deadline
+      // against a hub that is gone. A closing host refuses new RunTasks meanwhile.
+      if (host) await stopService(host, (opts.taskStopTimeoutMs ?? 10_000) + 10_000).catch((e: unknown) => log(String(e)));
+      await Promise.all(services.filter((s) => s !== host).map((s) => stopService(s, 10_000).catch((e: unknown) => log(String(e)))));
       // Backstop: a host that died could not stop its tasks.
       reapStaleTasks(hostStateDir);
       writeFileSync(recordsFile, '[]\n', { mode: 0o600 });
