@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, EventOf } from '@switchyard/protocol';
 import type { ContractSession, HubEvent } from './contract-hub.ts';
-import { startRunner, type RunnerProcess } from './runner-process.ts';
+import { groupMembers, startRunner, type RunnerProcess } from './runner-process.ts';
 
 /** Settings that keep the suite fast; each test overrides what it exercises. */
 export const FAST_ENV: Record<string, string> = {
@@ -112,9 +112,11 @@ export async function exitWithin(runner: RunnerProcess, timeoutMs: number, what 
   }
 }
 
-/** Waits (bounded) until no live process is left in group `pgid`. */
+/**
+ * Waits (bounded) until no live process is left in group `pgid`. Polls /proc:
+ * the death of a process that is not the test's child raises no event.
+ */
 export async function waitGroupGone(pgid: number, timeoutMs = 10_000): Promise<boolean> {
-  const { groupMembers } = await import('./runner-process.ts');
   const deadline = Date.now() + timeoutMs;
   while (groupMembers(pgid).length > 0) {
     if (Date.now() > deadline) return false;

@@ -140,6 +140,7 @@ export function groupMembers(pgid: number): number[] {
 export async function assertNoOrphans(timeoutMs = 5000): Promise<void> {
   const groups = [...tracked];
   tracked.clear();
+  // Polled with a deadline: the death of a process that is not our child raises no event.
   const deadline = Date.now() + timeoutMs;
   let alive = groups.filter((g) => groupMembers(g).length > 0);
   while (alive.length > 0 && Date.now() < deadline) {
