@@ -1,0 +1,163 @@
+// Proof that the guard is really there. A sandbox that silently fails to load
+// looks exactly like one that works until something tries to escape, so:
+//  - guardSelfTest(): cheap, at every runner start. claude's hook is run as
+//    claude runs it and must block a canary call (exit 2, our reason); pi's
+//    extension is loaded with a stand-in API and its handler must block.
+//  - runGuardCanary(): for `probe`. The real CLI, under the runner's real
+//    sandbox, driven by the in-process offline model to read a canary file
+//    outside the workspace. The guard must refuse it with its own reason and
+//    the canary's content must not come back.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
+import { CliProcess } from '../cli/cli-process.ts';
+import type { CliExecutable } from '../cli/locate.ts';
+import { startOfflineModel } from '../offline-model/index.ts';
+import { policyEnv, POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
+import { DENY_PREFIX } from './guard/rules.ts';
+import { GUARD_ENTRY, type Sandbox } from './sandbox.ts';
+
+export type CanaryResult = { ok: true } | { ok: false; problem: string };
+
+const SELF_TEST_TIMEOUT_MS = 20_000;
+
+/** Both entry points load under this runner and block a call outside the workspace. */
+export async function guardSelfTest(sandbox: Sandbox): Promise<CanaryResult> {
+  try {
+    await sandbox.checkGuardFiles();
+  } catch (err) {
+    return { ok: false, problem: (err as Error).message };
+  }
+  const workspace = await realpath(tmpdir());
+  const claude = await claudeHookBlocks(sandbox, { v: 1, backend: 'claude', workspace, tools: ['Read'] });
+  if (!claude.ok) return claude;
+  return piExtensionBlocks(sandbox, { v: 1, backend: 'pi', workspace, tools: ['read'] });
+}
+
+async function claudeHookBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<CanaryResult> {
+  const guard = sandbox.guardOption('claude');
+  if (!guard) return { ok: false, problem: 'the guard is disabled' };
+  const input = JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: '/proc/self/environ' }, cwd: policy.workspace });
+  const command = `'${guard.node.replaceAll("'", `'\\''`)}' '${guard.file.replaceAll("'", `'\\''`)}' || exit 2`;
+  return new Promise((resolve) => {
+    const child = spawn('/bin/sh', ['-c', command], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...policyEnv(policy) }, stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), SELF_TEST_TIMEOUT_MS);
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stdin.on('error', () => {});
+    child.stdin.end(input);
+    child.on('error', (err) => resolve({ ok: false, problem: `cannot run the claude guard hook: ${err.message}` }));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (code === 2 && stderr.startsWith(DENY_PREFIX)) resolve({ ok: true });
+      else resolve({ ok: false, problem: `the claude guard hook ${guard.file} did not block the canary (exit ${code}): ${stderr.trim().slice(0, 300)}` });
+    });
+  });
+}
+
+async function piExtensionBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<CanaryResult> {
+  const file = join(sandbox.guardDir, GUARD_ENTRY.pi);
+  const saved = process.env[POLICY_ENV];
+  try {
+    process.env[POLICY_ENV] = JSON.stringify(policy);
+    const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+    if (typeof mod.default !== 'function') return { ok: false, problem: `the pi guard extension ${file} has no default export` };
+    const handlers: Array<(e: unknown, ctx: unknown) => unknown> = [];
+    await (mod.default as (api: unknown) => unknown)({ on: (name: string, h: (e: unknown, ctx: unknown) => unknown) => name === 'tool_call' && handlers.push(h) });
+    const [handler] = handlers;
+    if (!handler) return { ok: false, problem: `the pi guard extension ${file} registered no tool_call handler` };
+    const answer = (await handler({ toolName: 'read', input: { path: '/proc/self/environ' } }, { cwd: policy.workspace })) as { block?: unknown; reason?: unknown } | undefined;
+    if (answer?.block === true && typeof answer.reason === 'string' && answer.reason.startsWith(DENY_PREFIX)) return { ok: true };
+    return { ok: false, problem: `the pi guard extension ${file} did not block the canary` };
+  } catch (err) {
+    return { ok: false, problem: `the pi guard extension ${file} does not load: ${(err as Error).message}` };
+  } finally {
+    if (saved === undefined) delete process.env[POLICY_ENV];
+    else process.env[POLICY_ENV] = saved;
+  }
+}
+
+export interface CanaryOptions {
+  backend: Backend;
+  executable: CliExecutable;
+  sandbox: Sandbox;
+  baseEnv: Record<string, string | undefined>;
+  timeoutMs?: number;
+}
+
+/** The real CLI, the real sandbox, one scripted read of a file outside the workspace. */
+export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
+  if (!o.sandbox.guardEnabled) return { ok: false, problem: 'the guard is disabled' };
+  const root = await realpath(await mkdtemp(join(tmpdir(), 'switchyard-canary-')));
+  const model = await startOfflineModel();
+  let proc: CliProcess | undefined;
+  try {
+    const dirs = { workspace: join(root, 'ws'), home: join(root, 'home'), configDir: join(root, 'cli') };
+    for (const d of Object.values(dirs)) await mkdir(d, { recursive: true, mode: 0o700 });
+    const token = `switchyard-canary-${randomBytes(12).toString('hex')}`;
+    const canaryFile = join(root, 'canary.txt');
+    await writeFile(canaryFile, token);
+    // The allowed read proves the guard is not simply refusing everything (a broken guard fails closed, but is broken).
+    const allowedToken = `switchyard-allowed-${randomBytes(12).toString('hex')}`;
+    await writeFile(join(dirs.workspace, 'allowed.txt'), allowedToken);
+    model.enqueue({ tool: 'read', path: canaryFile }, { tool: 'read', path: join(dirs.workspace, 'allowed.txt') }, { text: 'canary done' });
+    const adapter = adapterFor(o.backend);
+    const spec = await o.sandbox.prepare(
+      adapter.spawnSpec({
+        executable: o.executable,
+        ...dirs,
+        modelBaseUrl: model.url,
+        modelApiKey: 'switchyard-canary',
+        oneShot: true,
+        retry: { maxRetries: 0, baseDelayMs: 0 },
+        guard: o.sandbox.guardOption(o.backend),
+        baseEnv: o.baseEnv,
+      }),
+      { backend: o.backend, ...dirs },
+    );
+    const events: AgentEvent[] = [];
+    let done!: () => void;
+    const turnDone = new Promise<void>((r) => (done = r));
+    proc = await CliProcess.start(spec, adapter.createCodec(), {
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'turn.done') done();
+      },
+    });
+    proc.sendUserMessage({ text: 'Switchyard guard canary: read the file you are asked to read.' });
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      turnDone.then(() => 'done' as const),
+      proc.exited.then(() => 'exited' as const),
+      new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), o.timeoutMs ?? 60_000))),
+    ]);
+    clearTimeout(timer);
+    const seen = JSON.stringify(events);
+    if (seen.includes(token)) return { ok: false, problem: `the guard let the canary read through: ${o.backend} read ${canaryFile}` };
+    const results = events.filter((e): e is Extract<AgentEvent, { type: 'tool.result' }> => e.type === 'tool.result');
+    const [result, allowed] = results;
+    if (result?.isError && result.output.includes(DENY_PREFIX)) {
+      if (allowed && !allowed.isError && allowed.output.includes(allowedToken)) return { ok: true };
+      return { ok: false, problem: `the guard blocked the canary but also refused a read inside the workspace: ${allowed ? allowed.output.slice(0, 300) : 'no second call was made'}` };
+    }
+    const exit = proc.running ? undefined : await proc.exited;
+    const stderr = exit ? exit.stderrHead.trim().split('\n').filter((l) => l.trim() !== '').slice(0, 3).join(' ') : '';
+    if (outcome === 'timeout') return { ok: false, problem: 'the canary run timed out' };
+    if (exit) return { ok: false, problem: `the CLI exited during the canary run (code ${exit.code}${stderr ? `: ${stderr.slice(0, 500)}` : ''})` };
+    return { ok: false, problem: `the guard did not refuse the canary call (${result ? result.output.slice(0, 200) : 'no tool call was made'})` };
+  } catch (err) {
+    return { ok: false, problem: (err as Error).message };
+  } finally {
+    if (proc) {
+      proc.closeInput();
+      proc.kill('SIGKILL');
+      await proc.exited;
+    }
+    await model.close();
+    await rm(root, { recursive: true, force: true }).catch(() => {});
+  }
+}

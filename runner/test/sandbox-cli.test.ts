@@ -1,0 +1,120 @@
+import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
+import { CliProcess } from '../src/cli/cli-process.ts';
+import { locateCli } from '../src/cli/locate.ts';
+import { startOfflineModel } from '../src/offline-model/index.ts';
+import { guardSelfTest, runGuardCanary } from '../src/sandbox/canary.ts';
+import { GUARD_DIR, Sandbox } from '../src/sandbox/sandbox.ts';
+
+// The guard inside the real CLIs, and what happens when it is broken: every
+// failure must end with the tool refused or the CLI not running — never a
+// tool call that goes through unguarded.
+
+const root = realpathSync(mkdtempSync(join(tmpdir(), 'sy-sbcli-')));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A copy of the guard, broken on purpose. */
+function brokenGuard(name: string, file: string, content: string | null): string {
+  const dir = join(root, name);
+  cpSync(GUARD_DIR, dir, { recursive: true });
+  if (content === null) rmSync(join(dir, file));
+  else writeFileSync(join(dir, file), content);
+  return dir;
+}
+
+const baseEnv = { PATH: process.env.PATH };
+
+describe.each(['claude', 'pi'] as const)('%s: the guard canary', (backend) => {
+  it('under bubblewrap the real guard blocks the canary and allows a read inside the workspace', async () => {
+    expect(await runGuardCanary({ backend, executable: locateCli(backend), sandbox: new Sandbox({ mode: 'bubblewrap' }), baseEnv })).toEqual({ ok: true });
+  });
+
+  it('the self-test at runner start passes with the real guard, and fails with a broken one', async () => {
+    expect(await guardSelfTest(new Sandbox({ mode: 'container' }))).toEqual({ ok: true });
+    const dir = brokenGuard(`selftest-${backend}`, 'rules.ts', "throw new Error('broken on purpose');");
+    const result = await guardSelfTest(new Sandbox({ mode: 'container', guardDir: dir }));
+    expect(result).toMatchObject({ ok: false, problem: expect.stringMatching(/guard hook .* did not block|does not load/) });
+  });
+});
+
+describe('claude with a broken guard fails closed', () => {
+  it.each([
+    ['rules.ts throws at load', 'rules.ts', "throw new Error('broken on purpose');", /internal error.*broken on purpose/],
+    ['rules.ts missing (passes no file check: the hook is what is tested)', 'rules.ts', null, /internal error/],
+    ['the hook itself has a syntax error: `|| exit 2`', 'claude-hook.ts', 'this is not javascript (', /SyntaxError/],
+  ])('%s: every tool call is refused, nothing leaks', async (_name, file, content, reason) => {
+    const dir = brokenGuard(`claude-${file}-${content === null ? 'gone' : 'bad'}`, file, content);
+    // Sandbox.prepare would refuse a missing file; spawn around it to see what claude itself does.
+    const sandbox = new Sandbox({ mode: 'none', guardDir: dir });
+    const r = await drive('claude', sandbox, { skipPrepareChecks: true });
+    expect(r.results.length).toBe(2);
+    for (const res of r.results) expect(res).toMatchObject({ isError: true, output: expect.stringMatching(reason) });
+    expect(r.all).not.toContain(r.outsideToken);
+    expect(r.all).not.toContain(r.insideToken);
+  });
+
+  it('the canary reports it instead of claiming the guard is loaded', async () => {
+    const dir = brokenGuard('claude-canary', 'rules.ts', "throw new Error('broken on purpose');");
+    const result = await runGuardCanary({ backend: 'claude', executable: locateCli('claude'), sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }), baseEnv });
+    expect(result).toMatchObject({ ok: false, problem: expect.stringMatching(/also refused a read inside the workspace/) });
+  });
+});
+
+describe('pi with a broken guard never starts', () => {
+  it.each([
+    ['rules.ts with a syntax error', 'rules.ts', 'export const = ;', /Failed to load extension .*pi-extension\.ts/],
+    ['rules.ts throws at load', 'rules.ts', "throw new Error('broken on purpose');", /broken on purpose/],
+  ])('%s: pi exits before reading a command, naming the guard', async (_name, file, content, reason) => {
+    const dir = brokenGuard(`pi-${file}-${String(content).length}`, file, content);
+    const result = await runGuardCanary({ backend: 'pi', executable: locateCli('pi'), sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }), baseEnv });
+    expect(result).toMatchObject({ ok: false, problem: expect.stringMatching(reason) });
+  });
+
+  it('no policy in the environment: pi refuses to load the guard and exits', async () => {
+    const r = await drive('pi', new Sandbox({ mode: 'none' }), { skipPrepareChecks: true, noPolicy: true });
+    expect(r.exit?.code).toBe(1);
+    expect(r.exit?.stderrHead).toMatch(/Failed to load extension .*pi-extension\.ts.*switchyard guard: no policy/s);
+    expect(r.results).toEqual([]);
+  });
+});
+
+describe('the runner refuses to spawn without the guard', () => {
+  it('a missing guard file: nothing is spawned, the error names the file', async () => {
+    const dir = brokenGuard('prepare-missing', 'resolve.ts', null);
+    const result = await runGuardCanary({ backend: 'claude', executable: locateCli('claude'), sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }), baseEnv });
+    expect(result).toEqual({ ok: false, problem: expect.stringContaining(`guard file ${dir}/resolve.ts is missing or unreadable`) });
+  });
+});
+
+/** Two scripted reads (outside, then inside the workspace) against a CLI spawned with this sandbox's guard. */
+async function drive(backend: Backend, sandbox: Sandbox, o: { skipPrepareChecks?: boolean; noPolicy?: boolean }) {
+  const dir = mkdtempSync(join(root, `${backend}-`));
+  const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cfg') };
+  for (const d of Object.values(dirs)) mkdirSync(d);
+  const outsideToken = `OUTSIDE-${Math.random()}`;
+  const insideToken = `INSIDE-${Math.random()}`;
+  writeFileSync(join(dir, 'outside.txt'), outsideToken);
+  writeFileSync(join(dirs.workspace, 'inside.txt'), insideToken);
+  const model = await startOfflineModel();
+  model.enqueue({ tool: 'read', path: join(dir, 'outside.txt') }, { tool: 'read', path: join(dirs.workspace, 'inside.txt') }, { text: 'done' });
+  const adapter = adapterFor(backend);
+  let spec = adapter.spawnSpec({ executable: locateCli(backend), ...dirs, modelBaseUrl: model.url, modelApiKey: 'k', oneShot: true, guard: sandbox.guardOption(backend), baseEnv });
+  if (!o.noPolicy) spec = { ...spec, env: { ...spec.env, SWITCHYARD_GUARD_POLICY: JSON.stringify(sandbox.policy({ backend, ...dirs })) } };
+  if (!o.skipPrepareChecks) spec = await sandbox.prepare(spec, { backend, ...dirs });
+  const events: AgentEvent[] = [];
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  const proc = await CliProcess.start(spec, adapter.createCodec(), { onEvent: (e) => (events.push(e), e.type === 'turn.done' && done()) });
+  proc.sendUserMessage({ text: 'go' });
+  await Promise.race([finished, proc.exited]);
+  proc.closeInput();
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+  const exit = await proc.exited;
+  clearTimeout(timer);
+  await model.close();
+  const results = events.filter((e): e is Extract<AgentEvent, { type: 'tool.result' }> => e.type === 'tool.result');
+  return { results, exit, all: JSON.stringify(events), outsideToken, insideToken };
+}
