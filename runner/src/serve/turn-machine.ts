@@ -163,6 +163,8 @@ export class TurnMachine {
         this.cli.state = 'ready';
         this.clearTimer('cli_start');
         if (this.turn && !this.turn.ending) this.armStall();
+        // Idle time counts from when a message could first be taken, not from process start.
+        else if (!this.turn && this.phase === 'running') this.setTimer('idle', this.t.idleMs);
         return;
       case 'cli_output':
         if (input.gen === this.cli.gen && this.turn && !this.turn.ending && this.cli.state === 'ready') this.armStall();

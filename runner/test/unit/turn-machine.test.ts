@@ -48,7 +48,10 @@ describe('TurnMachine', () => {
     const linked = m.handle({ type: 'linked' });
     expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 1 }]);
     expect(timerSet(linked, 'cli_start')).toBeDefined();
-    expect(of(m.handle({ type: 'cli_ready', gen: 1 }), 'status')[0]?.status).toMatchObject({ state: 'ready', cli: 'running' });
+    const ready = m.handle({ type: 'cli_ready', gen: 1 });
+    expect(of(ready, 'status')[0]?.status).toMatchObject({ state: 'ready', cli: 'running' });
+    // A slow CLI start does not eat into the idle time.
+    expect(timerSet(ready, 'idle')?.ms).toBe(T.idleMs);
   });
 
   test('a message is accepted and written; its events carry its id; turn.done ends it once and uploads', () => {
