@@ -269,7 +269,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
     });
 
     test('max lifetime: a running turn is interrupted, transcript uploaded, bye max_lifetime, exit 0', async () => {
-      const { session, runner } = await start({ SWITCHYARD_MAX_LIFETIME: '5s' });
+      const { session, runner } = await start({ SWITCHYARD_MAX_LIFETIME: '7s' });
       await waitReady(session);
       const { messageId } = await session.sendMessage(slowText(uniq('lifetime'), 100, 150));
       const exit = await exitWithin(runner, 15_000, 'max lifetime exit');
