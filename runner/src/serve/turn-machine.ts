@@ -304,6 +304,11 @@ export class TurnMachine {
         this.continueStopping();
         return;
       case 'idle':
+        // A CLI still starting could not have taken a message yet; its own start timeout bounds that wait.
+        if (this.cli.state === 'starting' && !turn) {
+          this.setTimer('idle', this.t.idleMs);
+          return;
+        }
         // Also before the hub was ever reached: a runner nobody talks to must not live forever.
         if ((this.phase === 'running' || this.phase === 'starting') && !turn) this.shutdown('idle', true);
         return;

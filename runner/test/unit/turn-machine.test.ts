@@ -167,6 +167,15 @@ describe('TurnMachine', () => {
     expect(turnDones(end)[0]?.error?.code).toBe('cli_start_timeout');
   });
 
+  test('idle never fires while the first CLI is still starting', () => {
+    const m = new TurnMachine(T);
+    m.handle({ type: 'start' });
+    m.handle({ type: 'linked' });
+    const fx = m.handle({ type: 'timer', name: 'idle' });
+    expect(of(fx, 'close_cli_input')).toEqual([]);
+    expect(timerSet(fx, 'idle')?.ms).toBe(T.idleMs);
+  });
+
   test('idle: shutdown closes the CLI input, then finishes with a final upload and exit 0', () => {
     const { run } = ready();
     const fx = run({ type: 'timer', name: 'idle' });
