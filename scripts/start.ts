@@ -47,6 +47,7 @@ async function main(): Promise<number> {
       // point these at temporary directories.
       ...(process.env.SWITCHYARD_DEV_DIR && { devDir: process.env.SWITCHYARD_DEV_DIR }),
       ...(process.env.SWITCHYARD_PERSIST_TO && { persistTo: process.env.SWITCHYARD_PERSIST_TO }),
+      frozenEdge: process.env.SWITCHYARD_FROZEN_EDGE === '1',
     });
   } catch (err) {
     if (shuttingDown) return shuttingDown;

@@ -80,7 +80,10 @@ describe('npm start', () => {
     const port = await freePort();
     const devDir = tempDir('dev');
     const persistTo = tempDir('state');
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SWITCHYARD_DEV_DIR: devDir, SWITCHYARD_PERSIST_TO: persistTo };
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SWITCHYARD_DEV_DIR: devDir, SWITCHYARD_PERSIST_TO: persistTo,
+      // Serve one bundle: edits others make to edge/src meanwhile must not restart the Worker mid-test.
+      SWITCHYARD_FROZEN_EDGE: '1',
+    };
     delete env.ANTHROPIC_API_KEY;
     delete env.SWITCHYARD_MODEL_URL;
     delete env.SWITCHYARD_ADMIN_PASSWORD;
@@ -171,6 +174,7 @@ describe('npm start', () => {
     const lines: string[] = [];
     const stack = await startStack({
       port: 0,
+      frozenEdge: true,
       devDir: tempDir('dev'),
       persistTo: tempDir('state'),
       env: { ...process.env, SWITCHYARD_ADMIN_PASSWORD: password, ANTHROPIC_API_KEY: '', SWITCHYARD_MODEL_URL: '' },

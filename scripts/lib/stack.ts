@@ -45,6 +45,13 @@ export interface StackOptions {
   runnerEnv?: Record<string, string>;
   /** Aborting stops whatever has started and rejects. */
   signal?: AbortSignal;
+  /**
+   * Bundle the Worker once and serve that bundle (`wrangler dev --no-bundle`) instead of watching
+   * edge/src: an edit made while the stack runs cannot restart the Worker mid-request. Tests use
+   * it (other work changes the tree under them); `npm start` reloads on edits unless
+   * SWITCHYARD_FROZEN_EDGE=1.
+   */
+  frozenEdge?: boolean;
 }
 
 export interface Stack {
@@ -208,6 +215,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       RUNNER_HUB_URL: hubUrl,
       ...opts.edgeVars,
     };
+    let entry: string[] = [];
+    if (opts.frozenEdge) {
+      const outdir = path.join(devDir, 'edge-bundle');
+      const built = await run(NODE, [WRANGLER_BIN, 'deploy', '--dry-run', '--outdir', outdir, '--config', WRANGLER_CONFIG], { env: toolEnv, cwd: ROOT });
+      if (built.code !== 0) throw new Error(`bundling the edge failed (exit ${built.code}):\n${built.stderr || built.stdout}`);
+      entry = [path.join(outdir, 'index.js'), '--no-bundle'];
+      aborted();
+    }
     const inspector = await freePort();
     const edge = await launch(
       'edge',
@@ -215,6 +230,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       [
         WRANGLER_BIN,
         'dev',
+        ...entry,
         '--config',
         WRANGLER_CONFIG,
         '--ip',
