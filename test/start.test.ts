@@ -197,6 +197,7 @@ describe('npm start', () => {
       for (const s of stack.services) s.sample();
       groups = new Set(stack.services.flatMap((s) => [...s.groups]));
       expect(stack.services.map((s) => s.name).sort()).toEqual(['edge', 'host', 'model']);
+      expect(await stack.runners()).toEqual([]);
     } finally {
       await stack.stop();
     }

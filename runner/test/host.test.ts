@@ -137,13 +137,16 @@ describe('runner host with a stand-in task', () => {
       new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report, SWITCHYARD_SESSION_ID: 'sess-1', SWITCHYARD_RUNNER_TOKEN: 'tok-secret-123456' })),
     );
     const arn = out.tasks?.[0]?.taskArn as string;
-    const seen = await waitFor('report', () => (existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { env: Record<string, string>; cwd: string; argv: string[] }) : undefined));
+    const seen = await waitFor('report', () => (existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; env: Record<string, string>; cwd: string; argv: string[] }) : undefined));
     expect(seen.env.SWITCHYARD_SESSION_ID).toBe('sess-1');
     expect(seen.env.SWITCHYARD_RUNNER_TOKEN).toBe('tok-secret-123456');
     expect(seen.env.SWITCHYARD_MODEL_URL).toBe('http://127.0.0.1:9');
     expect(seen.cwd).toBe(seen.env.SWITCHYARD_WORKSPACE);
     expect(seen.cwd.startsWith(stateDir)).toBe(true);
     expect(seen.argv).toEqual(['serve']);
+    const listed = ((await (await fetch(`${host.url}/switchyard/tasks`)).json()) as { tasks: { taskArn: string; pid: number; sessionId: string; lastStatus: string }[] }).tasks;
+    expect(listed.find((t) => t.taskArn === arn)).toMatchObject({ sessionId: 'sess-1', lastStatus: 'RUNNING', pid: seen.pid });
+    expect(JSON.stringify(listed)).not.toContain('tok-secret-123456');
     await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
     await host.tasks.waitStopped(arn.split('/').at(-1) as string);
     expect(logs.join('\n')).not.toContain('tok-secret-123456');

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { reapStaleTasks } from '../../runner/src/host/tasks.ts';
+import { reapStaleTasks, type HostTaskSummary } from '../../runner/src/host/tasks.ts';
 import { reapStaleServices, run, startService, stopService, killServicesNow, writeServiceRecords, type OutputSink, type Service } from './services.ts';
 import { ROOT, WRANGLER_CONFIG } from './wrangler.ts';
 
@@ -71,6 +71,8 @@ export interface Stack {
   devDir: string;
   persistTo: string;
   services: Service[];
+  /** The runner host's tasks (pid, process groups, session id, status) — e.g. to kill a runner mid-turn. */
+  runners(): Promise<HostTaskSummary[]>;
   /** Resolves when any service exits without being asked to. */
   unexpectedExit: Promise<{ name: string; code: number | null; signal: NodeJS.Signals | null }>;
   /** Stops the runner host (which stops its runners), then the edge and the model; idempotent. */
@@ -269,6 +271,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       devDir,
       persistTo,
       services,
+      async runners() {
+        const res = await fetch(`${hostReady.url}/switchyard/tasks`);
+        return ((await res.json()) as { tasks: HostTaskSummary[] }).tasks;
+      },
       unexpectedExit,
       async stop() {
         await stop();

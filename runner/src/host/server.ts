@@ -1,8 +1,9 @@
 // `switchyard-runner host`: the local stand-in for Amazon ECS. It serves the ECS API subset the
 // edge's launcher uses (RunTask, StopTask, DescribeTasks; AWS JSON 1.1 on `POST /`) on loopback,
 // so the production launcher runs unchanged against it with an endpoint override. Each task is
-// a runner process (tasks.ts). It also answers `POST /switchyard/probe` (not an ECS API) with
-// the runner's `probe` report, which the launcher's `host` probe mode uses in dev.
+// a runner process (tasks.ts). Not ECS APIs: `POST /switchyard/probe` answers with the runner's
+// `probe` report (the launcher's `host` probe mode), `GET /switchyard/tasks` lists the tasks with
+// their pids and process groups (operators, e2e tests that kill a runner mid-turn).
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -182,6 +183,7 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       try {
         if (size > MAX_BODY) throw new EcsError(413, 'SerializationException', 'request body too large');
         if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true }, 'application/json');
+        if (req.method === 'GET' && path === '/switchyard/tasks') return send(200, { tasks: tasks.list() }, 'application/json');
         if (req.method === 'POST' && path === '/switchyard/probe') {
           return void probe(body).then((r) => send(200, r, 'application/json'), fail);
         }

@@ -79,6 +79,19 @@ interface Task {
   markStopped: () => void;
 }
 
+export interface HostTaskSummary {
+  taskArn: string;
+  lastStatus: TaskStatus;
+  desiredStatus: 'RUNNING' | 'STOPPED';
+  command: string[];
+  tags: Record<string, string>;
+  sessionId: string | null;
+  pid: number | null;
+  groups: number[];
+  exitCode: number | null;
+  logPath: string;
+}
+
 /** What is written to `<stateDir>/running/<id>.json` so a later host can reap a crashed one's tasks. */
 interface RunningRecord {
   id: string;
@@ -310,6 +323,25 @@ export class TaskManager {
   processes(id: string): { pid: number | undefined; groups: number[] } | undefined {
     const t = this.tasks.get(id);
     return t && { pid: t.pid, groups: [...t.groups] };
+  }
+
+  /**
+   * Every task the host knows, for operators and tests (`GET /switchyard/tasks`): where its
+   * processes are, never its environment.
+   */
+  list(): HostTaskSummary[] {
+    return [...this.tasks.values()].map((t) => ({
+      taskArn: t.arn,
+      lastStatus: t.lastStatus,
+      desiredStatus: t.desiredStatus,
+      command: t.spec.command ?? ['serve'],
+      tags: Object.fromEntries((t.spec.tags ?? []).map((x) => [x.key, x.value ?? ''])),
+      sessionId: t.spec.env.SWITCHYARD_SESSION_ID ?? null,
+      pid: t.pid ?? null,
+      groups: [...t.groups],
+      exitCode: t.exitCode ?? null,
+      logPath: t.logPath,
+    }));
   }
 
   /** Resolves once the task is STOPPED. */
