@@ -7,7 +7,8 @@ import { CliProcess } from './cli/cli-process.ts';
 import { locateCli } from './cli/locate.ts';
 import type { CommonConfig } from './config.ts';
 import { messageOf, runnerError } from './errors.ts';
-import { resolveModelAccess } from './model-access.ts';
+import { startModelAccess } from './sandbox/model-proxy.ts';
+import { SandboxError } from './sandbox/sandbox.ts';
 
 export interface OnceOptions {
   backend: Backend;
@@ -34,34 +35,47 @@ const EXIT_GRACE_MS = 5000;
 const INTERRUPT_GRACE_MS = 3000;
 
 export async function runOnce(o: OnceOptions): Promise<OnceResult> {
-  const model = resolveModelAccess(o.config.model);
-  if (!model.ok) return failed(model.error);
   let executable;
   try {
     executable = o.config.executableOverride ?? locateCli(o.backend);
   } catch (err) {
     return failed(runnerError('cli_missing', messageOf(err)));
   }
+  const sandbox = await sandboxSetup(o.baseEnv);
+  if (!sandbox.ok) return failed(sandbox.error);
+  // The CLI talks to a loopback proxy with a per-session key; the real key stays in this process.
+  const model = await startModelAccess(o.config.model);
+  if (!model.ok) return failed(model.error);
   const stateDir = await mkdtemp(join(tmpdir(), 'switchyard-once-'));
   try {
     const workspace = resolve(o.workspace);
     await mkdir(workspace, { recursive: true });
     const adapter = adapterFor(o.backend);
-    const spec = adapter.spawnSpec({
-      executable,
-      workspace,
-      home: join(stateDir, 'home'),
-      configDir: join(stateDir, 'cli'),
-      modelBaseUrl: model.value.baseUrl,
-      modelApiKey: model.value.apiKey,
-      oneShot: true,
-      ...(o.config.modelName !== undefined && { model: o.config.modelName }),
-      ...(o.config.retry !== undefined && { retry: o.config.retry }),
-      ...(sandboxSetup().guard !== undefined && { guard: sandboxSetup().guard }),
-      baseEnv: o.baseEnv,
-    });
+    const paths = { workspace, home: join(stateDir, 'home'), configDir: join(stateDir, 'cli') };
+    await mkdir(paths.home, { recursive: true, mode: 0o700 });
+    await mkdir(paths.configDir, { recursive: true, mode: 0o700 });
+    let spec;
+    try {
+      spec = await sandbox.value.prepare(
+        adapter.spawnSpec({
+          executable,
+          ...paths,
+          modelBaseUrl: model.value.baseUrl,
+          modelApiKey: model.value.apiKey,
+          oneShot: true,
+          ...(o.config.modelName !== undefined && { model: o.config.modelName }),
+          ...(o.config.retry !== undefined && { retry: o.config.retry }),
+          guard: sandbox.value.guard(o.backend),
+          baseEnv: o.baseEnv,
+        }),
+        { backend: o.backend, ...paths },
+      );
+    } catch (err) {
+      return failed(runnerError(err instanceof SandboxError ? err.code : 'sandbox_unavailable', messageOf(err)));
+    }
     return await drive(spec, adapter.createCodec(), o);
   } finally {
+    await model.value.close();
     await rm(stateDir, { recursive: true, force: true }).catch(() => {});
   }
 }

@@ -1,14 +1,16 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adapterFor, type AgentEvent, type Backend, type Capabilities } from '@switchyard/protocol';
-import { sandboxSetup } from './capabilities.ts';
+import { sandboxSetup, type SandboxSetup } from './capabilities.ts';
 import { CliProcess } from './cli/cli-process.ts';
 import { locateCli } from './cli/locate.ts';
 import { readinessFor } from './cli/readiness.ts';
 import type { CommonConfig } from './config.ts';
 import { messageOf } from './errors.ts';
-import { resolveModelAccess } from './model-access.ts';
+import type { Result } from './errors.ts';
+import { runGuardCanary } from './sandbox/canary.ts';
+import { startModelAccess } from './sandbox/model-proxy.ts';
 
 export interface BackendReport {
   backend: Backend;
@@ -34,12 +36,12 @@ const READY_TIMEOUT_MS = 30_000;
 export async function probe(backends: Backend[], config: CommonConfig, baseEnv: Record<string, string | undefined>): Promise<ProbeReport> {
   // Sequential: two CLIs starting at once on a small box would slow each other's handshake.
   const reports: BackendReport[] = [];
-  for (const backend of backends) reports.push(await probeOne(backend, config, baseEnv));
+  const sandbox = await sandboxSetup(baseEnv);
+  for (const backend of backends) reports.push(await probeOne(backend, config, baseEnv, sandbox));
   return { ok: reports.every((r) => r.usable), backends: reports };
 }
 
-async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<string, string | undefined>): Promise<BackendReport> {
-  const sandbox = sandboxSetup();
+async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<string, string | undefined>, setup: Result<SandboxSetup>): Promise<BackendReport> {
   const source = config.model.kind === 'endpoint' ? 'model_url' : config.model.kind === 'provider' ? 'anthropic_api_key' : 'none';
   const report: BackendReport = {
     backend,
@@ -47,11 +49,16 @@ async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<
     version: null,
     configValid: false,
     credentials: { present: source !== 'none', source },
-    guard: sandbox.capabilities.guard,
-    sandbox: sandbox.capabilities.sandbox,
+    guard: setup.ok ? setup.value.capabilities.guard : 'missing',
+    sandbox: setup.ok ? setup.value.capabilities.sandbox : 'none',
     usable: false,
     problems: [],
   };
+  if (!setup.ok) {
+    report.problems.push(setup.error.message);
+    return report;
+  }
+  const sandbox = setup.value;
   let executable;
   try {
     executable = config.executableOverride ?? locateCli(backend);
@@ -61,7 +68,7 @@ async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<
     report.problems.push(messageOf(err));
     return report;
   }
-  const model = resolveModelAccess(config.model);
+  const model = await startModelAccess(config.model);
   if (!model.ok) {
     report.problems.push(model.error.message);
     return report;
@@ -69,25 +76,35 @@ async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<
   const stateDir = await mkdtemp(join(tmpdir(), 'switchyard-probe-'));
   try {
     const adapter = adapterFor(backend);
-    const spec = adapter.spawnSpec({
-      executable,
-      workspace: stateDir,
-      home: join(stateDir, 'home'),
-      configDir: join(stateDir, 'cli'),
-      modelBaseUrl: model.value.baseUrl,
-      modelApiKey: model.value.apiKey,
-      oneShot: true,
-      ...(config.modelName !== undefined && { model: config.modelName }),
-      ...(sandbox.guard !== undefined && { guard: sandbox.guard }),
-      baseEnv,
-    });
+    const paths = { workspace: join(stateDir, 'ws'), home: join(stateDir, 'home'), configDir: join(stateDir, 'cli') };
+    for (const dir of Object.values(paths)) await mkdir(dir, { recursive: true, mode: 0o700 });
+    const spec = await sandbox.prepare(
+      adapter.spawnSpec({
+        executable,
+        ...paths,
+        modelBaseUrl: model.value.baseUrl,
+        modelApiKey: model.value.apiKey,
+        oneShot: true,
+        ...(config.modelName !== undefined && { model: config.modelName }),
+        guard: sandbox.guard(backend),
+        baseEnv,
+      }),
+      { backend, ...paths },
+    );
     const problem = await handshake(backend, spec, adapter.createCodec());
     if (problem) report.problems.push(problem);
     else report.configValid = true;
   } catch (err) {
     report.problems.push(`configuration rejected: ${messageOf(err)}`);
   } finally {
+    await model.value.close();
     await rm(stateDir, { recursive: true, force: true }).catch(() => {});
+  }
+  // The guard must load in this CLI and block a canary call (the offline model scripts it; no credentials used).
+  if (report.configValid) {
+    const canary = await runGuardCanary({ backend, executable, sandbox: sandbox.sandbox, baseEnv });
+    report.guard = canary.ok ? 'loaded' : 'missing';
+    if (!canary.ok) report.problems.push(`guard: ${canary.problem}`);
   }
   report.usable = report.installed && report.configValid && report.credentials.present && report.problems.length === 0;
   return report;

@@ -89,7 +89,7 @@ describe('probe', () => {
   afterAll(async () => model.close());
   afterEach(() => assertNoOrphans());
 
-  test('reports both backends: installed, pinned version, config valid, credentials present (no value), guard unchecked', async () => {
+  test('reports both backends: installed, pinned version, config valid, credentials present (no value), guard loaded and blocking a canary, bubblewrap', async () => {
     const r = await run(['probe'], { SWITCHYARD_MODEL_URL: model.url, ANTHROPIC_API_KEY: 'sk-must-not-appear-123' });
     expect(r.code).toBe(0);
     expect(r.json).toEqual({
@@ -100,8 +100,8 @@ describe('probe', () => {
         version: locateCli(backend as 'claude' | 'pi').version,
         configValid: true,
         credentials: { present: true, source: 'model_url' },
-        guard: 'unchecked',
-        sandbox: 'none',
+        guard: 'loaded',
+        sandbox: 'bubblewrap',
         usable: true,
         problems: [],
       })),

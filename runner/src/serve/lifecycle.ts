@@ -6,7 +6,7 @@ import { locateCli } from '../cli/locate.ts';
 import { loadServeConfig } from '../config.ts';
 import { ExitCode, messageOf } from '../errors.ts';
 import { createLogger } from '../log.ts';
-import { resolveModelAccess } from '../model-access.ts';
+import { startModelAccess } from '../sandbox/model-proxy.ts';
 import { SessionRunner } from './session-runner.ts';
 
 /**
@@ -26,7 +26,14 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   log.redact(config.runnerToken);
   const modelKey = config.model.kind === 'none' ? undefined : config.model.apiKey;
   if (modelKey) log.redact(modelKey);
-  const model = resolveModelAccess(config.model);
+  const sandbox = await sandboxSetup(env);
+  if (!sandbox.ok) {
+    log.error('invalid configuration', { ...sandbox.error });
+    return ExitCode.usage;
+  }
+  if (sandbox.value.capabilities.guard !== 'loaded') log.error('the tool-call guard failed its self-test; no CLI will be started', {});
+  // The CLI talks to a loopback proxy with a per-session key; the real key stays in this process.
+  const model = await startModelAccess(config.model);
   if (!model.ok) {
     log.error('invalid configuration', { ...model.error });
     return ExitCode.usage;
@@ -36,6 +43,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
     executable = config.executableOverride ?? locateCli(config.backend);
   } catch (err) {
     log.error('CLI not installed', { backend: config.backend, message: messageOf(err) });
+    await model.value.close();
     return ExitCode.usage;
   }
 
@@ -47,7 +55,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   await mkdir(paths.home, { recursive: true, mode: 0o700 });
   await mkdir(paths.configDir, { recursive: true, mode: 0o700 });
 
-  const runner = new SessionRunner({ config, log, executable, model: model.value, sandbox: sandboxSetup(), paths, baseEnv: env });
+  const runner = new SessionRunner({ config, log, executable, model: model.value, sandbox: sandbox.value, paths, baseEnv: env });
   const onSignal = (signal: NodeJS.Signals) => {
     log.info('signal', { signal });
     runner.shutdown('signal');
@@ -62,6 +70,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   });
 
   const code = await runner.run();
+  await model.value.close();
   if (ownStateDir) await rm(stateDir, { recursive: true, force: true }).catch(() => {});
   return code;
 }

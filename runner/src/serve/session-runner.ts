@@ -229,7 +229,7 @@ export class SessionRunner {
     const spec = this.restoring.then(async () => {
       const resume = await this.resumable();
       this.o.log.info('starting the CLI', { gen, resume: resume !== undefined });
-      return adapter.spawnSpec({
+      const unwrapped = adapter.spawnSpec({
         executable: this.o.executable,
         workspace: paths.workspace,
         home: paths.home,
@@ -238,10 +238,12 @@ export class SessionRunner {
         modelApiKey: this.o.model.apiKey,
         ...(c.modelName !== undefined && { model: c.modelName }),
         ...(resume !== undefined && { resume }),
-        ...(this.o.sandbox.guard !== undefined && { guard: this.o.sandbox.guard }),
+        guard: this.o.sandbox.guard(c.backend),
         ...(c.retry !== undefined && { retry: c.retry }),
         baseEnv: this.o.baseEnv,
       });
+      // Guard policy + bubblewrap; throws (the spawn fails, naming why) when the guard is missing.
+      return this.o.sandbox.prepare(unwrapped, { backend: c.backend, workspace: paths.workspace, home: paths.home, configDir: paths.configDir });
     });
     const codec = adapter.createCodec();
     const slot = CliSlot.start(gen, c.backend, codec, spec, {
