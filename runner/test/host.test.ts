@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { taskBaseEnv } from '../src/host/cli.ts';
 import { readProc } from '../src/host/process-tree.ts';
 import { startRunnerHost, type RecordedEcsRequest, type RunnerHost } from '../src/host/server.ts';
 import { reapStaleTasks } from '../src/host/tasks.ts';
@@ -252,6 +253,26 @@ describe('runner host with a stand-in task', () => {
     expect(reapStaleTasks(dir)).toBe(1);
     await waitFor('all gone', () => [pid, ...children].every((p) => !alive(p)));
     expect(existsSync(join(dir, 'running', 'abc.json'))).toBe(false);
+  });
+});
+
+describe('the task-definition environment the host CLI derives from its own', () => {
+  it('passes model access and runner tuning, never per-session values, host secrets or unrelated variables', () => {
+    expect(
+      taskBaseEnv({
+        PATH: '/bin',
+        LANG: 'C.UTF-8',
+        ANTHROPIC_API_KEY: 'sk-test',
+        SWITCHYARD_MODEL_URL: 'http://127.0.0.1:1',
+        SWITCHYARD_SANDBOX: 'bubblewrap',
+        SWITCHYARD_RUNNER_TOKEN: 'stale-token',
+        SWITCHYARD_SESSION_ID: 'x',
+        SWITCHYARD_ADMIN_PASSWORD: 'dev-admin-password',
+        SWITCHYARD_HOST_ANYTHING: '1',
+        AWS_SECRET_ACCESS_KEY: 'aws',
+        GITHUB_TOKEN: 'gh',
+      }),
+    ).toEqual({ PATH: '/bin', LANG: 'C.UTF-8', ANTHROPIC_API_KEY: 'sk-test', SWITCHYARD_MODEL_URL: 'http://127.0.0.1:1', SWITCHYARD_SANDBOX: 'bubblewrap' });
   });
 });
 

@@ -120,7 +120,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const staleTasks = reapStaleTasks(hostStateDir);
   if (staleTasks > 0) log(`stopped ${staleTasks} runner task(s) left running by an earlier npm start`);
 
-  const toolEnv: NodeJS.ProcessEnv = { ...env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' };
+  // The admin password reaches admin-create on stdin only; no service inherits it.
+  const { SWITCHYARD_ADMIN_PASSWORD: _adminPassword, ...serviceEnv } = env;
+  const toolEnv: NodeJS.ProcessEnv = { ...serviceEnv, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' };
   const services: Service[] = [];
   let stopping = false;
   let stopped: Promise<void> | undefined;
@@ -178,7 +180,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     let modelUrl = env.SWITCHYARD_MODEL_URL || undefined;
     let offlineModelUrl: string | undefined;
     if (!modelUrl && !env.ANTHROPIC_API_KEY) {
-      const model = await launch('model', NODE, [MODEL_BIN, '--port', '0'], { ...env });
+      const model = await launch('model', NODE, [MODEL_BIN, '--port', '0'], { ...serviceEnv });
       const ready = await model.waitForLine((l) => jsonLine<{ url: string }>(l), readyMs, opts.signal);
       offlineModelUrl = modelUrl = ready.url;
       log(`offline model on ${ready.url} (no ANTHROPIC_API_KEY or SWITCHYARD_MODEL_URL set)`);
@@ -189,7 +191,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // 4. The runner host: its tasks inherit the model settings (never the host's other env).
     const taskStop = `${opts.taskStopTimeoutMs ?? 10_000}ms`;
     const host = await launch('host', NODE, [RUNNER_BIN, 'host', '--port', '0', '--state-dir', hostStateDir, '--stop-timeout', taskStop], {
-      ...env,
+      ...serviceEnv,
       ...(modelUrl !== undefined && { SWITCHYARD_MODEL_URL: modelUrl }),
       ...opts.runnerEnv,
     });

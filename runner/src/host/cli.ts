@@ -19,12 +19,12 @@ const RUNNER_BIN = resolve(import.meta.dirname, '..', '..', 'bin', 'switchyard-r
  */
 export function taskBaseEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const keep = new Set(['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TERM', 'TMPDIR', 'ANTHROPIC_API_KEY']);
-  // Per-session values come only from the container overrides.
-  const perSession = new Set(['SWITCHYARD_HUB_URL', 'SWITCHYARD_SESSION_ID', 'SWITCHYARD_RUNNER_TOKEN', 'SWITCHYARD_RUNNER_ID', 'SWITCHYARD_BACKEND']);
+  // Per-session values come only from the container overrides; the dev admin's password is not a runner's business.
+  const never = new Set(['SWITCHYARD_HUB_URL', 'SWITCHYARD_SESSION_ID', 'SWITCHYARD_RUNNER_TOKEN', 'SWITCHYARD_RUNNER_ID', 'SWITCHYARD_BACKEND', 'SWITCHYARD_ADMIN_PASSWORD']);
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined) continue;
-    if (keep.has(k) || (k.startsWith('SWITCHYARD_') && !perSession.has(k) && !k.startsWith('SWITCHYARD_HOST_'))) out[k] = v;
+    if (keep.has(k) || (k.startsWith('SWITCHYARD_') && !never.has(k) && !k.startsWith('SWITCHYARD_HOST_'))) out[k] = v;
   }
   return out;
 }
