@@ -102,6 +102,12 @@ function offline(script: Record<string, unknown>, prefix = ''): string {
   return `${prefix}\n#offline ${JSON.stringify(script)}`;
 }
 
+async function expectDone(s: SseStream, messageId: string, stopReason: string, timeoutMs = TURN_MS): Promise<SseEvent> {
+  const done = await s.turnDone(messageId, timeoutMs);
+  expect(done.data.stopReason, `turn.done ${JSON.stringify(done.data)}; recent: ${JSON.stringify(s.events.filter((e) => e.event !== 'text.delta').slice(-25).map((e) => ({ event: e.event, ...e.data }))).slice(0, 4000)}`).toBe(stopReason);
+  return done;
+}
+
 /** Events of one turn: between its message.user and its turn.done. */
 function turnEvents(s: SseStream, messageId: string): SseEvent[] {
   return s.ofMessage(messageId);
@@ -159,7 +165,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       expect(new Set(ids).size).toBe(ids.length);
       // The second message on the same (warm) runner.
       const mid2 = await send(admin, s.id, `second message ${tag}`);
-      expect((await sse.turnDone(mid2, TURN_MS)).data.stopReason).toBe('end_turn');
+      await expectDone(sse, mid2, 'end_turn', TURN_MS);
       expect(textOf(turnEvents(sse, mid2))).toBe(`Offline model reply to: second message ${tag}`);
       const tr = await admin.call<{ backend: string; messages: Array<{ role: string; text?: string }> }>('GET', `/api/sessions/${s.id}/transcript`);
       expect(tr.status).toBe(200);
@@ -231,7 +237,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       expect(turnEvents(sse, mid).filter((e) => e.event === 'text.delta').length).toBeLessThan(400);
       // The session serves the next message.
       const mid2 = await send(admin, s.id, `after the interrupt ${tag}`);
-      expect((await sse.turnDone(mid2, TURN_MS)).data.stopReason).toBe('end_turn');
+      await expectDone(sse, mid2, 'end_turn', TURN_MS);
       expect(sse.events.filter((e) => e.event === 'turn.done' && e.data.messageId === mid)).toHaveLength(1);
       // Nothing to interrupt now.
       expect((await admin.call('POST', `/api/sessions/${s.id}/interrupt`)).status).toBe(409);
@@ -297,7 +303,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       const word = `PELICAN-${backend}-${Date.now() % 100000}`;
       const sse = await track(admin.events(s.id));
       const m1 = await send(admin, s.id, `remember the word ${word}`);
-      expect((await sse.turnDone(m1, TURN_MS)).data.stopReason).toBe('end_turn');
+      await expectDone(sse, m1, 'end_turn', TURN_MS);
       // Turn 2 streams slowly; the runner uploads turn 1's transcript within 5 s of its end
       // (DESIGN "Transcripts and resume"), so the kill comes after 30 deltas (≥ 6 s in).
       const m2 = await send(admin, s.id, offline({ text: 'y'.repeat(200), chunks: 200, delayMs: 200 }, 'slow turn to be killed'));
@@ -319,7 +325,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       // Turn 3 starts a new runner, which restores the conversation.
       const marker = `what was the word ${tag}-${Date.now() % 100000}`;
       const m3 = await send(admin, s.id, marker);
-      expect((await sse.turnDone(m3, TURN_MS)).data.stopReason).toBe('end_turn');
+      await expectDone(sse, m3, 'end_turn', TURN_MS);
       expect(sse.events.filter((e) => e.event === 'turn.done' && e.data.messageId === m2)).toHaveLength(1);
       expect(sse.events.filter((e) => e.event === 'turn.done')).toHaveLength(3);
       const reqs = (await offlineRequests()).map((r) => JSON.stringify(r.body));

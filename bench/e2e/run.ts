@@ -1,0 +1,239 @@
+// bench/e2e: the whole path (SSE client → edge Worker → SessionHub → runner → CLI → model and
+// back) against the bare CLI, in one run on one machine, through HTTP only.
+//   (1) first text.delta: POST /messages until an SSE client holds the turn's first text.delta,
+//       vs writing the prompt to the bare CLI (spawned as test/helpers/cli-harness.ts does) until
+//       its codec yields the first text.delta. Warm: the 2nd+ message of a session / of the bare
+//       CLI. Both talk to the same model (offline model behind the stamp proxy). Ratio of medians.
+//   (2) delivery latency for 1, 50 and 500 SSE viewers of one session while it streams a slow
+//       answer (N deltas, fixed pacing). The stamp proxy (stamp-proxy.ts) rewrites each streamed
+//       text delta to the wall-clock time it left for the CLI; latency = a viewer's receipt time
+//       − that stamp, i.e. model → CLI → runner → hub → Worker → SSE → client, all on loopback,
+//       all viewers in this one Node process (so their own parsing is included). p50/p99 over
+//       every (viewer, delta) pair; ratios to 1 viewer.
+//   (3) memory from /proc: RSS of each session's runner process and of everything in its process
+//       groups (runner + CLI), and workerd's RSS growth per live session (K sessions, one turn each).
+// Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500])
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { liveInGroups, listProcs } from '../../runner/src/host/process-tree.ts';
+import { startStack, type Stack } from '../../scripts/start.ts';
+import { startCli } from '../../test/helpers/cli-harness.ts';
+import { Api, type SseStream } from '../../test/helpers/sse-client.ts';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? (process.argv[i + 1] as string) : dflt;
+};
+const RUNS = Number(arg('--runs', '5'));
+const VIEWERS = arg('--viewers', '1,50,500').split(',').map(Number);
+const SESSIONS = Number(arg('--sessions', '3'));
+const DELTAS = Number(arg('--deltas', '100'));
+const PACE_MS = Number(arg('--pace', '30'));
+const TURN_MS = 180_000;
+
+const now = () => performance.now();
+const wall = (t: number) => performance.timeOrigin + t;
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
+};
+const median = (xs: number[]) => quantile(xs, 0.5);
+const f1 = (x: number) => x.toFixed(1);
+const f2 = (x: number) => x.toFixed(2);
+const mib = (kb: number) => (kb / 1024).toFixed(1);
+
+function rssKb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+function comm(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Spawns a helper that prints one JSON line ({url}) once listening. */
+function spawnJson(args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buf = '';
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) res({ child, url: (JSON.parse(buf.slice(0, nl)) as { url: string }).url });
+    });
+    child.once('exit', (code) => rej(new Error(`${args.join(' ')} exited ${code}`)));
+  });
+}
+
+async function firstDeltaViaHttp(api: Api, backend: string): Promise<number[]> {
+  const s = (await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: `bench first delta ${backend}` })).body;
+  if (s.backend !== backend) throw new Error(`session backend ${s.backend}, wanted ${backend}`);
+  const sse = await api.events(s.id);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i <= RUNS; i++) {
+      const t0 = now();
+      const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text: `bench message ${i}` });
+      if (r.status !== 202) throw new Error(`message: ${r.status} ${r.text}`);
+      const mid = r.body.messageId;
+      const first = await sse.waitFor('first delta', (e) => e.event === 'text.delta' && e.data.messageId === mid, TURN_MS);
+      if (i > 0) times.push(first.receivedAt - t0); // message 0 starts the runner: cold, not counted
+      await sse.turnDone(mid, TURN_MS);
+    }
+  } finally {
+    await sse.close();
+    await api.call('DELETE', `/api/sessions/${s.id}`);
+  }
+  return times;
+}
+
+async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promise<number[]> {
+  const h = await startCli(backend, modelUrl);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i <= RUNS; i++) {
+      const before = h.events.length;
+      const t0 = now();
+      h.proc.sendUserMessage({ text: `bench message ${i}` });
+      await h.waitFor((_e, all) => all.slice(before).some((x) => x.type === 'text.delta'), TURN_MS);
+      if (i > 0) times.push(now() - t0);
+      await h.turn(i + 1, TURN_MS);
+    }
+  } finally {
+    await h.close();
+  }
+  return times;
+}
+
+async function viewerLatency(api: Api, n: number): Promise<{ p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number }> {
+  const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench ${n} viewers` })).body;
+  // Warm the runner first, so the measured turn is not a cold start.
+  const warm = await api.events(s.id);
+  const w = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text: 'warm up' });
+  await warm.turnDone(w.body.messageId, TURN_MS);
+  const after = warm.lastId as string;
+  await warm.close();
+  const t0 = now();
+  const viewers: SseStream[] = [];
+  for (let i = 0; i < n; i += 50) {
+    viewers.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => api.events(s.id, { after })))));
+  }
+  const openMs = now() - t0;
+  const bad = viewers.filter((v) => v.status !== 200).length;
+  if (bad > 0) throw new Error(`${bad} of ${n} viewers could not connect`);
+  try {
+    const text = `#offline ${JSON.stringify({ text: 'z'.repeat(DELTAS), chunks: DELTAS, delayMs: PACE_MS })}`;
+    const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text });
+    const mid = r.body.messageId;
+    await Promise.all(viewers.map((v) => v.turnDone(mid, TURN_MS)));
+    const lat: number[] = [];
+    const spread: number[] = [];
+    const firstById = new Map<string, number>();
+    for (const v of viewers) for (const e of v.events) if (e.event === 'text.delta') firstById.set(e.id, Math.min(firstById.get(e.id) ?? Infinity, e.receivedAt));
+    for (const v of viewers) {
+      const deltas = v.events.filter((e) => e.event === 'text.delta' && e.data.messageId === mid);
+      if (deltas.length !== DELTAS) throw new Error(`a viewer got ${deltas.length} of ${DELTAS} deltas`);
+      for (const e of deltas) {
+        const m = /⟨T([\d.]+)⟩/.exec(String(e.data.text));
+        if (!m) throw new Error(`delta without a stamp: ${JSON.stringify(e.data.text)}`);
+        lat.push(wall(e.receivedAt) - Number(m[1]));
+        spread.push(e.receivedAt - (firstById.get(e.id) as number));
+      }
+    }
+    return { p50: median(lat), p99: quantile(lat, 0.99), spreadP50: median(spread), spreadP99: quantile(spread, 0.99), pairs: lat.length, openMs };
+  } finally {
+    await Promise.all(viewers.map((v) => v.close()));
+    await api.call('DELETE', `/api/sessions/${s.id}`);
+  }
+}
+
+async function memory(stack: Stack, api: Api, backend: string, workerdPid: number) {
+  const sessions: string[] = [];
+  const before = rssKb(workerdPid);
+  const perRunner: number[] = [];
+  const perGroup: number[] = [];
+  try {
+    for (let i = 0; i < SESSIONS; i++) {
+      const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench mem ${backend} ${i}` })).body;
+      sessions.push(s.id);
+      const sse = await api.events(s.id);
+      const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text: `memory ${i}` });
+      await sse.turnDone(r.body.messageId, TURN_MS);
+      await sse.close();
+    }
+    const tasks = (await stack.runners()).filter((t) => t.sessionId !== null && sessions.includes(t.sessionId) && t.lastStatus === 'RUNNING');
+    const procs = listProcs();
+    for (const t of tasks) {
+      perRunner.push(rssKb(t.pid as number));
+      perGroup.push(procs.filter((p) => t.groups.includes(p.pgid)).reduce((a, p) => a + rssKb(p.pid), 0));
+    }
+    const after = rssKb(workerdPid);
+    return { runnerKb: median(perRunner), groupKb: median(perGroup), workerdPerSessionKb: (after - before) / SESSIONS, workerdKb: after, n: tasks.length };
+  } finally {
+    for (const id of sessions) await api.call('DELETE', `/api/sessions/${id}`);
+  }
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-e2e-'));
+  const model = await spawnJson([join(ROOT, 'runner', 'bin', 'switchyard-offline-model.js'), '--port', '0']);
+  const proxy = await spawnJson([join(ROOT, 'bench', 'e2e', 'stamp-proxy.ts'), '--upstream', model.url]);
+  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_MODEL_URL: proxy.url };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.SWITCHYARD_ADMIN_PASSWORD;
+  let stack: Stack | undefined;
+  const lines: string[] = [];
+  try {
+    stack = await startStack({ port: 0, frozenEdge: true, devDir: join(dir, 'dev'), persistTo: join(dir, 'state'), env, readyTimeoutMs: 240_000, output: () => {}, log: () => {} });
+    const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+    for (const s of stack.services) s.sample();
+    const edgeGroups = new Set(stack.services.find((s) => s.name === 'edge')?.groups ?? []);
+    const workerd = liveInGroups(edgeGroups).find((p) => comm(p.pid) === 'workerd');
+    if (!workerd) throw new Error('no workerd process under the edge service');
+    const workerdStart = rssKb(workerd.pid);
+    const out = (l: string) => {
+      lines.push(l);
+      console.log(l);
+    };
+    out(`machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} every ${PACE_MS} ms, sessions=${SESSIONS}`);
+
+    const latency: Record<string, Awaited<ReturnType<typeof viewerLatency>>> = {};
+    for (const backend of ['claude', 'pi'] as const) {
+      if (backend === 'pi') {
+        const put = await api.call('PUT', '/api/admin/settings', { llmBackend: 'pi' });
+        if (put.status !== 200) throw new Error(`switch to pi: ${put.status} ${put.text}`);
+      }
+      const http = await firstDeltaViaHttp(api, backend);
+      const bare = await firstDeltaBare(backend, proxy.url);
+      out(`(1) ${backend}: first text.delta, warm — SSE client ${f1(median(http))} ms (min ${f1(Math.min(...http))}) vs bare CLI ${f1(median(bare))} ms (min ${f1(Math.min(...bare))}) → ratio ${f2(median(http) / median(bare))}x (+${f1(median(http) - median(bare))} ms)`);
+      const mem = await memory(stack, api, backend, workerd.pid);
+      out(`(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (workerd ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`);
+      if (backend === 'claude') {
+        for (const n of VIEWERS) {
+          latency[n] = await viewerLatency(api, n);
+          const l = latency[n];
+          const base = latency[VIEWERS[0] as number];
+          out(`(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`);
+        }
+      }
+    }
+    out(`workerd RSS at the end: ${mib(rssKb(workerd.pid))} MiB`);
+  } finally {
+    await stack?.stop();
+    model.child.kill('SIGTERM');
+    proxy.child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
