@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { taskBaseEnv } from '../src/host/cli.ts';
-import { readProc } from '../src/host/process-tree.ts';
+import { claimStateDir, readProc } from '../src/host/process-tree.ts';
 import { startRunnerHost, type RecordedEcsRequest, type RunnerHost } from '../src/host/server.ts';
 import { reapStaleTasks } from '../src/host/tasks.ts';
 
@@ -276,6 +276,29 @@ describe('the task-definition environment the host CLI derives from its own', ()
   });
 });
 
+describe('claimStateDir', () => {
+  it('refuses a directory a live process holds, takes over one whose holder is gone', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'owner.json');
+    const holder = spawn(process.execPath, ['-e', 'setInterval(() => {}, 60_000)'], { stdio: 'ignore' });
+    await new Promise((r) => holder.once('spawn', r));
+    const pid = holder.pid as number;
+    writeFileSync(file, JSON.stringify({ pid, startTime: readProc(pid)?.startTime }));
+    expect(() => claimStateDir(file, 'the dir')).toThrow(`the dir is in use by process ${pid}`);
+    // Same pid number, different start time: a recycled pid, not the holder.
+    writeFileSync(file, JSON.stringify({ pid, startTime: 1 }));
+    const release = claimStateDir(file, 'the dir');
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ pid: process.pid });
+    release();
+    expect(existsSync(file)).toBe(false);
+    writeFileSync(file, JSON.stringify({ pid, startTime: readProc(pid)?.startTime }));
+    holder.kill('SIGKILL');
+    await new Promise((r) => holder.once('exit', r));
+    await waitFor('the holder reaped', () => !alive(pid));
+    claimStateDir(file, 'the dir')();
+  });
+});
+
 describe('runner host with the real switchyard-runner', () => {
   it('a runner with bad configuration exits 2, and DescribeTasks says so', async () => {
     const host = await startRunnerHost({
@@ -326,6 +349,13 @@ describe('runner host with the real switchyard-runner', () => {
       return t?.lastStatus === 'RUNNING' ? t : undefined;
     });
     const pid = Number(running.containers?.[0]?.runtimeId?.split('-').at(-1));
+    expect(alive(pid)).toBe(true);
+    // A second host on the same state directory would reap this one's tasks: it refuses.
+    const second = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let secondErr = '';
+    second.stderr.setEncoding('utf8').on('data', (d: string) => (secondErr += d));
+    expect(await new Promise((r) => second.once('exit', (code) => r(code)))).toBe(2);
+    expect(secondErr).toContain(`is in use by process ${child.pid}`);
     expect(alive(pid)).toBe(true);
     child.kill('SIGINT');
     expect(await waitFor('host exit', () => exited, 60_000)).toBe(0);

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { claimStateDir } from '../../runner/src/host/process-tree.ts';
 import { reapStaleTasks, type HostTaskSummary } from '../../runner/src/host/tasks.ts';
 import { reapStaleServices, run, startService, stopService, killServicesNow, writeServiceRecords, type OutputSink, type Service } from './services.ts';
 import { ROOT, WRANGLER_CONFIG } from './wrangler.ts';
@@ -114,6 +115,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   mkdirSync(devDir, { recursive: true, mode: 0o700 });
   mkdirSync(persistTo, { recursive: true });
 
+  // One stack per state directory (two wrangler devs on one local D1 would fight); a holder
+  // that is gone left its services behind, which are stopped here.
+  const release = claimStateDir(path.join(devDir, 'owner.json'), `the dev directory ${devDir} (another npm start?)`);
   // A previous start that was SIGKILLed cannot have stopped its services or their runners.
   const stale = reapStaleServices(recordsFile);
   if (stale.length > 0) log(`stopped ${stale.join(', ')} left running by an earlier npm start`);
@@ -142,6 +146,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       // Backstop: a host that died could not stop its tasks.
       reapStaleTasks(hostStateDir);
       writeFileSync(recordsFile, '[]\n', { mode: 0o600 });
+      release();
     })();
     return stopped;
   };

@@ -1,12 +1,13 @@
 // `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s]`: runs the local ECS
 // stand-in until SIGINT/SIGTERM, then stops every task and exits. Prints exactly one JSON line
 // on stdout once listening (`{"url", "port", "cluster", "stateDir"}`), so a parent can wait for it.
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../config.ts';
 import { ExitCode } from '../errors.ts';
+import { claimStateDir } from './process-tree.ts';
 import { startRunnerHost } from './server.ts';
 import { reapStaleTasks } from './tasks.ts';
 
@@ -59,6 +60,14 @@ export async function hostMode(args: string[]): Promise<number> {
   }
   const stateDir = resolve(values['state-dir'] ?? mkdtempSync(join(tmpdir(), 'switchyard-host-')));
   const log = (line: string) => process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: line, component: 'host' })}\n`);
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  let release: () => void;
+  try {
+    release = claimStateDir(join(stateDir, 'host.json'), `state directory ${stateDir}`);
+  } catch (err) {
+    process.stderr.write(`switchyard-runner host: ${err instanceof Error ? err.message : String(err)}\n`);
+    return ExitCode.usage;
+  }
   const reaped = reapStaleTasks(stateDir);
   if (reaped > 0) log(`reaped ${reaped} task(s) left running by a previous host`);
 
@@ -79,7 +88,10 @@ export async function hostMode(args: string[]): Promise<number> {
       closing = true;
       log(`${signal}: stopping every task`);
       host.close().then(
-        () => resolveDone(ExitCode.ok),
+        () => {
+          release();
+          resolveDone(ExitCode.ok);
+        },
         () => resolveDone(ExitCode.failed),
       );
     };

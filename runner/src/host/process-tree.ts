@@ -4,7 +4,7 @@
 // the CLI. A container's whole tree dies with it; to match that, the host
 // remembers every process group it has seen below a task (snapshots from
 // /proc while the task runs) and signals all of them.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
 export interface ProcInfo {
@@ -102,4 +102,34 @@ export function exitCodeFor(code: number | null, signal: NodeJS.Signals | null):
   if (signal === null) return undefined;
   const n = constants.signals[signal];
   return n === undefined ? undefined : 128 + n;
+}
+
+/**
+ * Claims a state directory for this process through `file` ({pid, startTime}): throws when a live
+ * process (same pid *and* start time, so not a recycled pid) holds it, takes it over when the
+ * holder is gone. Returns the release function. Guards the "reap what a crashed predecessor
+ * left" logic from reaping a predecessor that is in fact still running.
+ */
+export function claimStateDir(file: string, what: string): () => void {
+  let holder: { pid?: unknown; startTime?: unknown } | undefined;
+  try {
+    holder = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown; startTime?: unknown };
+  } catch {
+    holder = undefined;
+  }
+  if (holder && typeof holder.pid === 'number' && holder.pid !== process.pid) {
+    const p = readProc(holder.pid);
+    if (p !== undefined && p.startTime === holder.startTime && p.state !== 'Z') {
+      throw new Error(`${what} is in use by process ${holder.pid}; stop it first or use another directory`);
+    }
+  }
+  writeFileSync(file, `${JSON.stringify({ pid: process.pid, startTime: readProc(process.pid)?.startTime ?? 0 })}\n`, { mode: 0o600 });
+  return () => {
+    try {
+      const now = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown };
+      if (now.pid === process.pid) rmSync(file, { force: true });
+    } catch {
+      // already gone
+    }
+  };
 }
