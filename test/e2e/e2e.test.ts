@@ -167,6 +167,8 @@ function backendSuite(backend: 'claude' | 'pi') {
       const mid2 = await send(admin, s.id, `second message ${tag}`);
       await expectDone(sse, mid2, 'end_turn', TURN_MS);
       expect(textOf(turnEvents(sse, mid2))).toBe(`Offline model reply to: second message ${tag}`);
+      // Exactly one turn.done per message, also counted once everything of turn 1 has surely arrived.
+      expect(sse.events.filter((e) => e.event === 'turn.done').map((e) => e.data.messageId)).toEqual([mid, mid2]);
       const tr = await admin.call<{ backend: string; messages: Array<{ role: string; text?: string }> }>('GET', `/api/sessions/${s.id}/transcript`);
       expect(tr.status).toBe(200);
       expect(tr.body.backend).toBe(backend);
