@@ -5,6 +5,8 @@
 //   (2) user message → first text.delta: hub sends user_message until the hub holds the
 //       first text.delta, vs writing the prompt to the bare CLI until its first delta line.
 //   (3) the runner process's RSS (the CLI is a separate process, so it is excluded).
+// The runner is measured twice: with SWITCHYARD_SANDBOX=none (the runner's own cost) and with
+// the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows separately.
 // Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N]
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -85,14 +87,14 @@ async function bare(backend: Backend, model: OfflineModel): Promise<{ readyMs: n
   return { readyMs, firstDeltaMs, cliRssKb };
 }
 
-async function viaRunner(backend: Backend, model: OfflineModel, hub: TestHub): Promise<{ readyMs: number[]; firstDeltaMs: number[]; runnerRssKb: number }> {
+async function viaRunner(backend: Backend, model: OfflineModel, hub: TestHub, env: Record<string, string>): Promise<{ readyMs: number[]; firstDeltaMs: number[]; runnerRssKb: number }> {
   const readyMs: number[] = [];
   const firstDeltaMs: number[] = [];
   let runnerRssKb = 0;
   for (let i = 0; i < runs; i++) {
     const session = await hub.newSession();
     const t0 = now();
-    const served = serveRunner(session, backend, model.url, { SWITCHYARD_LOG_LEVEL: 'warn' });
+    const served = serveRunner(session, backend, model.url, { SWITCHYARD_LOG_LEVEL: 'warn', ...env });
     await waitReady(session);
     readyMs.push(now() - t0);
     // Several turns on one runner: the first is the cold one, like the bare CLI's.
@@ -119,16 +121,19 @@ function rssKb(pid: number): number {
 const model = await startOfflineModel();
 const hub = await TestHub.start();
 const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
-console.log(`bench/runner — medians of ${runs} runs each, offline model on loopback, one run side by side\n`);
+const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+console.log(`bench/runner — medians of ${runs} runs each, offline model on loopback, one run side by side`);
+console.log('runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy)\n');
 for (const backend of ['pi', 'claude'] as const) {
   const b = await bare(backend, model);
-  const r = await viaRunner(backend, model, hub);
-  const ready = [median(r.readyMs), median(b.readyMs)] as const;
-  const delta = [median(r.firstDeltaMs), median(b.firstDeltaMs)] as const;
+  const plain = await viaRunner(backend, model, hub, { SWITCHYARD_SANDBOX: 'none' });
+  const full = await viaRunner(backend, model, hub, {});
+  const bareReady = median(b.readyMs);
+  const bareDelta = median(b.firstDeltaMs);
   console.log(`${backend}`);
-  console.log(`  (1) start → CLI ready        runner ${fmt(ready[0])}   bare CLI ${fmt(ready[1])}   ratio ${(ready[0] / ready[1]).toFixed(2)}   (+${fmt(ready[0] - ready[1])})`);
-  console.log(`  (2) message → first delta    runner ${fmt(delta[0])}   bare CLI ${fmt(delta[1])}   ratio ${(delta[0] / delta[1]).toFixed(2)}   (+${fmt(delta[0] - delta[1])})`);
-  console.log(`  (3) runner RSS ${(r.runnerRssKb / 1024).toFixed(1)} MiB (CLI excluded; the CLI itself: ${(b.cliRssKb / 1024).toFixed(1)} MiB, ratio ${(r.runnerRssKb / b.cliRssKb).toFixed(2)})`);
+  console.log(`  (1) start → CLI ready       bare ${fmt(bareReady)} | runner(none) ${fmt(median(plain.readyMs))} ${ratio(median(plain.readyMs), bareReady)} | runner(default) ${fmt(median(full.readyMs))} ${ratio(median(full.readyMs), bareReady)}`);
+  console.log(`  (2) message → first delta   bare ${fmt(bareDelta)} | runner(none) ${fmt(median(plain.firstDeltaMs))} ${ratio(median(plain.firstDeltaMs), bareDelta)} | runner(default) ${fmt(median(full.firstDeltaMs))} ${ratio(median(full.firstDeltaMs), bareDelta)}`);
+  console.log(`  (3) runner RSS, CLI excluded: none ${(plain.runnerRssKb / 1024).toFixed(1)} MiB, default ${(full.runnerRssKb / 1024).toFixed(1)} MiB (the CLI itself ${(b.cliRssKb / 1024).toFixed(1)} MiB; ratio ${ratio(full.runnerRssKb, b.cliRssKb)})`);
 }
 await hub.close();
 await model.close();
