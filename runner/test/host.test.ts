@@ -1,6 +1,6 @@
 // The local runner host against the real AWS SDK (`@aws-sdk/client-ecs`, the client the edge's
 // launcher uses): exact requests, real runner processes, exit codes, process-group kills.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -334,33 +334,41 @@ describe('runner host with the real switchyard-runner', () => {
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    const ready = await waitFor('ready line', () => (stdout.includes('\n') ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number }) : undefined));
-    const ecs = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKID', secretAccessKey: 's' }, maxAttempts: 1 });
-    // A real `serve` whose hub never answers keeps retrying: a long-lived runner.
-    const out = await ecs.send(
-      new RunTaskCommand(
-        runInput({ SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect', SWITCHYARD_SESSION_ID: 's', SWITCHYARD_BACKEND: 'pi', SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh' }),
-      ),
-    );
-    const arn = out.tasks?.[0]?.taskArn as string;
-    expect(arn).toMatch(/^arn:aws:ecs:eu-west-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/);
-    const running = await waitFor('RUNNING', async () => {
-      const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
-      return t?.lastStatus === 'RUNNING' ? t : undefined;
-    });
-    const pid = Number(running.containers?.[0]?.runtimeId?.split('-').at(-1));
-    expect(alive(pid)).toBe(true);
-    // A second host on the same state directory would reap this one's tasks: it refuses.
-    const second = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let secondErr = '';
-    second.stderr.setEncoding('utf8').on('data', (d: string) => (secondErr += d));
-    expect(await new Promise((r) => second.once('exit', (code) => r(code)))).toBe(2);
-    expect(secondErr).toContain(`is in use by process ${child.pid}`);
-    expect(alive(pid)).toBe(true);
-    child.kill('SIGINT');
-    expect(await waitFor('host exit', () => exited, 60_000)).toBe(0);
-    expect(alive(pid)).toBe(false);
-    expect(stderr).toContain('STOPPED');
-    expect(stderr).not.toContain('tok-abcdefgh');
+    const spawned: ChildProcess[] = [child];
+    try {
+      const ready = await waitFor('ready line', () => (stdout.includes('\n') ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number }) : undefined));
+      const ecs = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKID', secretAccessKey: 's' }, maxAttempts: 1 });
+      // A real `serve` whose hub never answers keeps retrying: a long-lived runner.
+      const out = await ecs.send(
+        new RunTaskCommand(
+          runInput({ SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect', SWITCHYARD_SESSION_ID: 's', SWITCHYARD_BACKEND: 'pi', SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh' }),
+        ),
+      );
+      const arn = out.tasks?.[0]?.taskArn as string;
+      expect(arn).toMatch(/^arn:aws:ecs:eu-west-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/);
+      const running = await waitFor('RUNNING', async () => {
+        const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
+        return t?.lastStatus === 'RUNNING' ? t : undefined;
+      });
+      const pid = Number(running.containers?.[0]?.runtimeId?.split('-').at(-1));
+      expect(alive(pid)).toBe(true);
+      // A second host on the same state directory would reap this one's tasks: it refuses.
+      const second = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+      spawned.push(second);
+      let secondErr = '';
+      second.stderr.setEncoding('utf8').on('data', (d: string) => (secondErr += d));
+      const secondExit = new Promise<number | null>((r) => second.once('exit', (code) => r(code)));
+      expect(await waitFor('the second host to refuse', () => secondExit, 30_000)).toBe(2);
+      expect(secondErr).toContain(`is in use by process ${child.pid}`);
+      expect(alive(pid)).toBe(true);
+      child.kill('SIGINT');
+      expect(await waitFor('host exit', () => exited, 60_000)).toBe(0);
+      expect(alive(pid)).toBe(false);
+      expect(stderr).toContain('STOPPED');
+      expect(stderr).not.toContain('tok-abcdefgh');
+    } finally {
+      for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      reapStaleTasks(stateDir); // a host killed here could not stop its runner
+    }
   });
 });
