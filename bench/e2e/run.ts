@@ -17,6 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { liveInGroups, listProcs } from '../../runner/src/host/process-tree.ts';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
@@ -49,6 +50,16 @@ function rssKb(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+/** utime + stime of a process in ms (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
   } catch {
     return 0;
   }
@@ -115,7 +126,7 @@ async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promi
   return times;
 }
 
-async function viewerLatency(api: Api, n: number): Promise<{ p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number }> {
+async function viewerLatency(api: Api, n: number, workerdPid: number): Promise<{ p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number; lagP99: number; lagMax: number; clientCpuMs: number; workerdCpuMs: number; turnMs: number }> {
   const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench ${n} viewers` })).body;
   // Warm the runner first, so the measured turn is not a cold start.
   const warm = await api.events(s.id);
@@ -133,9 +144,19 @@ async function viewerLatency(api: Api, n: number): Promise<{ p50: number; p99: n
   if (bad > 0) throw new Error(`${bad} of ${n} viewers could not connect`);
   try {
     const text = `#offline ${JSON.stringify({ text: 'z'.repeat(DELTAS), chunks: DELTAS, delayMs: PACE_MS })}`;
+    const lag = monitorEventLoopDelay({ resolution: 5 });
+    lag.enable();
+    const cpu0 = process.cpuUsage();
+    const wcpu0 = cpuMs(workerdPid);
+    const tt0 = now();
     const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text });
     const mid = r.body.messageId;
     await Promise.all(viewers.map((v) => v.turnDone(mid, TURN_MS)));
+    const turnMs = now() - tt0;
+    lag.disable();
+    const cpu = process.cpuUsage(cpu0);
+    const clientCpuMs = (cpu.user + cpu.system) / 1000;
+    const workerdCpuMs = cpuMs(workerdPid) - wcpu0;
     const lat: number[] = [];
     const spread: number[] = [];
     const firstById = new Map<string, number>();
@@ -150,7 +171,7 @@ async function viewerLatency(api: Api, n: number): Promise<{ p50: number; p99: n
         spread.push(e.receivedAt - (firstById.get(e.id) as number));
       }
     }
-    return { p50: median(lat), p99: quantile(lat, 0.99), spreadP50: median(spread), spreadP99: quantile(spread, 0.99), pairs: lat.length, openMs };
+    return { p50: median(lat), p99: quantile(lat, 0.99), spreadP50: median(spread), spreadP99: quantile(spread, 0.99), pairs: lat.length, openMs, lagP99: lag.percentile(99) / 1e6, lagMax: lag.max / 1e6, clientCpuMs, workerdCpuMs, turnMs };
   } finally {
     await Promise.all(viewers.map((v) => v.close()));
     await api.call('DELETE', `/api/sessions/${s.id}`);
@@ -220,10 +241,11 @@ async function main() {
       out(`(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (workerd ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`);
       if (backend === 'claude') {
         for (const n of VIEWERS) {
-          latency[n] = await viewerLatency(api, n);
+          latency[n] = await viewerLatency(api, n, workerd.pid);
           const l = latency[n];
           const base = latency[VIEWERS[0] as number];
           out(`(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`);
+          out(`    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms)`);
         }
       }
     }
