@@ -8,6 +8,8 @@ import { join, resolve } from 'node:path';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand } from '@aws-sdk/client-ecs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { descendants, listProcs, liveInGroups } from '../runner/src/host/process-tree.ts';
+import { reapStaleTasks } from '../runner/src/host/tasks.ts';
+import { reapStaleServices } from '../scripts/lib/services.ts';
 import { freePort, startStack } from '../scripts/start.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -159,6 +161,15 @@ describe('npm start', () => {
     } catch (err) {
       throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- npm start stdout:\n${stdout}\n--- stderr:\n${stderr.slice(-4000)}`);
     } finally {
+      // On failure: Ctrl-C first (an orderly stop), then force, then what the records name.
+      if (npm.exitCode === null && npm.signalCode === null) {
+        try {
+          process.kill(-(npm.pid as number), 'SIGINT');
+          await waitFor('npm start to stop', () => exited, 60_000).catch(() => undefined);
+        } catch {
+          // already gone
+        }
+      }
       for (const pgid of [npm.pid as number, ...groups]) {
         try {
           process.kill(-pgid, 'SIGKILL');
@@ -166,6 +177,8 @@ describe('npm start', () => {
           // already gone
         }
       }
+      reapStaleServices(join(devDir, 'services.json'));
+      reapStaleTasks(join(devDir, 'host'));
     }
   }, 300_000);
 
