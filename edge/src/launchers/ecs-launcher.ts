@@ -37,6 +37,8 @@ export class EcsLauncher implements Launcher {
   constructor(config: EcsLauncherConfig, opts: EcsLauncherOptions = {}) {
     this.config = config;
     this.opts = opts;
+    // A client per launcher (launchers are built per request): cheap, and nothing the SDK
+    // memoizes can cross a Workers request context.
     this.client =
       opts.client ??
       new ECSClient({
