@@ -126,7 +126,7 @@ async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promi
   return times;
 }
 
-async function viewerLatency(api: Api, n: number, workerdPid: number): Promise<{ p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number; lagP99: number; lagMax: number; clientCpuMs: number; workerdCpuMs: number; turnMs: number }> {
+async function viewerLatency(api: Api, n: number, workerdPid: number, edgeGroups: Set<number>): Promise<{ edgeCpu: string; p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number; lagP99: number; lagMax: number; clientCpuMs: number; workerdCpuMs: number; turnMs: number }> {
   const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench ${n} viewers` })).body;
   // Warm the runner first, so the measured turn is not a cold start.
   const warm = await api.events(s.id);
@@ -148,6 +148,8 @@ async function viewerLatency(api: Api, n: number, workerdPid: number): Promise<{
     lag.enable();
     const cpu0 = process.cpuUsage();
     const wcpu0 = cpuMs(workerdPid);
+    const edgeProcs = liveInGroups(edgeGroups);
+    const ecpu0 = edgeProcs.map((p) => cpuMs(p.pid));
     const tt0 = now();
     const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text });
     const mid = r.body.messageId;
@@ -157,6 +159,7 @@ async function viewerLatency(api: Api, n: number, workerdPid: number): Promise<{
     const cpu = process.cpuUsage(cpu0);
     const clientCpuMs = (cpu.user + cpu.system) / 1000;
     const workerdCpuMs = cpuMs(workerdPid) - wcpu0;
+    const edgeCpu = edgeProcs.map((p, i) => `${comm(p.pid)}[${p.pid}] ${cpuMs(p.pid) - (ecpu0[i] ?? 0)} ms`).join(', ');
     const lat: number[] = [];
     const spread: number[] = [];
     const firstById = new Map<string, number>();
@@ -171,7 +174,7 @@ async function viewerLatency(api: Api, n: number, workerdPid: number): Promise<{
         spread.push(e.receivedAt - (firstById.get(e.id) as number));
       }
     }
-    return { p50: median(lat), p99: quantile(lat, 0.99), spreadP50: median(spread), spreadP99: quantile(spread, 0.99), pairs: lat.length, openMs, lagP99: lag.percentile(99) / 1e6, lagMax: lag.max / 1e6, clientCpuMs, workerdCpuMs, turnMs };
+    return { edgeCpu, p50: median(lat), p99: quantile(lat, 0.99), spreadP50: median(spread), spreadP99: quantile(spread, 0.99), pairs: lat.length, openMs, lagP99: lag.percentile(99) / 1e6, lagMax: lag.max / 1e6, clientCpuMs, workerdCpuMs, turnMs };
   } finally {
     await Promise.all(viewers.map((v) => v.close()));
     await api.call('DELETE', `/api/sessions/${s.id}`);
@@ -241,11 +244,11 @@ async function main() {
       out(`(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (workerd ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`);
       if (backend === 'claude') {
         for (const n of VIEWERS) {
-          latency[n] = await viewerLatency(api, n, workerd.pid);
+          latency[n] = await viewerLatency(api, n, workerd.pid, edgeGroups);
           const l = latency[n];
           const base = latency[VIEWERS[0] as number];
           out(`(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`);
-          out(`    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms)`);
+          out(`    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms); edge processes: ${l.edgeCpu}`);
         }
       }
     }
