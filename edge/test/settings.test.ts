@@ -188,6 +188,17 @@ describe('the backend switch', () => {
     }
   });
 
+  it('PROBE_TIMEOUT_SECONDS overrides the app default (production probes are slow Fargate tasks)', async () => {
+    const slowPi = () => new Promise<{ available: boolean }>(() => {});
+    const { app, token } = await setup(new SpyProbe({ pi: slowPi }), { probeTimeoutMs: 60_000 });
+    const err = expectError(
+      await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' }, env: { PROBE_TIMEOUT_SECONDS: '0.02' } }),
+      400,
+      'backend_unavailable',
+    );
+    expect(err.message).toMatch(/did not answer within 20 ms/);
+  });
+
   it('to claude: never probes, even when a probe would call claude unusable', async () => {
     const probe = new SpyProbe({
       claude: () => Promise.reject(new Error('must not be called')),

@@ -56,6 +56,11 @@ const adminPutRoute = createRoute({
   },
 });
 
+function probeTimeoutMs(deps: AppDeps, env: Env): number {
+  const seconds = Number(env.PROBE_TIMEOUT_SECONDS);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : deps.probeTimeoutMs;
+}
+
 export function publicSettingsRoutes(deps: AppDeps) {
   const app = newRouter();
   app.use('*', authenticate(deps));
@@ -64,7 +69,7 @@ export function publicSettingsRoutes(deps: AppDeps) {
     const statuses = await allStatuses(c.env.DB, deps.probeFor(c.env), {
       now: deps.clock(),
       ttlMs: deps.probeCacheTtlMs,
-      timeoutMs: deps.probeTimeoutMs,
+      timeoutMs: probeTimeoutMs(deps, c.env),
     });
     // Users see availability and the reason; the operator's fix is for the admin error path.
     const backends = statuses.map(({ name, available, version, reason }) => ({
@@ -99,7 +104,7 @@ export function adminSettingsRoutes(deps: AppDeps) {
     // Only a switch *to* pi needs proof; claude is the escape hatch and is never probed.
     if (next.llmBackend === 'pi' && current.settings.llmBackend !== 'pi') {
       const now = deps.clock();
-      const result = await probeFresh(db, deps.probeFor(c.env), 'pi', { now, timeoutMs: deps.probeTimeoutMs });
+      const result = await probeFresh(db, deps.probeFor(c.env), 'pi', { now, timeoutMs: probeTimeoutMs(deps, c.env) });
       if (!result.available) {
         const reason = result.reason ?? 'the probe gave no reason';
         const fix = result.fix === undefined ? '' : ` To fix: ${result.fix}`;
