@@ -126,7 +126,7 @@ async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promi
   return times;
 }
 
-async function viewerLatency(api: Api, n: number, workerdPid: number, edgeGroups: Set<number>): Promise<{ edgeCpu: string; p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number; lagP99: number; lagMax: number; clientCpuMs: number; workerdCpuMs: number; turnMs: number }> {
+async function viewerLatency(api: Api, n: number, workerdPids: number[], edgeGroups: Set<number>): Promise<{ edgeCpu: string; p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number; lagP99: number; lagMax: number; clientCpuMs: number; workerdCpuMs: number; turnMs: number }> {
   const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench ${n} viewers` })).body;
   // Warm the runner first, so the measured turn is not a cold start.
   const warm = await api.events(s.id);
@@ -147,18 +147,20 @@ async function viewerLatency(api: Api, n: number, workerdPid: number, edgeGroups
     const lag = monitorEventLoopDelay({ resolution: 5 });
     lag.enable();
     const cpu0 = process.cpuUsage();
-    const wcpu0 = cpuMs(workerdPid);
+    const wcpu = () => workerdPids.reduce((a, p) => a + cpuMs(p), 0);
+    const wcpu0 = wcpu();
     const edgeProcs = liveInGroups(edgeGroups);
     const ecpu0 = edgeProcs.map((p) => cpuMs(p.pid));
     const tt0 = now();
     const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text });
+    if (r.status !== 202) throw new Error(`message with ${n} viewers: ${r.status} ${r.text.slice(0, 500)}`);
     const mid = r.body.messageId;
     await Promise.all(viewers.map((v) => v.turnDone(mid, TURN_MS)));
     const turnMs = now() - tt0;
     lag.disable();
     const cpu = process.cpuUsage(cpu0);
     const clientCpuMs = (cpu.user + cpu.system) / 1000;
-    const workerdCpuMs = cpuMs(workerdPid) - wcpu0;
+    const workerdCpuMs = wcpu() - wcpu0;
     const edgeCpu = edgeProcs.map((p, i) => `${comm(p.pid)}[${p.pid}] ${cpuMs(p.pid) - (ecpu0[i] ?? 0)} ms`).join(', ');
     const lat: number[] = [];
     const spread: number[] = [];
@@ -181,9 +183,9 @@ async function viewerLatency(api: Api, n: number, workerdPid: number, edgeGroups
   }
 }
 
-async function memory(stack: Stack, api: Api, backend: string, workerdPid: number) {
+async function memory(stack: Stack, api: Api, backend: string, workerdRss: () => number) {
   const sessions: string[] = [];
-  const before = rssKb(workerdPid);
+  const before = workerdRss();
   const perRunner: number[] = [];
   const perGroup: number[] = [];
   try {
@@ -201,7 +203,7 @@ async function memory(stack: Stack, api: Api, backend: string, workerdPid: numbe
       perRunner.push(rssKb(t.pid as number));
       perGroup.push(procs.filter((p) => t.groups.includes(p.pgid)).reduce((a, p) => a + rssKb(p.pid), 0));
     }
-    const after = rssKb(workerdPid);
+    const after = workerdRss();
     return { runnerKb: median(perRunner), groupKb: median(perGroup), workerdPerSessionKb: (after - before) / SESSIONS, workerdKb: after, n: tasks.length };
   } finally {
     for (const id of sessions) await api.call('DELETE', `/api/sessions/${id}`);
@@ -222,9 +224,11 @@ async function main() {
     const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
     for (const s of stack.services) s.sample();
     const edgeGroups = new Set(stack.services.find((s) => s.name === 'edge')?.groups ?? []);
-    const workerd = liveInGroups(edgeGroups).find((p) => comm(p.pid) === 'workerd');
-    if (!workerd) throw new Error('no workerd process under the edge service');
-    const workerdStart = rssKb(workerd.pid);
+    // wrangler dev runs two workerd processes (its proxy and the Worker); both count.
+    const workerds = liveInGroups(edgeGroups).filter((p) => comm(p.pid) === 'workerd').map((p) => p.pid);
+    if (workerds.length === 0) throw new Error('no workerd process under the edge service');
+    const workerdRss = () => workerds.reduce((a, p) => a + rssKb(p), 0);
+    const workerdStart = workerdRss();
     const out = (l: string) => {
       lines.push(l);
       console.log(l);
@@ -240,11 +244,11 @@ async function main() {
       const http = await firstDeltaViaHttp(api, backend);
       const bare = await firstDeltaBare(backend, proxy.url);
       out(`(1) ${backend}: first text.delta, warm — SSE client ${f1(median(http))} ms (min ${f1(Math.min(...http))}) vs bare CLI ${f1(median(bare))} ms (min ${f1(Math.min(...bare))}) → ratio ${f2(median(http) / median(bare))}x (+${f1(median(http) - median(bare))} ms)`);
-      const mem = await memory(stack, api, backend, workerd.pid);
-      out(`(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (workerd ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`);
+      const mem = await memory(stack, api, backend, workerdRss);
+      out(`(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (both workerd processes ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`);
       if (backend === 'claude') {
         for (const n of VIEWERS) {
-          latency[n] = await viewerLatency(api, n, workerd.pid, edgeGroups);
+          latency[n] = await viewerLatency(api, n, workerds, edgeGroups);
           const l = latency[n];
           const base = latency[VIEWERS[0] as number];
           out(`(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`);
@@ -252,7 +256,7 @@ async function main() {
         }
       }
     }
-    out(`workerd RSS at the end: ${mib(rssKb(workerd.pid))} MiB`);
+    out(`workerd RSS (both processes) at the end: ${mib(workerdRss())} MiB`);
   } finally {
     await stack?.stop();
     model.child.kill('SIGTERM');
