@@ -15,11 +15,9 @@ export interface ModelAccess {
 }
 
 /**
- * Resolves what the CLI is pointed at. SEAM (sandbox/secrets issue): with a
- * real provider key this hands the key to the CLI, so it sits in the CLI's
- * environment (claude) or config file (pi). The credential-injecting proxy
- * replaces the `provider` branch: the proxy listens on loopback, holds the
- * key, and the CLI gets `{baseUrl: proxy, apiKey: DUMMY_API_KEY}`.
+ * Resolves where model traffic goes upstream. The CLI is never handed this
+ * directly: serve, once and probe put the loopback credential proxy
+ * (sandbox/model-proxy.ts) in front of it, which holds the key.
  */
 export function resolveModelAccess(model: ModelSelection): Result<ModelAccess> {
   switch (model.kind) {
