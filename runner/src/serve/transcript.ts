@@ -117,13 +117,36 @@ export async function restoreTranscript(backend: Backend, transcript: Transcript
   const handle = backend === 'claude' ? transcript.resumeId : join(piSessionDir(paths.configDir), transcript.resumeId);
   const file = transcriptFile(backend, handle, paths);
   if (!file) return { ok: false, error: runnerError('transcript_invalid', 'transcript has no resume id') };
+  const content = backend === 'pi' ? rehomePiSession(raw, paths.workspace) : raw;
   try {
     await mkdir(join(file.path, '..'), { recursive: true, mode: 0o700 });
-    await writeFile(file.path, raw, { mode: 0o600 });
+    await writeFile(file.path, content, { mode: 0o600 });
   } catch (err) {
     return { ok: false, error: runnerError('transcript_unwritable', `cannot restore the transcript: ${messageOf(err)}`) };
   }
   return { ok: true, value: handle };
+}
+
+/**
+ * pi's session file starts with a header naming the working directory it was
+ * created in, and pi 0.73 refuses to resume ("Stored session working
+ * directory does not exist") when that path is gone — as it is in a new
+ * container. The header is pointed at this runner's workspace; nothing else
+ * in the file is touched.
+ */
+export function rehomePiSession(raw: Buffer, workspace: string): Buffer {
+  const text = raw.toString('utf8');
+  const nl = text.indexOf('\n');
+  const first = nl === -1 ? text : text.slice(0, nl);
+  let header: unknown;
+  try {
+    header = JSON.parse(first);
+  } catch {
+    return raw;
+  }
+  if (typeof header !== 'object' || header === null || (header as { type?: unknown }).type !== 'session' || !('cwd' in header)) return raw;
+  const rehomed = JSON.stringify({ ...header, cwd: workspace });
+  return Buffer.from(nl === -1 ? rehomed : `${rehomed}${text.slice(nl)}`, 'utf8');
 }
 
 export function sha256(data: Buffer): string {

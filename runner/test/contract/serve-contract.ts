@@ -198,7 +198,9 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       // With its runner gone the CLI reads EOF on stdin and exits: no orphan even after SIGKILL.
       expect(await waitGroupGone(cliA as number)).toBe(true);
 
-      const b = await start({}, session, { workspace: a.workspace });
+      // A new container has its own workspace path; the conversation must not depend on the old one.
+      const b = await start({}, session);
+      expect(b.workspace).not.toBe(a.workspace);
       await session.waitFor(() => session.hellos().length === 2, 'second hello');
       await waitReady(session);
       await b.runner.waitForLog((l) => l.msg === 'transcript restored', 'transcript restored');

@@ -26,19 +26,21 @@ describe('transcripts', () => {
     expect(readFileSync(claudeTranscriptPath(b.configDir, b.workspace, 'abc-123'), 'utf8')).toBe(conversation);
   });
 
-  test('pi: the session file name travels, the directory is the restoring runner’s', async () => {
-    const a = { configDir: dir(), workspace: '/w' };
+  test('pi: the session file name travels, the directory is the restoring runner’s, the header cwd is rehomed', async () => {
+    const a = { configDir: dir(), workspace: '/w-old' };
     const file = join(a.configDir, 'sessions', '2026-01-01T00-00-00-000Z_id.jsonl');
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, conversation);
+    const header = '{"type":"session","version":3,"id":"x","cwd":"/w-old"}\n';
+    writeFileSync(file, header + conversation);
     const collected = await collectTranscript('pi', file, a);
     const t = collected.ok ? collected.value : undefined;
     expect(t?.resumeId).toBe('2026-01-01T00-00-00-000Z_id.jsonl');
-    const b = { configDir: dir(), workspace: '/w' };
+    const b = { configDir: dir(), workspace: '/w-new' };
     const restored = await restoreTranscript('pi', t!, b);
     const handle = join(b.configDir, 'sessions', '2026-01-01T00-00-00-000Z_id.jsonl');
     expect(restored).toEqual({ ok: true, value: handle });
-    expect(readFileSync(handle, 'utf8')).toBe(conversation);
+    // pi refuses a session whose stored cwd is gone; only the header changes.
+    expect(readFileSync(handle, 'utf8')).toBe('{"type":"session","version":3,"id":"x","cwd":"/w-new"}\n' + conversation);
   });
 
   test('nothing on disk yet is not an error; corruption, backend mismatch and path tricks are', async () => {
