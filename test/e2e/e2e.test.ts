@@ -325,10 +325,8 @@ function backendSuite(backend: 'claude' | 'pi') {
       );
       expect(sse.events.filter((e) => e.event === 'turn.done' && e.data.messageId === m2)).toHaveLength(1);
       // Turn 3 starts a new runner, which restores the conversation.
-      // KNOWN RED for pi (runner bug, reported): the local host gives every task a fresh workspace
-      // and restoreTranscript() writes pi's session file unchanged, so its header still names the
-      // dead runner's workspace as `cwd`; pi 0.73.1 then exits 1 with "Stored session working
-      // directory does not exist: .../tasks/<old task>/workspace" and turn 3 ends error/cli_exited.
+      // (pi: the new runner's workspace differs from the dead one's; pi refuses a session whose
+      // stored cwd is gone unless the runner rehomes the header — this test caught that.)
       const marker = `what was the word ${tag}-${Date.now() % 100000}`;
       const m3 = await send(admin, s.id, marker);
       await expectDone(sse, m3, 'end_turn', TURN_MS);
