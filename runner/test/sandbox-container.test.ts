@@ -57,6 +57,7 @@ describe('runner/Dockerfile', () => {
 
 let model: OfflineModel;
 const root = realpathSync(mkdtempSync(join(tmpdir(), 'sy-container-')));
+const installRoot = realpathSync(join(runnerDir, '..'));
 beforeAll(async () => {
   model = await startOfflineModel();
 });
@@ -88,6 +89,9 @@ function onceInContainer(backend: 'claude' | 'pi', prompt: string): Promise<{ co
     '--tmpfs', '/tmp',
     '--bind', ws, '/workspace',
     '--bind', home, '/home/switchyard',
+    // The image holds the runner install; here it is this checkout, which may itself live
+    // under /tmp or /home (CI clones anywhere), so bind it back over the volumes.
+    '--ro-bind', installRoot, installRoot,
     '--remount-ro', '/',
     '--unshare-user', '--uid', '10001', '--gid', '10001',
     '--unshare-pid', '--unshare-ipc', '--unshare-uts',
