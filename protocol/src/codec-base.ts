@@ -1,6 +1,6 @@
 import type { CliExit } from './adapter.ts';
 import type { AgentEvent, ErrorInfo } from './events.ts';
-import { head } from './json-fields.ts';
+import { head, isObj, type Obj } from './json-fields.ts';
 
 /**
  * Turn bookkeeping shared by both codecs: exactly one turn.done per accepted
@@ -29,7 +29,20 @@ export class TurnTracker {
     return [{ type: 'turn.done', ...done }];
   }
 
-  badLine(line: string): AgentEvent[] {
+  /** One stdout record: JSON objects go to `handle`; anything else is a cli_bad_line error (invariant 4). */
+  parseLine(line: string, handle: (msg: Obj) => AgentEvent[]): AgentEvent[] {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      return this.badLine(line);
+    }
+    if (!isObj(msg)) return this.badLine(line);
+    this.sawEvents = true;
+    return handle(msg);
+  }
+
+  private badLine(line: string): AgentEvent[] {
     return [{ type: 'error', code: 'cli_bad_line', message: `CLI wrote a line that is not JSON: ${head(line, 200)}`, retryable: false }];
   }
 

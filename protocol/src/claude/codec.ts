@@ -63,14 +63,10 @@ export class ClaudeCodec implements AgentCodec {
   }
 
   parse(line: string): AgentEvent[] {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(line);
-    } catch {
-      return this.turn.badLine(line);
-    }
-    if (!isObj(msg)) return this.turn.badLine(line);
-    this.turn.sawEvents = true;
+    return this.turn.parseLine(line, this.dispatch);
+  }
+
+  private readonly dispatch = (msg: Obj): AgentEvent[] => {
     switch (msg.type) {
       case 'stream_event':
         return this.streamEvent(obj(msg, 'event'));
@@ -85,7 +81,7 @@ export class ClaudeCodec implements AgentCodec {
         // (invariant 2); control_response and unknown types are skipped (invariant 4).
         return [];
     }
-  }
+  };
 
   end(exit: CliExit): AgentEvent[] {
     return this.turn.end(exit);

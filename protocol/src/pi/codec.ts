@@ -72,14 +72,10 @@ export class PiCodec implements AgentCodec {
   }
 
   parse(line: string): AgentEvent[] {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(line);
-    } catch {
-      return this.turn.badLine(line);
-    }
-    if (!isObj(msg)) return this.turn.badLine(line);
-    this.turn.sawEvents = true;
+    return this.turn.parseLine(line, this.dispatch);
+  }
+
+  private readonly dispatch = (msg: Obj): AgentEvent[] => {
     switch (msg.type) {
       case 'message_update':
         return this.messageUpdate(msg);
@@ -118,7 +114,7 @@ export class PiCodec implements AgentCodec {
         // text (invariant 2); unknown types are skipped (invariant 4).
         return [];
     }
-  }
+  };
 
   end(exit: CliExit): AgentEvent[] {
     return this.turn.end(exit);
