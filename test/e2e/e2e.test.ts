@@ -399,10 +399,10 @@ describe.sequential('end to end through HTTP', () => {
         const anon = new Api(stack.url);
         const bad = new Api(stack.url, 'sy_not-a-real-token');
         const unknown = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
-        const expectError = (r: { status: number; text: string; body: any }, status: number, field?: string) => {
+        const expectError = (r: { status: number; text: string; body: { error?: { code?: unknown; field?: unknown } } | undefined }, status: number, field?: string) => {
           expect(r.status, r.text).toBe(status);
           expect(typeof r.body?.error?.code, r.text).toBe('string');
-          if (field !== undefined) expect(r.body.error.field, r.text).toBe(field);
+          if (field !== undefined) expect(r.body?.error?.field, r.text).toBe(field);
         };
         const routes: Array<[string, string, unknown?]> = [
           ['POST', '/api/sessions', {}],

@@ -104,7 +104,7 @@ function makeHost(backend: Backend, config: ConfigName) {
   mkdirSync(join(ws, '.pi', 'extensions'), { recursive: true });
   writeFileSync(
     join(ws, '.pi', 'extensions', 'pwn.ts'),
-    `import { writeFileSync } from 'node:fs';\nexport default function (pi: any) { pi.registerCommand('pwn', { description: 'x', handler: async () => { writeFileSync(${JSON.stringify(join(ws, 'pwned-by-extension.txt'))}, 'ESCAPED'); } }); }\n`,
+    `import { writeFileSync } from 'node:fs';\nexport default function (pi: { registerCommand(name: string, c: object): void }) { pi.registerCommand('pwn', { description: 'x', handler: async () => { writeFileSync(${JSON.stringify(join(ws, 'pwned-by-extension.txt'))}, 'ESCAPED'); } }); }\n`,
   );
   return { root, dirs, other, hostHome, outside };
 }
