@@ -25,6 +25,8 @@ export interface SandboxSetup {
 export async function sandboxSetup(env: Record<string, string | undefined>): Promise<Result<SandboxSetup>> {
   const mode = sandboxModeFrom(env);
   if (typeof mode !== 'string') return { ok: false, error: runnerError('config_invalid', mode.error) };
+  // Container mode: the CLI is another uid in the runner's group; whatever either creates stays group-rw.
+  if (mode === 'container') process.umask(0o007);
   const sandbox = new Sandbox({ mode });
   const selfTest = await guardSelfTest(sandbox);
   return {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SpawnSpec } from '@switchyard/protocol';
 import { wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
+import { missingRunnerCaps, wrapWithUidDrop } from '../src/sandbox/uid-drop.ts';
 import { GUARD_DIR, installRoot, Sandbox, SandboxError, sandboxModeFrom } from '../src/sandbox/sandbox.ts';
 
 const spec: SpawnSpec = { command: '/opt/cli/bin/cli', args: ['--x'], env: { PATH: '/usr/bin' }, cwd: '/s/ws', files: [{ path: '/s/cfg/settings.json', content: '{}' }] };
@@ -78,9 +79,29 @@ describe('Sandbox.prepare fails closed', () => {
     await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(/bubblewrap \(\/nonexistent\/bwrap\) is not installed; run scripts\/setup-system.sh/);
   });
   it('puts the policy in the environment', async () => {
-    const sb = new Sandbox({ mode: 'container' });
+    const sb = new Sandbox({ mode: 'none' });
     const out = await sb.prepare(guarded(sb), paths);
     expect(JSON.parse(out.env.SWITCHYARD_GUARD_POLICY ?? '')).toEqual({ v: 1, backend: 'claude', workspace: paths.workspace, tools: ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'] });
+  });
+  it('container mode refuses without the runner capabilities or setpriv, and as root', async () => {
+    const sb = new Sandbox({ mode: 'container', setpriv: '/nonexistent/setpriv' });
+    const caps = await missingRunnerCaps();
+    const uid = process.getuid?.() ?? 0;
+    const expected = caps.length > 0 ? /the runner lacks CAP_/ : uid === 0 || uid === 10002 ? /must run as its own non-root uid/ : /setpriv \(\/nonexistent\/setpriv, util-linux\) is not installed/;
+    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(expected);
+    await expect(sb.prepare(guarded(sb), paths)).rejects.toBeInstanceOf(SandboxError);
+  });
+  it('reads the runner capabilities from /proc/self/status', async () => {
+    expect(await missingRunnerCaps('CapEff:\t00000000000000e2\n')).toEqual([]);
+    expect(await missingRunnerCaps('CapEff:\t00000000000000c2\n')).toEqual(['CAP_KILL']);
+    expect(await missingRunnerCaps('CapEff:\t00000000000000e0\n')).toEqual(['CAP_DAC_OVERRIDE']);
+    expect(await missingRunnerCaps('')).toEqual(['CAP_DAC_OVERRIDE', 'CAP_KILL', 'CAP_SETGID', 'CAP_SETUID']);
+  });
+  it('wraps the CLI in setpriv: its own uid, the shared group, no groups, no capabilities, no_new_privs', () => {
+    const out = wrapWithUidDrop(spec, { setpriv: '/usr/bin/setpriv', uid: 10002, gid: 10001 });
+    expect(out.command).toBe('/usr/bin/setpriv');
+    expect(out.args).toEqual(['--reuid', '10002', '--regid', '10001', '--clear-groups', '--inh-caps', '-all', '--ambient-caps', '-all', '--no-new-privs', '--', '/opt/cli/bin/cli', '--x']);
+    expect({ ...out, command: spec.command, args: spec.args }).toEqual(spec);
   });
   it('SWITCHYARD_SANDBOX picks the wall; bubblewrap unless told otherwise', () => {
     expect(sandboxModeFrom({})).toBe('bubblewrap');

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,9 +10,22 @@ import { startOfflineModel, type OfflineModel } from '../src/offline-model/index
 // runner/Dockerfile cannot be built here (no Docker engine). It is linted
 // (dockerfile-utils, the validator behind the VS Code Docker extension),
 // its promises are checked line by line, and the runner is run under the
-// same layout, mimicked with bubblewrap: the root read-only, a non-root uid,
-// only /workspace, /home/switchyard and /tmp writable, its own PID namespace,
-// SWITCHYARD_SANDBOX=container (no bubblewrap inside).
+// same layout, mimicked with bubblewrap as real root (no user namespace, so
+// uids are real and /proc's ptrace checks are the kernel's own): the root
+// read-only, only /workspace, /home/switchyard and /tmp writable, its own PID
+// namespace, Docker's default capability set; PID 1 (bwrap, standing in for
+// tini) is root and holds the task environment; the entrypoint's setpriv drops
+// to the runner uid 10001 with CAP_SETUID, CAP_SETGID, CAP_KILL and
+// CAP_DAC_OVERRIDE ambient; the
+// runner (SWITCHYARD_SANDBOX=container, no bubblewrap inside) starts the CLI
+// as uid 10002. Needs root: skipped otherwise.
+
+/** The image's entrypoint: tini as root, then setpriv to the runner uid with the four capabilities it needs to start, stop and read after the CLI (uid 10002). */
+const DROP_TO_RUNNER = ['--reuid', '10001', '--regid', '10001', '--clear-groups', '--inh-caps', '+dac_override,+kill,+setgid,+setuid', '--ambient-caps', '+dac_override,+kill,+setgid,+setuid', '--'];
+const ENTRYPOINT = ['/usr/bin/tini', '--', '/usr/bin/setpriv', ...DROP_TO_RUNNER, 'node', '/app/runner/bin/switchyard-runner.js'];
+/** Docker's (and Fargate's) default capability set for a container's root. */
+const DOCKER_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FSETID', 'FOWNER', 'MKNOD', 'NET_RAW', 'SETGID', 'SETUID', 'SETFCAP', 'SETPCAP', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'KILL', 'AUDIT_WRITE'];
+const isRoot = process.getuid?.() === 0;
 
 const runnerDir = join(fileURLToPath(new URL('.', import.meta.url)), '..');
 const dockerfile = readFileSync(join(runnerDir, 'Dockerfile'), 'utf8');
@@ -39,9 +52,12 @@ describe('runner/Dockerfile', () => {
     expect(all('RUN').some((l) => /npm ci --omit=dev/.test(l))).toBe(true);
     expect(all('RUN').some((l) => /--ignore-scripts/.test(l))).toBe(false);
   });
-  it('a non-root user, an init process, writable volumes only for workspace, home and tmp', () => {
-    expect(all('USER')).toEqual(['USER 10001:10001']);
-    expect(all('ENTRYPOINT')).toEqual(['ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/runner/bin/switchyard-runner.js"]']);
+  it('runner and CLI non-root (tini alone is root), an init process, writable volumes only for workspace, home and tmp', () => {
+    expect(all('USER')).toEqual([]);
+    expect(all('ENTRYPOINT')).toEqual([`ENTRYPOINT ${JSON.stringify(ENTRYPOINT).replaceAll('","', '", "')}`]);
+    expect(dockerfile).toMatch(/useradd --uid 10001 --gid 10001 .* switchyard/);
+    expect(dockerfile).toMatch(/useradd --uid 10002 --gid 10001 .* switchyard-cli/);
+    expect(dockerfile).toMatch(/apt-get install [^\n]*util-linux/);
     expect(all('VOLUME')).toEqual(['VOLUME ["/workspace", "/home/switchyard", "/tmp"]']);
     expect(dockerfile).toMatch(/SWITCHYARD_SANDBOX=container/);
     expect(dockerfile).toMatch(/SWITCHYARD_STATE_DIR=\/home\/switchyard\/state/);
@@ -74,8 +90,11 @@ function onceInContainer(backend: 'claude' | 'pi', prompt: string): Promise<{ co
   const dir = mkdtempSync(join(root, `${backend}-`));
   const ws = join(dir, 'workspace');
   const home = join(dir, 'home');
-  mkdirSync(ws);
-  mkdirSync(home);
+  mkdirSync(ws, { mode: 0o700 });
+  mkdirSync(home, { mode: 0o700 });
+  // The image: both volumes owned by the runner user.
+  chownSync(ws, 10001, 10001);
+  chownSync(home, 10001, 10001);
   // The image's root, read-only: every top-level entry of this host but its homes, then the volumes.
   const system = readdirSync('/').filter((e) => !['proc', 'dev', 'tmp', 'sys', 'home', 'root', 'workspace'].includes(e));
   const args = [
@@ -86,19 +105,19 @@ function onceInContainer(backend: 'claude' | 'pi', prompt: string): Promise<{ co
     }),
     '--dev', '/dev',
     '--proc', '/proc',
-    '--tmpfs', '/tmp',
+    '--perms', '1777', '--tmpfs', '/tmp',
     '--bind', ws, '/workspace',
     '--bind', home, '/home/switchyard',
     // The image holds the runner install; here it is this checkout, which may itself live
     // under /tmp or /home (CI clones anywhere), so bind it back over the volumes.
     '--ro-bind', installRoot, installRoot,
     '--remount-ro', '/',
-    '--unshare-user', '--uid', '10001', '--gid', '10001',
     '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--cap-drop', 'ALL',
+    ...DOCKER_CAPS.flatMap((c) => ['--cap-add', `CAP_${c}`]),
     '--die-with-parent',
     '--chdir', '/workspace',
-    '--', process.execPath, join(runnerDir, 'bin', 'switchyard-runner.js'), 'once', '--backend', backend, '--prompt', prompt,
+    '--', '/usr/bin/setpriv', ...DROP_TO_RUNNER, process.execPath, join(runnerDir, 'bin', 'switchyard-runner.js'), 'once', '--backend', backend, '--prompt', prompt,
   ];
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -135,14 +154,16 @@ const probeScript = [
   'echo tmp > /tmp/t.txt && cat /tmp/t.txt',
   'echo env-secrets=$(env | grep -c CANARY)',
   'echo runner-environ-secrets=$(cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c CANARY)',
+  'echo uids=$(cat /proc/[0-9]*/status 2>/dev/null | awk \'/^Uid:/{print $2}\' | sort -un | tr "\\n" " ")',
 ].join('; ');
 
-describe.each(['claude', 'pi'] as const)('%s: the runner under the container layout', (backend) => {
-  it('runs as the non-root user; only workspace, home and tmp are writable; the guard is loaded; no secret in the CLI environment', async () => {
+describe.skipIf(!isRoot).each(['claude', 'pi'] as const)('%s: the runner under the container layout', (backend) => {
+  it('the CLI runs as uid 10002, the runner as 10001, only PID 1 as root; only workspace, home and tmp are writable; the guard is loaded; no secret in the CLI environment', async () => {
     const r = await onceInContainer(backend, `#offline ${JSON.stringify({ tool: 'shell', command: probeScript })}`);
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, `${JSON.stringify(r.json)} ${r.stderr}`).toBe(0);
     const text = String(r.json.text);
-    expect(text).toMatch(/^Tool result: 10001\n/);
+    expect(text).toMatch(/^Tool result: 10002\n/);
+    expect(text).toMatch(/^uids=0 10001 10002 ?$/m);
     expect(text).toContain('Read-only file system');
     expect(text).toContain('\nws\nhome\ntmp\n');
     expect(text).toContain('env-secrets=0');
@@ -155,13 +176,22 @@ describe.each(['claude', 'pi'] as const)('%s: the runner under the container lay
     expect(String(r.json.text)).toMatch(/^Tool result \(error\): .*switchyard guard: .*outside the session workspace \/workspace/s);
   });
 
-  // KNOWN GAP (DESIGN "Sandbox" → "Production gap"): in the container the CLI
-  // runs as the runner's uid in the runner's PID namespace, so it can read the
-  // runner's (and tini's) /proc/<pid>/environ. Locally bubblewrap's PID
-  // namespace closes this (test/escape: shell-proc-scan). When the container
-  // runs the CLI under its own uid, flip this test.
-  it('KNOWN GAP: a shell in the container can read the runner process environment', async () => {
-    const r = await onceInContainer(backend, `#offline ${JSON.stringify({ tool: 'shell', command: 'cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c CANARY' })}`);
-    expect(Number(/Tool result: (\d+)/.exec(String(r.json.text))?.[1])).toBeGreaterThan(0);
+  // Was the KNOWN GAP (DESIGN "Sandbox" → "Production uid separation"): the CLI ran as the
+  // runner's uid and could read the runner's and tini's /proc/<pid>/environ.
+  // Now it is another uid without capabilities, so the kernel refuses
+  // (ptrace-read access). Both are there to be named, and both are refused.
+  it('a shell in the container cannot read the runner or PID 1 environment', async () => {
+    const script = [
+      'for f in /proc/[0-9]*/environ; do p=${f#/proc/}; p=${p%/environ}; u=$(awk \'/^Uid:/{print $2}\' /proc/$p/status 2>/dev/null); if cat $f >/dev/null 2>&1; then echo "readable uid=$u"; else echo "denied uid=$u"; fi; done | sort | uniq -c',
+      'echo canary=$(cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c CANARY)',
+    ].join('; ');
+    const r = await onceInContainer(backend, `#offline ${JSON.stringify({ tool: 'shell', command: script })}`);
+    expect(r.code, `${JSON.stringify(r.json)} ${r.stderr}`).toBe(0);
+    const text = String(r.json.text);
+    expect(text).toContain('canary=0');
+    expect(text).toMatch(/\d+ denied uid=0\n/);
+    expect(text).toMatch(/\d+ denied uid=10001\n/);
+    expect(text).not.toMatch(/readable uid=(0|10001)\n/);
+    expect(text).toMatch(/\d+ readable uid=10002\n/);
   });
 });

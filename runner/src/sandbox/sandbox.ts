@@ -3,14 +3,16 @@
 // -e), then passes the adapter's SpawnSpec through `prepare()` right before
 // spawning: it refuses (throws, naming the file) when a guard file is missing
 // or unreadable, puts the session's guard policy into the CLI's environment,
-// and wraps the spec in bubblewrap when that is the OS wall.
+// and wraps the spec in bubblewrap when that is the OS wall (in the container:
+// in setpriv, to run the CLI under its own uid; uid-drop.ts).
 import { constants } from 'node:fs';
-import { access, lstat, readlink, stat } from 'node:fs/promises';
+import { access, chmod, lstat, readdir, readlink, stat } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CLAUDE_DEFAULT_TOOLS, PI_DEFAULT_TOOLS, type Backend, type SpawnOptions, type SpawnSpec } from '@switchyard/protocol';
 import { ETC_ALLOW, SYSTEM_PATHS, wrapWithBwrap, type HostEntry } from './bwrap.ts';
 import { policyEnv, type GuardPolicy } from './guard/policy.ts';
+import { CLI_UID, missingRunnerCaps, wrapWithUidDrop } from './uid-drop.ts';
 
 /** Where the guard module lives; the runner ships it, the CLI loads it from here (never a copy). */
 export const GUARD_DIR = join(dirname(fileURLToPath(import.meta.url)), 'guard');
@@ -22,7 +24,7 @@ export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', 
 /**
  * The OS wall around the CLI. `bubblewrap`: local runs, the runner wraps the
  * CLI itself. `container`: production, the per-session container is the wall
- * (runner/Dockerfile) and the CLI is spawned directly. `none`: no wall at all;
+ * (runner/Dockerfile) and the CLI is spawned under its own uid (uid-drop.ts). `none`: no wall at all;
  * only for explicitly unsafe debugging, never a default.
  */
 export type SandboxMode = 'bubblewrap' | 'container' | 'none';
@@ -46,6 +48,10 @@ export interface SandboxConfig {
   /** The node that runs claude's hook; the runner's own by default. */
   node?: string;
   bwrap?: string;
+  /** Container mode: the util-linux setpriv that starts the CLI as `cliUid`. */
+  setpriv?: string;
+  /** Container mode: the CLI's uid (its group is the runner's own gid, shared). */
+  cliUid?: number;
 }
 
 export interface SessionPaths {
@@ -63,6 +69,8 @@ export class Sandbox {
   readonly guardDir: string;
   private readonly node: string;
   private readonly bwrap: string;
+  private readonly setpriv: string;
+  private readonly cliUid: number;
 
   constructor(config: SandboxConfig) {
     this.mode = config.mode;
@@ -70,6 +78,8 @@ export class Sandbox {
     this.guardDir = config.guardDir ?? GUARD_DIR;
     this.node = config.node ?? process.execPath;
     this.bwrap = config.bwrap ?? '/usr/bin/bwrap';
+    this.setpriv = config.setpriv ?? '/usr/bin/setpriv';
+    this.cliUid = config.cliUid ?? CLI_UID;
   }
 
   /** For SpawnOptions.guard. */
@@ -124,8 +134,35 @@ export class Sandbox {
         system: await hostLayout(),
         etc: ETC_ALLOW,
       });
+    } else if (this.mode === 'container') {
+      out = await this.dropUid(out, paths);
     }
     return out;
+  }
+
+  /**
+   * Container mode: the CLI runs as `cliUid` in the runner's group, so it cannot
+   * read the runner's or PID 1's environ. Needs CAP_SETUID, CAP_SETGID, CAP_KILL
+   * and CAP_DAC_OVERRIDE (the image's entrypoint gives the runner exactly
+   * these); without them nothing is spawned. Opens the session dirs to the shared group.
+   */
+  private async dropUid(spec: SpawnSpec, paths: SessionPaths): Promise<SpawnSpec> {
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
+    const missing = await missingRunnerCaps();
+    if (missing.length > 0) {
+      throw new SandboxError('sandbox_unavailable', `SWITCHYARD_SANDBOX=container starts the CLI as uid ${this.cliUid}, but the runner lacks ${missing.join(', ')}; run it through the image's entrypoint (runner/Dockerfile)`);
+    }
+    if (uid === 0 || uid === this.cliUid) throw new SandboxError('sandbox_unavailable', `SWITCHYARD_SANDBOX=container: the runner must run as its own non-root uid, not ${uid}`);
+    try {
+      await access(this.setpriv, constants.X_OK);
+    } catch {
+      throw new SandboxError('sandbox_unavailable', `setpriv (${this.setpriv}, util-linux) is not installed; the container mode cannot start the CLI under its own uid`);
+    }
+    for (const dir of [paths.workspace, paths.home, paths.configDir]) await shareWithGroup(dir, uid, dir !== paths.workspace);
+    // The files the runner writes for the CLI (pi's models.json is 0600): the owner's rights go to the group too.
+    const files = spec.files.map((f) => (f.mode === undefined ? f : { ...f, mode: f.mode | ((f.mode & 0o700) >> 3) }));
+    return wrapWithUidDrop({ ...spec, files }, { setpriv: this.setpriv, uid: this.cliUid, gid });
   }
 
   /** What the CLI must see read-only: its installation (the whole node_modules it lives in), node, the guard. */
@@ -143,6 +180,27 @@ export class Sandbox {
     }
     if (this.guardEnabled) roots.push(this.guardDir);
     return roots.filter((r) => !SYSTEM_PATHS.some((s) => r === s || r.startsWith(`${s}/`)));
+  }
+}
+
+/**
+ * Makes `dir` group-rw (recursively for the small home and config dirs: the
+ * runner restores transcripts there 0600) and every ancestor this uid owns
+ * group-traversable, so the CLI (another uid, the same group) can use it. The
+ * runner's umask is 007 in container mode, so what either creates later stays shared.
+ */
+async function shareWithGroup(dir: string, uid: number, recursive: boolean): Promise<void> {
+  const open = async (path: string, isDir: boolean): Promise<void> => {
+    const st = await lstat(path);
+    if (st.uid !== uid || st.isSymbolicLink()) return;
+    const want = (st.mode & 0o7777) | (isDir ? 0o070 : 0o060);
+    if (want !== (st.mode & 0o7777)) await chmod(path, want);
+    if (isDir && recursive) for (const e of await readdir(path, { withFileTypes: true })) if (e.isDirectory() || e.isFile()) await open(join(path, e.name), e.isDirectory());
+  };
+  await open(dir, true);
+  for (let p = dirname(dir); p !== dirname(p); p = dirname(p)) {
+    const st = await stat(p);
+    if (st.uid === uid && (st.mode & 0o010) === 0) await chmod(p, (st.mode & 0o7777) | 0o010);
   }
 }
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, realpath, stat, writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { basename, join } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import { claudeTranscriptPath, TranscriptSchema, type Backend, type Transcript } from '@switchyard/protocol';
@@ -71,7 +72,7 @@ export async function collectTranscript(
   if (!file) return { ok: true, value: undefined };
   let raw: Buffer;
   try {
-    raw = await readFile(file.path);
+    raw = await readInside(file.path, paths.configDir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, value: undefined };
     return { ok: false, error: runnerError('transcript_unreadable', `cannot read the CLI transcript: ${messageOf(err)}`, true) };
@@ -97,6 +98,26 @@ export async function collectTranscript(
 }
 
 /**
+ * Reads a file the CLI wrote, refusing anything but a regular file inside its
+ * config dir: the CLI (another uid in the container) could plant a symlink to
+ * `/proc/self/environ`, which would resolve to the runner's own environment.
+ * The last component is opened O_NOFOLLOW and must sit on the config dir's
+ * filesystem (not /proc), so a swap after the check does not help either.
+ */
+async function readInside(path: string, dir: string): Promise<Buffer> {
+  const [real, root] = await Promise.all([realpath(path), realpath(dir)]);
+  if (!real.startsWith(`${root}${sep}`)) throw new Error(`${path} resolves outside the CLI config dir`);
+  const fh = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const [st, rootSt] = await Promise.all([fh.stat(), stat(root)]);
+    if (!st.isFile() || st.dev !== rootSt.dev) throw new Error(`${path} is not a regular file in the CLI config dir`);
+    return await fh.readFile();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
  * Writes a transcript from the hub where this runner's CLI will look for it
  * and returns the resume handle to spawn with (claude: session id; pi: file path).
  */
@@ -119,8 +140,17 @@ export async function restoreTranscript(backend: Backend, transcript: Transcript
   if (!file) return { ok: false, error: runnerError('transcript_invalid', 'transcript has no resume id') };
   const content = backend === 'pi' ? rehomePiSession(raw, paths.workspace) : raw;
   try {
-    await mkdir(join(file.path, '..'), { recursive: true, mode: 0o700 });
-    await writeFile(file.path, content, { mode: 0o600 });
+    const dir = join(file.path, '..');
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // The CLI may have planted symlinks here (a previous one in this container): never write through one.
+    const [realDir, root] = await Promise.all([realpath(dir), realpath(paths.configDir)]);
+    if (realDir !== root && !realDir.startsWith(`${root}${sep}`)) throw new Error(`${dir} resolves outside the CLI config dir`);
+    const fh = await open(join(realDir, basename(file.path)), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+    try {
+      await fh.writeFile(content);
+    } finally {
+      await fh.close();
+    }
   } catch (err) {
     return { ok: false, error: runnerError('transcript_unwritable', `cannot restore the transcript: ${messageOf(err)}`) };
   }

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -41,6 +41,37 @@ describe('transcripts', () => {
     expect(restored).toEqual({ ok: true, value: handle });
     // pi refuses a session whose stored cwd is gone; only the header changes.
     expect(readFileSync(handle, 'utf8')).toBe('{"type":"session","version":3,"id":"x","cwd":"/w-new"}\n' + conversation);
+  });
+
+  test('a transcript path the CLI replaced with a symlink out of its config dir (/proc/self/environ: the runner\'s own) is refused', async () => {
+    const p = { configDir: dir(), workspace: '/w' };
+    const file = claudeTranscriptPath(p.configDir, p.workspace, 's1');
+    mkdirSync(dirname(file), { recursive: true });
+    symlinkSync('/proc/self/environ', file);
+    const t = await collectTranscript('claude', 's1', p);
+    expect(t).toMatchObject({ ok: false, error: { code: 'transcript_unreadable', message: expect.stringMatching(/resolves outside the CLI config dir/) } });
+    const pi = join(p.configDir, 'sessions', 'x.jsonl');
+    mkdirSync(dirname(pi), { recursive: true });
+    symlinkSync('/proc/self/environ', pi);
+    expect(await collectTranscript('pi', pi, p)).toMatchObject({ ok: false, error: { code: 'transcript_unreadable' } });
+    expect(await collectTranscript('pi', '/proc/self/environ', p)).toMatchObject({ ok: false, error: { code: 'transcript_unreadable' } });
+  });
+
+  test('a restore never writes through a symlink the CLI planted', async () => {
+    const a = { configDir: dir(), workspace: '/w' };
+    const file = claudeTranscriptPath(a.configDir, a.workspace, 's2');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, conversation);
+    const collected = await collectTranscript('claude', 's2', a);
+    if (!collected.ok || !collected.value) throw new Error('not collected');
+    const b = { configDir: dir(), workspace: '/w' };
+    const victim = join(dir(), 'victim.txt');
+    writeFileSync(victim, 'untouched');
+    const target = claudeTranscriptPath(b.configDir, b.workspace, 's2');
+    mkdirSync(dirname(target), { recursive: true });
+    symlinkSync(victim, target);
+    expect(await restoreTranscript('claude', collected.value, b)).toMatchObject({ ok: false, error: { code: 'transcript_unwritable' } });
+    expect(readFileSync(victim, 'utf8')).toBe('untouched');
   });
 
   test('nothing on disk yet is not an error; corruption, backend mismatch and path tricks are', async () => {
