@@ -8,6 +8,7 @@ import { adapterFor, AgentEventSchema, JsonlSplitter, type AgentEvent, type Back
 import { locateCli } from '../runner/src/cli/locate.ts';
 import { startOfflineModel, type OfflineModel } from '../runner/src/offline-model/index.ts';
 import { count, startCli, textOf, type Harness } from './helpers/cli-harness.ts';
+import { lastUserText } from './helpers/model-requests.ts';
 
 // The protocol package proven against the pinned real CLIs and the offline
 // model. Each DESIGN.md invariant is pinned here (see the `invariant N` names).
@@ -39,17 +40,6 @@ function mainTurns() {
   return model.requests().filter((r) => r.response?.mainTurn);
 }
 
-/** Text the model saw from the user in a request's last user message (claude's reminders left out). */
-function userTextSeen(body: unknown): string {
-  const messages = (body as { messages: Array<{ role: string; content: unknown }> }).messages;
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  if (!last) return '';
-  if (typeof last.content === 'string') return last.content;
-  return (last.content as Array<{ type: string; text?: string }>)
-    .filter((b) => b.type === 'text' && !b.text?.startsWith('<system-reminder>'))
-    .map((b) => b.text)
-    .join('');
-}
 
 function expectValidEvents(events: AgentEvent[]) {
   for (const e of events) expect(AgentEventSchema.safeParse(e).success, JSON.stringify(e)).toBe(true);
@@ -173,7 +163,7 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     const turn = await h.turn(1);
     expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'end_turn' });
     // The model got the text, not a command: no slash command ran, no bash ran.
-    expect(userTextSeen(mainTurns().at(-1)?.body)).toBe(nasty);
+    expect(lastUserText(mainTurns().at(-1)?.body)).toBe(nasty);
     expect(existsSync(join(h.dirs.workspace, 'pwned'))).toBe(false);
     // The default reply echoes the text, so U+2028/U+2029 come back inside a
     // JSON string on stdout; a splitter that broke on them would corrupt the line.
@@ -190,7 +180,7 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     h.proc.sendUserMessage({ text });
     const turn = await h.turn(1);
     expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'end_turn' });
-    expect(userTextSeen(mainTurns().at(-1)?.body)).toBe(text);
+    expect(lastUserText(mainTurns().at(-1)?.body)).toBe(text);
   });
 
   it('unknown event types are skipped and a non-JSON line is an error, on a real recorded stream (invariant 4)', async () => {

@@ -9,6 +9,7 @@ import { DescribeTasksCommand, ECSClient, StopTaskCommand } from '@aws-sdk/clien
 import { afterAll, expect, it } from 'vitest';
 import { liveInGroups } from '../runner/src/host/process-tree.ts';
 import { startStack, type Stack } from '../scripts/start.ts';
+import { waitFor } from './helpers/poll.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -20,15 +21,6 @@ const tempDir = (name: string) => {
   return d;
 };
 
-async function waitFor<T>(what: string, f: () => T | undefined | Promise<T | undefined>, deadlineMs: number): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 it('StopTask mid-turn ends the runner and its CLI process groups: nothing left', async () => {
   const lines: string[] = [];

@@ -11,6 +11,7 @@ import { descendants, listProcs, liveInGroups } from '../runner/src/host/process
 import { reapStaleTasks } from '../runner/src/host/tasks.ts';
 import { reapStaleServices } from '../scripts/lib/services.ts';
 import { freePort, startStack } from '../scripts/start.ts';
+import { waitFor } from './helpers/poll.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const dirs: string[] = [];
@@ -23,15 +24,6 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function waitFor<T>(what: string, f: () => T | undefined | Promise<T | undefined>, deadlineMs: number): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function healthy(url: string): Promise<true | undefined> {
   try {

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { AgentEvent, Backend } from '@switchyard/protocol';
 import type { OfflineModel } from '../../runner/src/offline-model/index.ts';
 import type { ConfigName, Session } from './session.ts';
+import { lastUserText } from '../helpers/model-requests.ts';
 
 export type Wall = 'guard' | 'bubblewrap' | 'env allow-list' | 'credential proxy' | 'protocol encoding' | '--no-extensions';
 
@@ -211,13 +212,3 @@ export const ATTEMPTS: Attempt[] = [
 
 const plantPath = (_c: Ctx) => '.pi/extensions/planted.ts';
 
-function lastUserText(body: unknown): string {
-  const messages = (body as { messages?: Array<{ role: string; content: unknown }> } | undefined)?.messages ?? [];
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  if (!last) return '';
-  if (typeof last.content === 'string') return last.content;
-  return (last.content as Array<{ type: string; text?: string }>)
-    .filter((b) => b.type === 'text' && !b.text?.startsWith('<system-reminder>'))
-    .map((b) => b.text)
-    .join('');
-}

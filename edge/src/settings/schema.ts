@@ -66,7 +66,7 @@ export const DEFAULT_SETTINGS: Settings = {
   maxMessageBytes: 1024 * 1024,
 };
 
-/** A partial update: any subset of fields, `defaultModel` merged per backend. Unknown keys are refused. */
+/** A partial update: some or all fields, `defaultModel` merged per backend. Unknown keys are refused. */
 export const SettingsPatchSchema = z
   .strictObject({
     llmBackend: LlmBackendInputSchema.optional(),

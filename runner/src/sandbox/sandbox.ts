@@ -113,7 +113,7 @@ export class Sandbox {
     return { v: 1, backend: paths.backend, workspace: paths.workspace, tools: [...tools] };
   }
 
-  /** The last step before spawning. Fails closed: any problem throws and nothing is spawned. */
+  /** The last step before spawning. Fails closed: every problem throws and nothing is spawned. */
   async prepare(spec: SpawnSpec, paths: SessionPaths): Promise<SpawnSpec> {
     let out: SpawnSpec = spec;
     if (this.guardEnabled) {
