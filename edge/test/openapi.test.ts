@@ -33,6 +33,7 @@ describe('GET /api/openapi.json', () => {
         'POST /api/sessions',
         'GET /api/sessions',
         'GET /api/sessions/{id}',
+        'PATCH /api/sessions/{id}',
         'DELETE /api/sessions/{id}',
         'POST /api/sessions/{id}/messages',
         'POST /api/sessions/{id}/interrupt',

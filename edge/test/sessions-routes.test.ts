@@ -60,6 +60,26 @@ describe('POST /api/sessions', () => {
   });
 });
 
+describe('PATCH /api/sessions/:id', () => {
+  it('renames (owner), clears with null; 400 names title; another user 404; an admin who is not the owner 403', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const r = await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: ' renamed ' } });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ id, title: 'renamed' });
+    expect((await call(ctx.app, 'GET', '/api/sessions', { token: ctx.token })).body.sessions[0].title).toBe('renamed');
+    expect((await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: null } })).body.title).toBeNull();
+    expect(expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: '' } }), 400).field).toBe('title');
+    expect(expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: {} }), 400).field).toBe('title');
+    const other = await otherUser(ctx);
+    expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: other.token, body: { title: 'x' } }), 404, 'not_found');
+    const admin = await adminWithToken(ctx.clock);
+    expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: admin.token, body: { title: 'x' } }), 403, 'forbidden');
+    expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { cookie: ctx.token, origin: 'https://evil.example', body: { title: 'x' } }), 403, 'csrf_rejected');
+    expect((await call(ctx.app, 'GET', `/api/sessions/${id}`, { token: ctx.token })).body.title).toBeNull();
+  });
+});
+
 describe('GET /api/sessions and /api/sessions/:id', () => {
   it('lists only the caller’s sessions, newest first, in pages', async () => {
     const ctx = await hubContext();

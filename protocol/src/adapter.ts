@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { Backend } from './backend.ts';
 import type { AgentEvent } from './events.ts';
+import { IMAGE_MEDIA_TYPES, MAX_IMAGES_PER_MESSAGE } from './limits.ts';
 
 export const ImageSchema = z.object({
-  mediaType: z.enum(['image/png', 'image/jpeg', 'image/gif', 'image/webp']),
+  mediaType: z.enum(IMAGE_MEDIA_TYPES),
   /** base64, no data: prefix */
   data: z.string().min(1).regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64'),
 });
@@ -11,7 +12,7 @@ export type Image = z.infer<typeof ImageSchema>;
 
 export const UserMessageSchema = z.object({
   text: z.string(),
-  images: z.array(ImageSchema).max(8).optional(),
+  images: z.array(ImageSchema).max(MAX_IMAGES_PER_MESSAGE).optional(),
 });
 export type UserMessage = z.infer<typeof UserMessageSchema>;
 

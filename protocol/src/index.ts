@@ -2,6 +2,7 @@
 export * from './backend.ts';
 export * from './events.ts';
 export * from './adapter.ts';
+export * from './limits.ts';
 export * from './adapters.ts';
 export * from './jsonl.ts';
 export * from './wire.ts';

@@ -19,6 +19,7 @@ import {
   ListSessionsQuerySchema,
   MessageAcceptedSchema,
   PostMessageSchema,
+  RenameSessionSchema,
   SessionDetailSchema,
   SessionIdParamSchema,
   SessionPageSchema,
@@ -26,7 +27,7 @@ import {
   SessionTranscriptSchema,
 } from './schemas.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
-import { deleteSession, findSession, insertSession, listAllSessions, listUserSessions, toSession, type SessionRow } from './store.ts';
+import { deleteSession, findSession, insertSession, listAllSessions, listUserSessions, renameSession, toSession, type SessionRow } from './store.ts';
 
 type SessionsEnv = { Bindings: Env; Variables: { auth: AuthContext; session: SessionRow } };
 
@@ -34,7 +35,7 @@ const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema
 const security = AUTHENTICATED;
 const tags = ['sessions'];
 
-/** Bodies of POST /api/sessions; messages are limited by settings.maxMessageBytes instead. */
+/** Bodies of POST /api/sessions and PATCH /api/sessions/:id; messages are limited by settings.maxMessageBytes instead. */
 const CREATE_BODY_LIMIT = 64 * 1024;
 const INITIAL_REASON = 'no runner yet; the first message starts one';
 
@@ -142,6 +143,16 @@ const getRoute = createRoute({
   responses: { 200: { description: 'session', content: json(SessionDetailSchema) }, ...errorResponses(401, 404) },
 });
 
+const renameRoute = createRoute({
+  method: 'patch',
+  path: '/{id}',
+  tags,
+  summary: 'Rename the session (owner)',
+  security,
+  request: { params: SessionIdParamSchema, body: { required: true, content: json(RenameSessionSchema) } },
+  responses: { 200: { description: 'the renamed session', content: json(SessionSchema) }, ...errorResponses(400, 401, 403, 404) },
+});
+
 const deleteRoute = createRoute({
   method: 'delete',
   path: '/{id}',
@@ -210,10 +221,12 @@ const transcriptRoute = createRoute({
 export function sessionRoutes(deps: AppDeps) {
   const app = new OpenAPIHono<SessionsEnv>({ defaultHook: validationHook });
   app.use('*', authenticate(deps) as unknown as MiddlewareHandler<SessionsEnv>);
-  app.on('POST', '/', bodyLimit({
+  const smallBody = bodyLimit({
     maxSize: CREATE_BODY_LIMIT,
     onError: (c) => apiError(c, 413, 'payload_too_large', `request body exceeds ${CREATE_BODY_LIMIT} bytes`),
-  }));
+  });
+  app.on('POST', '/', smallBody);
+  app.on('PATCH', '/:id', smallBody);
   app.use('/:id/messages', sessionAccess('owner'), messageSizeLimit);
   app.use('/:id/interrupt', sessionAccess('owner'));
   app.use('/:id/events', sessionAccess('read'));
@@ -259,6 +272,15 @@ export function sessionRoutes(deps: AppDeps) {
     const snap = await hubFor(c.env, row.id).snapshot();
     if (!snap.ok) return hubError(c, snap);
     return c.json(detail(row, snap.value), 200);
+  });
+
+  app.openapi(renameRoute, async (c) => {
+    const row = c.get('session');
+    if (row.user_id !== c.get('auth').user.id) return apiError(c, 403, 'forbidden', "only the session's owner can do this");
+    await renameSession(c.env.DB, row.id, c.req.valid('json').title, deps.clock());
+    const renamed = await findSession(c.env.DB, row.id);
+    if (renamed === null) return apiError(c, 404, 'not_found', 'no such session');
+    return c.json(toSession(renamed), 200);
   });
 
   app.openapi(deleteRoute, async (c) => {

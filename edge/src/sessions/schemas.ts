@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { BackendSchema, ContentBlockSchema, ImageSchema, SessionStateSchema, StopReasonSchema } from '@switchyard/protocol';
+import { BackendSchema, ContentBlockSchema, ImageSchema, MAX_IMAGES_PER_MESSAGE, SessionStateSchema, StopReasonSchema } from '@switchyard/protocol';
 import { ULID_PATTERN } from '../ids.ts';
 
 export const SessionIdParamSchema = z.object({
@@ -40,17 +40,18 @@ export const SessionDetailSchema = SessionSchema.extend({
   lastEventId: z.string().nullable().openapi({ description: 'pass as Last-Event-ID / ?after= to stream only what follows' }),
 }).openapi('SessionDetail');
 
-export const CreateSessionSchema = z
-  .strictObject({
-    title: z
-      .string()
-      .trim()
-      .min(1, 'must not be empty')
-      .max(200, 'at most 200 characters')
-      .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
-      .optional(),
-  })
-  .openapi('CreateSession');
+const TitleSchema = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(200, 'at most 200 characters')
+  .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters');
+
+export const CreateSessionSchema = z.strictObject({ title: TitleSchema.optional() }).openapi('CreateSession');
+
+export const RenameSessionSchema = z
+  .strictObject({ title: TitleSchema.nullable().openapi({ description: 'null clears the title' }) })
+  .openapi('RenameSession');
 
 export const ListSessionsQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -82,7 +83,7 @@ export const AdminSessionPageSchema = z
 export const PostMessageSchema = z
   .strictObject({
     text: z.string().min(1, 'must not be empty'),
-    images: z.array(ImageSchema).max(8, 'at most 8 images').optional(),
+    images: z.array(ImageSchema).max(MAX_IMAGES_PER_MESSAGE, `at most ${MAX_IMAGES_PER_MESSAGE} images`).optional(),
     clientMessageId: z
       .string()
       .min(1)

@@ -82,6 +82,10 @@ function page<T extends { id: string }>(rows: T[], limit: number): { rows: T[]; 
   return { rows: kept, nextCursor: kept.at(-1)?.id ?? null };
 }
 
+export async function renameSession(db: D1Database, id: string, title: string | null, now: number): Promise<void> {
+  await db.prepare('UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?').bind(title, now, id).run();
+}
+
 export async function deleteSession(db: D1Database, id: string): Promise<void> {
   await db.prepare('DELETE FROM sessions WHERE id = ?').bind(id).run();
 }
