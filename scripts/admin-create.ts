@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { hashPassword } from '../edge/src/auth/password.ts';
 import { newId } from '../edge/src/ids.ts';
+import { pairKeyPrefix } from '../edge/src/auth/throttle-keys.ts';
 import { NewPasswordSchema, RoleSchema, UsernameSchema } from '../edge/src/users/schemas.ts';
 import { parseArgs, ROOT, targetArgs, wrangler } from './lib/wrangler.ts';
 
@@ -50,7 +51,8 @@ function buildSql(o: { id: string; username: string; hash: string; role: string;
     lines.push(
       `UPDATE auth_tokens SET revoked_at = ${o.now} WHERE kind = 'session' AND revoked_at IS NULL AND user_id = ${user};`,
       // Recovering a locked-out admin should not wait out the lock.
-      `DELETE FROM login_throttle WHERE key = ${lit(`account:${o.username.toLowerCase()}`)};`,
+      `DELETE FROM login_throttle WHERE key = ${lit(`account:${o.username.toLowerCase()}`)}
+         OR substr(key, 1, ${pairKeyPrefix(o.username.toLowerCase()).length}) = ${lit(pairKeyPrefix(o.username.toLowerCase()))};`,
     );
   }
   // The operator is not a user, so the entry has no actor; `via` says where it came from.

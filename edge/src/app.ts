@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { adminRoutes } from './admin.ts';
+import { verifyPassword } from './auth/password.ts';
 import { authRoutes } from './auth/routes.ts';
 import { systemClock } from './clock.ts';
 import { newRouter, type AppDeps } from './context.ts';
@@ -18,6 +19,7 @@ export const DEFAULT_DEPS: AppDeps = {
   probeFor: () => unwiredProbe,
   probeTimeoutMs: 15_000,
   probeCacheTtlMs: 5 * 60_000,
+  verifyPassword: (password, stored) => verifyPassword(password, stored),
 };
 
 /** Bodies of the JSON routes here are small; session messages (hub) carry their own limit. */

@@ -12,6 +12,8 @@ export interface AppDeps {
   probeTimeoutMs: number;
   /** How long GET /api/settings trusts a stored probe result. */
   probeCacheTtlMs: number;
+  /** The login's password check; a parameter so a test can count how many guesses were evaluated. */
+  verifyPassword: (password: string, stored: string) => Promise<boolean>;
 }
 
 export interface AuthContext {

@@ -4,14 +4,15 @@ import { clientAddress } from '../client-address.ts';
 import { AUTHENTICATED } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
+import { newId } from '../ids.ts';
 import { PublicUserSchema } from '../users/schemas.ts';
 import { findUserByUsername, toPublicUser, updatePasswordHash } from '../users/store.ts';
 import { originNotForeign } from './csrf.ts';
 import { authenticate } from './middleware.ts';
-import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash, verifyPassword } from './password.ts';
+import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash } from './password.ts';
 import { LoginResultSchema, LoginSchema } from './schemas.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
-import { checkLock, clearAccount, loginThrottleKeys, recordFailure } from './throttle.ts';
+import { isFamiliar, loginIdentity, loginThrottleKeys, reserveAttempt, settleSuccess } from './throttle.ts';
 import { issueToken, revokeToken } from './token-store.ts';
 import { SESSION_TTL_MS } from './tokens.ts';
 
@@ -58,27 +59,29 @@ export function authRoutes(deps: AppDeps) {
     if (!originNotForeign(c)) return apiError(c, 403, 'csrf_rejected', 'cross-site login refused');
     const { username, password } = c.req.valid('json');
     const db = c.env.DB;
-    const keys = loginThrottleKeys(username, clientAddress(c));
     const now = deps.clock();
+    const id = loginIdentity(username, clientAddress(c));
+    const keys = loginThrottleKeys(id, await isFamiliar(db, id, now));
 
-    const lock = await checkLock(db, keys, now);
-    if (lock.locked) {
-      c.header('Retry-After', String(lock.retryAfterSeconds));
+    // Counted before PBKDF2 runs: parallel guesses cannot all slip past one stale check.
+    const reservation = await reserveAttempt(db, keys, newId(now), now);
+    if (!reservation.allowed) {
+      c.header('Retry-After', String(reservation.retryAfterSeconds));
       return apiError(c, 429, 'rate_limited', 'too many failed logins; try again later');
     }
 
     const user = await findUserByUsername(db, username);
-    const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
+    const ok = await deps.verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
     if (!ok || user === null || user.disabled !== 0) {
-      const after = await recordFailure(db, keys, now);
-      if (after.locked) {
-        c.header('Retry-After', String(after.retryAfterSeconds));
+      // Already counted by the reservation; the failure that reached a limit answers 429 itself.
+      if (reservation.lockedBy !== null) {
+        c.header('Retry-After', String(reservation.lockedBy.retryAfterSeconds));
         return apiError(c, 429, 'rate_limited', 'too many failed logins; try again later');
       }
       return apiError(c, 401, 'invalid_credentials', 'invalid username or password');
     }
 
-    await clearAccount(db, keys);
+    await settleSuccess(db, id, keys, now);
     if (needsRehash(user.password_hash)) await updatePasswordHash(db, user.id, await hashPassword(password));
     const issued = await issueToken(db, { userId: user.id, kind: 'session', name: null, now, ttlMs: SESSION_TTL_MS });
     setSessionCookie(c, issued.secret, issued.row.expires_at, now);
