@@ -43,8 +43,8 @@ export async function runOnce(o: OnceOptions): Promise<OnceResult> {
   }
   const sandbox = await sandboxSetup(o.baseEnv);
   if (!sandbox.ok) return failed(sandbox.error);
-  // The CLI talks to a loopback proxy with a per-session key; the real key stays in this process.
-  const model = await startModelAccess(o.config.model);
+  // The CLI talks to the credential proxy with a per-session key; the real key stays in this process.
+  const model = await startModelAccess(o.config.model, sandbox.value.sandbox.mode);
   if (!model.ok) return failed(model.error);
   const stateDir = await mkdtemp(join(tmpdir(), 'switchyard-once-'));
   try {
@@ -68,7 +68,7 @@ export async function runOnce(o: OnceOptions): Promise<OnceResult> {
           guard: sandbox.value.guard(o.backend),
           baseEnv: o.baseEnv,
         }),
-        { backend: o.backend, ...paths },
+        { backend: o.backend, ...paths, modelSocket: model.value.socketPath },
       );
     } catch (err) {
       return failed(runnerError(err instanceof SandboxError ? err.code : 'sandbox_unavailable', messageOf(err)));

@@ -68,7 +68,7 @@ async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<
     report.problems.push(messageOf(err));
     return report;
   }
-  const model = await startModelAccess(config.model);
+  const model = await startModelAccess(config.model, sandbox.sandbox.mode);
   if (!model.ok) {
     report.problems.push(model.error.message);
     return report;
@@ -89,7 +89,7 @@ async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<
         guard: sandbox.guard(backend),
         baseEnv,
       }),
-      { backend, ...paths },
+      { backend, ...paths, modelSocket: model.value.socketPath },
     );
     const problem = await handshake(backend, spec, adapter.createCodec());
     if (problem) report.problems.push(problem);

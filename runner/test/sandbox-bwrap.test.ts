@@ -1,10 +1,14 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SpawnSpec } from '@switchyard/protocol';
-import { wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
+import { MODEL_PORT, MODEL_SOCKET, MODEL_URL, wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
+import { startModelRoute } from '../src/sandbox/model-proxy.ts';
+import { startOfflineModel } from '../src/offline-model/index.ts';
 import { missingRunnerCaps, wrapWithUidDrop } from '../src/sandbox/uid-drop.ts';
 import { GUARD_DIR, installRoot, Sandbox, SandboxError, sandboxModeFrom } from '../src/sandbox/sandbox.ts';
 
@@ -29,10 +33,9 @@ describe('wrapWithBwrap (pure)', () => {
     expect(w.env).toEqual(spec.env);
     expect(at('--chdir', '/s/ws')).toBeGreaterThan(0);
   });
-  it('own PID namespace, dies with the runner, new session, no capabilities', () => {
-    for (const f of ['--unshare-pid', '--die-with-parent', '--new-session']) expect(a).toContain(f);
+  it('own PID and network namespaces, dies with the runner, new session, no capabilities', () => {
+    for (const f of ['--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session']) expect(a).toContain(f);
     expect(at('--cap-drop', 'ALL')).toBeGreaterThanOrEqual(0);
-    expect(a).not.toContain('--unshare-net');
     expect(a).not.toContain('--unshare-user'); // root needs none
     expect(wrapWithBwrap(spec, { ...layout, uid: 1000 }).args).toContain('--unshare-user');
   });
@@ -43,6 +46,14 @@ describe('wrapWithBwrap (pure)', () => {
     expect(a.join(' ')).not.toContain('/lib64');
     expect(at('--ro-bind-try', '/etc/passwd', '/etc/passwd')).toBeGreaterThanOrEqual(0);
     expect(a.filter((x) => x.startsWith('/etc/'))).toEqual(['/etc/passwd', '/etc/passwd']);
+  });
+  it('with a model route: the proxy socket bound in, the forwarder read-only, the CLI started by the forwarder', () => {
+    const m = wrapWithBwrap(spec, { ...layout, model: { socket: '/h/model.sock', node: '/n/node', forwarder: '/r/fwd.ts' } }).args;
+    const i = (...seq: string[]) => m.findIndex((_, k) => seq.every((x, j) => m[k + j] === x));
+    expect(m).toContain('--unshare-net');
+    expect(i('--bind', '/h/model.sock', MODEL_SOCKET)).toBeGreaterThan(0);
+    expect(i('--ro-bind', '/r/fwd.ts', '/r/fwd.ts')).toBeGreaterThan(0);
+    expect(m.slice(m.indexOf('--') + 1)).toEqual(['/n/node', '/r/fwd.ts', String(MODEL_PORT), MODEL_SOCKET, '--', '/opt/cli/bin/cli', '--x']);
   });
   it('private /tmp first, read-only installs (nested ones folded), writable dirs, then config files read-only on top', () => {
     const tmp = at('--tmpfs', '/tmp');
@@ -123,7 +134,7 @@ describe('under bubblewrap for real', () => {
   writeFileSync(join(other, 'secret.txt'), 'OTHER-SESSION-SECRET');
   writeFileSync(join(d.configDir, 'settings.json'), '{"hooks":"ours"}');
 
-  async function sh(script: string, guard = false) {
+  async function sh(script: string, guard = false, modelSocket?: string) {
     const sb = new Sandbox({ mode: 'bubblewrap', guard });
     const s: SpawnSpec = {
       command: '/bin/sh',
@@ -132,7 +143,7 @@ describe('under bubblewrap for real', () => {
       cwd: d.workspace,
       files: [{ path: join(d.configDir, 'settings.json'), content: String(sb.guardOption('claude')?.file) }],
     };
-    const w = await sb.prepare(s, { backend: 'claude', ...d });
+    const w = await sb.prepare(s, { backend: 'claude', ...d, modelSocket });
     return new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawn(w.command, w.args, { cwd: w.cwd, env: w.env, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
@@ -175,5 +186,38 @@ describe('under bubblewrap for real', () => {
     const r = await sh(`test -r ${GUARD_DIR}/rules.ts && echo guard-visible; touch ${GUARD_DIR}/x`, true);
     expect(r.out).toContain('guard-visible');
     expect(r.out).toContain('Read-only file system');
+  });
+  it("own network namespace: no host loopback service answers; the model URL reaches only the credential proxy's socket", async () => {
+    const model = await startOfflineModel();
+    const host = createServer((_req, res) => res.end('HOST-LOOPBACK-REACHED')).listen(0, '127.0.0.1');
+    await new Promise((r) => host.once('listening', r));
+    const port = (host.address() as AddressInfo).port;
+    const route = await startModelRoute('bubblewrap', model.url, undefined);
+    try {
+      expect(route.baseUrl).toBe(MODEL_URL);
+      const r = await sh(
+        [
+          `curl -s -m 5 http://127.0.0.1:${port}/; echo host=$?`,
+          `curl -s -m 5 ${model.url}/_offline/requests; echo model=$?`,
+          `curl -s -m 5 ${MODEL_URL}/; echo proxy=$?`,
+          `curl -s -m 5 -H 'x-api-key: ${route.apiKey}' -H 'content-type: application/json' -d '{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi from the sandbox"}]}' ${MODEL_URL}/v1/messages; echo; echo messages=$?`,
+          'cat /proc/net/route | wc -l',
+        ].join('; '),
+        false,
+        route.socketPath,
+      );
+      expect(r.out).not.toContain('HOST-LOOPBACK-REACHED');
+      expect(r.out).toContain('host=7');
+      expect(r.out).toContain('model=7');
+      expect(r.out).toContain('switchyard credential proxy\nproxy=0');
+      expect(r.out).toContain('"text":"Offline model."');
+      // Only the header line: not even a default route.
+      expect(r.out.trim().split('\n').at(-1)).toBe('1');
+      expect(model.requests().map((q) => q.path)).toEqual(['/v1/messages']);
+    } finally {
+      await route.close();
+      host.close();
+      await model.close();
+    }
   });
 });

@@ -7,6 +7,7 @@ import { CliProcess } from '../src/cli/cli-process.ts';
 import { locateCli } from '../src/cli/locate.ts';
 import { startOfflineModel } from '../src/offline-model/index.ts';
 import { guardSelfTest, runGuardCanary } from '../src/sandbox/canary.ts';
+import { startModelRoute } from '../src/sandbox/model-proxy.ts';
 import { GUARD_DIR, Sandbox } from '../src/sandbox/sandbox.ts';
 
 // The guard inside the real CLIs, and what happens when it is broken: every
@@ -101,9 +102,10 @@ async function drive(backend: Backend, sandbox: Sandbox, o: { skipPrepareChecks?
   const model = await startOfflineModel();
   model.enqueue({ tool: 'read', path: join(dir, 'outside.txt') }, { tool: 'read', path: join(dirs.workspace, 'inside.txt') }, { text: 'done' });
   const adapter = adapterFor(backend);
-  let spec = adapter.spawnSpec({ executable: locateCli(backend), ...dirs, modelBaseUrl: model.url, modelApiKey: 'k', oneShot: true, guard: sandbox.guardOption(backend), baseEnv });
+  const route = await startModelRoute(sandbox.mode, model.url, undefined);
+  let spec = adapter.spawnSpec({ executable: locateCli(backend), ...dirs, modelBaseUrl: route.baseUrl, modelApiKey: route.apiKey, oneShot: true, guard: sandbox.guardOption(backend), baseEnv });
   if (!o.noPolicy) spec = { ...spec, env: { ...spec.env, SWITCHYARD_GUARD_POLICY: JSON.stringify(sandbox.policy({ backend, ...dirs })) } };
-  if (!o.skipPrepareChecks) spec = await sandbox.prepare(spec, { backend, ...dirs });
+  if (!o.skipPrepareChecks) spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: route.socketPath });
   const events: AgentEvent[] = [];
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
@@ -114,6 +116,7 @@ async function drive(backend: Backend, sandbox: Sandbox, o: { skipPrepareChecks?
   const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
   const exit = await proc.exited;
   clearTimeout(timer);
+  await route.close();
   await model.close();
   const results = events.filter((e): e is Extract<AgentEvent, { type: 'tool.result' }> => e.type === 'tool.result');
   return { results, exit, all: JSON.stringify(events), outsideToken, insideToken };

@@ -5,7 +5,7 @@
 import { adapterFor, type AgentEvent, type Backend, type SpawnSpec } from '@switchyard/protocol';
 import { CliProcess } from '../../runner/src/cli/cli-process.ts';
 import { locateCli } from '../../runner/src/cli/locate.ts';
-import { startCredentialProxy, type CredentialProxy } from '../../runner/src/sandbox/credential-proxy.ts';
+import { startModelRoute } from '../../runner/src/sandbox/model-proxy.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 
 export interface Walls {
@@ -55,22 +55,22 @@ export async function startSession(
   dirs: SessionDirs,
   o: { modelUrl: string; realKey: string; runnerEnv: Record<string, string | undefined> },
 ): Promise<Session> {
-  let proxy: CredentialProxy | undefined;
-  if (walls.proxy) proxy = await startCredentialProxy({ upstream: o.modelUrl, apiKey: o.realKey });
   const sandbox = new Sandbox({ mode: walls.bwrap ? 'bubblewrap' : 'none', guard: walls.guard });
+  // Under bubblewrap the CLI has a network namespace of its own: the proxy's socket is its only way to a model.
+  const proxy = walls.proxy ? await startModelRoute(sandbox.mode, o.modelUrl, o.realKey) : undefined;
   const adapter = adapterFor(backend);
   let spec: SpawnSpec = adapter.spawnSpec({
     executable: locateCli(backend),
     ...dirs,
-    modelBaseUrl: proxy?.url ?? o.modelUrl,
-    modelApiKey: proxy?.sessionKey ?? o.realKey,
+    modelBaseUrl: proxy?.baseUrl ?? o.modelUrl,
+    modelApiKey: proxy?.apiKey ?? o.realKey,
     baseEnv: o.runnerEnv,
     retry: { maxRetries: 0, baseDelayMs: 1 },
     guard: sandbox.guardOption(backend),
   });
   if (!walls.envAllowList) spec = { ...spec, env: { ...definedOnly(o.runnerEnv), ...spec.env } };
   if (!walls.noExtensions) spec = { ...spec, args: spec.args.filter((a) => a !== '--no-extensions') };
-  spec = await sandbox.prepare(spec, { backend, ...dirs });
+  spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: proxy?.socketPath });
 
   const events: AgentEvent[] = [];
   const stdout: string[] = [];

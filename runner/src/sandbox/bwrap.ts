@@ -12,9 +12,18 @@
 // named. All capabilities are dropped (as root, bwrap would otherwise keep
 // CAP_SYS_ADMIN and the CLI could remount / read-write).
 //
-// The network namespace is shared: the CLI must reach the runner's loopback
-// credential proxy. See DESIGN "Sandbox" for what that leaves open.
+// The network namespace is the CLI's own (`--unshare-net`): a loopback interface and no route,
+// so no service on the host's loopback (the dev edge, the runner host, the offline model, other
+// sessions) can be reached. The model is reached through the runner's credential proxy on a
+// unix socket bound in at MODEL_SOCKET, relayed from MODEL_URL by netns-forwarder.ts.
 import type { SpawnSpec } from '@switchyard/protocol';
+
+/** Where the credential proxy's unix socket appears inside the sandbox. */
+export const MODEL_SOCKET = '/run/switchyard/model.sock';
+/** The port the in-sandbox forwarder listens on; any port works in a namespace of one's own. */
+export const MODEL_PORT = 4480;
+/** The model URL a sandboxed CLI is given. */
+export const MODEL_URL = `http://127.0.0.1:${MODEL_PORT}`;
 
 /** What one top-level system path is on this host. */
 export type HostEntry = { kind: 'dir' } | { kind: 'file' } | { kind: 'symlink'; target: string } | { kind: 'missing' };
@@ -34,6 +43,11 @@ export interface BwrapLayout {
   system: Record<string, HostEntry>;
   /** The /etc entries to expose (each bound read-only if present). */
   etc: string[];
+  /**
+   * The model route: the credential proxy's unix socket on the host and the forwarder that
+   * relays MODEL_URL to it (run by `node`, both bound read-only). Absent: no network at all.
+   */
+  model?: { socket: string; node: string; forwarder: string };
 }
 
 /** System directories the CLIs and their shell tools need. /usr carries almost everything; the rest are usually symlinks into it. */
@@ -79,6 +93,7 @@ export function wrapWithBwrap(spec: SpawnSpec, layout: BwrapLayout): SpawnSpec {
   if (layout.uid !== 0) a.push('--unshare-user');
   a.push(
     '--unshare-pid',
+    '--unshare-net',
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',
@@ -100,7 +115,11 @@ export function wrapWithBwrap(spec: SpawnSpec, layout: BwrapLayout): SpawnSpec {
   for (const path of dedupeNested(layout.readOnly)) a.push('--ro-bind', path, path);
   for (const path of layout.writable) a.push('--bind', path, path);
   for (const path of layout.readOnlyFiles) a.push('--ro-bind', path, path);
-  a.push('--chdir', spec.cwd, '--', spec.command, ...spec.args);
+  const m = layout.model;
+  if (m) a.push('--ro-bind', m.forwarder, m.forwarder, '--dir', '/run/switchyard', '--bind', m.socket, MODEL_SOCKET);
+  a.push('--chdir', spec.cwd, '--');
+  if (m) a.push(m.node, m.forwarder, String(MODEL_PORT), MODEL_SOCKET, '--');
+  a.push(spec.command, ...spec.args);
   return { ...spec, command: layout.bwrap, args: a };
 }
 

@@ -19,6 +19,7 @@ import type { CliExecutable } from '../cli/locate.ts';
 import { startOfflineModel } from '../offline-model/index.ts';
 import { policyEnv, POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
 import { DENY_PREFIX } from './guard/rules.ts';
+import { startModelRoute } from './model-proxy.ts';
 import { GUARD_ENTRY, type Sandbox } from './sandbox.ts';
 
 export type CanaryResult = { ok: true } | { ok: false; problem: string };
@@ -95,6 +96,7 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
   const root = await realpath(await mkdtemp(join(tmpdir(), 'switchyard-canary-')));
   const model = await startOfflineModel();
   let proc: CliProcess | undefined;
+  let route: Awaited<ReturnType<typeof startModelRoute>> | undefined;
   try {
     const dirs = { workspace: join(root, 'ws'), home: join(root, 'home'), configDir: join(root, 'cli') };
     for (const d of Object.values(dirs)) await mkdir(d, { recursive: true, mode: 0o700 });
@@ -106,18 +108,19 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
     await writeFile(join(dirs.workspace, 'allowed.txt'), allowedToken);
     model.enqueue({ tool: 'read', path: canaryFile }, { tool: 'read', path: join(dirs.workspace, 'allowed.txt') }, { text: 'canary done' });
     const adapter = adapterFor(o.backend);
+    route = await startModelRoute(o.sandbox.mode, model.url, undefined);
     const spec = await o.sandbox.prepare(
       adapter.spawnSpec({
         executable: o.executable,
         ...dirs,
-        modelBaseUrl: model.url,
-        modelApiKey: 'switchyard-canary',
+        modelBaseUrl: route.baseUrl,
+        modelApiKey: route.apiKey,
         oneShot: true,
         retry: { maxRetries: 0, baseDelayMs: 0 },
         guard: o.sandbox.guardOption(o.backend),
         baseEnv: o.baseEnv,
       }),
-      { backend: o.backend, ...dirs },
+      { backend: o.backend, ...dirs, modelSocket: route.socketPath },
     );
     const events: AgentEvent[] = [];
     let done!: () => void;
@@ -157,6 +160,7 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
       proc.kill('SIGKILL');
       await proc.exited;
     }
+    await route?.close();
     await model.close();
     await rm(root, { recursive: true, force: true }).catch(() => {});
   }

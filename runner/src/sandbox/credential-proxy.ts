@@ -17,11 +17,18 @@ export interface CredentialProxyOptions {
   apiKey?: string | undefined;
   /** Loopback only. */
   host?: '127.0.0.1' | '::1';
+  /**
+   * Listen on this unix socket instead of a loopback port (bubblewrap: bound into the CLI's
+   * network namespace, which has no other way out). Its directory should be private (0700).
+   */
+  socketPath?: string;
 }
 
 export interface CredentialProxy {
-  /** Base URL the CLI talks to. */
+  /** Base URL of the TCP listener; with `socketPath`, `http://localhost` (the socket carries plain HTTP). */
   url: string;
+  /** The unix socket, when listening on one. */
+  socketPath?: string;
   /** The per-session key the CLI presents; worthless anywhere but this proxy. */
   sessionKey: string;
   close(): Promise<void>;
@@ -105,6 +112,19 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   });
   server.on('clientError', (_err, socket) => socket.destroy());
 
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  if (o.socketPath !== undefined) {
+    const socketPath = o.socketPath;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => resolve());
+    });
+    return { url: 'http://localhost', socketPath, sessionKey, close };
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, o.host ?? '127.0.0.1', () => resolve());
@@ -114,11 +134,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   return {
     url: `http://${host}:${port}`,
     sessionKey,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close,
   };
 }
 

@@ -1,19 +1,57 @@
-// What the CLI is pointed at: always the runner's loopback credential proxy,
-// holding the real key (if any) and forwarding to SWITCHYARD_MODEL_URL or
-// the provider. The CLI gets the proxy's URL and a per-session key.
+// What the CLI is pointed at: always the runner's credential proxy, holding the real key (if
+// any) and forwarding to SWITCHYARD_MODEL_URL or the provider. The CLI gets a URL and a
+// per-session key. Under bubblewrap the proxy listens on a unix socket in a private directory
+// (bound into the CLI's own network namespace and relayed there from MODEL_URL); otherwise on
+// a loopback port.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { ModelSelection } from '../config.ts';
 import type { Result } from '../errors.ts';
 import { resolveModelAccess, type ModelAccess } from '../model-access.ts';
+import { MODEL_URL } from './bwrap.ts';
 import { startCredentialProxy } from './credential-proxy.ts';
+import type { SandboxMode } from './sandbox.ts';
 
 export interface ProxiedModelAccess extends ModelAccess {
+  /** bubblewrap: the proxy's socket, for `SessionPaths.modelSocket`. */
+  socketPath?: string;
   close(): Promise<void>;
 }
 
-export async function startModelAccess(selection: ModelSelection): Promise<Result<ProxiedModelAccess>> {
+export async function startModelAccess(selection: ModelSelection, mode: SandboxMode): Promise<Result<ProxiedModelAccess>> {
   const upstream = resolveModelAccess(selection);
   if (!upstream.ok) return upstream;
   const realKey = selection.kind === 'none' ? undefined : selection.apiKey;
-  const proxy = await startCredentialProxy({ upstream: upstream.value.baseUrl, apiKey: realKey });
-  return { ok: true, value: { baseUrl: proxy.url, apiKey: proxy.sessionKey, credential: upstream.value.credential, close: proxy.close } };
+  const route = await startModelRoute(mode, upstream.value.baseUrl, realKey);
+  return { ok: true, value: { ...route, credential: upstream.value.credential } };
+}
+
+/** A credential proxy to `upstream` shaped for the sandbox `mode`; the URL and key are what the CLI is given. */
+export async function startModelRoute(
+  mode: SandboxMode,
+  upstream: string,
+  realKey: string | undefined,
+): Promise<{ baseUrl: string; apiKey: string; socketPath?: string; close(): Promise<void> }> {
+  if (mode !== 'bubblewrap') {
+    const proxy = await startCredentialProxy({ upstream, apiKey: realKey });
+    return { baseUrl: proxy.url, apiKey: proxy.sessionKey, close: proxy.close };
+  }
+  // 0700: only this uid can reach the socket on the host side.
+  const dir = await mkdtemp(join(tmpdir(), 'switchyard-model-'));
+  try {
+    const proxy = await startCredentialProxy({ upstream, apiKey: realKey, socketPath: join(dir, 'model.sock') });
+    return {
+      baseUrl: MODEL_URL,
+      apiKey: proxy.sessionKey,
+      socketPath: join(dir, 'model.sock'),
+      close: async () => {
+        await proxy.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
 }

@@ -21,6 +21,9 @@ export const GUARD_FILES = ['claude-hook.ts', 'pi-extension.ts', 'rules.ts', 'po
 
 export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
 
+/** Relays the model URL inside the CLI's network namespace to the proxy's socket (bubblewrap mode). */
+export const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.ts');
+
 /**
  * The OS wall around the CLI. `bubblewrap`: local runs, the runner wraps the
  * CLI itself. `container`: production, the per-session container is the wall
@@ -61,6 +64,11 @@ export interface SessionPaths {
   configDir: string;
   /** The allowedTools given to the adapter (absent: the adapter's default set). */
   tools?: string[] | undefined;
+  /**
+   * bubblewrap: the credential proxy's unix socket (model-proxy.ts), the CLI's only way out of
+   * its network namespace. Absent: the CLI has no network at all.
+   */
+  modelSocket?: string | undefined;
 }
 
 export class Sandbox {
@@ -133,6 +141,7 @@ export class Sandbox {
         readOnlyFiles: spec.files.map((f) => f.path),
         system: await hostLayout(),
         etc: ETC_ALLOW,
+        ...(paths.modelSocket !== undefined && { model: { socket: paths.modelSocket, node: this.node, forwarder: NETNS_FORWARDER } }),
       });
     } else if (this.mode === 'container') {
       out = await this.dropUid(out, paths);

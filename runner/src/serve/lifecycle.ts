@@ -32,8 +32,8 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
     return ExitCode.usage;
   }
   if (sandbox.value.capabilities.guard !== 'loaded') log.error('the tool-call guard failed its self-test; no CLI will be started', {});
-  // The CLI talks to a loopback proxy with a per-session key; the real key stays in this process.
-  const model = await startModelAccess(config.model);
+  // The CLI talks to the credential proxy with a per-session key; the real key stays in this process.
+  const model = await startModelAccess(config.model, sandbox.value.sandbox.mode);
   if (!model.ok) {
     log.error('invalid configuration', { ...model.error });
     return ExitCode.usage;

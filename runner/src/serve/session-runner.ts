@@ -26,7 +26,8 @@ export interface SessionRunnerOptions {
   config: ServeConfig;
   log: Logger;
   executable: CliExecutable;
-  model: ModelAccess;
+  /** `socketPath`: the credential proxy's unix socket under bubblewrap. */
+  model: ModelAccess & { socketPath?: string | undefined };
   sandbox: SandboxSetup;
   paths: CliPaths & { home: string };
   /** The runner's environment; the adapter copies only allow-listed names into the CLI's. */
@@ -243,7 +244,7 @@ export class SessionRunner {
         baseEnv: this.o.baseEnv,
       });
       // Guard policy + bubblewrap; throws (the spawn fails, naming why) when the guard is missing.
-      return this.o.sandbox.prepare(unwrapped, { backend: c.backend, workspace: paths.workspace, home: paths.home, configDir: paths.configDir });
+      return this.o.sandbox.prepare(unwrapped, { backend: c.backend, workspace: paths.workspace, home: paths.home, configDir: paths.configDir, modelSocket: this.o.model.socketPath });
     });
     const codec = adapter.createCodec();
     const slot = CliSlot.start(gen, c.backend, codec, spec, {
