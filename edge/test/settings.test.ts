@@ -29,7 +29,7 @@ const unusable = { available: false, reason: 'pi is not installed in the runner 
 describe('GET /api/settings', () => {
   it('shows the current backend and each backend’s availability to any user', async () => {
     const probe = new SpyProbe({ claude: { available: true, version: '2.1.0' }, pi: unusable });
-    const { app, userToken } = await setup(probe);
+    const { app, userToken, token } = await setup(probe);
     const r = await call(app, 'GET', '/api/settings', { token: userToken });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
@@ -38,7 +38,11 @@ describe('GET /api/settings', () => {
         { name: 'claude', available: true, version: '2.1.0' },
         { name: 'pi', available: false, reason: unusable.reason },
       ],
+      maxMessageBytes: DEFAULT_SETTINGS.maxMessageBytes,
     });
+    // An admin also sees how to fix an unusable backend.
+    const asAdmin = await call(app, 'GET', '/api/settings', { token });
+    expect(asAdmin.body.backends.find((b: { name: string }) => b.name === 'pi')).toEqual({ name: 'pi', ...unusable });
   });
 
   it('reuses a probe answer within the cache window and re-probes after it', async () => {

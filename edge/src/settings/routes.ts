@@ -20,8 +20,10 @@ export const PublicSettingsSchema = z
         available: z.boolean(),
         version: z.string().optional(),
         reason: z.string().optional(),
+        fix: z.string().optional().openapi({ description: 'how to make it usable; shown to admins only' }),
       }),
     ),
+    maxMessageBytes: z.number().int().openapi({ description: 'largest accepted message body; clients check before uploading' }),
   })
   .openapi('PublicSettings');
 
@@ -71,14 +73,16 @@ export function publicSettingsRoutes(deps: AppDeps) {
       ttlMs: deps.probeCacheTtlMs,
       timeoutMs: probeTimeoutMs(deps, c.env),
     });
-    // Users see availability and the reason; the operator's fix is for the admin error path.
-    const backends = statuses.map(({ name, available, version, reason }) => ({
+    // Users see availability and the reason; the operator's fix is for admins.
+    const admin = c.get('auth').user.role === 'admin';
+    const backends = statuses.map(({ name, available, version, reason, fix }) => ({
       name,
       available,
       ...(version === undefined ? {} : { version }),
       ...(reason === undefined ? {} : { reason }),
+      ...(fix === undefined || !admin ? {} : { fix }),
     }));
-    return c.json({ llmBackend: settings.llmBackend, backends }, 200);
+    return c.json({ llmBackend: settings.llmBackend, backends, maxMessageBytes: settings.maxMessageBytes }, 200);
   });
   return app;
 }
