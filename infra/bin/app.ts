@@ -1,0 +1,22 @@
+// `cdk synth` / `cdk deploy` entry (infra/cdk.json). Environment-agnostic: the account and
+// region come from the deploying credentials, and nothing is looked up, so synth runs offline.
+// Context: `-c prefix=NAME` (default switchyard), `-c modelUrl=URL` (a model gateway).
+import { App, Validations } from 'aws-cdk-lib';
+import nag from 'cdk-nag';
+import { RunnerStack } from '../src/runner-stack.ts';
+
+const app = new App();
+const context = (key: string): string | undefined => {
+  const v: unknown = app.node.tryGetContext(key);
+  return typeof v === 'string' && v !== '' ? v : undefined;
+};
+const prefix = context('prefix');
+const modelUrl = context('modelUrl');
+new RunnerStack(app, 'SwitchyardRunners', {
+  description: 'Switchyard runners: VPC, ECS Fargate cluster and task definition, model key, edge identity',
+  ...(prefix === undefined ? {} : { prefix }),
+  ...(modelUrl === undefined ? {} : { modelUrl }),
+});
+// Every synth is checked (CDK policy validation): an unacknowledged AwsSolutions finding fails
+// `cdk synth` and `cdk deploy`.
+Validations.of(app).addPlugins(new nag.AwsSolutionsChecks(app, { verbose: true }));

@@ -1,0 +1,218 @@
+// Everything the runners need in AWS: a VPC whose private subnets reach out (never in), the
+// ECS cluster, the runner task definition built from runner/Dockerfile, the model key in
+// Secrets Manager, and the identity the edge Worker calls ECS with. docs/DESIGN.md
+// "Deploy decisions" explains the choices; README "Deploying" is the operator's path.
+import { fileURLToPath } from 'node:url';
+import { Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import type { Construct } from 'constructs';
+import {
+  CONTAINER_NAME, DROPPED_CAPS, STOP_TIMEOUT_SECONDS, TASK_CPU_UNITS, TASK_MEMORY_MIB, VOLUMES,
+} from './runner-container.ts';
+
+export interface RunnerStackProps extends StackProps {
+  /** Names the cluster (`<prefix>`), the task family (`<prefix>-runner`), the edge user and the secret. */
+  prefix?: string;
+  /** An Anthropic-Messages-compatible endpoint (a gateway) instead of the provider's; not a secret. */
+  modelUrl?: string;
+  /** The image; default: built from runner/Dockerfile by `cdk deploy` (needs a Docker engine there). */
+  image?: ecs.ContainerImage;
+  logRetention?: logs.RetentionDays;
+}
+
+/** The `[env.production.vars]` of wrangler.toml this stack determines, in the order they are printed. */
+export const WRANGLER_VARS = [
+  'ECS_CLUSTER', 'ECS_TASK_DEFINITION', 'ECS_CONTAINER_NAME', 'ECS_SUBNETS', 'ECS_SECURITY_GROUPS',
+  'ECS_ASSIGN_PUBLIC_IP', 'AWS_REGION',
+] as const;
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+export class RunnerStack extends Stack {
+  readonly cluster: ecs.Cluster;
+  readonly taskDefinition: ecs.FargateTaskDefinition;
+  readonly edgeUser: iam.User;
+
+  constructor(scope: Construct, id: string, props: RunnerStackProps = {}) {
+    super(scope, id, props);
+    const prefix = props.prefix ?? 'switchyard';
+
+    // Two AZs, one NAT gateway: runners only dial out (to the edge and the model API), and a
+    // second NAT doubles the fixed cost for an AZ outage that only delays new sessions.
+    const flowLogs = new logs.LogGroup(this, 'VpcFlowLogs', {
+      retention: logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const vpc = new ec2.Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      natGateways: 1,
+      subnetConfiguration: [
+        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 },
+        { name: 'runners', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 20 },
+      ],
+      // Agent code runs in these subnets: keep a record of where it connected.
+      flowLogs: { all: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: ec2.FlowLogTrafficType.ALL } },
+    });
+
+    // No inbound rule at all; out only HTTPS (the hub's wss://, the model API, what the
+    // agent's web tools fetch). DNS to the VPC resolver is not subject to security groups.
+    const sg = new ec2.SecurityGroup(this, 'RunnerSecurityGroup', {
+      vpc,
+      description: 'Switchyard runners: no inbound; outbound HTTPS only',
+      allowAllOutbound: false,
+    });
+    sg.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'hub link, model API, agent web tools');
+
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      clusterName: prefix,
+      vpc,
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    });
+
+    // The provider key: an ECS `secrets` entry (resolved by the execution role at start), never
+    // an environment value or a RunTask override. Created empty-ish; README "Deploying" sets it.
+    const modelKey = new secretsmanager.Secret(this, 'ModelKey', {
+      secretName: `${prefix}/model-key`,
+      description: 'ANTHROPIC_API_KEY for Switchyard runners (set with aws secretsmanager put-secret-value)',
+    });
+
+    // The runner calls no AWS API: its task role is empty and exists so ECS has one to pass.
+    const taskRole = new iam.Role(this, 'TaskRole', {
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'Switchyard runner task role: no permissions (the runner calls no AWS API)',
+    });
+    // Pull the image, write the log stream, read the one secret: CDK adds exactly these grants.
+    const executionRole = new iam.Role(this, 'ExecutionRole', {
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'Switchyard runner execution role: image pull, logs, the model key',
+    });
+
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'RunnerTask', {
+      family: `${prefix}-runner`,
+      cpu: TASK_CPU_UNITS,
+      memoryLimitMiB: TASK_MEMORY_MIB,
+      runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+      taskRole,
+      executionRole,
+      // Task-local volumes on the task's ephemeral storage (20 GiB, the Fargate minimum), seeded
+      // from the image's VOLUME directories (owners and modes included) because the paths match.
+      volumes: VOLUMES.map((v) => ({ name: v.name })),
+    });
+
+    const logGroup = new logs.LogGroup(this, 'RunnerLogs', {
+      logGroupName: `/${prefix}/runner`,
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    const container = this.taskDefinition.addContainer('Runner', {
+      containerName: CONTAINER_NAME,
+      image: props.image ?? ecs.ContainerImage.fromAsset(repoRoot, { file: 'runner/Dockerfile', platform: Platform.LINUX_AMD64 }),
+      essential: true,
+      // The image's ENTRYPOINT (tini → setpriv → switchyard-runner) and CMD (serve) as built.
+      // No `user`: tini must start as root so setpriv can drop the runner to uid 10001 with four
+      // capabilities and the runner can drop the CLI to 10002 with none (DESIGN "Sandbox").
+      readonlyRootFilesystem: true,
+      privileged: false,
+      linuxParameters: new ecs.LinuxParameters(this, 'RunnerLinux', {}),
+      stopTimeout: Duration.seconds(STOP_TIMEOUT_SECONDS),
+      secrets: { ANTHROPIC_API_KEY: ecs.Secret.fromSecretsManager(modelKey) },
+      ...(props.modelUrl === undefined ? {} : { environment: { SWITCHYARD_MODEL_URL: props.modelUrl } }),
+      logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: 'runner' }),
+    });
+    container.linuxParameters?.dropCapabilities(...DROPPED_CAPS.map((c) => ecs.Capability[c]));
+    container.addMountPoints(...VOLUMES.map((v) => ({ sourceVolume: v.name, containerPath: v.containerPath, readOnly: false })));
+
+    // The edge Worker's identity. Cloudflare Workers have no identity AWS can federate
+    // (no OIDC token to exchange), so it is an IAM user whose access key becomes two Worker
+    // secrets; the key is created by the operator (README "Deploying") so it never passes
+    // through CloudFormation.
+    this.edgeUser = new iam.User(this, 'EdgeUser', { userName: `${prefix}-edge` });
+    const taskDefinitionFamilyArn = Stack.of(this).formatArn({
+      service: 'ecs', resource: 'task-definition', resourceName: `${this.taskDefinition.family}:*`,
+    });
+    const clusterTasksArn = Stack.of(this).formatArn({
+      service: 'ecs', resource: 'task', resourceName: `${prefix}/*`,
+    });
+    const edgePolicy = new iam.ManagedPolicy(this, 'EdgePolicy', {
+      description: 'Switchyard edge Worker: start, stop and describe runner tasks, nothing else',
+      users: [this.edgeUser],
+      statements: [
+        new iam.PolicyStatement({
+          sid: 'RunRunnerTasks',
+          actions: ['ecs:RunTask'],
+          resources: [taskDefinitionFamilyArn],
+          conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
+        }),
+        new iam.PolicyStatement({
+          sid: 'StopAndDescribeRunnerTasks',
+          actions: ['ecs:StopTask', 'ecs:DescribeTasks'],
+          resources: [clusterTasksArn],
+        }),
+        new iam.PolicyStatement({
+          sid: 'TagTasksAtLaunch',
+          actions: ['ecs:TagResource'],
+          resources: [clusterTasksArn],
+          conditions: { StringEquals: { 'ecs:CreateAction': 'RunTask' } },
+        }),
+        new iam.PolicyStatement({
+          sid: 'PassRunnerRoles',
+          actions: ['iam:PassRole'],
+          resources: [taskRole.roleArn, executionRole.roleArn],
+          conditions: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
+        }),
+      ],
+    });
+
+    // What wrangler.toml's [env.production.vars] needs, one output each and all of them as a
+    // block to paste (CloudFormation output keys cannot hold `_`, so the var name is the
+    // description and the block's text).
+    const subnets = vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }).subnetIds;
+    const values: Record<(typeof WRANGLER_VARS)[number], string> = {
+      ECS_CLUSTER: this.cluster.clusterName,
+      ECS_TASK_DEFINITION: this.taskDefinition.family,
+      ECS_CONTAINER_NAME: container.containerName,
+      ECS_SUBNETS: Fn.join(',', subnets),
+      ECS_SECURITY_GROUPS: sg.securityGroupId,
+      ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+      AWS_REGION: Aws.REGION,
+    };
+    for (const name of WRANGLER_VARS) {
+      new CfnOutput(this, name.replaceAll('_', ''), { value: values[name], description: `wrangler.toml [env.production.vars] ${name}` });
+    }
+    new CfnOutput(this, 'WranglerProductionVars', {
+      description: 'paste into wrangler.toml [env.production.vars]',
+      value: Fn.join('', WRANGLER_VARS.flatMap((name) => [`\n${name} = "`, values[name], '"'])),
+    });
+
+    // Acknowledged cdk-nag findings, each with its reason; nothing else may be reported
+    // (test/nag.test.ts, and `cdk synth` fails on any unacknowledged one).
+    Validations.of(modelKey).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'A provider API key is rotated at the provider, then stored with put-secret-value; no rotation Lambda can mint one.',
+    });
+    Validations.of(executionRole).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken has no resource-level permissions; the other grants name the image repository, the log group and the secret.',
+    });
+    Validations.of(edgePolicy).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/${this.taskDefinition.family}:*]`,
+      reason: 'RunTask on any revision of the one runner family: the edge names the family, so a new image (a new revision) needs no Worker change.',
+    });
+    Validations.of(edgePolicy).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/${prefix}/*]`,
+      reason: 'Stop, describe and tag the tasks of the one runner cluster; task ids are random, so the cluster is the narrowest scope.',
+    });
+    if (props.modelUrl !== undefined) {
+      Validations.of(this.taskDefinition).acknowledge({
+        id: 'AwsSolutions-ECS2',
+        reason: 'The one plain environment value is SWITCHYARD_MODEL_URL, a non-secret endpoint; the key is a secrets entry.',
+      });
+    }
+  }
+}

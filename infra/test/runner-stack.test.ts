@@ -1,0 +1,254 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  DROPPED_CAPS, KEPT_CAPS, RUNNER_SHUTDOWN_BOUND_SECONDS, STOP_TIMEOUT_SECONDS, TASK_CPU_UNITS, TASK_MEMORY_MIB, VOLUMES,
+} from '../src/runner-container.ts';
+import { RunnerStack, WRANGLER_VARS } from '../src/runner-stack.ts';
+
+// Every promise of the stack, read off the synthesized CloudFormation template.
+
+type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: Record<string, unknown> };
+const actions = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const resources = (s: Statement): unknown[] => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
+
+let template: Template;
+let dockerImages: { source: Record<string, unknown> }[];
+let json: { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>; Outputs: Record<string, { Value: unknown; Description: string }> };
+const ofType = (type: string) => Object.entries(json.Resources).filter(([, r]) => r.Type === type);
+const only = (type: string) => {
+  const all = ofType(type);
+  expect(all, type).toHaveLength(1);
+  return all[0]!;
+};
+const logicalId = (type: string, match: (p: Record<string, unknown>) => boolean) => {
+  const found = ofType(type).filter(([, r]) => match(r.Properties));
+  expect(found, type).toHaveLength(1);
+  return found[0]![0];
+};
+
+beforeAll(() => {
+  const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'sy-infra-')) });
+  new RunnerStack(app, 'SwitchyardRunners');
+  const artifact = app.synth().getStackByName('SwitchyardRunners');
+  template = Template.fromJSON(artifact.template as Record<string, unknown>);
+  const manifest = JSON.parse(readFileSync(join(app.outdir, 'SwitchyardRunners.assets.json'), 'utf8')) as { dockerImages: Record<string, { source: Record<string, unknown> }> };
+  dockerImages = Object.values(manifest.dockerImages);
+  rmSync(app.outdir, { recursive: true, force: true });
+  json = template.toJSON() as typeof json;
+});
+
+describe('network', () => {
+  it('private subnets without public IPs, their default route through a NAT gateway', () => {
+    template.resourceCountIs('AWS::EC2::NatGateway', 1);
+    const privateSubnets = ofType('AWS::EC2::Subnet').filter(([, r]) =>
+      (r.Properties.Tags as { Key: string; Value: string }[]).some((t) => t.Key === 'aws-cdk:subnet-type' && t.Value === 'Private'),
+    );
+    expect(privateSubnets).toHaveLength(2);
+    for (const [, s] of privateSubnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(false);
+    template.resourcePropertiesCountIs('AWS::EC2::Route', { DestinationCidrBlock: '0.0.0.0/0', NatGatewayId: Match.anyValue() }, 2);
+    template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL', LogDestinationType: 'cloud-watch-logs' });
+  });
+
+  it('the runner security group: no inbound rule, out only TCP 443', () => {
+    const [, sg] = only('AWS::EC2::SecurityGroup');
+    expect(sg.Properties.SecurityGroupIngress).toBeUndefined();
+    template.resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
+    expect(sg.Properties.SecurityGroupEgress).toEqual([
+      { CidrIp: '0.0.0.0/0', IpProtocol: 'tcp', FromPort: 443, ToPort: 443, Description: expect.any(String) },
+    ]);
+    template.resourceCountIs('AWS::EC2::SecurityGroupEgress', 0);
+  });
+});
+
+describe('cluster and task definition', () => {
+  it('a Fargate cluster with Container Insights', () => {
+    template.hasResourceProperties('AWS::ECS::Cluster', {
+      ClusterName: 'switchyard',
+      ClusterSettings: [{ Name: 'containerInsights', Value: 'enabled' }],
+    });
+  });
+
+  it('Fargate, awsvpc, sized at least 3x the measured per-session RSS (314 MiB), x86_64', () => {
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      Family: 'switchyard-runner',
+      RequiresCompatibilities: ['FARGATE'],
+      NetworkMode: 'awsvpc',
+      Cpu: String(TASK_CPU_UNITS),
+      Memory: String(TASK_MEMORY_MIB),
+      RuntimePlatform: { CpuArchitecture: 'X86_64', OperatingSystemFamily: 'LINUX' },
+    });
+    expect(TASK_MEMORY_MIB).toBeGreaterThanOrEqual(3 * 314);
+  });
+
+  const container = () => {
+    const [, td] = only('AWS::ECS::TaskDefinition');
+    const defs = td.Properties.ContainerDefinitions as Record<string, unknown>[];
+    expect(defs).toHaveLength(1);
+    return { td: td.Properties, c: defs[0]! };
+  };
+
+  it('one essential container "runner" from the image asset built of runner/Dockerfile; ENTRYPOINT/CMD as the image has them', () => {
+    const { c } = container();
+    expect(c.Name).toBe('runner');
+    expect(c.Essential).toBe(true);
+    expect(JSON.stringify(c.Image)).toMatch(/container-assets/);
+    expect(c.EntryPoint).toBeUndefined();
+    expect(c.Command).toBeUndefined();
+    expect(dockerImages.map((i) => i.source)).toEqual([{ directory: expect.any(String), dockerFile: 'runner/Dockerfile', platform: 'linux/amd64' }]);
+  });
+
+  it('read-only root, not privileged, no `user` (tini starts as root and setpriv drops), every default capability but the four dropped', () => {
+    const { c } = container();
+    expect(c.ReadonlyRootFilesystem).toBe(true);
+    expect(c.Privileged).toBe(false);
+    expect(c.User).toBeUndefined();
+    const caps = (c.LinuxParameters as { Capabilities: { Add?: string[]; Drop: string[] } }).Capabilities;
+    expect(caps.Add).toBeUndefined();
+    expect([...caps.Drop].sort()).toEqual([...DROPPED_CAPS].sort());
+    expect(caps.Drop.filter((d) => (KEPT_CAPS as readonly string[]).includes(d))).toEqual([]);
+  });
+
+  it('the runner keeps exactly the capabilities the image entrypoint raises', () => {
+    const dockerfile = readFileSync(fileURLToPath(new URL('../../runner/Dockerfile', import.meta.url)), 'utf8');
+    const ambient = /"--ambient-caps", "([^"]+)"/.exec(dockerfile)?.[1];
+    expect(ambient?.split(',').map((c) => c.replace(/^\+/, '').toUpperCase()).sort()).toEqual([...KEPT_CAPS].sort());
+  });
+
+  it('writable volumes only for /workspace, /home/switchyard and /tmp, task-local (no host path, no EFS)', () => {
+    const { td, c } = container();
+    expect(td.Volumes).toEqual(VOLUMES.map((v) => ({ Name: v.name })));
+    expect(c.MountPoints).toEqual(VOLUMES.map((v) => ({ SourceVolume: v.name, ContainerPath: v.containerPath, ReadOnly: false })));
+  });
+
+  it('stopTimeout above the runner shutdown deadline', () => {
+    const { c } = container();
+    expect(c.StopTimeout).toBe(STOP_TIMEOUT_SECONDS);
+    expect(STOP_TIMEOUT_SECONDS).toBeGreaterThan(RUNNER_SHUTDOWN_BOUND_SECONDS);
+    expect(STOP_TIMEOUT_SECONDS).toBeLessThanOrEqual(120);
+  });
+
+  it('logs to CloudWatch with a retention', () => {
+    const { c } = container();
+    const logGroup = logicalId('AWS::Logs::LogGroup', (p) => p.LogGroupName === '/switchyard/runner');
+    expect(c.LogConfiguration).toEqual({
+      LogDriver: 'awslogs',
+      Options: { 'awslogs-group': { Ref: logGroup }, 'awslogs-stream-prefix': 'runner', 'awslogs-region': { Ref: 'AWS::Region' } },
+    });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/switchyard/runner', RetentionInDays: 30 });
+  });
+
+  it('the model key is a Secrets Manager `secrets` entry, no plain environment', () => {
+    const { c } = container();
+    const secret = only('AWS::SecretsManager::Secret')[0];
+    expect(c.Secrets).toEqual([{ Name: 'ANTHROPIC_API_KEY', ValueFrom: { Ref: secret } }]);
+    expect(c.Environment).toBeUndefined();
+  });
+
+  it('a model gateway URL is the one plain environment value', () => {
+    const t = Template.fromStack(new RunnerStack(new App(), 'S', { modelUrl: 'https://gateway.example/anthropic' }));
+    t.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      ContainerDefinitions: [Match.objectLike({ Environment: [{ Name: 'SWITCHYARD_MODEL_URL', Value: 'https://gateway.example/anthropic' }] })],
+    });
+  });
+});
+
+describe('IAM', () => {
+  const roleId = (description: RegExp) => logicalId('AWS::IAM::Role', (p) => description.test(String(p.Description)));
+  const policiesOf = (role: string) => ofType('AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: role }]));
+
+  it('the task role has no permission at all', () => {
+    const task = roleId(/task role/);
+    const [, role] = ofType('AWS::IAM::Role').find(([id]) => id === task)!;
+    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(role.Properties.Policies).toBeUndefined();
+    expect(policiesOf(task)).toEqual([]);
+    expect(ofType('AWS::IAM::ManagedPolicy').filter(([, p]) => JSON.stringify(p.Properties.Roles ?? []).includes(task))).toEqual([]);
+  });
+
+  it('the execution role: pull the image, write its log stream, read the one secret', () => {
+    const exec = roleId(/execution role/);
+    const policies = policiesOf(exec);
+    expect(policies).toHaveLength(1);
+    const statements = (policies[0]![1].Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+    const secret = only('AWS::SecretsManager::Secret')[0];
+    const logGroup = logicalId('AWS::Logs::LogGroup', (p) => p.LogGroupName === '/switchyard/runner');
+    const granted = new Map<string, unknown[]>();
+    for (const s of statements) {
+      expect(s.Effect).toBe('Allow');
+      for (const a of actions(s)) granted.set(a, resources(s));
+    }
+    expect([...granted.keys()].sort()).toEqual([
+      'ecr:BatchCheckLayerAvailability', 'ecr:BatchGetImage', 'ecr:GetAuthorizationToken', 'ecr:GetDownloadUrlForLayer',
+      'logs:CreateLogStream', 'logs:PutLogEvents',
+      'secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue',
+    ]);
+    expect(granted.get('ecr:GetAuthorizationToken')).toEqual(['*']);
+    for (const a of ['ecr:BatchGetImage', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchCheckLayerAvailability']) {
+      expect(JSON.stringify(granted.get(a))).toMatch(/repository\/.*container-assets/);
+    }
+    expect(granted.get('logs:PutLogEvents')).toEqual([{ 'Fn::GetAtt': [logGroup, 'Arn'] }]);
+    expect(granted.get('secretsmanager:GetSecretValue')).toEqual([{ Ref: secret }]);
+  });
+
+  it('the edge user: exactly RunTask on the family in the cluster, Stop/Describe/Tag-at-launch on its tasks, PassRole on the two roles', () => {
+    const [userId, user] = only('AWS::IAM::User');
+    expect(user.Properties.UserName).toBe('switchyard-edge');
+    expect(user.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(user.Properties.Policies).toBeUndefined();
+    template.resourceCountIs('AWS::IAM::AccessKey', 0);
+    expect(ofType('AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Users ?? []).includes(userId))).toEqual([]);
+    const [, policy] = only('AWS::IAM::ManagedPolicy');
+    expect(policy.Properties.Users).toEqual([{ Ref: userId }]);
+    const cluster = only('AWS::ECS::Cluster')[0];
+    const arn = (resource: string) => ({
+      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ecs:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, `:${resource}`]],
+    });
+    const tasks = arn('task/switchyard/*');
+    expect((policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement).toEqual([
+      { Sid: 'RunRunnerTasks', Effect: 'Allow', Action: 'ecs:RunTask', Resource: arn('task-definition/switchyard-runner:*'), Condition: { ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } } } },
+      { Sid: 'StopAndDescribeRunnerTasks', Effect: 'Allow', Action: ['ecs:StopTask', 'ecs:DescribeTasks'], Resource: tasks },
+      { Sid: 'TagTasksAtLaunch', Effect: 'Allow', Action: 'ecs:TagResource', Resource: tasks, Condition: { StringEquals: { 'ecs:CreateAction': 'RunTask' } } },
+      {
+        Sid: 'PassRunnerRoles', Effect: 'Allow', Action: 'iam:PassRole',
+        Resource: [{ 'Fn::GetAtt': [roleId(/task role/), 'Arn'] }, { 'Fn::GetAtt': [roleId(/execution role/), 'Arn'] }],
+        Condition: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
+      },
+    ]);
+  });
+
+  it('nothing anywhere is granted on Resource "*" but ecr:GetAuthorizationToken', () => {
+    const docs = [...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::ManagedPolicy')].flatMap(([, p]) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const star = docs.filter((s) => resources(s).includes('*')).flatMap(actions);
+    expect(star).toEqual(['ecr:GetAuthorizationToken']);
+  });
+});
+
+describe('outputs', () => {
+  it('one output per wrangler var the stack determines, plus the paste-able block', () => {
+    const byDescription = Object.fromEntries(Object.values(json.Outputs).map((o) => [o.Description, o.Value]));
+    expect(Object.keys(json.Outputs)).toHaveLength(WRANGLER_VARS.length + 1);
+    for (const name of WRANGLER_VARS) expect(byDescription[`wrangler.toml [env.production.vars] ${name}`], name).toBeDefined();
+    expect(byDescription['wrangler.toml [env.production.vars] ECS_TASK_DEFINITION']).toBe('switchyard-runner');
+    expect(byDescription['wrangler.toml [env.production.vars] ECS_CONTAINER_NAME']).toBe('runner');
+    expect(byDescription['wrangler.toml [env.production.vars] ECS_ASSIGN_PUBLIC_IP']).toBe('DISABLED');
+    expect(byDescription['wrangler.toml [env.production.vars] AWS_REGION']).toEqual({ Ref: 'AWS::Region' });
+    const privateSubnets = ofType('AWS::EC2::Subnet')
+      .filter(([, r]) => (r.Properties.Tags as { Key: string; Value: string }[]).some((t) => t.Value === 'Private'))
+      .map(([id]) => ({ Ref: id }));
+    expect(byDescription['wrangler.toml [env.production.vars] ECS_SUBNETS']).toEqual({ 'Fn::Join': [',', privateSubnets] });
+    const block = JSON.stringify(byDescription['paste into wrangler.toml [env.production.vars]']);
+    for (const name of WRANGLER_VARS) expect(block).toContain(`\\n${name} = \\"`);
+  });
+
+  it('every one of them is a var of wrangler.toml [env.production.vars]', () => {
+    const toml = readFileSync(fileURLToPath(new URL('../../wrangler.toml', import.meta.url)), 'utf8');
+    const section = /^\[env\.production\.vars\]\n([\s\S]*?)(?=^\[)/m.exec(toml)?.[1] ?? '';
+    const names = [...section.matchAll(/^([A-Z0-9_]+)\s*=/gm)].map((m) => m[1]);
+    for (const name of WRANGLER_VARS) expect(names, name).toContain(name);
+  });
+});
