@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import { secureHeaders } from 'hono/secure-headers';
 import { adminRoutes } from './admin.ts';
 import { verifyPassword } from './auth/password.ts';
 import { authRoutes } from './auth/routes.ts';
@@ -30,6 +31,14 @@ const jsonBodyLimit = bodyLimit({
   onError: (c) => apiError(c, 413, 'payload_too_large', `request body exceeds ${MAX_JSON_BODY_BYTES} bytes`),
 });
 
+/** API responses are data, never a page: nothing may run, frame or sniff them. */
+const apiSecurityHeaders = secureHeaders({
+  contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+  referrerPolicy: 'no-referrer',
+  xFrameOptions: 'DENY',
+  crossOriginResourcePolicy: 'same-origin',
+});
+
 const healthRoute = createRoute({
   method: 'get',
   path: '/healthz',
@@ -42,12 +51,15 @@ export function createApp(overrides: Partial<AppDeps> = {}) {
   const deps: AppDeps = { ...DEFAULT_DEPS, ...overrides };
   const app = newRouter();
 
+  // The web app's assets carry the same headers from web/public/_headers. Not on the runner link:
+  // a WebSocket 101 from the hub has immutable headers.
+  for (const path of ['/api/*', '/healthz']) app.use(path, apiSecurityHeaders);
   app.use('/api/*', async (c, next) => {
     await next();
     // Responses carry tokens and per-user data: never let a shared cache keep them.
     c.header('Cache-Control', 'no-store');
   });
-  for (const path of ['/api/auth/*', '/api/tokens/*', '/api/admin/users/*', '/api/admin/settings/*']) {
+  for (const path of ['/api/auth/*', '/api/me/*', '/api/tokens/*', '/api/admin/users/*', '/api/admin/settings/*']) {
     app.use(path, jsonBodyLimit);
   }
 

@@ -5,12 +5,14 @@
 //   3. the offline model, unless ANTHROPIC_API_KEY or SWITCHYARD_MODEL_URL is set;
 //   4. the local runner host (`switchyard-runner host`), whose tasks get the model settings;
 //   5. the edge under `wrangler dev`, its ECS launcher pointed at the host (endpoint override,
-//      dummy AWS credentials) and its hub URL at itself; ready once /healthz answers.
+//      the AWS credentials generated for this start, which the host verifies every SigV4
+//      signature against) and its hub URL at itself; ready once /healthz answers.
 // Every service runs in its own process group; stop() takes them all down.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { hostFetch } from '../../runner/src/host/client.ts';
 import { claimStateDir } from '../../runner/src/host/process-tree.ts';
 import { reapStaleTasks, type HostTaskSummary } from '../../runner/src/host/tasks.ts';
 import { reapStaleServices, run, startService, stopService, killServicesNow, writeServiceRecords, type OutputSink, type Service } from './services.ts';
@@ -21,6 +23,8 @@ const WRANGLER_BIN = path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangle
 const RUNNER_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-runner.js');
 const MODEL_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-offline-model.js');
 const ADMIN_SCRIPT = path.join(ROOT, 'scripts', 'admin-create.ts');
+/** wrangler.toml `[assets] directory`. */
+export const WEB_DIST = path.join(ROOT, 'web', 'dist');
 
 export interface StackOptions {
   /** Edge port on 127.0.0.1; default PORT or 8787; 0 picks a free one. */
@@ -68,6 +72,8 @@ export interface Stack {
   offlineModelUrl: string | undefined;
   /** The local runner host (ECS API stand-in). */
   hostUrl: string;
+  /** The only credentials the runner host accepts (SigV4), generated for this start; the edge's launcher signs with them. */
+  hostCredentials: { accessKeyId: string; secretAccessKey: string };
   hostStateDir: string;
   devDir: string;
   persistTo: string;
@@ -169,6 +175,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     }
   };
 
+  // The web app is built before (npm start and `npm test` do it); building here would race
+  // between stacks that tests start in parallel.
+  if (!existsSync(path.join(WEB_DIST, 'index.html'))) throw new Error(`the web app is not built (${WEB_DIST}): run npm run build:web`);
+
   try {
     // 1. Schema.
     log('applying D1 migrations to the local database ...');
@@ -193,12 +203,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       log(modelUrl ? `model: SWITCHYARD_MODEL_URL=${modelUrl}` : 'model: the provider, with ANTHROPIC_API_KEY');
     }
 
-    // 4. The runner host: its tasks inherit the model settings (never the host's other env).
+    // 4. The runner host: its tasks inherit the model settings (never the host's other env). It
+    // accepts only requests signed with this start's credentials (it runs what RunTask asks for).
+    const hostCredentials = { accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(32).toString('base64url') };
     const taskStop = `${opts.taskStopTimeoutMs ?? 10_000}ms`;
     const host = await launch('host', NODE, [RUNNER_BIN, 'host', '--port', '0', '--state-dir', hostStateDir, '--stop-timeout', taskStop], {
       ...serviceEnv,
       ...(modelUrl !== undefined && { SWITCHYARD_MODEL_URL: modelUrl }),
       ...opts.runnerEnv,
+      SWITCHYARD_HOST_ACCESS_KEY_ID: hostCredentials.accessKeyId,
+      SWITCHYARD_HOST_SECRET_ACCESS_KEY: hostCredentials.secretAccessKey,
     });
     const hostReady = await host.waitForLine((l) => jsonLine<{ url: string; cluster: string }>(l), readyMs, opts.signal);
     log(`runner host on ${hostReady.url}`);
@@ -210,9 +224,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // Secrets go through an env file (0600), not the command line.
     const secretsFile = path.join(devDir, 'edge.env');
     const secrets = {
-      // Dummy credentials: the local host checks a request is signed, not by whom.
-      AWS_ACCESS_KEY_ID: 'AKIDSWITCHYARDLOCAL',
-      AWS_SECRET_ACCESS_KEY: 'switchyard-local-not-a-secret',
+      AWS_ACCESS_KEY_ID: hostCredentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: hostCredentials.secretAccessKey,
       // Runner tokens signed with it only live as long as this stack.
       RUNNER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
     };
@@ -274,12 +287,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       modelUrl,
       offlineModelUrl,
       hostUrl: hostReady.url,
+      hostCredentials,
       hostStateDir,
       devDir,
       persistTo,
       services,
       async runners() {
-        const res = await fetch(`${hostReady.url}/switchyard/tasks`);
+        const res = await hostFetch(hostReady.url, '/switchyard/tasks', hostCredentials);
         return ((await res.json()) as { tasks: HostTaskSummary[] }).tasks;
       },
       unexpectedExit,

@@ -185,6 +185,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/me/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change your own password; revokes every other login session and all your API tokens */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ChangePassword"];
+                };
+            };
+            responses: {
+                /** @description changed */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description authenticated but not allowed (or a cross-site cookie request) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description conflict with the current state */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description too many attempts; see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -270,7 +371,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a personal API token (the secret is shown once) */
+        /** Create a personal API token (the secret is shown once); needs a login session and the current password */
         post: {
             parameters: {
                 query?: never;
@@ -340,6 +441,15 @@ export interface paths {
                 };
                 /** @description body is not JSON */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description too many attempts; see Retry-After */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -791,7 +901,7 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change role, password or disabled; a password change or disabling ends their login sessions */
+        /** Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions */
         patch: {
             parameters: {
                 query?: never;
@@ -1028,7 +1138,7 @@ export interface paths {
                 query?: {
                     limit?: number;
                     cursor?: string;
-                    action?: "settings.update" | "user.create" | "user.update" | "user.delete";
+                    action?: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke";
                 };
                 header?: never;
                 path?: never;
@@ -1780,6 +1890,10 @@ export interface components {
             username: string;
             password: string;
         };
+        ChangePassword: {
+            currentPassword: string;
+            newPassword: string;
+        };
         CreatedApiToken: {
             token: components["schemas"]["ApiToken"];
             /** @description the bearer secret; shown only in this response */
@@ -1802,6 +1916,8 @@ export interface components {
             name: string;
             /** @default 90 */
             expiresInDays: number;
+            /** @description the caller’s password, proven again before a token is minted */
+            currentPassword: string;
         };
         PublicSettings: {
             /** @enum {string} */
@@ -1812,7 +1928,11 @@ export interface components {
                 available: boolean;
                 version?: string;
                 reason?: string;
+                /** @description how to make it usable; shown to admins only */
+                fix?: string;
             }[];
+            /** @description largest accepted message body; clients check before uploading */
+            maxMessageBytes: number;
         };
         User: {
             id: string;
@@ -1887,7 +2007,7 @@ export interface components {
                 username: string;
             } | null;
             /** @enum {string} */
-            action: "settings.update" | "user.create" | "user.update" | "user.delete";
+            action: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke";
             target: string | null;
             /** @description changed fields before; null for creations */
             before: {

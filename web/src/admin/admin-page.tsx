@@ -1,0 +1,32 @@
+import type { AdminTab } from '../router.ts';
+import { AuditPanel } from './audit-panel.tsx';
+import { BackendPanel } from './backend-panel.tsx';
+import { LiveSessionsPanel } from './live-sessions-panel.tsx';
+import { UsersPanel } from './users-panel.tsx';
+
+const TABS: Array<{ tab: AdminTab; label: string }> = [
+  { tab: 'users', label: 'Users' },
+  { tab: 'backend', label: 'Backend' },
+  { tab: 'sessions', label: 'Live sessions' },
+  { tab: 'audit', label: 'Audit log' },
+];
+
+/** The admin console. The API refuses non-admins on its own; the shell also never shows it to them. */
+export function AdminPage({ tab }: { tab: AdminTab }) {
+  return (
+    <div class="page admin">
+      <h1>Admin</h1>
+      <nav class="tabs" aria-label="Admin sections">
+        {TABS.map((t) => (
+          <a key={t.tab} href={`/admin/${t.tab}`} class="tab" aria-current={t.tab === tab ? 'page' : undefined}>
+            {t.label}
+          </a>
+        ))}
+      </nav>
+      {tab === 'users' && <UsersPanel />}
+      {tab === 'backend' && <BackendPanel />}
+      {tab === 'sessions' && <LiveSessionsPanel />}
+      {tab === 'audit' && <AuditPanel />}
+    </div>
+  );
+}

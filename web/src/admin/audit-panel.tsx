@@ -1,0 +1,80 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, call, describeError, type Schemas } from '../api/client.ts';
+import { absoluteTime } from '../ui/format.ts';
+
+type Entry = Schemas['AuditEntry'];
+
+function change(e: Entry): string {
+  const parts: string[] = [];
+  const keys = new Set([...Object.keys(e.before ?? {}), ...Object.keys(e.after ?? {})]);
+  for (const k of keys) {
+    const b = e.before?.[k];
+    const a = e.after?.[k];
+    parts.push(`${k}: ${b === undefined ? '' : `${JSON.stringify(b)} → `}${a === undefined ? '(removed)' : JSON.stringify(a)}`);
+  }
+  return parts.join('; ');
+}
+
+/** The audit trail, newest first, 50 a page. */
+export function AuditPanel() {
+  const [entries, setEntries] = useState<Entry[] | null>(null);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const load = async (more: string | null) => {
+    try {
+      const page = await call(api.GET('/api/admin/audit', { params: { query: { limit: 50, ...(more !== null && { cursor: more }) } } }));
+      setEntries((cur) => (more === null ? page.entries : [...(cur ?? []), ...page.entries]));
+      setCursor(page.nextCursor);
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+  useEffect(() => void load(null), []);
+
+  return (
+    <section aria-labelledby="audit-title">
+      <h2 id="audit-title" class="sr-only">
+        Audit log
+      </h2>
+      {error !== null && <p class="form-error">{error}</p>}
+      {entries === null ? (
+        <p class="muted">Loading…</p>
+      ) : entries.length === 0 ? (
+        <p class="muted">Nothing audited yet.</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Who</th>
+                <th scope="col">Action</th>
+                <th scope="col">Target</th>
+                <th scope="col">Change</th>
+              </tr>
+            </thead>
+            <tbody>
+              {entries.map((e) => (
+                <tr key={e.id}>
+                  <td>{absoluteTime(e.at)}</td>
+                  <td>{e.actor?.username ?? 'system'}</td>
+                  <td>
+                    <code>{e.action}</code>
+                  </td>
+                  <td class="mono">{e.target ?? ''}</td>
+                  <td class="wrap">{change(e)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {cursor !== null && (
+        <button type="button" class="btn" onClick={() => void load(cursor)}>
+          Older entries
+        </button>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,89 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, call, describeError, type Schemas } from '../api/client.ts';
+import { sessionTitle } from '../sessions/session-sidebar.tsx';
+import { relativeTime } from '../ui/format.ts';
+import { StateBadge } from '../ui/state-badge.tsx';
+
+type AdminSession = Schemas['AdminSession'];
+
+/** Sessions across users; each opens read-only for an admin who is not its owner. */
+export function LiveSessionsPanel() {
+  const [scope, setScope] = useState<'live' | 'all'>('live');
+  const [rows, setRows] = useState<AdminSession[] | null>(null);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const load = async (more: string | null) => {
+    try {
+      const page = await call(api.GET('/api/admin/sessions', { params: { query: { state: scope, limit: 50, ...(more !== null && { cursor: more }) } } }));
+      setRows((cur) => (more === null ? page.sessions : [...(cur ?? []), ...page.sessions]));
+      setCursor(page.nextCursor);
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+  useEffect(() => {
+    setRows(null);
+    void load(null);
+    const timer = setInterval(() => void load(null), 10_000);
+    return () => clearInterval(timer);
+  }, [scope]);
+
+  return (
+    <section aria-labelledby="live-title">
+      <div class="panel-head">
+        <h2 id="live-title" class="sr-only">
+          Sessions across users
+        </h2>
+        <label>
+          Show
+          <select value={scope} onChange={(e) => setScope(e.currentTarget.value as 'live' | 'all')}>
+            <option value="live">sessions with a runner</option>
+            <option value="all">all sessions</option>
+          </select>
+        </label>
+      </div>
+      {error !== null && <p class="form-error">{error}</p>}
+      {rows === null ? (
+        <p class="muted">Loading…</p>
+      ) : rows.length === 0 ? (
+        <p class="muted">{scope === 'live' ? 'No session has a runner right now.' : 'No sessions.'}</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">Session</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Backend</th>
+                <th scope="col">Runner</th>
+                <th scope="col">Last activity</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((s) => (
+                <tr key={s.id}>
+                  <td>
+                    <a href={`/sessions/${s.id}`}>{sessionTitle(s)}</a>
+                  </td>
+                  <td>{s.owner.username}</td>
+                  <td>{s.backend}</td>
+                  <td>
+                    <StateBadge state={s.state} />
+                    {s.runnerRef !== null && <span class="muted mono"> {s.runnerRef}</span>}
+                  </td>
+                  <td>{relativeTime(s.updatedAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {cursor !== null && (
+        <button type="button" class="btn" onClick={() => void load(cursor)}>
+          Load more
+        </button>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,212 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, call, describeError, type Schemas } from '../api/client.ts';
+import { useMe } from '../auth/me.ts';
+import { Confirm } from '../ui/confirm.tsx';
+import { relativeTime } from '../ui/format.ts';
+
+type User = Schemas['User'];
+
+export function UsersPanel() {
+  const me = useMe();
+  const [users, setUsers] = useState<User[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [form, setForm] = useState({ username: '', password: '', role: 'user' as User['role'] });
+  const [resetting, setResetting] = useState<User | null>(null);
+  const [deleting, setDeleting] = useState<User | null>(null);
+
+  const load = () =>
+    call(api.GET('/api/admin/users'))
+      .then((r) => setUsers(r.users))
+      .catch((e: unknown) => setError(describeError(e)));
+  useEffect(() => void load(), []);
+
+  const act = async (what: () => Promise<unknown>, done: string) => {
+    setError(null);
+    setNotice(null);
+    try {
+      await what();
+      setNotice(done);
+      await load();
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+
+  const create = (e: Event) => {
+    e.preventDefault();
+    void act(async () => {
+      await call(api.POST('/api/admin/users', { body: form }));
+      setForm({ username: '', password: '', role: 'user' });
+    }, `Created ${form.username}.`);
+  };
+  const update = (u: User, body: Schemas['UpdateUser'], done: string) =>
+    act(() => call(api.PATCH('/api/admin/users/{id}', { params: { path: { id: u.id } }, body })), done);
+
+  return (
+    <section aria-labelledby="users-title">
+      <h2 id="users-title" class="sr-only">
+        Users
+      </h2>
+      <form class="card form-grid" onSubmit={create} aria-labelledby="new-user-title">
+        <h3 id="new-user-title">Add a user</h3>
+        <label>
+          New username
+          <input required value={form.username} autocomplete="off" onInput={(e) => setForm({ ...form, username: e.currentTarget.value })} />
+        </label>
+        <label>
+          Initial password
+          <input
+            type="password"
+            required
+            minLength={12}
+            autocomplete="new-password"
+            value={form.password}
+            onInput={(e) => setForm({ ...form, password: e.currentTarget.value })}
+          />
+        </label>
+        <label>
+          Role
+          <select value={form.role} onChange={(e) => setForm({ ...form, role: e.currentTarget.value as User['role'] })}>
+            <option value="user">user</option>
+            <option value="admin">admin</option>
+          </select>
+        </label>
+        <div class="form-actions">
+          <button type="submit" class="btn primary">
+            Add user
+          </button>
+        </div>
+      </form>
+      {error !== null && (
+        <p class="form-error" role="alert">
+          {error}
+        </p>
+      )}
+      {notice !== null && (
+        <p class="notice ok" role="status">
+          {notice}
+        </p>
+      )}
+      {users === null ? (
+        <p class="muted">Loading…</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="table">
+            <thead>
+              <tr>
+                <th scope="col">User</th>
+                <th scope="col">Role</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {users.map((u) => {
+                const self = u.id === me.id;
+                return (
+                  <tr key={u.id}>
+                    <td>
+                      {u.username}
+                      {self && <span class="muted"> (you)</span>}
+                    </td>
+                    <td>
+                      <label class="sr-only" for={`role-${u.id}`}>
+                        Role of {u.username}
+                      </label>
+                      <select
+                        id={`role-${u.id}`}
+                        value={u.role}
+                        disabled={self}
+                        onChange={(e) => void update(u, { role: e.currentTarget.value as User['role'] }, `${u.username} is now ${e.currentTarget.value}.`)}
+                      >
+                        <option value="user">user</option>
+                        <option value="admin">admin</option>
+                      </select>
+                    </td>
+                    <td>{u.disabled ? <span class="badge state-failed">disabled</span> : <span class="badge state-idle">active</span>}</td>
+                    <td>{relativeTime(u.createdAt)}</td>
+                    <td class="actions">
+                      <button type="button" class="btn small" onClick={() => setResetting(u)}>
+                        Reset password
+                      </button>
+                      {!self && (
+                        <button
+                          type="button"
+                          class="btn small"
+                          onClick={() => void update(u, { disabled: !u.disabled }, `${u.username} is ${u.disabled ? 'enabled' : 'disabled'}.`)}
+                        >
+                          {u.disabled ? 'Enable' : 'Disable'}
+                        </button>
+                      )}
+                      {!self && (
+                        <button type="button" class="btn small danger-outline" onClick={() => setDeleting(u)}>
+                          Delete
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {resetting !== null && (
+        <ResetPassword
+          user={resetting}
+          onCancel={() => setResetting(null)}
+          onSave={(password) => {
+            setResetting(null);
+            void update(resetting, { password }, `Password of ${resetting.username} reset; their sign-ins and API tokens were revoked.`);
+          }}
+        />
+      )}
+      {deleting !== null && (
+        <Confirm
+          title={`Delete ${deleting.username}?`}
+          body="Their sign-ins and tokens stop working at once."
+          confirm="Delete user"
+          danger
+          onConfirm={() => {
+            const u = deleting;
+            setDeleting(null);
+            void act(() => call(api.DELETE('/api/admin/users/{id}', { params: { path: { id: u.id } } })), `Deleted ${u.username}.`);
+          }}
+          onCancel={() => setDeleting(null)}
+        />
+      )}
+    </section>
+  );
+}
+
+function ResetPassword({ user, onSave, onCancel }: { user: User; onSave: (p: string) => void; onCancel: () => void }) {
+  const [password, setPassword] = useState('');
+  return (
+    <dialog open class="dialog inline-dialog" aria-labelledby="reset-title">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          onSave(password);
+        }}
+      >
+        <h2 id="reset-title">Reset the password of {user.username}</h2>
+        <label>
+          New password
+          <input type="password" required minLength={12} autoFocus autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        </label>
+        <div class="dialog-actions">
+          <button type="button" class="btn" onClick={onCancel}>
+            Cancel
+          </button>
+          <button type="submit" class="btn primary">
+            Set password
+          </button>
+        </div>
+      </form>
+    </dialog>
+  );
+}

@@ -1,0 +1,264 @@
+// One session: its header (title, backend, runner state, connection), the conversation folded
+// from the live event stream, and the composer for its owner. Events are queued as they arrive
+// and folded once per animation frame, so a burst of deltas costs one render.
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
+import { useMe } from '../auth/me.ts';
+import { navigate } from '../router.ts';
+import { refreshSessions, removeSession, upsertSession } from '../sessions/session-list-store.ts';
+import { sessionTitle } from '../sessions/session-sidebar.tsx';
+import { SessionStream, type StreamEvent, type StreamStatus } from '../stream/session-stream.ts';
+import { Confirm } from '../ui/confirm.tsx';
+import { StateBadge } from '../ui/state-badge.tsx';
+import { Composer } from './composer.tsx';
+import { applyEvents, type Conversation, emptyConversation, runningTurn } from './conversation.ts';
+import { handleCopyClick } from './markdown-view.tsx';
+import { TurnView } from './turn-view.tsx';
+
+type Detail = Schemas['SessionDetail'];
+
+/** The API's default; replaced by the server's value once /api/settings answers. */
+const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
+
+function useConversation(sessionId: string): { conv: Conversation; link: StreamStatus } {
+  const [conv, setConv] = useState(emptyConversation);
+  const [link, setLink] = useState<StreamStatus>({ state: 'connecting' });
+  useEffect(() => {
+    let queue: StreamEvent[] = [];
+    let frame = 0;
+    const flush = () => {
+      frame = 0;
+      const batch = queue;
+      queue = [];
+      setConv((c) => applyEvents(c, batch));
+    };
+    const stream = new SessionStream({
+      sessionId,
+      onEvents: (events) => {
+        queue.push(...events);
+        // Hidden tabs get no animation frames; fold right away there so nothing piles up.
+        if (document.visibilityState === 'hidden') flush();
+        else if (frame === 0) frame = requestAnimationFrame(flush);
+      },
+      onStatus: setLink,
+    });
+    stream.start();
+    return () => {
+      cancelAnimationFrame(frame);
+      stream.stop();
+    };
+  }, [sessionId]);
+  return { conv, link };
+}
+
+function LinkStatus({ link }: { link: StreamStatus }) {
+  if (link.state === 'live') return null;
+  const text =
+    link.state === 'connecting'
+      ? 'Connecting…'
+      : link.state === 'reconnecting'
+        ? `Reconnecting… (${link.reason})`
+        : link.reason === 'gone'
+          ? 'This session was deleted.'
+          : link.reason === 'unauthenticated'
+            ? 'Signed out.'
+            : null;
+  if (text === null) return null;
+  return (
+    <p class={`link-status link-${link.state}`} role="status">
+      {text}
+    </p>
+  );
+}
+
+/** Keeps the view pinned to the newest output while the reader is at the bottom. */
+function useStickToBottom(dep: unknown) {
+  const ref = useRef<HTMLElement>(null);
+  const pinned = useRef(true);
+  useEffect(() => {
+    const el = ref.current;
+    if (el === null) return;
+    const onScroll = () => {
+      pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    };
+    el.addEventListener('scroll', onScroll, { passive: true });
+    return () => el.removeEventListener('scroll', onScroll);
+  }, []);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (el !== null && pinned.current) el.scrollTop = el.scrollHeight;
+  }, [dep]);
+  return ref;
+}
+
+export function ChatPage({ sessionId }: { sessionId: string }) {
+  const me = useMe();
+  const [detail, setDetail] = useState<Detail | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [maxBytes, setMaxBytes] = useState(DEFAULT_MAX_MESSAGE_BYTES);
+  const [renaming, setRenaming] = useState(false);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [actionError, setActionError] = useState<string | null>(null);
+  /** Sent, accepted, and not yet back as message.user: shown right away. */
+  const [pending, setPending] = useState<Array<{ messageId: string; text: string }>>([]);
+  const { conv, link } = useConversation(sessionId);
+  const scroller = useStickToBottom(conv);
+
+  useEffect(() => {
+    call(api.GET('/api/sessions/{id}', { params: { path: { id: sessionId } } }))
+      .then(setDetail)
+      .catch((e: unknown) => setLoadError(isApiError(e) && e.status === 404 ? 'No such session.' : describeError(e)));
+    call(api.GET('/api/settings'))
+      .then((s) => {
+        if (typeof s.maxMessageBytes === 'number') setMaxBytes(s.maxMessageBytes);
+      })
+      .catch(() => undefined);
+  }, [sessionId]);
+
+  // The list's state pills follow this session's runner.
+  useEffect(() => {
+    if (conv.state !== null) void refreshSessions();
+  }, [conv.state]);
+
+  useEffect(() => {
+    if (pending.length === 0) return;
+    const seen = new Set(conv.turns.filter((t) => t.user !== undefined).map((t) => t.messageId));
+    if (pending.some((p) => seen.has(p.messageId))) setPending((ps) => ps.filter((p) => !seen.has(p.messageId)));
+  }, [conv, pending]);
+
+  if (loadError !== null) {
+    return (
+      <div class="empty-state">
+        <h1>{loadError}</h1>
+        <p>
+          <a href="/">Back to sessions</a>
+        </p>
+      </div>
+    );
+  }
+  if (detail === null) return <div class="chat" aria-busy="true" />;
+
+  const owner = detail.ownerId === me.id;
+  const state = conv.state ?? detail.state;
+  const stateReason = conv.state !== null ? conv.stateReason : detail.stateReason;
+  const running = runningTurn(conv) !== undefined || pending.length > 0;
+
+  const rename = async (title: string) => {
+    setRenaming(false);
+    try {
+      const s = await call(api.PATCH('/api/sessions/{id}', { params: { path: { id: sessionId } }, body: { title: title.trim() === '' ? null : title } }));
+      setDetail({ ...detail, title: s.title, updatedAt: s.updatedAt });
+      upsertSession(s);
+      setActionError(null);
+    } catch (e) {
+      setActionError(describeError(e));
+    }
+  };
+  const remove = async () => {
+    setConfirmDelete(false);
+    try {
+      await call(api.DELETE('/api/sessions/{id}', { params: { path: { id: sessionId } } }));
+      removeSession(sessionId);
+      navigate('/', { replace: true });
+    } catch (e) {
+      setActionError(describeError(e));
+    }
+  };
+
+  return (
+    <div class="chat">
+      <header class="chat-head">
+        <div class="chat-title-row">
+          {renaming ? (
+            <RenameForm initial={detail.title ?? ''} onSave={rename} onCancel={() => setRenaming(false)} />
+          ) : (
+            <h1 class="chat-title">{sessionTitle(detail)}</h1>
+          )}
+          {owner && !renaming && (
+            <div class="chat-actions">
+              <button type="button" class="btn small" onClick={() => setRenaming(true)}>
+                Rename
+              </button>
+              <button type="button" class="btn small danger-outline" onClick={() => setConfirmDelete(true)}>
+                Delete
+              </button>
+            </div>
+          )}
+        </div>
+        <div class="chat-meta">
+          <span class="backend-tag">{detail.backend}</span>
+          {conv.model !== null && <span class="muted">{conv.model}</span>}
+          <span class="runner-state">
+            Runner: <StateBadge state={state} />
+            {stateReason !== null && (state === 'failed' || state === 'stopped' || state === 'starting') && <span class="muted"> {stateReason}</span>}
+          </span>
+        </div>
+        {!owner && <p class="notice readonly">Read-only: this session belongs to another user.</p>}
+        {actionError !== null && (
+          <p class="form-error" role="alert">
+            {actionError}
+          </p>
+        )}
+        <LinkStatus link={link} />
+      </header>
+      <section class="conversation" ref={scroller} role="log" aria-label="Conversation" aria-live="polite" onClick={handleCopyClick}>
+        {conv.turns.length === 0 && pending.length === 0 && <p class="muted center">No messages yet. Say hello below.</p>}
+        {conv.turns.map((t, i) => (
+          <TurnView key={t.messageId ?? `orphan-${i}`} turn={t} />
+        ))}
+        {pending.map((p) => (
+          <article class="turn" key={p.messageId}>
+            <div class="msg user pending">
+              <div class="msg-author">You</div>
+              <p class="user-text">{p.text}</p>
+            </div>
+          </article>
+        ))}
+      </section>
+      {owner && (
+        <Composer
+          sessionId={sessionId}
+          running={running}
+          maxMessageBytes={maxBytes}
+          onSent={(messageId, text) => {
+            if (!conv.turns.some((t) => t.messageId === messageId && t.user !== undefined)) setPending((ps) => [...ps, { messageId, text }]);
+          }}
+        />
+      )}
+      {confirmDelete && (
+        <Confirm
+          title="Delete this session?"
+          body="Its runner is stopped and its conversation is deleted for good."
+          confirm="Delete session"
+          danger
+          onConfirm={remove}
+          onCancel={() => setConfirmDelete(false)}
+        />
+      )}
+    </div>
+  );
+}
+
+function RenameForm({ initial, onSave, onCancel }: { initial: string; onSave: (t: string) => void; onCancel: () => void }) {
+  const [value, setValue] = useState(initial);
+  return (
+    <form
+      class="rename-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSave(value);
+      }}
+    >
+      <label class="sr-only" for="rename-input">
+        Session title
+      </label>
+      <input id="rename-input" value={value} maxLength={200} autoFocus onInput={(e) => setValue(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Escape' && onCancel()} />
+      <button type="submit" class="btn small primary">
+        Save title
+      </button>
+      <button type="button" class="btn small" onClick={onCancel}>
+        Cancel
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,189 @@
+// The message box. The draft is cleared only once the server accepted it (202): a refusal
+// (409 busy, 413 too large, a network error) keeps every character and image. A draft keeps
+// one clientMessageId until its text or images change, so resending after a network error
+// can never start a second turn.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, call, isApiError } from '../api/client.ts';
+import { type Attachment, bodyBytes, checkFiles, readAttachment } from './images.ts';
+import { formatBytes } from '../ui/format.ts';
+import { PaperclipIcon } from '../ui/icons.tsx';
+
+export interface ComposerProps {
+  sessionId: string;
+  running: boolean;
+  maxMessageBytes: number;
+  onSent: (messageId: string, text: string) => void;
+}
+
+function sendError(e: unknown): string {
+  if (!isApiError(e)) return 'Could not send; your message is kept.';
+  if (e.status === 409) return 'The agent is still busy with the previous message. Your message is kept: send it when the turn ends, or press Stop.';
+  if (e.status === 0) return 'Could not reach the server. Your message is kept; press Send to try again.';
+  if (e.status === 429) return `${e.message}. Your message is kept.`;
+  return `${e.field !== undefined ? `${e.field}: ` : ''}${e.message}. Your message is kept.`;
+}
+
+export function Composer({ sessionId, running, maxMessageBytes, onSent }: ComposerProps) {
+  const [text, setText] = useState('');
+  const [images, setImages] = useState<Attachment[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [sending, setSending] = useState(false);
+  const [stopping, setStopping] = useState(false);
+  const clientMessageId = useRef<string>(crypto.randomUUID());
+  const fileInput = useRef<HTMLInputElement>(null);
+  const box = useRef<HTMLTextAreaElement>(null);
+
+  // A changed draft is a different message.
+  useEffect(() => {
+    clientMessageId.current = crypto.randomUUID();
+  }, [text, images]);
+  useEffect(() => {
+    if (!running) setStopping(false);
+  }, [running]);
+  useEffect(() => () => images.forEach((i) => URL.revokeObjectURL(i.previewUrl)), []);
+
+  const addFiles = async (files: File[]) => {
+    if (files.length === 0) return;
+    const budget = maxMessageBytes - bodyBytes(text, images);
+    const problem = checkFiles(files, images.length, budget);
+    if (problem !== null) {
+      setError(problem);
+      return;
+    }
+    setError(null);
+    const read = await Promise.all(files.map(readAttachment));
+    setImages((cur) => [...cur, ...read]);
+  };
+
+  const removeImage = (id: string) => {
+    setImages((cur) => {
+      const gone = cur.find((i) => i.id === id);
+      if (gone !== undefined) URL.revokeObjectURL(gone.previewUrl);
+      return cur.filter((i) => i.id !== id);
+    });
+  };
+
+  const send = async () => {
+    const body = text.trim();
+    if (body === '' || sending) return;
+    const size = bodyBytes(text, images);
+    if (size > maxMessageBytes) {
+      setError(`This message is ${formatBytes(size)}; the limit is ${formatBytes(maxMessageBytes)}. Remove an image or shorten the text.`);
+      return;
+    }
+    setSending(true);
+    setError(null);
+    try {
+      const r = await call(
+        api.POST('/api/sessions/{id}/messages', {
+          params: { path: { id: sessionId } },
+          body: {
+            text,
+            clientMessageId: clientMessageId.current,
+            ...(images.length > 0 && { images: images.map((i) => ({ mediaType: i.mediaType, data: i.data })) }),
+          },
+        }),
+      );
+      onSent(r.messageId, text);
+      images.forEach((i) => URL.revokeObjectURL(i.previewUrl));
+      setText('');
+      setImages([]);
+    } catch (e) {
+      setError(sendError(e));
+    } finally {
+      setSending(false);
+      box.current?.focus();
+    }
+  };
+
+  const stop = async () => {
+    setStopping(true);
+    try {
+      await call(api.POST('/api/sessions/{id}/interrupt', { params: { path: { id: sessionId } } }));
+    } catch (e) {
+      setStopping(false);
+      if (!(isApiError(e) && e.status === 409)) setError(isApiError(e) ? e.message : 'Could not stop the turn.');
+    }
+  };
+
+  return (
+    <form
+      class="composer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void send();
+      }}
+      onDragOver={(e) => e.preventDefault()}
+      onDrop={(e) => {
+        e.preventDefault();
+        void addFiles([...(e.dataTransfer?.files ?? [])]);
+      }}
+    >
+      {error !== null && (
+        <p class="form-error" role="alert">
+          {error}
+        </p>
+      )}
+      {images.length > 0 && (
+        <ul class="attachments" aria-label="Attached images">
+          {images.map((i) => (
+            <li key={i.id}>
+              <img src={i.previewUrl} alt={i.name} />
+              <button type="button" class="remove-attachment" aria-label={`Remove ${i.name}`} onClick={() => removeImage(i.id)}>
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <div class="composer-row">
+        <button type="button" class="icon-btn" aria-label="Attach images" title="Attach images" onClick={() => fileInput.current?.click()}>
+          <PaperclipIcon />
+        </button>
+        <input
+          ref={fileInput}
+          type="file"
+          accept="image/png,image/jpeg,image/gif,image/webp"
+          multiple
+          hidden
+          onChange={(e) => {
+            void addFiles([...(e.currentTarget.files ?? [])]);
+            e.currentTarget.value = '';
+          }}
+        />
+        <label class="sr-only" for="message-box">
+          Message
+        </label>
+        <textarea
+          id="message-box"
+          ref={box}
+          rows={Math.min(8, Math.max(1, text.split('\n').length))}
+          placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line)"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+              e.preventDefault();
+              void send();
+            }
+          }}
+          onPaste={(e) => {
+            const files = [...(e.clipboardData?.files ?? [])];
+            if (files.length > 0) {
+              e.preventDefault();
+              void addFiles(files);
+            }
+          }}
+        />
+        {running && (
+          <button type="button" class="btn danger" onClick={stop} disabled={stopping}>
+            Stop
+          </button>
+        )}
+        <button type="submit" class="btn primary" disabled={sending || text.trim() === ''}>
+          Send
+        </button>
+      </div>
+    </form>
+  );
+}
