@@ -71,7 +71,7 @@ it('StopTask mid-turn ends the runner and its CLI process groups: nothing left',
     const groups = runner.groups;
     expect(liveInGroups(groups).length).toBeGreaterThanOrEqual(2);
 
-    const ecs = new ECSClient({ region: 'us-east-1', endpoint: s.hostUrl, credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'x' }, maxAttempts: 1 });
+    const ecs = new ECSClient({ region: 'us-east-1', endpoint: s.hostUrl, credentials: s.hostCredentials, maxAttempts: 1 });
     await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: runner.taskArn, reason: 'test: stop mid-turn' }));
     const stopped = await waitFor(
       'STOPPED',

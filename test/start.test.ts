@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand } from '@aws-sdk/client-ecs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { hostFetch } from '../runner/src/host/client.ts';
 import { descendants, listProcs, liveInGroups } from '../runner/src/host/process-tree.ts';
 import { reapStaleTasks } from '../runner/src/host/tasks.ts';
 import { reapStaleServices } from '../scripts/lib/services.ts';
@@ -35,8 +36,8 @@ async function healthy(url: string): Promise<true | undefined> {
 }
 
 /** A real runner task on the stack's host, dialling a hub that never answers: it runs until stopped. */
-async function startRunnerTask(hostUrl: string): Promise<number> {
-  const ecs = new ECSClient({ region: 'us-east-1', endpoint: hostUrl, credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'x' }, maxAttempts: 1 });
+async function startRunnerTask(hostUrl: string, credentials: { accessKeyId: string; secretAccessKey: string }): Promise<number> {
+  const ecs = new ECSClient({ region: 'us-east-1', endpoint: hostUrl, credentials, maxAttempts: 1 });
   const out = await ecs.send(
     new RunTaskCommand({
       cluster: 'switchyard-local',
@@ -125,7 +126,11 @@ describe('npm start', () => {
       // The runner host is up with the offline model wired in: the pi probe passes.
       const hostUrl = /local runner host (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1] as string;
       expect(hostUrl).toBeDefined();
-      const probe = (await (await fetch(`${hostUrl}/switchyard/probe`, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) })).json()) as {
+      // Signed with this start's credentials, which the edge got through its env file.
+      const edgeEnv = Object.fromEntries(readFileSync(join(devDir, 'edge.env'), 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+      const hostCredentials = { accessKeyId: edgeEnv.AWS_ACCESS_KEY_ID as string, secretAccessKey: edgeEnv.AWS_SECRET_ACCESS_KEY as string };
+      expect((await fetch(`${hostUrl}/switchyard/probe`, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) })).status).toBe(400);
+      const probe = (await (await hostFetch(hostUrl, '/switchyard/probe', hostCredentials, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) })).json()) as {
         exitCode: number;
         report: { backends: { usable: boolean; credentials: { source: string } }[] };
       };
@@ -133,7 +138,7 @@ describe('npm start', () => {
       expect(probe.report.backends[0]?.credentials.source).toBe('model_url');
 
       // A live runner under the host, so Ctrl-C has a runner to stop too.
-      const runnerPid = await startRunnerTask(hostUrl);
+      const runnerPid = await startRunnerTask(hostUrl, hostCredentials);
       const procs = listProcs();
       groups = new Set(descendants(npm.pid as number, procs).map((p) => p.pgid));
       expect(groups.has(runnerPid)).toBe(true);

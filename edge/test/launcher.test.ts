@@ -141,9 +141,14 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     expect(await launcher.describe(ghost)).toEqual({ state: 'unknown', reason: 'ECS has no record of this task' });
   });
 
-  it('probe (host mode): the runner image reports pi usable, with its version', async () => {
+  it('probe (host mode): signed like the ECS calls; the runner image reports pi usable, with its version', async () => {
+    await clearRequests();
     const launcher = ecsLauncherFromEnv(VARS);
     expect(await launcher.probe?.('pi')).toEqual({ available: true, version: '0.73.1' });
+    const probe = (await requests()).find((r) => r.path === '/switchyard/probe');
+    expect(probe?.headers.authorization).toMatch(SIGV4);
+    // The host starts a process per probe: a launcher without the host's secret is refused.
+    await expect(ecsLauncherFromEnv({ ...VARS, AWS_SECRET_ACCESS_KEY: 'guessed' }).probe?.('pi')).rejects.toThrow('the runner host answered 403 to the probe');
   });
 
   it('probe (task mode, as in production): a one-off RunTask of `probe --backend pi`, answered by its exit code', async () => {

@@ -11,3 +11,4 @@ export { claudeTranscriptPath, CLAUDE_DEFAULT_TOOLS } from './claude/spawn.ts';
 export { PI_DEFAULT_TOOLS, PI_DEFAULT_MODEL } from './pi/spawn.ts';
 export { ClaudeCodec } from './claude/codec.ts';
 export { PiCodec } from './pi/codec.ts';
+export * from './sigv4.ts';

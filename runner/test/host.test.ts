@@ -6,7 +6,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { signSigV4 } from '@switchyard/protocol';
 import { taskBaseEnv } from '../src/host/cli.ts';
+import { hostFetch } from '../src/host/client.ts';
+import { LAUNCHER_OVERRIDES } from '../src/host/ecs-api.ts';
 import { claimStateDir, readProc } from '../src/host/process-tree.ts';
 import { startRunnerHost, type RecordedEcsRequest, type RunnerHost } from '../src/host/server.ts';
 import { reapStaleTasks } from '../src/host/tasks.ts';
@@ -41,13 +44,13 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function client(host: RunnerHost, region = 'us-east-1') {
-  return new ECSClient({
-    region,
-    endpoint: host.url,
-    credentials: { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-secret' },
-    maxAttempts: 1,
-  });
+/** The pair the test hosts accept. */
+const CREDENTIALS = { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-secret' };
+/** The stand-in task (fixtures/host-task.ts) is steered by these, on top of what the launcher sets. */
+const FIXTURE_OVERRIDES = [...LAUNCHER_OVERRIDES, 'HOST_TASK_MODE', 'HOST_TASK_EXIT', 'HOST_TASK_REPORT', 'HOST_TASK_IGNORE_TERM'];
+
+function client(host: RunnerHost, region = 'us-east-1', credentials = CREDENTIALS) {
+  return new ECSClient({ region, endpoint: host.url, credentials, maxAttempts: 1 });
 }
 
 const runInput = (env: Record<string, string>, extra: Partial<RunTaskCommandInput> = {}): RunTaskCommandInput => ({
@@ -73,6 +76,8 @@ describe('runner host with a stand-in task', () => {
     host = await startRunnerHost({
       entrypoint: { command: process.execPath, args: [FIXTURE] },
       baseEnv: { PATH: process.env.PATH ?? '', SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9' },
+      credentials: CREDENTIALS,
+      overrideNames: FIXTURE_OVERRIDES,
       stateDir,
       stopTimeoutMs: 1500,
       sampleIntervalMs: 50,
@@ -145,7 +150,7 @@ describe('runner host with a stand-in task', () => {
     expect(seen.cwd).toBe(seen.env.SWITCHYARD_WORKSPACE);
     expect(seen.cwd.startsWith(stateDir)).toBe(true);
     expect(seen.argv).toEqual(['serve']);
-    const listed = ((await (await fetch(`${host.url}/switchyard/tasks`)).json()) as { tasks: { taskArn: string; pid: number; sessionId: string; lastStatus: string }[] }).tasks;
+    const listed = ((await (await hostFetch(host.url, '/switchyard/tasks', CREDENTIALS)).json()) as { tasks: { taskArn: string; pid: number; sessionId: string; lastStatus: string }[] }).tasks;
     expect(listed.find((t) => t.taskArn === arn)).toMatchObject({ sessionId: 'sess-1', lastStatus: 'RUNNING', pid: seen.pid });
     expect(JSON.stringify(listed)).not.toContain('tok-secret-123456');
     await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
@@ -231,7 +236,9 @@ describe('runner host with a stand-in task', () => {
     const d = await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [missing] }));
     expect(d.tasks).toEqual([]);
     expect(d.failures).toEqual([{ arn: missing, reason: 'MISSING' }]);
-    const unknown = await raw({ 'x-amz-target': `${TARGET}ListTasks`, 'x-amz-date': '20260101T000000Z', authorization: requests.at(-1)?.headers.authorization ?? '' }, {});
+    const listTasks = { host: new URL(host.url).host, 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `${TARGET}ListTasks` };
+    const signed = await signSigV4({ method: 'POST', target: '/', headers: listTasks, body: '{}' }, CREDENTIALS, { region: 'us-east-1', service: 'ecs' });
+    const unknown = await raw({ 'x-amz-target': `${TARGET}ListTasks`, ...signed }, {});
     expect(((await unknown.json()) as { __type: string }).__type).toBe('UnknownOperationException');
   });
 
@@ -304,6 +311,7 @@ describe('runner host with the real switchyard-runner', () => {
     const host = await startRunnerHost({
       entrypoint: { command: process.execPath, args: [RUNNER_BIN] },
       baseEnv: { PATH: process.env.PATH ?? '' },
+      credentials: CREDENTIALS,
       stateDir: tempDir(),
       stopTimeoutMs: 5000,
     });
@@ -327,7 +335,7 @@ describe('runner host with the real switchyard-runner', () => {
     const stateDir = tempDir();
     const child = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir, '--stop-timeout', '5s'], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9' },
+      env: { ...process.env, SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9', SWITCHYARD_HOST_ACCESS_KEY_ID: 'AKIDCLITEST', SWITCHYARD_HOST_SECRET_ACCESS_KEY: 'cli-secret-key' },
     });
     let stdout = '';
     let stderr = '';
@@ -337,7 +345,9 @@ describe('runner host with the real switchyard-runner', () => {
     const spawned: ChildProcess[] = [child];
     try {
       const ready = await waitFor('ready line', () => (stdout.includes('\n') ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number }) : undefined));
-      const ecs = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKID', secretAccessKey: 's' }, maxAttempts: 1 });
+      const forged = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKIDCLITEST', secretAccessKey: 'guessed' }, maxAttempts: 1 });
+      await expect(forged.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: ['x'] }))).rejects.toMatchObject({ name: 'InvalidSignatureException' });
+      const ecs = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKIDCLITEST', secretAccessKey: 'cli-secret-key' }, maxAttempts: 1 });
       // A real `serve` whose hub never answers keeps retrying: a long-lived runner.
       const out = await ecs.send(
         new RunTaskCommand(
@@ -370,5 +380,113 @@ describe('runner host with the real switchyard-runner', () => {
       for (const c of spawned) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
       reapStaleTasks(stateDir); // a host killed here could not stop its runner
     }
+  });
+});
+
+// What an agent on this machine would send the host if it could reach it (the sandbox's network
+// namespace is what keeps it from doing so; test/escape/stack-escape.test.ts): every forged request
+// is refused and starts nothing.
+describe('forged requests to the runner host', () => {
+  let host: RunnerHost;
+  let stateDir: string;
+  const marker = join(tmpdir(), `switchyard-node-options-${process.pid}-${Date.now()}`);
+  beforeAll(async () => {
+    stateDir = tempDir();
+    host = await startRunnerHost({
+      entrypoint: { command: process.execPath, args: [RUNNER_BIN] },
+      baseEnv: { PATH: process.env.PATH ?? '', SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9' },
+      credentials: CREDENTIALS,
+      stateDir,
+      stopTimeoutMs: 2000,
+    });
+  });
+  afterAll(async () => {
+    await host.close(1000);
+    rmSync(marker, { force: true });
+  });
+  const launcherEnv = { SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect', SWITCHYARD_SESSION_ID: 's', SWITCHYARD_BACKEND: 'pi', SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh' };
+  const post = (headers: Record<string, string>, body: string) => fetch(host.url, { method: 'POST', headers: { 'content-type': 'application/x-amz-json-1.1', ...headers }, body });
+  const runTaskBody = JSON.stringify(runInput(launcherEnv));
+  const runTaskHeaders = (h: RunnerHost) => ({ host: new URL(h.url).host, 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `${TARGET}RunTask` });
+
+  it('RunTask unsigned, with a made-up signature, signed with a guessed secret or an unknown key: refused, no task', async () => {
+    const unsigned = await post({ 'x-amz-target': `${TARGET}RunTask` }, runTaskBody);
+    expect(unsigned.status).toBe(400);
+    expect(await unsigned.json()).toEqual({ __type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' });
+    const madeUp = await post(
+      {
+        'x-amz-target': `${TARGET}RunTask`,
+        'x-amz-date': new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, ''),
+        authorization: `AWS4-HMAC-SHA256 Credential=AKIDLOCALTEST/${new Date().toISOString().slice(0, 10).replace(/-/g, '')}/us-east-1/ecs/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`,
+      },
+      runTaskBody,
+    );
+    expect(madeUp.status).toBe(403);
+    expect(await madeUp.json()).toMatchObject({ __type: 'InvalidSignatureException', message: expect.stringContaining('signature we calculated does not match') });
+    await expect(client(host, 'us-east-1', { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'guessed' }).send(new RunTaskCommand(runInput(launcherEnv)))).rejects.toMatchObject({
+      name: 'InvalidSignatureException',
+    });
+    await expect(client(host, 'us-east-1', { accessKeyId: 'AKIDOTHER', secretAccessKey: 'local-secret' }).send(new RunTaskCommand(runInput(launcherEnv)))).rejects.toMatchObject({
+      name: 'UnrecognizedClientException',
+    });
+    expect(host.tasks.list()).toEqual([]);
+  });
+
+  it('a captured signature does not carry over to another body, and a stale one has expired', async () => {
+    const signed = await signSigV4({ method: 'POST', target: '/', headers: runTaskHeaders(host), body: runTaskBody }, CREDENTIALS, { region: 'us-east-1', service: 'ecs' });
+    const evil = JSON.stringify(runInput({ ...launcherEnv, SWITCHYARD_SESSION_ID: 'other' }));
+    const swapped = await post({ 'x-amz-target': `${TARGET}RunTask`, ...signed }, evil);
+    expect(((await swapped.json()) as { __type: string }).__type).toBe('InvalidSignatureException');
+    const old = await signSigV4({ method: 'POST', target: '/', headers: runTaskHeaders(host), body: runTaskBody }, CREDENTIALS, { region: 'us-east-1', service: 'ecs', now: Date.now() - 10 * 60_000 });
+    const stale = await post({ 'x-amz-target': `${TARGET}RunTask`, ...old }, runTaskBody);
+    expect(await stale.json()).toMatchObject({ __type: 'InvalidSignatureException', message: expect.stringContaining('expired') });
+    expect(host.tasks.list()).toEqual([]);
+  });
+
+  it.each([
+    ['NODE_OPTIONS', `--import=data:text/javascript,import('node:fs').then(f=>f.writeFileSync(${JSON.stringify(marker)},'pwned'))`],
+    ['SWITCHYARD_SANDBOX', 'none'],
+    ['SWITCHYARD_CLI_EXECUTABLE', '{"command":"/bin/sh","prefixArgs":["-c","id"]}'],
+    ['SWITCHYARD_MODEL_URL', 'http://attacker.invalid'],
+    ['LD_PRELOAD', '/tmp/evil.so'],
+    ['SWITCHYARD_HOST_SECRET_ACCESS_KEY', 'x'],
+  ])('a properly signed RunTask overriding %s is refused with InvalidParameterException naming it; nothing runs', async (name, value) => {
+    await expect(client(host).send(new RunTaskCommand(runInput({ ...launcherEnv, [name]: value })))).rejects.toMatchObject({
+      name: 'InvalidParameterException',
+      message: expect.stringContaining(`${name} may not be overridden on the local runner host`),
+    });
+    expect(host.tasks.list()).toEqual([]);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('a command other than serve or probe is refused', async () => {
+    const input = runInput(launcherEnv);
+    const overrides = { containerOverrides: [{ name: 'runner', command: ['once', '--backend', 'pi', '--prompt', 'x'], environment: input.overrides?.containerOverrides?.[0]?.environment ?? [] }] };
+    await expect(client(host).send(new RunTaskCommand({ ...input, overrides }))).rejects.toMatchObject({
+      name: 'InvalidParameterException',
+      message: expect.stringContaining('runs only `serve` and `probe --backend claude|pi`'),
+    });
+    expect(host.tasks.list()).toEqual([]);
+  });
+
+  it('/switchyard/probe and /switchyard/tasks need a signature too', async () => {
+    for (const [method, path] of [['POST', '/switchyard/probe'], ['GET', '/switchyard/tasks']] as const) {
+      const res = await fetch(`${host.url}${path}`, { method, ...(method === 'POST' && { body: JSON.stringify({ backend: 'pi' }) }) });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ __type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' });
+    }
+    const forged = await hostFetch(host.url, '/switchyard/probe', { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'guessed' }, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) });
+    expect(forged.status).toBe(403);
+    expect(((await forged.json()) as { __type: string }).__type).toBe('InvalidSignatureException');
+    const listed = await hostFetch(host.url, '/switchyard/tasks', CREDENTIALS);
+    expect(await listed.json()).toEqual({ tasks: [] });
+  });
+
+  it('the launcher\'s own RunTask is accepted', async () => {
+    const out = await client(host).send(new RunTaskCommand(runInput(launcherEnv)));
+    const arn = out.tasks?.[0]?.taskArn as string;
+    expect(arn).toMatch(TASK_ARN);
+    await client(host).send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
+    await host.tasks.waitStopped(arn.split('/').at(-1) as string);
   });
 });

@@ -6,7 +6,7 @@ import {
   type KeyValuePair,
   type Task,
 } from '@aws-sdk/client-ecs';
-import type { Backend } from '@switchyard/protocol';
+import { signSigV4, type Backend } from '@switchyard/protocol';
 import type { ProbeResult } from '../settings/backend-probe.ts';
 import { loadEcsLauncherConfig, type EcsLauncherConfig } from './ecs-config.ts';
 import type { LaunchRequest, Launcher, RunnerDescription } from './launcher.ts';
@@ -187,11 +187,15 @@ export class EcsLauncher implements Launcher {
       return { available: false, reason: 'RUNNER_PROBE=host needs ECS_ENDPOINT (the local runner host)', fix: 'set ECS_ENDPOINT, or RUNNER_PROBE=task' };
     }
     const doFetch = this.opts.fetch ?? fetch;
-    const res = await doFetch(new URL('/switchyard/probe', this.config.endpoint), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ backend }),
+    const url = new URL('/switchyard/probe', this.config.endpoint);
+    const body = JSON.stringify({ backend });
+    const headers = { 'content-type': 'application/json' };
+    // The host runs a process per probe: it takes only requests signed with the launcher's credentials.
+    const signed = await signSigV4({ method: 'POST', target: url.pathname, headers: { ...headers, host: url.host }, body }, this.config.credentials, {
+      region: this.config.region,
+      service: 'ecs',
     });
+    const res = await doFetch(url, { method: 'POST', headers: { ...headers, ...signed }, body });
     if (!res.ok) throw new Error(`the runner host answered ${res.status} to the probe`);
     return probeResultFromReport(backend, (await res.json()) as unknown);
   }

@@ -1,7 +1,11 @@
 // `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s]`: runs the local ECS
 // stand-in until SIGINT/SIGTERM, then stops every task and exits. Prints exactly one JSON line
 // on stdout once listening (`{"url", "port", "cluster", "stateDir"}`), so a parent can wait for it.
-import { mkdirSync, mkdtempSync } from 'node:fs';
+// Requests must be SigV4-signed with SWITCHYARD_HOST_ACCESS_KEY_ID / SWITCHYARD_HOST_SECRET_ACCESS_KEY
+// (`npm start` generates them per start); without them a pair is generated into
+// <state-dir>/credentials.json (0600).
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -68,6 +72,7 @@ export async function hostMode(args: string[]): Promise<number> {
     process.stderr.write(`switchyard-runner host: ${err instanceof Error ? err.message : String(err)}\n`);
     return ExitCode.usage;
   }
+  const credentials = hostCredentials(process.env, stateDir, log);
   const reaped = reapStaleTasks(stateDir);
   if (reaped > 0) log(`reaped ${reaped} task(s) left running by a previous host`);
 
@@ -76,6 +81,7 @@ export async function hostMode(args: string[]): Promise<number> {
     ...(values.cluster !== undefined && { cluster: values.cluster }),
     entrypoint: { command: process.execPath, args: [RUNNER_BIN] },
     baseEnv: taskBaseEnv(process.env),
+    credentials,
     stateDir,
     stopTimeoutMs,
     log,
@@ -101,4 +107,21 @@ export async function hostMode(args: string[]): Promise<number> {
   });
   process.stdout.write(`${JSON.stringify({ url: host.url, port: host.port, cluster: host.cluster, stateDir })}\n`);
   return done;
+}
+
+/**
+ * The one credential pair the host accepts, taken out of its environment (nothing it spawns may
+ * inherit it; taskBaseEnv drops SWITCHYARD_HOST_* as well), or generated into the state dir.
+ */
+function hostCredentials(env: NodeJS.ProcessEnv, stateDir: string, log: (line: string) => void): { accessKeyId: string; secretAccessKey: string } {
+  const accessKeyId = env.SWITCHYARD_HOST_ACCESS_KEY_ID;
+  const secretAccessKey = env.SWITCHYARD_HOST_SECRET_ACCESS_KEY;
+  delete env.SWITCHYARD_HOST_ACCESS_KEY_ID;
+  delete env.SWITCHYARD_HOST_SECRET_ACCESS_KEY;
+  if (accessKeyId && secretAccessKey) return { accessKeyId, secretAccessKey };
+  const generated = { accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(32).toString('base64url') };
+  const file = join(stateDir, 'credentials.json');
+  writeFileSync(file, `${JSON.stringify(generated)}\n`, { mode: 0o600 });
+  log(`no SWITCHYARD_HOST_ACCESS_KEY_ID/SWITCHYARD_HOST_SECRET_ACCESS_KEY: sign requests with the pair in ${file}`);
+  return generated;
 }

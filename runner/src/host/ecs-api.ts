@@ -114,26 +114,58 @@ export interface EcsTask {
   }[];
 }
 
-const SIGV4 =
-  /^AWS4-HMAC-SHA256 Credential=([^/\s]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=[0-9a-f]{64}$/;
-
 /**
- * A loose SigV4 check: a well-formed `AWS4-HMAC-SHA256` Authorization header scoped to the
- * `ecs` service, and an `X-Amz-Date`. The signature itself is not verified — the host is
- * loopback-only dev infrastructure with made-up credentials — but a client that forgot to sign,
- * or signed for the wrong service, is refused the way ECS would refuse it.
+ * The container-override environment names the edge's launcher sets (EcsLauncher.containerEnvironment):
+ * per-session values only. Everything else a runner gets comes from the "task definition" (the
+ * host's own allow-listed environment). The host runs tasks as the developer, so an override is
+ * code execution or a redirect of the model key: NODE_OPTIONS, SWITCHYARD_SANDBOX,
+ * SWITCHYARD_CLI_EXECUTABLE, SWITCHYARD_MODEL_URL and any name not listed here are refused.
  */
-export function checkSigV4(headers: Record<string, string | string[] | undefined>): { region: string; accessKeyId: string } {
-  const auth = headers.authorization;
-  if (typeof auth !== 'string' || auth === '') {
-    throw new EcsError(400, 'MissingAuthenticationTokenException', 'Missing Authentication Token');
+export const LAUNCHER_OVERRIDES = [
+  'SWITCHYARD_HUB_URL',
+  'SWITCHYARD_SESSION_ID',
+  'SWITCHYARD_BACKEND',
+  'SWITCHYARD_RUNNER_ID',
+  'SWITCHYARD_IDLE_TIMEOUT',
+  'SWITCHYARD_MAX_LIFETIME',
+  'SWITCHYARD_RUNNER_TOKEN',
+  'SWITCHYARD_MODEL',
+] as const;
+
+/** The commands a task may be started with: the image's default (`serve`) and the launcher's probe. */
+function allowedCommand(command: string[]): boolean {
+  if (command.length === 1 && command[0] === 'serve') return true;
+  return command.length === 3 && command[0] === 'probe' && command[1] === '--backend' && (command[2] === 'claude' || command[2] === 'pi');
+}
+
+type ContainerOverride = NonNullable<NonNullable<RunTaskInput['overrides']>['containerOverrides']>[number];
+
+/** Checks RunTask's container overrides against what the launcher may set; the task's env and command. */
+export function checkOverrides(
+  overrides: ContainerOverride[],
+  containerName: string,
+  allowedNames: ReadonlySet<string>,
+): { env: Record<string, string>; command: string[] | undefined } {
+  const env: Record<string, string> = {};
+  let command: string[] | undefined;
+  for (const o of overrides) {
+    if (o.name !== undefined && o.name !== containerName) {
+      throw invalidParameter(`Override for container named ${o.name} is not a container in the TaskDefinition.`);
+    }
+    for (const kv of o.environment ?? []) {
+      if (!allowedNames.has(kv.name)) {
+        throw invalidParameter(
+          `containerOverrides.environment: ${kv.name} may not be overridden on the local runner host; only the per-session names the launcher sets are accepted (${[...allowedNames].join(', ')})`,
+        );
+      }
+      env[kv.name] = kv.value;
+    }
+    if (o.command !== undefined) {
+      if (!allowedCommand(o.command)) throw invalidParameter('containerOverrides.command: the local runner host runs only `serve` and `probe --backend claude|pi`');
+      command = o.command;
+    }
   }
-  const m = SIGV4.exec(auth);
-  if (!m) throw new EcsError(400, 'IncompleteSignatureException', 'Authorization header is not a well-formed AWS4-HMAC-SHA256 signature');
-  const [, accessKeyId = '', , region = '', service] = m;
-  if (service !== 'ecs') throw new EcsError(400, 'InvalidSignatureException', `Credential should be scoped to correct service: 'ecs', not '${service}'`);
-  if (typeof headers['x-amz-date'] !== 'string') throw new EcsError(400, 'IncompleteSignatureException', 'X-Amz-Date header is missing');
-  return { region, accessKeyId };
+  return { env, command };
 }
 
 export const arn = {

@@ -4,19 +4,24 @@
 // a runner process (tasks.ts). Not ECS APIs: `POST /switchyard/probe` answers with the runner's
 // `probe` report (the launcher's `host` probe mode), `GET /switchyard/tasks` lists the tasks with
 // their pids and process groups (operators, e2e tests that kill a runner mid-turn).
+//
+// Every route but `/healthz` needs a valid SigV4 signature made with the host's credentials
+// (generated per `npm start`), and RunTask accepts only the per-session overrides the launcher
+// sets: the host runs whatever a RunTask asks for as the developer, outside any sandbox.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BackendSchema } from '@switchyard/protocol';
+import { BackendSchema, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
 import {
-  checkSigV4,
+  checkOverrides,
   clusterName,
   DescribeTasksInput,
   EcsError,
   invalidParameter,
   JSON_11,
   parseInput,
+  LAUNCHER_OVERRIDES,
   RunTaskInput,
   StopTaskInput,
   TARGET_PREFIX,
@@ -45,6 +50,13 @@ export interface RunnerHostOptions {
   containerName?: string;
   entrypoint: { command: string; args: string[] };
   baseEnv: Record<string, string>;
+  /** The only credentials whose SigV4 signatures are accepted (the launcher's). */
+  credentials: SigV4Credentials;
+  /**
+   * Environment names a RunTask container override may set. Default LAUNCHER_OVERRIDES (what
+   * the edge's launcher sets); tests add the names their stand-in task reads.
+   */
+  overrideNames?: readonly string[];
   stateDir: string;
   stopTimeoutMs?: number;
   wrap?: SandboxWrap;
@@ -72,6 +84,7 @@ const MAX_BODY = 1024 * 1024;
 export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHost> {
   const cluster = opts.cluster ?? DEFAULT_CLUSTER;
   const containerName = opts.containerName ?? DEFAULT_CONTAINER;
+  const overrideNames = new Set(opts.overrideNames ?? LAUNCHER_OVERRIDES);
   const tasks = new TaskManager({
     entrypoint: opts.entrypoint,
     baseEnv: opts.baseEnv,
@@ -96,15 +109,7 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       if (input.launchType !== undefined && input.launchType !== 'FARGATE') throw invalidParameter('launchType: only FARGATE is served');
       const subnets = input.networkConfiguration?.awsvpcConfiguration.subnets ?? [];
       if (subnets.length === 0) throw invalidParameter("Network Configuration must be provided when networkMode 'awsvpc' is specified.");
-      const env: Record<string, string> = {};
-      let command: string[] | undefined;
-      for (const o of input.overrides?.containerOverrides ?? []) {
-        if (o.name !== undefined && o.name !== containerName) {
-          throw invalidParameter(`Override for container named ${o.name} is not a container in the TaskDefinition.`);
-        }
-        for (const kv of o.environment ?? []) env[kv.name] = kv.value;
-        if (o.command !== undefined) command = o.command;
-      }
+      const { env, command } = checkOverrides(input.overrides?.containerOverrides ?? [], containerName, overrideNames);
       const task = tasks.run({
         region,
         cluster: name,
@@ -156,7 +161,8 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       if (size <= MAX_BODY) chunks.push(c);
     });
     req.on('end', () => {
-      const rawBody = Buffer.concat(chunks).toString('utf8');
+      const raw = Buffer.concat(chunks);
+      const rawBody = raw.toString('utf8');
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
       let body: unknown = null;
@@ -165,7 +171,8 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       } catch {
         body = null;
       }
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      const requestTarget = req.url ?? '/';
+      const path = requestTarget.split('?')[0] ?? '/';
       const target = headers['x-amz-target'];
       const record: RecordedEcsRequest = { method: req.method ?? '', path, headers, rawBody, body, target };
       const send = (status: number, payload: unknown, contentType = JSON_11) => {
@@ -180,15 +187,19 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
         opts.log?.(`internal error: ${err instanceof Error ? err.message : String(err)}`);
         send(500, { __type: 'ServerException', message: 'internal error in the local runner host' });
       };
-      try {
+      const route = async () => {
         if (size > MAX_BODY) throw new EcsError(413, 'SerializationException', 'request body too large');
         if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true }, 'application/json');
-        if (req.method === 'GET' && path === '/switchyard/tasks') return send(200, { tasks: tasks.list() }, 'application/json');
-        if (req.method === 'POST' && path === '/switchyard/probe') {
-          return void probe(body).then((r) => send(200, r, 'application/json'), fail);
+        const known = (req.method === 'GET' && path === '/switchyard/tasks') || (req.method === 'POST' && (path === '/switchyard/probe' || path === '/'));
+        if (!known) throw new EcsError(404, 'UnknownOperationException', `no route for ${req.method} ${path}`);
+        const auth = await verifySigV4({ method: req.method ?? '', target: requestTarget, headers, body: raw }, opts.credentials, { service: 'ecs' });
+        if (!auth.ok) {
+          opts.log?.(`refused ${req.method} ${path}: ${auth.type}`);
+          throw new EcsError(auth.type === 'UnrecognizedClientException' || auth.type === 'InvalidSignatureException' ? 403 : 400, auth.type, auth.message);
         }
-        if (req.method !== 'POST' || path !== '/') throw new EcsError(404, 'UnknownOperationException', `no route for ${req.method} ${path}`);
-        const { region } = checkSigV4(req.headers);
+        const { region } = auth;
+        if (path === '/switchyard/tasks') return send(200, { tasks: tasks.list() }, 'application/json');
+        if (path === '/switchyard/probe') return send(200, await probe(body), 'application/json');
         if (!(headers['content-type'] ?? '').startsWith(JSON_11)) {
           throw new EcsError(400, 'SerializationException', `Content-Type must be ${JSON_11}`);
         }
@@ -196,9 +207,8 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
         if (!op) throw new EcsError(400, 'UnknownOperationException', `unsupported operation ${target ?? '(no X-Amz-Target)'}`);
         if (body === null || typeof body !== 'object') throw new EcsError(400, 'SerializationException', 'body must be a JSON object');
         send(200, op(body, region));
-      } catch (err) {
-        fail(err);
-      }
+      };
+      route().catch(fail);
     });
   });
 
