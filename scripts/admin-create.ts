@@ -49,7 +49,8 @@ function buildSql(o: { id: string; username: string; hash: string; role: string;
   ];
   if (o.reset) {
     lines.push(
-      `UPDATE auth_tokens SET revoked_at = ${o.now} WHERE kind = 'session' AND revoked_at IS NULL AND user_id = ${user};`,
+      // A reset revokes API tokens too: whoever knew the old password may have minted some.
+      `UPDATE auth_tokens SET revoked_at = ${o.now} WHERE revoked_at IS NULL AND user_id = ${user};`,
       // Recovering a locked-out admin should not wait out the lock.
       `DELETE FROM login_throttle WHERE key = ${lit(`account:${o.username.toLowerCase()}`)}
          OR substr(key, 1, ${pairKeyPrefix(o.username.toLowerCase()).length}) = ${lit(pairKeyPrefix(o.username.toLowerCase()))};`,

@@ -1,4 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { TokenKind } from './auth/tokens.ts';
 import type { Clock } from './clock.ts';
 import type { BackendProbe } from './settings/backend-probe.ts';
 import type { PublicUser } from './users/schemas.ts';
@@ -19,6 +20,8 @@ export interface AppDeps {
 export interface AuthContext {
   user: PublicUser;
   tokenId: string;
+  /** A login session or a personal API token: some actions need the former. */
+  kind: TokenKind;
   /** Cookie-authenticated requests are the ones CSRF can forge. */
   via: 'bearer' | 'cookie';
 }

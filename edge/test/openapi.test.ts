@@ -16,6 +16,7 @@ describe('GET /api/openapi.json', () => {
         'POST /api/auth/login',
         'POST /api/auth/logout',
         'GET /api/me',
+        'POST /api/me/password',
         'POST /api/tokens',
         'GET /api/tokens',
         'GET /api/tokens/{id}',

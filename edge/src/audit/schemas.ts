@@ -1,7 +1,14 @@
 import { z } from '@hono/zod-openapi';
 import { ULID_PATTERN } from '../ids.ts';
 
-export const AuditActionSchema = z.enum(['settings.update', 'user.create', 'user.update', 'user.delete']);
+export const AuditActionSchema = z.enum([
+  'settings.update',
+  'user.create',
+  'user.update',
+  'user.delete',
+  'token.create',
+  'token.revoke',
+]);
 export type AuditAction = z.infer<typeof AuditActionSchema>;
 
 const JsonObject = z.record(z.string(), z.unknown());

@@ -44,7 +44,7 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     const resolved = await resolveToken(c.env.DB, secret, now);
     if (resolved === null) return apiError(c, 401, 'unauthenticated', 'invalid, expired or revoked token');
     await touchToken(c.env.DB, resolved, now);
-    c.set('auth', { user: resolved.user, tokenId: resolved.tokenId, via });
+    c.set('auth', { user: resolved.user, tokenId: resolved.tokenId, kind: resolved.kind, via });
     await next();
     return undefined;
   };

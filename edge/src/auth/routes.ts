@@ -6,14 +6,16 @@ import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { PublicUserSchema } from '../users/schemas.ts';
-import { findUserByUsername, toPublicUser, updatePasswordHash } from '../users/store.ts';
+import { findUserById, findUserByUsername, toPublicUser, updatePasswordHash, updateUserStatement } from '../users/store.ts';
+import { auditInsert } from '../audit/store.ts';
 import { originNotForeign } from './csrf.ts';
 import { authenticate } from './middleware.ts';
 import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash } from './password.ts';
-import { LoginResultSchema, LoginSchema } from './schemas.ts';
+import { ChangePasswordSchema, LoginResultSchema, LoginSchema } from './schemas.ts';
+import { requireCurrentPassword } from './current-password.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
 import { isFamiliar, loginIdentity, loginThrottleKeys, reserveAttempt, settleSuccess } from './throttle.ts';
-import { issueToken, revokeToken } from './token-store.ts';
+import { issueToken, revokeToken, revokeTokensStatement } from './token-store.ts';
 import { SESSION_TTL_MS } from './tokens.ts';
 
 const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
@@ -40,6 +42,16 @@ const logoutRoute = createRoute({
   summary: 'Revoke the token this request used and clear the cookie',
   security: AUTHENTICATED,
   responses: { 204: { description: 'logged out' }, ...errorResponses(401, 403) },
+});
+
+const changePasswordRoute = createRoute({
+  method: 'post',
+  path: '/me/password',
+  tags: ['auth'],
+  summary: 'Change your own password; revokes every other login session and all your API tokens',
+  security: AUTHENTICATED,
+  request: { body: { required: true, content: json(ChangePasswordSchema) } },
+  responses: { 204: { description: 'changed' }, ...errorResponses(400, 401, 403, 409, 413, 415, 429) },
 });
 
 const meRoute = createRoute({
@@ -92,6 +104,40 @@ export function authRoutes(deps: AppDeps) {
   app.openapi(logoutRoute, async (c) => {
     await revokeToken(c.env.DB, c.get('auth').tokenId, deps.clock());
     clearSessionCookie(c);
+    return c.body(null, 204);
+  });
+
+  app.use('/me/password', authenticate(deps));
+  app.openapi(changePasswordRoute, async (c) => {
+    const { currentPassword, newPassword } = c.req.valid('json');
+    const auth = c.get('auth');
+    const refused = await requireCurrentPassword(c, deps, currentPassword, 'changing the password');
+    if (refused !== null) return apiError(c, refused.status, refused.code, refused.message, refused.field);
+    const db = c.env.DB;
+    const current = await findUserById(db, auth.user.id);
+    if (current === null) return apiError(c, 401, 'unauthenticated', 'invalid, expired or revoked token');
+    const now = Math.max(deps.clock(), current.updated_at + 1);
+    const audit = auditInsert(
+      db,
+      {
+        at: now,
+        actor: auth.user,
+        action: 'user.update',
+        target: `user:${current.id}`,
+        before: {},
+        after: { passwordChanged: true, via: 'self' },
+      },
+      { onlyIfPreviousChanged: true },
+    );
+    const [update] = await db.batch([
+      updateUserStatement(db, { ...current, password_hash: await hashPassword(newPassword), updated_at: now }, current.updated_at),
+      audit.statement,
+      // Everything the old password could have produced ends, except the session making this change.
+      revokeTokensStatement(db, { userId: current.id, now, kinds: 'all', exceptTokenId: auth.tokenId, onlyIfAuditId: audit.id }),
+    ]);
+    if ((update?.meta.changes ?? 0) === 0) {
+      return apiError(c, 409, 'conflict', 'the account changed while this request ran; try again');
+    }
     return c.body(null, 204);
   });
 

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { PublicUserSchema } from '../users/schemas.ts';
+import { NewPasswordSchema, PublicUserSchema } from '../users/schemas.ts';
 
 // Login accepts anything string-shaped within bounds: the password policy is for new passwords
 // only, and telling a guesser which shapes are impossible would help them.
@@ -17,3 +17,13 @@ export const LoginResultSchema = z
     expiresAt: z.string().openapi({ format: 'date-time' }),
   })
   .openapi('LoginResult');
+
+export const ChangePasswordSchema = z
+  .strictObject({
+    currentPassword: z
+      .string({ error: 'required: your current password' })
+      .min(1, 'required: your current password')
+      .max(1024),
+    newPassword: NewPasswordSchema,
+  })
+  .openapi('ChangePassword');

@@ -19,10 +19,11 @@ export interface IssuedToken {
   secret: string;
 }
 
-export async function issueToken(
+/** The INSERT for a new token, to batch with its audit entry; the secret is returned once. */
+export async function issueTokenStatement(
   db: D1Database,
   opts: { userId: string; kind: TokenKind; name: string | null; now: number; ttlMs: number },
-): Promise<IssuedToken> {
+): Promise<IssuedToken & { statement: D1PreparedStatement }> {
   const secret = generateTokenSecret();
   const row: TokenRow = {
     id: newId(opts.now),
@@ -34,18 +35,27 @@ export async function issueToken(
     last_used_at: null,
     revoked_at: null,
   };
-  await db
+  const statement = db
     .prepare(
       `INSERT INTO auth_tokens (id, user_id, kind, name, token_hash, created_at, expires_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     )
-    .bind(row.id, row.user_id, row.kind, row.name, await hashToken(secret), row.created_at, row.expires_at)
-    .run();
+    .bind(row.id, row.user_id, row.kind, row.name, await hashToken(secret), row.created_at, row.expires_at);
+  return { row, secret, statement };
+}
+
+export async function issueToken(
+  db: D1Database,
+  opts: { userId: string; kind: TokenKind; name: string | null; now: number; ttlMs: number },
+): Promise<IssuedToken> {
+  const { row, secret, statement } = await issueTokenStatement(db, opts);
+  await statement.run();
   return { row, secret };
 }
 
 export interface ResolvedToken {
   tokenId: string;
+  kind: TokenKind;
   lastUsedAt: number | null;
   user: { id: string; username: string; role: Role };
 }
@@ -54,15 +64,16 @@ export interface ResolvedToken {
 export async function resolveToken(db: D1Database, secret: string, now: number): Promise<ResolvedToken | null> {
   const row = await db
     .prepare(
-      `SELECT t.id AS token_id, t.last_used_at, u.id AS user_id, u.username, u.role
+      `SELECT t.id AS token_id, t.kind, t.last_used_at, u.id AS user_id, u.username, u.role
        FROM auth_tokens t JOIN users u ON u.id = t.user_id
        WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.disabled = 0`,
     )
     .bind(await hashToken(secret), now)
-    .first<{ token_id: string; last_used_at: number | null; user_id: string; username: string; role: Role }>();
+    .first<{ token_id: string; kind: TokenKind; last_used_at: number | null; user_id: string; username: string; role: Role }>();
   if (row === null) return null;
   return {
     tokenId: row.token_id,
+    kind: row.kind,
     lastUsedAt: row.last_used_at,
     user: { id: row.user_id, username: row.username, role: row.role },
   };
@@ -80,16 +91,14 @@ export async function revokeToken(db: D1Database, id: string, now: number): Prom
   await db.prepare('UPDATE auth_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').bind(now, id).run();
 }
 
-/** Revokes one of the user's live API tokens; false when there is none with that id (or not theirs). */
-export async function revokeOwnApiToken(db: D1Database, userId: string, id: string, now: number): Promise<boolean> {
-  const res = await db
+/** Revokes one of the user's live API tokens; changes nothing when there is none with that id (or not theirs). */
+export function revokeOwnApiTokenStatement(db: D1Database, userId: string, id: string, now: number): D1PreparedStatement {
+  return db
     .prepare(
       `UPDATE auth_tokens SET revoked_at = ?
        WHERE id = ? AND user_id = ? AND kind = 'api' AND revoked_at IS NULL AND expires_at > ?`,
     )
-    .bind(now, id, userId, now)
-    .run();
-  return res.meta.changes > 0;
+    .bind(now, id, userId, now);
 }
 
 export async function listLiveApiTokens(db: D1Database, userId: string, now: number): Promise<TokenRow[]> {
@@ -119,18 +128,27 @@ export async function findLiveApiToken(
 }
 
 /**
- * Statement that ends a user's login sessions, batched with password resets and disabling.
- * `onlyIfAuditId` makes it conditional on that audit entry having been written earlier in the
- * same batch, i.e. on the guarded change having actually happened.
+ * Statement that revokes a user's tokens, batched with password resets and disabling: `sessions`
+ * ends login sessions only, `all` also API tokens (a password reset means the old credentials
+ * may be in someone else's hands, and so may anything minted with them). `exceptTokenId` keeps
+ * the caller's own session alive when they change their own password. `onlyIfAuditId` makes it
+ * conditional on that audit entry having been written earlier in the same batch, i.e. on the
+ * guarded change having actually happened.
  */
-export function revokeSessionsStatement(
+export function revokeTokensStatement(
   db: D1Database,
-  userId: string,
-  now: number,
-  onlyIfAuditId?: string,
+  opts: { userId: string; now: number; kinds: 'sessions' | 'all'; exceptTokenId?: string; onlyIfAuditId?: string },
 ): D1PreparedStatement {
-  const base = `UPDATE auth_tokens SET revoked_at = ? WHERE user_id = ? AND kind = 'session' AND revoked_at IS NULL`;
-  return onlyIfAuditId === undefined
-    ? db.prepare(base).bind(now, userId)
-    : db.prepare(`${base} AND EXISTS (SELECT 1 FROM audit_log WHERE id = ?)`).bind(now, userId, onlyIfAuditId);
+  let sql = 'UPDATE auth_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL';
+  const binds: unknown[] = [opts.now, opts.userId];
+  if (opts.kinds === 'sessions') sql += " AND kind = 'session'";
+  if (opts.exceptTokenId !== undefined) {
+    sql += ' AND id <> ?';
+    binds.push(opts.exceptTokenId);
+  }
+  if (opts.onlyIfAuditId !== undefined) {
+    sql += ' AND EXISTS (SELECT 1 FROM audit_log WHERE id = ?)';
+    binds.push(opts.onlyIfAuditId);
+  }
+  return db.prepare(sql).bind(...binds);
 }

@@ -1,12 +1,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { authenticate } from '../auth/middleware.ts';
+import { requireCurrentPassword } from '../auth/current-password.ts';
 import {
   findLiveApiToken,
-  issueToken,
+  issueTokenStatement,
   listLiveApiTokens,
-  revokeOwnApiToken,
+  revokeOwnApiTokenStatement,
   type TokenRow,
 } from '../auth/token-store.ts';
+import { auditInsert } from '../audit/store.ts';
 import { DAY_MS } from '../auth/tokens.ts';
 import { iso } from '../clock.ts';
 import { AUTHENTICATED } from '../openapi.ts';
@@ -38,12 +40,12 @@ const createTokenRoute = createRoute({
   method: 'post',
   path: '/',
   tags: ['tokens'],
-  summary: 'Create a personal API token (the secret is shown once)',
+  summary: 'Create a personal API token (the secret is shown once); needs a login session and the current password',
   security,
   request: { body: { required: true, content: json(CreateTokenSchema) } },
   responses: {
     201: { description: 'created', content: json(CreatedTokenSchema) },
-    ...errorResponses(400, 401, 403, 409, 413, 415),
+    ...errorResponses(400, 401, 403, 409, 413, 415, 429),
   },
 });
 
@@ -87,23 +89,33 @@ export function tokenRoutes(deps: AppDeps) {
   app.use('*', authenticate(deps));
 
   app.openapi(createTokenRoute, async (c) => {
-    const { name, expiresInDays } = c.req.valid('json');
+    const { name, expiresInDays, currentPassword } = c.req.valid('json');
     const { user } = c.get('auth');
+    const refused = await requireCurrentPassword(c, deps, currentPassword, 'creating an API token');
+    if (refused !== null) return apiError(c, refused.status, refused.code, refused.message, refused.field);
     const now = deps.clock();
-    const live = await listLiveApiTokens(c.env.DB, user.id, now);
+    const db = c.env.DB;
+    const live = await listLiveApiTokens(db, user.id, now);
     if (live.some((t) => t.name === name)) {
       return apiError(c, 409, 'token_name_taken', `name: you already have a live token named ${JSON.stringify(name)}`, 'name');
     }
     if (live.length >= MAX_LIVE_API_TOKENS) {
       return apiError(c, 409, 'token_limit', `you already have ${MAX_LIVE_API_TOKENS} live tokens; revoke one first`);
     }
-    const issued = await issueToken(c.env.DB, {
-      userId: user.id,
-      kind: 'api',
-      name,
-      now,
-      ttlMs: expiresInDays * DAY_MS,
-    });
+    const issued = await issueTokenStatement(db, { userId: user.id, kind: 'api', name, now, ttlMs: expiresInDays * DAY_MS });
+    const audit = auditInsert(
+      db,
+      {
+        at: now,
+        actor: user,
+        action: 'token.create',
+        target: `token:${issued.row.id}`,
+        before: null,
+        after: { name, expiresAt: iso(issued.row.expires_at) },
+      },
+      { onlyIfPreviousChanged: true },
+    );
+    await db.batch([issued.statement, audit.statement]);
     return c.json({ token: toInfo(issued.row), secret: issued.secret }, 201);
   });
 
@@ -121,8 +133,18 @@ export function tokenRoutes(deps: AppDeps) {
 
   app.openapi(revokeTokenRoute, async (c) => {
     const { id } = c.req.valid('param');
-    const revoked = await revokeOwnApiToken(c.env.DB, c.get('auth').user.id, id, deps.clock());
-    if (!revoked) return apiError(c, 404, 'not_found', 'no such token');
+    const { user } = c.get('auth');
+    const db = c.env.DB;
+    const now = deps.clock();
+    const row = await findLiveApiToken(db, user.id, id, now);
+    if (row === null) return apiError(c, 404, 'not_found', 'no such token');
+    const audit = auditInsert(
+      db,
+      { at: now, actor: user, action: 'token.revoke', target: `token:${id}`, before: { name: row.name }, after: null },
+      { onlyIfPreviousChanged: true },
+    );
+    const [revoked] = await db.batch([revokeOwnApiTokenStatement(db, user.id, id, now), audit.statement]);
+    if ((revoked?.meta.changes ?? 0) === 0) return apiError(c, 404, 'not_found', 'no such token');
     return c.body(null, 204);
   });
 

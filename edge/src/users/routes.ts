@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { hashPassword } from '../auth/password.ts';
-import { revokeSessionsStatement } from '../auth/token-store.ts';
+import { revokeTokensStatement } from '../auth/token-store.ts';
 import { auditInsert } from '../audit/store.ts';
 import { AUTHENTICATED } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
@@ -61,7 +61,7 @@ const updateRoute = createRoute({
   method: 'patch',
   path: '/{id}',
   tags,
-  summary: 'Change role, password or disabled; a password change or disabling ends their login sessions',
+  summary: 'Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions',
   security,
   request: { params: UserIdParamSchema, body: { required: true, content: json(UpdateUserSchema) } },
   responses: {
@@ -165,11 +165,14 @@ export function userRoutes(deps: AppDeps) {
       { at: now, actor: c.get('auth').user, action: 'user.update', target: `user:${id}`, before, after },
       { onlyIfPreviousChanged: true },
     );
-    const endsSessions = patch.password !== undefined || (next.disabled !== 0 && current.disabled === 0);
+    // A reset revokes API tokens too: whoever knew the old password may have minted some. Disabling
+    // ends login sessions; API tokens stop working while the user is disabled.
+    const revokes: 'all' | 'sessions' | null =
+      patch.password !== undefined ? 'all' : next.disabled !== 0 && current.disabled === 0 ? 'sessions' : null;
     const [update] = await db.batch([
       updateUserStatement(db, next, current.updated_at),
       audit.statement,
-      ...(endsSessions ? [revokeSessionsStatement(db, id, now, audit.id)] : []),
+      ...(revokes === null ? [] : [revokeTokensStatement(db, { userId: id, now, kinds: revokes, onlyIfAuditId: audit.id })]),
     ]);
     if ((update?.meta.changes ?? 0) === 0) {
       const reread = await findUserById(db, id);
