@@ -1,0 +1,154 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONTAINER_NAME, DEFAULT_CAPS, DROPPED_CAPS, VOLUMES } from '../../infra/src/runner-container.ts';
+import { startOfflineModel, type OfflineModel } from '../../runner/src/offline-model/index.ts';
+
+// runner/Dockerfile, really built (scripts/image/build.sh: buildah on a local Debian + Node 22
+// base) and really run: the built root filesystem (`buildah mount`) under bubblewrap, the way
+// the ECS task definition in infra/ runs it — the image's own ENTRYPOINT (tini → setpriv →
+// switchyard-runner) with a command override, PID 1 in its own PID namespace, the root
+// read-only, only the image's VOLUMEs writable (fresh copies of the image's content, as ECS
+// seeds task volumes), Fargate's default capability set minus what the task definition drops
+// (imported from infra/src/runner-container.ts, so the two cannot drift), and the image's
+// environment plus what the task definition adds (the model key as a secret; here the
+// offline model's URL). No network namespace: the offline model listens on loopback.
+//
+// Needs root, bubblewrap, buildah and mmdebstrap (the build script installs the last two).
+// Skipped without root outside CI; under CI it must run.
+
+const repo = realpathSync(fileURLToPath(new URL('../..', import.meta.url)));
+const isRoot = process.getuid?.() === 0;
+const canRun = isRoot;
+if (!canRun && process.env.CI) throw new Error('the runner image test needs root under CI');
+
+interface ImageConfig { Env: string[]; Entrypoint: string[]; Cmd: string[]; WorkingDir: string; User?: string; Volumes: Record<string, object> }
+
+const containersConf = join(mkdtempSync(join(tmpdir(), 'sy-image-conf-')), 'containers.conf');
+const buildahEnv = { ...process.env, CONTAINERS_CONF: containersConf };
+const buildah = (...args: string[]) => execFileSync('buildah', args, { env: buildahEnv, encoding: 'utf8' }).trim();
+
+let image = '';
+let config: ImageConfig;
+let container = '';
+let rootfs = '';
+let model: OfflineModel;
+const scratch = mkdtempSync(join(tmpdir(), 'sy-image-'));
+
+beforeAll(async () => {
+  if (!canRun) return;
+  execFileSync('sh', ['-c', `printf '[containers]\\ndefault_ulimits = []\\n' > '${containersConf}'`]);
+  // Cached: a no-op rebuild when nothing the image copies changed (CI builds it in an earlier step).
+  const out = execFileSync('bash', [join(repo, 'scripts/image/build.sh')], { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  image = out.trim().split('\n').at(-1) ?? '';
+  config = (JSON.parse(buildah('inspect', '--type', 'image', image)) as { OCIv1: { config: ImageConfig } }).OCIv1.config;
+  container = buildah('from', '--pull-never', image);
+  rootfs = buildah('mount', container);
+  model = await startOfflineModel();
+}, 20 * 60_000);
+
+afterAll(async () => {
+  await model?.close();
+  if (container !== '') {
+    buildah('umount', container);
+    buildah('rm', container);
+  }
+  rmSync(scratch, { recursive: true, force: true });
+  rmSync(join(containersConf, '..'), { recursive: true, force: true });
+});
+
+const KEPT = DEFAULT_CAPS.filter((c) => !(DROPPED_CAPS as readonly string[]).includes(c));
+const MODEL_KEY = 'sk-ant-image-test-key';
+
+interface Run { code: number | null; stdout: string; stderr: string; ms: number }
+
+/** Runs the image's entrypoint with `command` as the ECS command override; resolves at exit. */
+function runImage(command: string[]): Promise<Run> {
+  const vols = mkdtempSync(join(scratch, 'task-'));
+  const volumeArgs = VOLUMES.flatMap((v) => {
+    const dir = join(vols, v.name);
+    cpSync(join(rootfs, v.containerPath), dir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+    execFileSync('chown', ['--reference', join(rootfs, v.containerPath), dir]);
+    execFileSync('chmod', ['--reference', join(rootfs, v.containerPath), dir]);
+    return ['--bind', dir, v.containerPath];
+  });
+  const env = [...config.Env, `SWITCHYARD_MODEL_URL=${model.url}`, `ANTHROPIC_API_KEY=${MODEL_KEY}`];
+  const args = [
+    '--ro-bind', rootfs, '/',
+    '--proc', '/proc',
+    '--dev', '/dev',
+    ...volumeArgs,
+    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--as-pid-1', '--die-with-parent',
+    '--cap-drop', 'ALL', ...KEPT.flatMap((c) => ['--cap-add', `CAP_${c}`]),
+    '--chdir', config.WorkingDir,
+    '--clearenv', ...env.flatMap((e) => {
+      const i = e.indexOf('=');
+      return ['--setenv', e.slice(0, i), e.slice(i + 1)];
+    }),
+    ...config.Entrypoint, ...command,
+  ];
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('bwrap', args, { stdio: ['ignore', 'pipe', 'pipe'], env: {} });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      rmSync(vols, { recursive: true, force: true });
+      resolve({ code, stdout, stderr, ms: performance.now() - started });
+    });
+  });
+}
+
+const json = (r: Run) => {
+  try {
+    return JSON.parse(r.stdout.trim().split('\n')[0] ?? '') as Record<string, unknown>;
+  } catch {
+    throw new Error(`exit ${r.code}, no JSON on stdout: ${r.stdout}\n${r.stderr}`);
+  }
+};
+
+describe.skipIf(!canRun)('runner image, built and run', () => {
+  it('the image as the task definition expects it: tini → setpriv → runner, no USER, serve by default, the three volumes', () => {
+    expect(config.Entrypoint.slice(0, 3)).toEqual(['/usr/bin/tini', '--', '/usr/bin/setpriv']);
+    expect(config.Entrypoint.slice(-2)).toEqual(['node', '/app/runner/bin/switchyard-runner.js']);
+    expect(config.Cmd).toEqual(['serve']);
+    expect(config.User ?? '').toBe('');
+    expect(Object.keys(config.Volumes).sort()).toEqual(VOLUMES.map((v) => v.containerPath).sort());
+    expect(config.Env).toContain('SWITCHYARD_SANDBOX=container');
+    expect(CONTAINER_NAME).toBe('runner');
+    const size = buildah('images', '--format', '{{.Size}}', image);
+    console.log(`runner image ${image}: ${size}`);
+  });
+
+  for (const backend of ['pi', 'claude'] as const) {
+    it(`probe --backend ${backend} passes inside the image (container sandbox, guard loaded)`, async () => {
+      const r = await runImage(['probe', '--backend', backend]);
+      const report = json(r) as { ok: boolean; backends: { backend: string; usable: boolean; sandbox: string; guard: string; problems: string[] }[] };
+      expect(report.backends).toEqual([expect.objectContaining({ backend, usable: true, sandbox: 'container', guard: 'loaded', problems: [] })]);
+      expect(report.ok).toBe(true);
+      expect(r.code).toBe(0);
+      console.log(`probe --backend ${backend} in the image: ${r.ms.toFixed(0)} ms`);
+    });
+
+    it(`a once turn with ${backend} against the offline model succeeds inside the image`, async () => {
+      const before = model.requests().length;
+      const prompt = `hello from the ${backend} image test`;
+      const r = await runImage(['once', '--backend', backend, '--prompt', prompt]);
+      const result = json(r);
+      expect(result).toMatchObject({ ok: true, stopReason: 'end_turn' });
+      expect(String(result.text)).toContain(prompt);
+      expect(r.code).toBe(0);
+      // The CLI's request went through the runner's credential proxy: the model saw the real key.
+      const seen = model.requests().slice(before);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(JSON.stringify(seen.map((q) => q.headers))).toContain(MODEL_KEY);
+      console.log(`once --backend ${backend} in the image (cold: process start → answer → exit): ${r.ms.toFixed(0)} ms`);
+    });
+  }
+});
