@@ -21,9 +21,9 @@ afterEach(() => {
 
 type Proc = { child: ChildProcess; stdout: () => string; stderr: () => string; exited: Promise<number | null>; firstLine: Promise<string> };
 
-function start(args: string[]): Proc {
+function start(args: string[], env: Record<string, string> = {}): Proc {
   // process.execPath: the Node 22 running vitest, so type stripping is available.
-  const child = spawn(process.execPath, [BIN, ...args], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
+  const child = spawn(process.execPath, [BIN, ...args], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', ...env } });
   children.push(child);
   let out = '';
   let err = '';
@@ -61,6 +61,22 @@ describe('switchyard-offline-model CLI', () => {
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
     expect(p.stdout()).toBe(`${line}\n`); // exactly one line, ever
+  });
+
+  it('control routes: open with SWITCHYARD_OFFLINE_CONTROL_TOKEN, closed without it; the token is never printed', async () => {
+    const token = 'offline-control-token-for-the-cli-test';
+    const p = start([], { SWITCHYARD_OFFLINE_CONTROL_TOKEN: token });
+    const { url } = JSON.parse(await p.firstLine) as { url: string };
+    expect((await fetch(`${url}/_offline/requests`)).status).toBe(401);
+    expect((await fetch(`${url}/_offline/requests`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    const closed = start([]);
+    const other = JSON.parse(await closed.firstLine) as { url: string };
+    expect((await fetch(`${other.url}/_offline/requests`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+    p.child.kill('SIGTERM');
+    closed.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    expect(await closed.exited).toBe(0);
+    expect(p.stdout() + p.stderr()).not.toContain(token);
   });
 
   it('exits 0 on SIGINT too', async () => {

@@ -22,6 +22,9 @@ function body(text: string, extra: Record<string, unknown> = {}): Record<string,
   return { model: 'any-model', max_tokens: 1000, tools: piTools, messages: [{ role: 'user', content: text }], ...extra };
 }
 
+/** The control routes' credentials. */
+const control = () => ({ authorization: `Bearer ${model.controlToken}` });
+
 function post(path: string, payload: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
   return fetch(`${model.url}${path}`, {
     method: 'POST',
@@ -81,7 +84,7 @@ describe('routes', () => {
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
     }
-    expect((await fetch(`${model.url}/_offline/nope`)).status).toBe(404);
+    expect((await fetch(`${model.url}/_offline/nope`, { headers: control() })).status).toBe(404);
   });
 
   it('count_tokens returns the deterministic input estimate', async () => {
@@ -209,9 +212,26 @@ describe('messages', () => {
   });
 });
 
+describe('control routes', () => {
+  it('need the control token: without it or with another one, 401 and nothing is shown or queued', async () => {
+    await post('/v1/messages', body('a prompt another session must not see'));
+    for (const headers of [{}, { authorization: 'Bearer guessed-guessed-guessed' }, { authorization: model.controlToken }] as Record<string, string>[]) {
+      for (const [method, path] of [['GET', '/_offline/requests'], ['GET', '/_offline/queue'], ['POST', '/_offline/queue'], ['POST', '/_offline/reset']] as const) {
+        const res = await fetch(`${model.url}${path}`, { method, headers, ...(method === 'POST' && { body: JSON.stringify({ tool: 'shell', command: 'id' }) }) });
+        expect(res.status, `${method} ${path}`).toBe(401);
+        const text = await res.text();
+        expect(text).toContain('authentication_error');
+        expect(text).not.toContain('must not see');
+      }
+    }
+    expect(await (await fetch(`${model.url}/_offline/queue`, { headers: control() })).json()).toEqual([]);
+    expect(model.requests()).toHaveLength(1);
+  });
+});
+
 describe('queue', () => {
   it('main turns consume queued scripts in order; side requests do not', async () => {
-    const res = await post('/_offline/queue', [{ text: 'first' }, { error: 529 }]);
+    const res = await post('/_offline/queue', [{ text: 'first' }, { error: 529 }], control());
     expect(await res.json()).toEqual({ queued: 2 });
     model.enqueue({ text: 'third' });
 
@@ -220,7 +240,7 @@ describe('queue', () => {
       content: { text: string }[];
     };
     expect(side.content[0]?.text).toBe('Offline model.');
-    expect(await (await fetch(`${model.url}/_offline/queue`)).json()).toHaveLength(3);
+    expect(await (await fetch(`${model.url}/_offline/queue`, { headers: control() })).json()).toHaveLength(3);
 
     const first = (await (await post('/v1/messages', body('#offline {"text":"directive loses"}'))).json()) as { content: { text: string }[] };
     expect(first.content[0]?.text).toBe('first');
@@ -234,12 +254,12 @@ describe('queue', () => {
   });
 
   it('a single script is accepted too; invalid scripts are rejected', async () => {
-    expect(await (await post('/_offline/queue', { text: 'one' })).json()).toEqual({ queued: 1 });
-    const bad = await post('/_offline/queue', [{ text: 'ok' }, { tool: 'teleport' }]);
+    expect(await (await post('/_offline/queue', { text: 'one' }, control())).json()).toEqual({ queued: 1 });
+    const bad = await post('/_offline/queue', [{ text: 'ok' }, { tool: 'teleport' }], control());
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
-    expect((await post('/_offline/queue', 'nope')).status).toBe(400);
-    expect(await (await fetch(`${model.url}/_offline/queue`)).json()).toEqual([{ text: 'one' }]);
+    expect((await post('/_offline/queue', 'nope', control())).status).toBe(400);
+    expect(await (await fetch(`${model.url}/_offline/queue`, { headers: control() })).json()).toEqual([{ text: 'one' }]);
     // @ts-expect-error -- checking the runtime guard against an invalid script
     expect(() => model.enqueue({ error: 'soon' })).toThrow();
   });
@@ -249,9 +269,9 @@ describe('queue', () => {
     await post('/v1/messages', body('log me'));
     expect(model.requests()).toHaveLength(1);
     model.enqueue({ text: 'y' });
-    expect(await (await post('/_offline/reset', '')).json()).toEqual({ ok: true });
+    expect(await (await post('/_offline/reset', '', control())).json()).toEqual({ ok: true });
     expect(model.requests()).toEqual([]);
-    expect(await (await fetch(`${model.url}/_offline/queue`)).json()).toEqual([]);
+    expect(await (await fetch(`${model.url}/_offline/queue`, { headers: control() })).json()).toEqual([]);
   });
 });
 
@@ -261,7 +281,7 @@ describe('recording', () => {
     const b = body('record me', { stream: true });
     await readSse(await post('/v1/messages?beta=true', b, { 'x-api-key': 'sk-test-1', authorization: 'Bearer tok-2' }));
     await fetch(`${model.url}/`, { method: 'HEAD' });
-    await post('/_offline/queue', []); // admin calls are not recorded
+    await post('/_offline/queue', [], control()); // admin calls are not recorded
 
     const recs = model.requests();
     expect(recs).toHaveLength(2);
@@ -277,7 +297,7 @@ describe('recording', () => {
     expect(recs[0]!.receivedAt).toBeLessThanOrEqual(recs[1]!.receivedAt);
     expect(recs[1]).toMatchObject({ method: 'HEAD', path: '/', body: null, response: { status: 200 } });
 
-    expect(await (await fetch(`${model.url}/_offline/requests`)).json()).toEqual(recs);
+    expect(await (await fetch(`${model.url}/_offline/requests`, { headers: control() })).json()).toEqual(recs);
     // requests() hands out copies: tests cannot corrupt the log.
     recs[0]!.method = 'X';
     expect(model.requests()[0]!.method).toBe('POST');

@@ -70,6 +70,8 @@ export interface Stack {
   modelUrl: string | undefined;
   /** Set when this stack runs the offline model (its `/_offline/*` admin routes are at this URL). */
   offlineModelUrl: string | undefined;
+  /** The bearer token those `/_offline/*` routes require (generated per start). */
+  offlineControlToken: string | undefined;
   /** The local runner host (ECS API stand-in). */
   hostUrl: string;
   /** The only credentials the runner host accepts (SigV4), generated for this start; the edge's launcher signs with them. */
@@ -194,8 +196,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // 3. The model.
     let modelUrl = env.SWITCHYARD_MODEL_URL || undefined;
     let offlineModelUrl: string | undefined;
+    let offlineControlToken: string | undefined;
     if (!modelUrl && !env.ANTHROPIC_API_KEY) {
-      const model = await launch('model', NODE, [MODEL_BIN, '--port', '0'], { ...serviceEnv });
+      // Its control routes show every session's prompts and script answers: token only.
+      offlineControlToken = randomBytes(24).toString('base64url');
+      const model = await launch('model', NODE, [MODEL_BIN, '--port', '0'], { ...serviceEnv, SWITCHYARD_OFFLINE_CONTROL_TOKEN: offlineControlToken });
       const ready = await model.waitForLine((l) => jsonLine<{ url: string }>(l), readyMs, opts.signal);
       offlineModelUrl = modelUrl = ready.url;
       log(`offline model on ${ready.url} (no ANTHROPIC_API_KEY or SWITCHYARD_MODEL_URL set)`);
@@ -286,6 +291,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       admin,
       modelUrl,
       offlineModelUrl,
+      offlineControlToken,
       hostUrl: hostReady.url,
       hostCredentials,
       hostStateDir,

@@ -126,7 +126,7 @@ async function runnerOf(sessionId: string) {
 }
 
 async function offlineRequests(): Promise<Array<{ body: unknown; response?: { mainTurn?: boolean } }>> {
-  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`);
+  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, { headers: { authorization: `Bearer ${stack.offlineControlToken}` } });
   const j = (await r.json()) as unknown;
   return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{ body: unknown; response?: { mainTurn?: boolean } }>;
 }

@@ -1,5 +1,7 @@
 // `switchyard-offline-model --port N`: runs the offline model until signalled.
 // Prints exactly one JSON line on stdout once listening, so a parent can wait for it.
+// The `/_offline/*` control routes take `Authorization: Bearer $SWITCHYARD_OFFLINE_CONTROL_TOKEN`;
+// without that variable they take a random token nobody knows, i.e. they are closed.
 import { parseArgs } from 'node:util';
 import { startOfflineModel } from './server.ts';
 
@@ -20,7 +22,9 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const model = await startOfflineModel({ port });
+  const controlToken = process.env.SWITCHYARD_OFFLINE_CONTROL_TOKEN || undefined;
+  delete process.env.SWITCHYARD_OFFLINE_CONTROL_TOKEN;
+  const model = await startOfflineModel({ port, ...(controlToken !== undefined && { controlToken }) });
   const stop = (): void => {
     model.close().then(
       () => process.exit(0),

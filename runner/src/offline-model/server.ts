@@ -1,5 +1,6 @@
 // The offline model's HTTP side: routing, recording, the script queue, and
 // writing what script.ts decided in the shape sse.ts encoded.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,11 +25,21 @@ export type RecordedRequest = {
   response?: { status: number; source?: ReplySource; mainTurn?: boolean };
 };
 
-export type StartOptions = { port?: number; host?: '127.0.0.1' };
+export type StartOptions = {
+  port?: number;
+  host?: '127.0.0.1';
+  /**
+   * The bearer token the `/_offline/*` control routes require (they show every session's prompts
+   * and script what the model answers). Default: a random one, readable as `controlToken`.
+   */
+  controlToken?: string;
+};
 
 export type OfflineModel = {
   url: string;
   port: number;
+  /** `Authorization: Bearer <controlToken>` opens the `/_offline/*` routes. */
+  controlToken: string;
   /** Every non-admin request so far, oldest first (copies). */
   requests(): RecordedRequest[];
   /** Appends scripts to the queue consumed by main-turn requests. Throws on an invalid script. */
@@ -96,6 +107,13 @@ function sendError(res: http.ServerResponse, status: number, errorType: string, 
 
 export async function startOfflineModel(options: StartOptions = {}): Promise<OfflineModel> {
   const host = options.host ?? '127.0.0.1';
+  const controlToken = options.controlToken ?? randomBytes(24).toString('base64url');
+  if (controlToken.length < 16) throw new Error('the offline model control token must be at least 16 characters');
+  const expectedAuth = Buffer.from(`Bearer ${controlToken}`);
+  const controlAllowed = (req: http.IncomingMessage): boolean => {
+    const got = Buffer.from(req.headers.authorization ?? '');
+    return got.length === expectedAuth.length && timingSafeEqual(got, expectedAuth);
+  };
   let recorded: RecordedRequest[] = [];
   let queue: Script[] = [];
   let seq = 0;
@@ -167,6 +185,9 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
   }
 
   async function handleAdmin(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> {
+    if (!controlAllowed(req)) {
+      throw new HttpFailure(401, 'authentication_error', 'the offline model control routes need Authorization: Bearer <control token> (SWITCHYARD_OFFLINE_CONTROL_TOKEN)');
+    }
     if (req.method === 'POST' && path === '/_offline/queue') {
       const parsed = QueueBody.safeParse(parseJson(await readBody(req)));
       if (!parsed.success) throw new HttpFailure(400, 'invalid_request_error', z.prettifyError(parsed.error).replace(/\s+/g, ' '));
@@ -253,6 +274,7 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
   return {
     url: `http://${host}:${port}`,
     port,
+    controlToken,
     requests: () => structuredClone(recorded),
     enqueue: (...scripts) => {
       queue.push(...scripts.map((s) => ScriptSchema.parse(s)));
