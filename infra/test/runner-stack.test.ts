@@ -121,6 +121,7 @@ describe('cluster and task definition', () => {
 
   it('writable volumes only for /workspace, /home/switchyard and /tmp, task-local (no host path, no EFS)', () => {
     const { td, c } = container();
+    expect(VOLUMES.map((v) => v.containerPath)).toEqual(['/workspace', '/home/switchyard', '/tmp']);
     expect(td.Volumes).toEqual(VOLUMES.map((v) => ({ Name: v.name })));
     expect(c.MountPoints).toEqual(VOLUMES.map((v) => ({ SourceVolume: v.name, ContainerPath: v.containerPath, ReadOnly: false })));
   });
