@@ -7,6 +7,7 @@ beforeEach(async () => {
   // Settings and probe answers are global rows; every test starts from the defaults.
   await env.DB.batch([
     env.DB.prepare('DELETE FROM backend_status'),
+    env.DB.prepare('DELETE FROM probe_lease'),
     env.DB.prepare("UPDATE settings SET value = '{}', version = 0"),
     env.DB.prepare('DELETE FROM audit_log'),
   ]);
@@ -26,33 +27,93 @@ async function settingsAudit() {
 
 const unusable = { available: false, reason: 'pi is not installed in the runner image', fix: 'rebuild the runner image with pi' };
 
+/** Polls D1 until both backends have a stored answer (background probes run after the response). */
+async function storedAnswers(n = 2): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    const row = await env.DB.prepare('SELECT count(*) AS n FROM backend_status').first<{ n: number }>();
+    const leases = await env.DB.prepare('SELECT count(*) AS n FROM probe_lease').first<{ n: number }>();
+    if (row?.n === n && leases?.n === 0) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error('background probes did not store their answers');
+}
+
+function deferred<T>() {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
 describe('GET /api/settings', () => {
-  it('shows the current backend and each backend’s availability to any user', async () => {
+  it('shows the current backend and each backend’s last probed availability to any user', async () => {
     const probe = new SpyProbe({ claude: { available: true, version: '2.1.0' }, pi: unusable });
-    const { app, userToken, token } = await setup(probe);
+    const { app, clock, userToken, token } = await setup(probe);
+    // Nothing probed yet: a user reads that, and starts nothing.
+    const before = await call(app, 'GET', '/api/settings', { token: userToken });
+    expect(before.status).toBe(200);
+    expect(before.body.backends).toEqual([
+      { name: 'claude', available: false, reason: 'not checked yet', checkedAt: null },
+      { name: 'pi', available: false, reason: 'not checked yet', checkedAt: null },
+    ]);
+    expect(probe.calls).toEqual([]);
+    // An admin's read starts the probes in the background and answers at once.
+    expect((await call(app, 'GET', '/api/settings', { token })).status).toBe(200);
+    await storedAnswers();
     const r = await call(app, 'GET', '/api/settings', { token: userToken });
-    expect(r.status).toBe(200);
     expect(r.body).toEqual({
       llmBackend: 'claude',
       backends: [
-        { name: 'claude', available: true, version: '2.1.0' },
-        { name: 'pi', available: false, reason: unusable.reason },
+        { name: 'claude', available: true, version: '2.1.0', checkedAt: new Date(clock.now()).toISOString() },
+        { name: 'pi', available: false, reason: unusable.reason, checkedAt: new Date(clock.now()).toISOString() },
       ],
       maxMessageBytes: DEFAULT_SETTINGS.maxMessageBytes,
     });
     // An admin also sees how to fix an unusable backend.
     const asAdmin = await call(app, 'GET', '/api/settings', { token });
-    expect(asAdmin.body.backends.find((b: { name: string }) => b.name === 'pi')).toEqual({ name: 'pi', ...unusable });
+    expect(asAdmin.body.backends.find((b: { name: string }) => b.name === 'pi')).toMatchObject({ name: 'pi', ...unusable });
   });
 
-  it('reuses a probe answer within the cache window and re-probes after it', async () => {
-    const { app, clock, probe, userToken } = await setup();
-    await call(app, 'GET', '/api/settings', { token: userToken });
-    await call(app, 'GET', '/api/settings', { token: userToken });
+  it('an admin read reuses a stored answer within the cache window and refreshes it after', async () => {
+    const { app, clock, probe, token, userToken } = await setup();
+    await call(app, 'GET', '/api/settings', { token });
+    await storedAnswers();
+    await call(app, 'GET', '/api/settings', { token });
     expect(probe.calls.sort()).toEqual(['claude', 'pi']);
     clock.advance(5 * 60_000);
     await call(app, 'GET', '/api/settings', { token: userToken });
+    expect(probe.calls).toHaveLength(2);
+    await call(app, 'GET', '/api/settings', { token });
     expect(probe.calls).toHaveLength(4);
+    await storedAnswers();
+  });
+
+  it('probe amplification: 50 parallel user reads start no probe; 50 parallel admin reads start one per backend', async () => {
+    const gate = deferred<{ available: boolean }>();
+    const probe = new SpyProbe({ claude: () => gate.promise, pi: () => gate.promise });
+    const { app, clock, token, userToken } = await setup(probe, { probeTimeoutMs: 60_000 });
+    const users = await Promise.all(Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token: userToken })));
+    expect(users.every((r) => r.status === 200)).toBe(true);
+    expect(probe.calls).toEqual([]);
+
+    const admins = await Promise.all(Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token })));
+    expect(admins.every((r) => r.status === 200)).toBe(true);
+    expect(probe.calls.sort()).toEqual(['claude', 'pi']);
+    // While they run, a switch to pi cannot start a second pi probe.
+    const busy = expectError(await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }), 409, 'conflict');
+    expect(busy.field).toBe('llmBackend');
+    gate.resolve({ available: true });
+    await storedAnswers();
+    expect(probe.calls).toHaveLength(2);
+
+    // A probe whose isolate died leaves its lease behind; it expires after the timeout and a margin.
+    clock.advance(5 * 60_000);
+    await env.DB.prepare("INSERT INTO probe_lease (name, lease_id, until) VALUES ('pi', 'dead', ?)").bind(clock.now() + 1000).run();
+    await call(app, 'GET', '/api/settings', { token });
+    expect(probe.calls.filter((b) => b === 'pi')).toHaveLength(1);
+    clock.advance(1000);
+    await call(app, 'GET', '/api/settings', { token });
+    expect(probe.calls.filter((b) => b === 'pi')).toHaveLength(2);
+    await storedAnswers();
   });
 
   it('answers 401 without credentials', async () => {
@@ -176,7 +237,7 @@ describe('the backend switch', () => {
     expect(await settingsAudit()).toEqual([]);
     // Users see the fresh answer without another probe.
     const pub = await call(app, 'GET', '/api/settings', { token: userToken });
-    expect(pub.body.backends.find((b: { name: string }) => b.name === 'pi')).toEqual({ name: 'pi', available: false, reason: unusable.reason });
+    expect(pub.body.backends.find((b: { name: string }) => b.name === 'pi')).toEqual({ name: 'pi', available: false, reason: unusable.reason, checkedAt: expect.any(String) });
   });
 
   it('to pi: a probe that throws, hangs or answers garbage is "unusable" with a reason, not a 5xx', async () => {

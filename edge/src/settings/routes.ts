@@ -4,7 +4,10 @@ import { authenticate } from '../auth/middleware.ts';
 import { AUTHENTICATED } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
-import { allStatuses, probeFresh } from './backend-status.ts';
+import { startProbe, storedStatuses } from './backend-status.ts';
+import { inBackground } from '../background.ts';
+import { iso } from '../clock.ts';
+import { newId } from '../ids.ts';
 import { applyPatch, diffSettings, SettingsPatchSchema, SettingsSchema } from './schema.ts';
 import { readSettings, writeSettings } from './store.ts';
 
@@ -21,6 +24,10 @@ export const PublicSettingsSchema = z
         version: z.string().optional(),
         reason: z.string().optional(),
         fix: z.string().optional().openapi({ description: 'how to make it usable; shown to admins only' }),
+        checkedAt: z
+          .string()
+          .nullable()
+          .openapi({ format: 'date-time', description: 'when this answer was probed; null before the first probe' }),
       }),
     ),
     maxMessageBytes: z.number().int().openapi({ description: 'largest accepted message body; clients check before uploading' }),
@@ -31,7 +38,8 @@ const publicRoute = createRoute({
   method: 'get',
   path: '/',
   tags: ['settings'],
-  summary: 'The backend new sessions use, and which backends are usable',
+  summary:
+    'The backend new sessions use, and the last stored probe answer per backend (an admin reading a stale answer starts one background probe)',
   security,
   responses: { 200: { description: 'settings', content: json(PublicSettingsSchema) }, ...errorResponses(401) },
 });
@@ -67,20 +75,32 @@ export function publicSettingsRoutes(deps: AppDeps) {
   const app = newRouter();
   app.use('*', authenticate(deps));
   app.openapi(publicRoute, async (c) => {
-    const { settings } = await readSettings(c.env.DB);
-    const statuses = await allStatuses(c.env.DB, deps.probeFor(c.env), {
-      now: deps.clock(),
-      ttlMs: deps.probeCacheTtlMs,
-      timeoutMs: probeTimeoutMs(deps, c.env),
-    });
-    // Users see availability and the reason; the operator's fix is for admins.
+    const db = c.env.DB;
+    const { settings } = await readSettings(db);
+    const statuses = await storedStatuses(db);
     const admin = c.get('auth').user.role === 'admin';
-    const backends = statuses.map(({ name, available, version, reason, fix }) => ({
+    // Only an admin's read refreshes, in the background and one probe per backend at a time: a
+    // probe can be a Fargate task, so a crowd of readers must not be able to start a crowd of them.
+    if (admin) {
+      const now = deps.clock();
+      for (const s of statuses) {
+        if (s.checkedAt !== null && now - s.checkedAt < deps.probeCacheTtlMs) continue;
+        const flight = await startProbe(db, deps.probeFor(c.env), s.name, {
+          now,
+          timeoutMs: probeTimeoutMs(deps, c.env),
+          leaseId: newId(now),
+        });
+        if (flight !== null) inBackground(c, flight.done);
+      }
+    }
+    // Users see availability and the reason; the operator's fix is for admins.
+    const backends = statuses.map(({ name, available, version, reason, fix, checkedAt }) => ({
       name,
       available,
       ...(version === undefined ? {} : { version }),
       ...(reason === undefined ? {} : { reason }),
       ...(fix === undefined || !admin ? {} : { fix }),
+      checkedAt: checkedAt === null ? null : iso(checkedAt),
     }));
     return c.json({ llmBackend: settings.llmBackend, backends, maxMessageBytes: settings.maxMessageBytes }, 200);
   });
@@ -108,7 +128,15 @@ export function adminSettingsRoutes(deps: AppDeps) {
     // Only a switch *to* pi needs proof; claude is the escape hatch and is never probed.
     if (next.llmBackend === 'pi' && current.settings.llmBackend !== 'pi') {
       const now = deps.clock();
-      const result = await probeFresh(db, deps.probeFor(c.env), 'pi', { now, timeoutMs: probeTimeoutMs(deps, c.env) });
+      const flight = await startProbe(db, deps.probeFor(c.env), 'pi', {
+        now,
+        timeoutMs: probeTimeoutMs(deps, c.env),
+        leaseId: newId(now),
+      });
+      if (flight === null) {
+        return apiError(c, 409, 'conflict', 'llmBackend: a pi probe is already running; retry when it has finished', 'llmBackend');
+      }
+      const result = await flight.done;
       if (!result.available) {
         const reason = result.reason ?? 'the probe gave no reason';
         const fix = result.fix === undefined ? '' : ` To fix: ${result.fix}`;
