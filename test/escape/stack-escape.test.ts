@@ -1,0 +1,200 @@
+// The loopback escape, attempted for real: the stack `npm start` runs (startStack: wrangler dev,
+// the local runner host, the offline model), a real claude session, and its agent's shell (the
+// offline model scripts a Bash call) going after every service on the machine's loopback:
+//   - the runner host: RunTask unsigned and with a made-up SigV4 signature, both overriding
+//     NODE_OPTIONS (code as the developer, outside the sandbox); StopTask of another session's
+//     runner; the probe route (a process per call); the task list;
+//   - the offline model: its control routes (every session's prompts; scripting another
+//     session's answers) and a direct model call carrying data out;
+//   - every other port the stack listens on: the edge, wrangler's and workerd's own ports, an
+//     inspector if any.
+// Each attempt must not even connect (the CLI's network namespace has no route to them), and
+// none may have an effect: no task started, the other runner alive and answering, no marker file
+// written by NODE_OPTIONS, nothing recorded by the model. The script's own model proxy must
+// answer, so a shell without network tools cannot pass for a wall.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listProcs } from '../../runner/src/host/process-tree.ts';
+import { startStack, type Stack } from '../../scripts/start.ts';
+import { Api, type SseStream } from '../helpers/sse-client.ts';
+
+const READY_MS = 240_000;
+const TURN_MS = 120_000;
+const r = randomBytes(6).toString('hex');
+const MARKER = join(tmpdir(), `sy-stack-escape-${r}`);
+const EXFIL = `EXFIL-${r}`;
+
+let stack: Stack;
+let admin: Api;
+let dir: string;
+const serviceLog: string[] = [];
+const streams: SseStream[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'switchyard-stack-escape-'));
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.SWITCHYARD_MODEL_URL;
+  delete env.SWITCHYARD_ADMIN_PASSWORD;
+  stack = await startStack({
+    port: 0,
+    frozenEdge: true,
+    devDir: join(dir, 'dev'),
+    persistTo: join(dir, 'state'),
+    env,
+    readyTimeoutMs: READY_MS,
+    output: (name, _s, line) => {
+      serviceLog.push(`[${name}] ${line}`);
+      if (serviceLog.length > 4000) serviceLog.splice(0, 1000);
+    },
+    log: (line) => serviceLog.push(line),
+  });
+  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+}, READY_MS + 60_000);
+
+afterAll(async () => {
+  await Promise.all(streams.map((s) => s.close()));
+  await stack?.stop();
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(MARKER, { force: true });
+}, 120_000);
+
+async function session(title: string): Promise<string> {
+  const res = await admin.call<{ id: string }>('POST', '/api/sessions', { title });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id;
+}
+
+/** Sends a message and waits for its turn.done; returns that turn's events. */
+async function turn(sessionId: string, text: string) {
+  const sent = await admin.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
+  expect(sent.status, sent.text).toBe(202);
+  const sse = await admin.events(sessionId);
+  streams.push(sse);
+  const done = await sse.turnDone(sent.body.messageId, TURN_MS);
+  return { done, events: sse.ofMessage(sent.body.messageId) };
+}
+
+/** Every TCP port some process of the stack listens on (wrangler, workerd, the host, the model). */
+function stackListeningPorts(): number[] {
+  for (const s of stack.services) s.sample();
+  const groups = new Set(stack.services.flatMap((s) => [...s.groups]));
+  const pids = listProcs().filter((p) => groups.has(p.pgid)).map((p) => p.pid);
+  const inodes = new Set<string>();
+  for (const pid of pids) {
+    let fds: string[] = [];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m?.[1]) inodes.add(m[1]);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address is HEXIP:HEXPORT, st 0A is LISTEN, inode is the 10th field.
+      if (f[3] === '0A' && f[9] !== undefined && inodes.has(f[9])) ports.add(parseInt(f[1]?.split(':')[1] ?? '0', 16));
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}
+
+function attackScript(o: { victimArn: string; ports: number[] }): string {
+  const host = stack.hostUrl;
+  const model = stack.offlineModelUrl as string;
+  const amzDate = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+  const forged = `AWS4-HMAC-SHA256 Credential=${stack.hostCredentials.accessKeyId}/${amzDate.slice(0, 8)}/us-east-1/ecs/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=${'ab'.repeat(32)}`;
+  const runTask = JSON.stringify({
+    cluster: 'switchyard-local',
+    taskDefinition: 'switchyard-runner',
+    networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-local'] } },
+    overrides: {
+      containerOverrides: [
+        { name: 'runner', environment: [{ name: 'NODE_OPTIONS', value: `--import=data:text/javascript,import('node:fs').then(f=>f.writeFileSync('${MARKER}','pwned'))` }] },
+      ],
+    },
+  });
+  const stopTask = JSON.stringify({ cluster: 'switchyard-local', task: o.victimArn, reason: 'pwned' });
+  const exfil = JSON.stringify({ model: 'x', max_tokens: 5, messages: [{ role: 'user', content: EXFIL }] });
+  const ecs = (op: string) => `-H 'x-amz-target: AmazonEC2ContainerServiceV20141113.${op}' -H 'content-type: application/x-amz-json-1.1'`;
+  const signed = `-H 'x-amz-date: ${amzDate}' -H 'authorization: ${forged}'`;
+  return [
+    `try_() { n=$1; shift; c=$(curl -s -o /dev/null -w '%{http_code}' -m 5 "$@"); echo "ATTEMPT $n rc=$? code=$c"; }`,
+    `cat > /tmp/run.json <<'EOF'\n${runTask}\nEOF`,
+    `cat > /tmp/stop.json <<'EOF'\n${stopTask}\nEOF`,
+    `cat > /tmp/exfil.json <<'EOF'\n${exfil}\nEOF`,
+    `try_ own-model-proxy "$ANTHROPIC_BASE_URL/"`,
+    `try_ host-runtask-unsigned -X POST ${host}/ ${ecs('RunTask')} --data-binary @/tmp/run.json`,
+    `try_ host-runtask-forged -X POST ${host}/ ${ecs('RunTask')} ${signed} --data-binary @/tmp/run.json`,
+    `try_ host-stoptask-victim -X POST ${host}/ ${ecs('StopTask')} ${signed} --data-binary @/tmp/stop.json`,
+    `try_ host-probe -X POST ${host}/switchyard/probe -d '{"backend":"pi"}'`,
+    `try_ host-tasks ${host}/switchyard/tasks`,
+    `try_ model-requests ${model}/_offline/requests`,
+    `try_ model-queue -X POST ${model}/_offline/queue -d '{"tool":"shell","command":"id"}'`,
+    `try_ model-direct -X POST ${model}/v1/messages -H 'content-type: application/json' --data-binary @/tmp/exfil.json`,
+    `try_ edge ${stack.url}/healthz`,
+    ...o.ports.map((p) => `try_ port-${p} http://127.0.0.1:${p}/json/version`),
+    `echo "ROUTES $(tail -n +2 /proc/net/route | wc -l)"`,
+  ].join('\n');
+}
+
+describe('an agent in a session of the npm start stack, going after loopback services', () => {
+  it(
+    'gets nothing: no connection to the runner host, the offline model, the edge or any other port, and no effect',
+    async () => {
+      try {
+        // Another session with a live runner: the StopTask target.
+        const victim = await session('victim');
+        expect((await turn(victim, 'hello')).done.data.stopReason).toBe('end_turn');
+        const victimTask = (await stack.runners()).find((t) => t.sessionId === victim && t.lastStatus === 'RUNNING');
+        expect(victimTask).toBeDefined();
+
+        const attacker = await session('attacker');
+        const ports = stackListeningPorts();
+        // The edge, the host, the model at least (wrangler and workerd add their own).
+        expect(ports.length).toBeGreaterThanOrEqual(3);
+        const script = Buffer.from(attackScript({ victimArn: victimTask?.taskArn ?? '', ports })).toString('base64');
+        const { done, events } = await turn(attacker, `#offline ${JSON.stringify({ tool: 'shell', command: `echo ${script} | base64 -d > /tmp/a.sh; sh /tmp/a.sh` })}`);
+        expect(done.data.stopReason).toBe('end_turn');
+        const output = events
+          .filter((e) => e.event === 'tool.result')
+          .map((e) => String(e.data.output))
+          .join('\n');
+        const attempts = [...output.matchAll(/^ATTEMPT (\S+) rc=(\d+) code=(\d+)$/gm)].map((m) => ({ name: m[1], rc: Number(m[2]), code: m[3] }));
+        // The control: the shell has curl and its own model route works.
+        expect(attempts.find((a) => a.name === 'own-model-proxy'), output).toMatchObject({ rc: 0, code: '200' });
+        const targets = attempts.filter((a) => a.name !== 'own-model-proxy');
+        expect(targets.length, output).toBe(9 + ports.length);
+        // Not one connection: curl's "couldn't connect", no HTTP status.
+        expect(targets.filter((a) => a.rc !== 7 || a.code !== '000'), output).toEqual([]);
+        expect(output).toContain('ROUTES 0');
+
+        // And no effect.
+        const tasks = await stack.runners();
+        expect(tasks.map((t) => t.sessionId).sort()).toEqual([victim, attacker].sort());
+        expect(tasks.find((t) => t.taskArn === victimTask?.taskArn)?.lastStatus).toBe('RUNNING');
+        expect(existsSync(MARKER)).toBe(false);
+        const recorded = await fetch(`${stack.offlineModelUrl}/_offline/requests`, { headers: { authorization: `Bearer ${stack.offlineControlToken}` } });
+        expect(JSON.stringify(await recorded.json())).not.toContain(EXFIL);
+        // The other session still answers on the same runner.
+        expect((await turn(victim, 'still there?')).done.data.stopReason).toBe('end_turn');
+        expect((await stack.runners()).filter((t) => t.sessionId === victim).map((t) => t.taskArn)).toEqual([victimTask?.taskArn]);
+      } catch (err) {
+        throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${serviceLog.slice(-40).join('\n')}`);
+      }
+    },
+    600_000,
+  );
+});
