@@ -38,10 +38,7 @@ export function BackendPanel() {
   };
 
   return (
-    <section aria-labelledby="backend-title">
-      <h2 id="backend-title" class="sr-only">
-        Backends and the backend for new sessions
-      </h2>
+    <div>
       {status === null ? (
         <p class="muted">Checking backends…</p>
       ) : (
@@ -61,16 +58,14 @@ export function BackendPanel() {
             ))}
           </ul>
           <form class="card form-inline" onSubmit={save}>
-            <label>
-              Backend
-              <select value={choice} onChange={(e) => setChoice(e.currentTarget.value as PublicSettings['llmBackend'])}>
+            <label for="backend-select">Backend</label>
+            <select id="backend-select" value={choice} onChange={(e) => setChoice(e.currentTarget.value as PublicSettings['llmBackend'])}>
                 {status.backends.map((b) => (
                   <option key={b.name} value={b.name}>
                     {b.name}
                   </option>
                 ))}
-              </select>
-            </label>
+            </select>
             <button type="submit" class="btn primary" disabled={saving}>
               {saving ? 'Checking…' : 'Save'}
             </button>
@@ -88,6 +83,6 @@ export function BackendPanel() {
           {notice}
         </p>
       )}
-    </section>
+    </div>
   );
 }

@@ -37,7 +37,7 @@ export function LiveSessionsPanel() {
         </h2>
         <label>
           Show
-          <select value={scope} onChange={(e) => setScope(e.currentTarget.value as 'live' | 'all')}>
+          <select value={scope} aria-label="Show" onChange={(e) => setScope(e.currentTarget.value as 'live' | 'all')}>
             <option value="live">sessions with a runner</option>
             <option value="all">all sessions</option>
           </select>

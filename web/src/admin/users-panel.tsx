@@ -67,7 +67,7 @@ export function UsersPanel() {
         </label>
         <label>
           Role
-          <select value={form.role} onChange={(e) => setForm({ ...form, role: e.currentTarget.value as User['role'] })}>
+          <select value={form.role} aria-label="Role" onChange={(e) => setForm({ ...form, role: e.currentTarget.value as User['role'] })}>
             <option value="user">user</option>
             <option value="admin">admin</option>
           </select>

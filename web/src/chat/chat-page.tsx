@@ -120,12 +120,6 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
     if (conv.state !== null) void refreshSessions();
   }, [conv.state]);
 
-  useEffect(() => {
-    if (pending.length === 0) return;
-    const seen = new Set(conv.turns.filter((t) => t.user !== undefined).map((t) => t.messageId));
-    if (pending.some((p) => seen.has(p.messageId))) setPending((ps) => ps.filter((p) => !seen.has(p.messageId)));
-  }, [conv, pending]);
-
   if (loadError !== null) {
     return (
       <div class="empty-state">
@@ -138,10 +132,13 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   }
   if (detail === null) return <div class="chat" aria-busy="true" />;
 
+  // A sent message shows at once; its message.user event replaces it when it arrives.
+  const shown = new Set(conv.turns.filter((t) => t.user !== undefined).map((t) => t.messageId));
+  const unconfirmed = pending.filter((p) => !shown.has(p.messageId));
   const owner = detail.ownerId === me.id;
   const state = conv.state ?? detail.state;
   const stateReason = conv.state !== null ? conv.stateReason : detail.stateReason;
-  const running = runningTurn(conv) !== undefined || pending.length > 0;
+  const running = runningTurn(conv) !== undefined || unconfirmed.length > 0;
 
   const rename = async (title: string) => {
     setRenaming(false);
@@ -202,11 +199,11 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         <LinkStatus link={link} />
       </header>
       <section class="conversation" ref={scroller} role="log" aria-label="Conversation" aria-live="polite" onClick={handleCopyClick}>
-        {conv.turns.length === 0 && pending.length === 0 && <p class="muted center">No messages yet. Say hello below.</p>}
+        {conv.turns.length === 0 && unconfirmed.length === 0 && <p class="muted center">No messages yet. Say hello below.</p>}
         {conv.turns.map((t, i) => (
           <TurnView key={t.messageId ?? `orphan-${i}`} turn={t} />
         ))}
-        {pending.map((p) => (
+        {unconfirmed.map((p) => (
           <article class="turn" key={p.messageId}>
             <div class="msg user pending">
               <div class="msg-author">You</div>
@@ -220,9 +217,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
           sessionId={sessionId}
           running={running}
           maxMessageBytes={maxBytes}
-          onSent={(messageId, text) => {
-            if (!conv.turns.some((t) => t.messageId === messageId && t.user !== undefined)) setPending((ps) => [...ps, { messageId, text }]);
-          }}
+          onSent={(messageId, text) => setPending((ps) => [...ps, { messageId, text }])}
         />
       )}
       {confirmDelete && (

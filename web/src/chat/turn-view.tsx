@@ -98,7 +98,7 @@ function TurnFooter({ turn }: { turn: Turn }) {
 export const TurnView = memo(function TurnView({ turn }: { turn: Turn }) {
   const running = turn.done === undefined && turn.user !== undefined;
   return (
-    <article class="turn" data-message-id={turn.messageId ?? undefined}>
+    <article class="turn" data-message-id={turn.messageId ?? undefined} data-state={turn.done !== undefined ? 'done' : running ? 'running' : undefined}>
       {turn.user !== undefined && (
         <div class="msg user">
           <div class="msg-author">You</div>

@@ -62,7 +62,7 @@ export function TokensPage() {
         </label>
         <label>
           Expires in
-          <select value={days} onChange={(e) => setDays(e.currentTarget.value)}>
+          <select value={days} aria-label="Expires in" onChange={(e) => setDays(e.currentTarget.value)}>
             <option value="7">7 days</option>
             <option value="30">30 days</option>
             <option value="90">90 days</option>

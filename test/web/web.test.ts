@@ -1,0 +1,462 @@
+// The web app in real Chromium against the real stack (startStack: wrangler dev serving the
+// built app and the API, the local runner host, real claude and pi CLIs, the offline model).
+// One stack and one browser for the file; each test opens its own context (cookies) or page.
+// Replies are scripted with the offline model's `#offline {...}` directive in the message.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { startStack, type Stack } from '../../scripts/start.ts';
+import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { waitFor } from '../helpers/poll.ts';
+import { Api } from '../helpers/sse-client.ts';
+
+const READY_MS = 240_000;
+const TURN_MS = 120_000;
+
+let stack: Stack;
+let browser: Browser;
+let admin: Api;
+let dir: string;
+const serviceLog: string[] = [];
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'switchyard-web-'));
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.SWITCHYARD_MODEL_URL;
+  delete env.SWITCHYARD_ADMIN_PASSWORD;
+  stack = await startStack({
+    port: 0,
+    frozenEdge: true,
+    devDir: join(dir, 'dev'),
+    persistTo: join(dir, 'state'),
+    env,
+    readyTimeoutMs: READY_MS,
+    output: (name, _s, line) => {
+      serviceLog.push(`[${name}] ${line}`);
+      if (serviceLog.length > 4000) serviceLog.splice(0, 1000);
+    },
+    log: (line) => serviceLog.push(line),
+  });
+  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  browser = await launchBrowser();
+}, READY_MS + 60_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => undefined);
+  await browser?.close();
+  await stack?.stop();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+async function newContext(opts: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...opts });
+  ctx.setDefaultTimeout(30_000);
+  contexts.push(ctx);
+  return ctx;
+}
+
+/** Page errors fail the test that caused them; a failing test leaves a screenshot and the service log. */
+function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  onTestFailed(async ({ task }) => {
+    const name = `failed-${task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}`;
+    await screenshot(page, name).catch(() => undefined);
+    console.error(`${name}: ${page.url()}\n${serviceLog.slice(-60).join('\n')}`);
+  });
+  return errors;
+}
+
+async function signIn(page: Page, username: string, password: string): Promise<void> {
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+async function adminPage(ctxOpts: Parameters<Browser['newContext']>[0] = {}): Promise<{ ctx: BrowserContext; page: Page; errors: string[] }> {
+  const ctx = await newContext(ctxOpts);
+  const page = await ctx.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${stack.url}/`);
+  await signIn(page, stack.admin.username, stack.admin.password);
+  return { ctx, page, errors };
+}
+
+async function newSession(page: Page): Promise<string> {
+  await page.getByRole('button', { name: 'New session' }).click();
+  await page.waitForURL(/\/sessions\/[0-9A-Z]{26}$/);
+  return page.url().split('/').pop()!;
+}
+
+const conversation = (page: Page) => page.getByRole('log', { name: 'Conversation' });
+
+async function send(page: Page, text: string): Promise<void> {
+  await page.getByLabel('Message').fill(text);
+  await page.getByLabel('Message').press('Enter');
+}
+
+async function turnsDone(page: Page, n: number): Promise<void> {
+  await page.locator('article.turn[data-state="done"]').nth(n - 1).waitFor({ timeout: TURN_MS });
+}
+
+function directive(script: Record<string, unknown>): string {
+  return `#offline ${JSON.stringify(script)}`;
+}
+
+/** Waits until the answer streaming in has reached `word` (the prompt holds it too, so only the answer counts). */
+async function assistantSays(page: Page, word: string): Promise<void> {
+  await conversation(page).locator('.msg.assistant .markdown').getByText(word, { exact: false }).first().waitFor({ timeout: TURN_MS });
+}
+
+/** The assistant's rendered text of every turn, in order. */
+async function assistantTexts(page: Page): Promise<string[]> {
+  return conversation(page).locator('.msg.assistant .markdown').allInnerTexts();
+}
+
+async function sessionTurnFinished(id: string): Promise<true | undefined> {
+  const r = await admin.call<{ turn: unknown }>('GET', `/api/sessions/${id}`);
+  return r.status === 200 && r.body.turn === null ? true : undefined;
+}
+
+async function offlineRequests(): Promise<Array<{ body: unknown }>> {
+  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, { headers: { authorization: `Bearer ${stack.offlineControlToken}` } });
+  const j = (await r.json()) as unknown;
+  return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{ body: unknown }>;
+}
+
+// Long enough that a reload or a network cut lands mid-answer: 40 deltas, 150 ms apart.
+const SLOW_WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+const SLOW = directive({ text: SLOW_WORDS, chunks: 40, delayMs: 150 });
+
+describe('web app', { timeout: 3 * TURN_MS }, () => {
+  it('sends a deep link through sign-in and back; a wrong password says so', async () => {
+    const ctx = await newContext();
+    const page = await ctx.newPage();
+    const errors = watchErrors(page);
+    await page.goto(`${stack.url}/tokens`);
+    await page.waitForURL(/\/signin\?next=%2Ftokens$/);
+    await screenshot(page, 'signin');
+    await page.getByLabel('Username').fill(stack.admin.username);
+    await page.getByLabel('Password').fill('not-the-password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').innerText()).toBe('Wrong username or password.');
+    await screenshot(page, 'signin-wrong');
+    await page.getByLabel('Password').fill(stack.admin.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'API tokens', level: 1 }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/tokens');
+    // The credential is the HttpOnly cookie only: nothing in script-readable storage.
+    expect(await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie])).toEqual([0, 0, '']);
+    expect(errors).toEqual([]);
+  });
+
+  it('serves the app with a strict CSP and the SPA fallback; API routes stay JSON', async () => {
+    const res = await fetch(`${stack.url}/sessions/01ARZ3NDEKTSV4RRFFQ69G5FAV`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/html/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    const html = await res.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    const api = await fetch(`${stack.url}/api/nope`);
+    expect(api.status).toBe(404);
+    expect(((await api.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    expect(api.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it('streams a reply as Markdown with highlighted, copyable code; a tool call is a card; usage shows', async () => {
+    const { ctx, page, errors } = await adminPage();
+    await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.url });
+    await newSession(page);
+    const reply = 'Here is **bold** and code:\n\n```ts\nconst answer: number = 42;\n```\n\nDone.';
+    await send(page, `Show me code.\n${directive({ thinking: 'Let me think.', text: reply, chunks: 8, delayMs: 30 })}`);
+    await turnsDone(page, 1);
+    const conv = conversation(page);
+    await expect.poll(() => conv.locator('strong').first().innerText()).toBe('bold');
+    expect(await conv.locator('.code-block code .hljs-keyword').first().innerText()).toBe('const');
+    expect(await conv.locator('details.thinking').getAttribute('open')).toBeNull();
+    await expect.poll(() => conv.locator('.turn-usage').first().innerText()).toMatch(/\d+ in · \d+ out tokens/);
+    await conv.getByRole('button', { name: 'Copy code' }).click();
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe('const answer: number = 42;');
+    await screenshot(page, 'chat');
+
+    await send(page, `Run it.\n${directive({ tool: 'shell', command: 'echo tool-output-7' })}`);
+    await turnsDone(page, 2);
+    const card = conv.locator('details.tool-card').first();
+    expect(await card.locator('.tool-name').innerText()).toBe('Bash');
+    expect(await card.locator('.tool-state').innerText()).toBe('done');
+    await card.locator('summary').click();
+    await expect.poll(() => card.locator('.tool-io').nth(1).innerText()).toContain('tool-output-7');
+    expect(await card.locator('.tool-io').first().innerText()).toContain('"command": "echo tool-output-7"');
+    await screenshot(page, 'chat-tool-card');
+    expect(errors).toEqual([]);
+  });
+
+  it('Stop ends a running answer as interrupted; a message sent while busy (409) keeps the draft', async () => {
+    const { page, errors } = await adminPage();
+    await newSession(page);
+    await send(page, `Long answer please.\n${SLOW}`);
+    await assistantSays(page, 'word2');
+    const draft = 'a second thought that must not be lost';
+    await send(page, draft);
+    await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/still busy/);
+    expect(await page.getByLabel('Message').inputValue()).toBe(draft);
+    await screenshot(page, 'chat-busy-409');
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await turnsDone(page, 1);
+    expect(await conversation(page).locator('.notice.stop-interrupted').innerText()).toBe('Interrupted');
+    expect(await assistantTexts(page).then((t) => t[0] ?? '')).not.toContain('word39');
+    // Once the turn is over the kept draft goes through.
+    await page.getByRole('button', { name: 'Send' }).click();
+    await turnsDone(page, 2);
+    expect(await page.getByLabel('Message').inputValue()).toBe('');
+    expect(await conversation(page).locator('.msg.user .user-text').allInnerTexts()).toEqual([`Long answer please.\n${SLOW}`, draft]);
+    expect(errors).toEqual([]);
+  });
+
+  it('a reload mid-answer shows the same conversation exactly once', async () => {
+    const { page, errors } = await adminPage();
+    await newSession(page);
+    await send(page, `Reload test.\n${SLOW}`);
+    await assistantSays(page, 'word3');
+    await page.reload();
+    await turnsDone(page, 1);
+    expect(await assistantTexts(page)).toEqual([SLOW_WORDS]);
+    expect(await conversation(page).locator('.msg.user').count()).toBe(1);
+    expect(errors).toEqual([]);
+  });
+
+  it('offline and back: shows reconnecting, then catches up with nothing lost or doubled; two pages agree', async () => {
+    const { ctx, page, errors } = await adminPage();
+    const id = await newSession(page);
+    const second = await ctx.newPage();
+    await second.goto(`${stack.url}/sessions/${id}`);
+    await conversation(second).waitFor();
+    await send(page, `Offline test.\n${SLOW}`);
+    await assistantSays(page, 'word2');
+    await ctx.setOffline(true);
+    await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor();
+    await screenshot(page, 'chat-reconnecting');
+    // The answer finishes on the server while this browser is cut off.
+    await waitFor('the turn to finish on the server', () => sessionTurnFinished(id), TURN_MS);
+    await ctx.setOffline(false);
+    await turnsDone(page, 1);
+    await turnsDone(second, 1);
+    expect(await assistantTexts(page)).toEqual([SLOW_WORDS]);
+    expect(await assistantTexts(second)).toEqual([SLOW_WORDS]);
+    for (const p of [page, second]) expect(await conversation(p).locator('.msg.user').count()).toBe(1);
+    expect(await page.getByRole('status').filter({ hasText: 'Reconnecting' }).count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('renders model output inert: raw HTML is text, javascript: links go nowhere', async () => {
+    const { page, errors } = await adminPage();
+    await newSession(page);
+    const hostile = 'Look: <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> [click me](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">raw</a>';
+    await send(page, `${hostile}\n${directive({ text: hostile })}`);
+    await turnsDone(page, 1);
+    const assistant = conversation(page).locator('.msg.assistant .markdown').first();
+    await expect.poll(() => assistant.innerText()).toContain('<img src=x onerror=');
+    expect(await assistant.locator('img, script').count()).toBe(0);
+    const link = assistant.getByText('click me');
+    expect(await link.evaluate((el) => el.closest('a')?.getAttribute('href') ?? null)).toBeNull();
+    await link.click();
+    expect(await conversation(page).locator('[onerror], [onclick], a[href^="javascript:" i]').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await conversation(page).locator('.msg.user .user-text').innerText()).toContain('<script>window.__pwned=2</script>');
+    expect(errors).toEqual([]);
+  });
+
+  it('pastes an image: preview, the image reaches the model; a non-image is refused with a clear message', async () => {
+    const { page, errors } = await adminPage();
+    await newSession(page);
+    const png = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'pixel.png')).toString('base64');
+    const paste = (b64: string, name: string, type: string) =>
+      page.getByLabel('Message').evaluate(
+        (el, f) => {
+          const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
+          const dt = new DataTransfer();
+          dt.items.add(new File([bytes], f.name, { type: f.type }));
+          el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+        },
+        { b64, name, type },
+      );
+    await paste(Buffer.from('hello').toString('base64'), 'notes.txt', 'text/plain');
+    await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/notes\.txt: only PNG, JPEG, GIF, WEBP images can be sent/);
+    await paste(png, 'pixel.png', 'image/png');
+    await page.getByRole('list', { name: 'Attached images' }).getByRole('img', { name: 'pixel.png' }).waitFor();
+    await screenshot(page, 'chat-image-attached');
+    const marker = `image-marker-${Date.now()}`;
+    await send(page, `What is in this image? ${marker}`);
+    await turnsDone(page, 1);
+    expect(await page.getByRole('list', { name: 'Attached images' }).count()).toBe(0);
+    const sent = (await offlineRequests()).find((r) => JSON.stringify(r.body).includes(marker));
+    expect(JSON.stringify(sent?.body)).toContain(png);
+    expect(errors).toEqual([]);
+  });
+
+  it('renames and deletes a session (with confirmation); the list follows', async () => {
+    const { page, errors } = await adminPage();
+    const id = await newSession(page);
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByLabel('Session title').fill('Refactor the parser');
+    await page.getByRole('button', { name: 'Save title' }).click();
+    await page.getByRole('heading', { name: 'Refactor the parser' }).waitFor();
+    const nav = page.getByRole('navigation', { name: 'Sessions' });
+    await nav.getByRole('link', { name: /Refactor the parser/ }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Refactor the parser' }).waitFor();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete this session?' });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect((await admin.call('GET', `/api/sessions/${id}`)).status).toBe(200);
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await dialog.getByRole('button', { name: 'Delete session' }).click();
+    await page.waitForURL(`${stack.url}/`);
+    expect(await nav.getByRole('link', { name: /Refactor the parser/ }).count()).toBe(0);
+    expect((await admin.call('GET', `/api/sessions/${id}`)).status).toBe(404);
+    expect(errors).toEqual([]);
+  });
+
+  it('API tokens: the secret is shown once and works; revoking it stops it', async () => {
+    const { ctx, page, errors } = await adminPage();
+    await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.url });
+    await page.getByRole('link', { name: 'API tokens' }).click();
+    await page.getByLabel('Token name').fill('ci-script');
+    await page.getByLabel('Your current password').fill(stack.admin.password);
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const secret = await page.getByLabel('New token secret').innerText();
+    expect(secret).toMatch(/^sy_/);
+    await page.getByRole('button', { name: 'Copy token' }).click();
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    await screenshot(page, 'tokens-created');
+    expect((await admin.as(secret).call('GET', '/api/me')).status).toBe(200);
+    await page.reload();
+    await page.getByRole('cell', { name: 'ci-script', exact: true }).waitFor();
+    expect(await page.getByText(secret).count()).toBe(0);
+    await page.getByRole('button', { name: 'Revoke ci-script' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke token' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: 'ci-script', exact: true }).count()).toBe(0);
+    expect((await admin.as(secret).call('GET', '/api/me')).status).toBe(401);
+    expect(errors).toEqual([]);
+  });
+
+  it('admin console: users, audit log, live sessions; switching the backend to pi makes new sessions run pi', async () => {
+    const { page, errors } = await adminPage();
+    await page.getByRole('link', { name: 'Admin' }).click();
+    await page.getByLabel('New username').fill('carol');
+    await page.getByLabel('Initial password').fill('carol-password-123');
+    await page.getByRole('button', { name: 'Add user' }).click();
+    await page.getByRole('cell', { name: 'carol', exact: true }).waitFor();
+    await page.getByLabel('Role of carol').selectOption('admin');
+    await page.getByRole('status').filter({ hasText: 'carol is now admin' }).waitFor();
+    await screenshot(page, 'admin-users');
+
+    await page.getByRole('link', { name: 'Backend' }).click();
+    await page.getByText('version', { exact: false }).first().waitFor({ timeout: 60_000 });
+    await page.getByLabel('Backend').selectOption('pi');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'New sessions now use pi' }).waitFor({ timeout: 60_000 });
+    await screenshot(page, 'admin-backend');
+
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: 'settings.update' }).first().waitFor();
+    await page.getByRole('cell', { name: 'user.create' }).first().waitFor();
+    await screenshot(page, 'admin-audit');
+
+    await page.getByRole('link', { name: 'Sessions', exact: true }).click();
+    await newSession(page);
+    await page.locator('.chat-meta .backend-tag').filter({ hasText: 'pi' }).waitFor();
+    await send(page, `Hello pi.\n${directive({ text: 'pi answers here' })}`);
+    await turnsDone(page, 1);
+    expect(await assistantTexts(page)).toEqual(['pi answers here']);
+
+    await page.goto(`${stack.url}/admin/sessions`);
+    await page.getByLabel('Show').selectOption('all');
+    await page.getByRole('cell', { name: 'admin' }).first().waitFor();
+    await screenshot(page, 'admin-sessions');
+    const back = await admin.call('PUT', '/api/admin/settings', { llmBackend: 'claude' });
+    expect(back.status).toBe(200);
+    expect(errors).toEqual([]);
+  });
+
+  it('a non-admin never sees the admin console, and the API refuses them; an admin opens their session read-only', async () => {
+    const created = await admin.call('POST', '/api/admin/users', { username: 'dave', password: 'dave-password-123' });
+    expect(created.status).toBe(201);
+    const ctx = await newContext();
+    const page = await ctx.newPage();
+    const errors = watchErrors(page);
+    await page.goto(`${stack.url}/`);
+    await signIn(page, 'dave', 'dave-password-123');
+    expect(await page.getByRole('link', { name: 'Admin' }).count()).toBe(0);
+    await page.goto(`${stack.url}/admin/users`);
+    await page.getByRole('heading', { name: 'Not found' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Add user' }).count()).toBe(0);
+    const res = await page.request.get(`${stack.url}/api/admin/users`);
+    expect(res.status()).toBe(403);
+    await page.goto(`${stack.url}/`);
+    const id = await newSession(page);
+    await send(page, `From dave.\n${directive({ text: 'dave reply' })}`);
+    await turnsDone(page, 1);
+
+    const adminView = await adminPage();
+    await adminView.page.goto(`${stack.url}/admin/sessions`);
+    await adminView.page.getByLabel('Show').selectOption('all');
+    await adminView.page.getByRole('row').filter({ hasText: 'dave' }).getByRole('link').first().click();
+    await adminView.page.waitForURL(`${stack.url}/sessions/${id}`);
+    await turnsDone(adminView.page, 1);
+    expect(await assistantTexts(adminView.page)).toEqual(['dave reply']);
+    await adminView.page.getByText('Read-only').waitFor();
+    expect(await adminView.page.getByLabel('Message').count()).toBe(0);
+    expect(errors).toEqual([]);
+    expect(adminView.errors).toEqual([]);
+  });
+
+  it('fits a phone screen (the session list is a drawer) and follows the dark colour scheme', async () => {
+    const { page, errors } = await adminPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });
+    const nav = page.getByRole('navigation', { name: 'Sessions' });
+    const drawerX = async () => (await nav.boundingBox())?.x;
+    // The list is off screen until the menu button opens it; opening a session closes it.
+    expect(await nav.evaluate((el) => el.getBoundingClientRect().right)).toBeLessThanOrEqual(0);
+    await page.getByRole('button', { name: 'Sessions' }).click();
+    await expect.poll(drawerX).toBe(0);
+    await screenshot(page, 'phone-drawer-dark');
+    await newSession(page);
+    await expect.poll(() => nav.evaluate((el) => el.getBoundingClientRect().right)).toBeLessThanOrEqual(0);
+    await send(page, `Phone.\n${directive({ text: 'Short answer with `code`.' })}`);
+    await turnsDone(page, 1);
+    await screenshot(page, 'phone-chat-dark');
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    expect(bg).toBe('rgb(15, 17, 21)');
+    // No horizontal scrolling on a phone.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it('repeated wrong passwords are refused with when to try again (runs last: it throttles this address)', async () => {
+    expect((await admin.call('POST', '/api/admin/users', { username: 'erin', password: 'erin-password-123' })).status).toBe(201);
+    const ctx = await newContext();
+    const page = await ctx.newPage();
+    await page.goto(`${stack.url}/signin`);
+    let text = '';
+    for (let i = 0; i < 30 && !/Too many/.test(text); i++) {
+      await page.getByLabel('Username').fill('erin');
+      await page.getByLabel('Password').fill(`wrong-${i}`);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in' }).and(page.locator(':enabled')).waitFor();
+      text = await page.getByRole('alert').innerText();
+    }
+    expect(text).toMatch(/^Too many failed attempts\. Try again in \d+ (second|minute)s?\.$/);
+    await screenshot(page, 'signin-locked');
+  });
+});
