@@ -593,7 +593,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The backend new sessions use, and which backends are usable */
+        /** The backend new sessions use, and the last stored probe answer per backend (an admin reading a stale answer starts one background probe) */
         get: {
             parameters: {
                 query?: never;
@@ -1378,6 +1378,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description too many attempts; see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -1648,6 +1657,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description too many attempts; see Retry-After */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -1880,7 +1898,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "invalid_json" | "unsupported_media_type" | "unauthenticated" | "invalid_credentials" | "forbidden" | "csrf_rejected" | "not_found" | "conflict" | "username_taken" | "token_name_taken" | "token_limit" | "last_admin" | "payload_too_large" | "rate_limited" | "backend_unavailable" | "not_implemented" | "internal";
+                code: "invalid_request" | "invalid_json" | "unsupported_media_type" | "unauthenticated" | "invalid_credentials" | "forbidden" | "csrf_rejected" | "not_found" | "conflict" | "username_taken" | "token_name_taken" | "token_limit" | "last_admin" | "payload_too_large" | "rate_limited" | "runner_limit" | "backend_unavailable" | "not_implemented" | "internal";
                 message: string;
                 /** @description the request field at fault, dotted path */
                 field?: string;
@@ -1930,6 +1948,11 @@ export interface components {
                 reason?: string;
                 /** @description how to make it usable; shown to admins only */
                 fix?: string;
+                /**
+                 * Format: date-time
+                 * @description when this answer was probed; null before the first probe
+                 */
+                checkedAt: string | null;
             }[];
             /** @description largest accepted message body; clients check before uploading */
             maxMessageBytes: number;
@@ -1978,6 +2001,10 @@ export interface components {
             sessionMaxMinutes: number;
             /** @description largest accepted user message body (text plus images) */
             maxMessageBytes: number;
+            /** @description runners one user may have at once; a message that would start one more is 429 runner_limit */
+            maxLiveRunnersPerUser: number;
+            /** @description runners all users together may have at once */
+            maxLiveRunners: number;
         };
         SettingsPatch: {
             /** @enum {string} */
@@ -1992,6 +2019,10 @@ export interface components {
             sessionMaxMinutes?: number;
             /** @description largest accepted user message body (text plus images) */
             maxMessageBytes?: number;
+            /** @description runners one user may have at once; a message that would start one more is 429 runner_limit */
+            maxLiveRunnersPerUser?: number;
+            /** @description runners all users together may have at once */
+            maxLiveRunners?: number;
         };
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];

@@ -1,5 +1,7 @@
 // Server-sent events framing (the WHATWG event-stream format), pure: text chunks in, complete
-// events and comments out. Lines end in LF, CRLF or CR; a blank line dispatches.
+// events and comments out. Lines end in LF, CRLF or CR; a blank line dispatches. Unlike
+// EventSource, an `id:` belongs to its own frame only (the API puts one on every event, and an
+// event without one is not resumable, so the caller skips it).
 
 export type SseItem =
   | { kind: 'event'; id: string | null; event: string; data: string }

@@ -28,9 +28,8 @@ export function TokensPage() {
     setError(null);
     setCopied(false);
     try {
-      // currentPassword: the server asks for it before minting a credential.
-      const body = { name, expiresInDays: Number(days), currentPassword: password } as Schemas['CreateApiToken'];
-      const r = await call(api.POST('/api/tokens', { body }));
+      // The server asks for the password again before it mints a credential.
+      const r = await call(api.POST('/api/tokens', { body: { name, expiresInDays: Number(days), currentPassword: password } }));
       setCreated({ name: r.token.name, secret: r.secret });
       setName('');
       setPassword('');
