@@ -48,6 +48,8 @@ async function main(): Promise<number> {
       ...(process.env.SWITCHYARD_DEV_DIR && { devDir: process.env.SWITCHYARD_DEV_DIR }),
       ...(process.env.SWITCHYARD_PERSIST_TO && { persistTo: process.env.SWITCHYARD_PERSIST_TO }),
       frozenEdge: process.env.SWITCHYARD_FROZEN_EDGE === '1',
+      // A DevTools inspector for the edge only when asked for (anything on loopback could use it).
+      ...(process.env.SWITCHYARD_INSPECTOR_PORT && { inspectorPort: Number(process.env.SWITCHYARD_INSPECTOR_PORT) }),
     });
   } catch (err) {
     if (shuttingDown) return shuttingDown;

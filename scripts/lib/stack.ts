@@ -4,9 +4,10 @@
 //      generated into <devDir>/dev-admin.json, mode 0600 — never printed);
 //   3. the offline model, unless ANTHROPIC_API_KEY or SWITCHYARD_MODEL_URL is set;
 //   4. the local runner host (`switchyard-runner host`), whose tasks get the model settings;
-//   5. the edge under `wrangler dev`, its ECS launcher pointed at the host (endpoint override,
-//      the AWS credentials generated for this start, which the host verifies every SigV4
-//      signature against) and its hub URL at itself; ready once /healthz answers.
+//   5. the edge under `wrangler dev` (through its API, edge-dev.ts: no inspector unless asked
+//      for), its ECS launcher pointed at the host (endpoint override, the AWS credentials
+//      generated for this start, which the host verifies every SigV4 signature against) and its
+//      hub URL at itself; ready once /healthz answers.
 // Every service runs in its own process group; stop() takes them all down.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import path from 'node:path';
 import { hostFetch } from '../../runner/src/host/client.ts';
 import { claimStateDir } from '../../runner/src/host/process-tree.ts';
 import { reapStaleTasks, type HostTaskSummary } from '../../runner/src/host/tasks.ts';
+import type { EdgeDevOptions } from './edge-dev.ts';
 import { reapStaleServices, run, startService, stopService, killServicesNow, writeServiceRecords, type OutputSink, type Service } from './services.ts';
 import { ROOT, WRANGLER_CONFIG } from './wrangler.ts';
 
@@ -23,6 +25,7 @@ const WRANGLER_BIN = path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangle
 const RUNNER_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-runner.js');
 const MODEL_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-offline-model.js');
 const ADMIN_SCRIPT = path.join(ROOT, 'scripts', 'admin-create.ts');
+const EDGE_DEV = path.join(ROOT, 'scripts', 'lib', 'edge-dev.ts');
 /** wrangler.toml `[assets] directory`. */
 export const WEB_DIST = path.join(ROOT, 'web', 'dist');
 
@@ -57,6 +60,8 @@ export interface StackOptions {
    * SWITCHYARD_FROZEN_EDGE=1.
    */
   frozenEdge?: boolean;
+  /** Open a DevTools inspector for the edge on this port (0: any free one); by default there is none. */
+  inspectorPort?: number;
 }
 
 export interface Stack {
@@ -242,41 +247,26 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       RUNNER_HUB_URL: hubUrl,
       ...opts.edgeVars,
     };
-    let entry: string[] = [];
+    let bundle: string | undefined;
     if (opts.frozenEdge) {
       const outdir = path.join(devDir, 'edge-bundle');
       const built = await run(NODE, [WRANGLER_BIN, 'deploy', '--dry-run', '--outdir', outdir, '--config', WRANGLER_CONFIG], { env: toolEnv, cwd: ROOT });
       if (built.code !== 0) throw new Error(`bundling the edge failed (exit ${built.code}):\n${built.stderr || built.stdout}`);
-      entry = [path.join(outdir, 'index.js'), '--no-bundle'];
+      bundle = path.join(outdir, 'index.js');
       aborted();
     }
-    const inspector = await freePort();
-    const edge = await launch(
-      'edge',
-      NODE,
-      [
-        WRANGLER_BIN,
-        'dev',
-        ...entry,
-        '--config',
-        WRANGLER_CONFIG,
-        '--ip',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--inspector-port',
-        String(inspector),
-        '--persist-to',
-        persistTo,
-        '--env-file',
-        secretsFile,
-        '--show-interactive-dev-session=false',
-        '--log-level',
-        'info',
-        ...Object.entries(vars).flatMap(([k, v]) => ['--var', `${k}:${v}`]),
-      ],
-      toolEnv,
-    );
+    // No DevTools inspector unless asked for: it would let anything on loopback run code in the edge.
+    const edgeOptions: EdgeDevOptions = {
+      config: WRANGLER_CONFIG,
+      ip: '127.0.0.1',
+      port,
+      persistTo,
+      envFile: secretsFile,
+      vars,
+      ...(bundle !== undefined && { bundle }),
+      ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
+    };
+    const edge = await launch('edge', NODE, [EDGE_DEV, JSON.stringify(edgeOptions)], toolEnv);
     await waitForHealth(url, edge, readyMs, opts.signal);
     for (const s of services) s.sample();
     writeServiceRecords(recordsFile, services);

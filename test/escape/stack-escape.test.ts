@@ -151,6 +151,22 @@ function attackScript(o: { victimArn: string; ports: number[] }): string {
 }
 
 describe('an agent in a session of the npm start stack, going after loopback services', () => {
+  it('no port of the stack is a DevTools inspector (none was asked for)', async () => {
+    const ports = stackListeningPorts();
+    const inspectors: string[] = [];
+    for (const port of ports) {
+      for (const path of ['/json/version', '/json/list']) {
+        const text = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5_000) }).then(
+          (res) => res.text(),
+          () => '',
+        );
+        if (/webSocketDebuggerUrl|Protocol-Version|devtoolsFrontendUrl/.test(text)) inspectors.push(`${port}${path}: ${text.slice(0, 200)}`);
+      }
+    }
+    expect(ports.length).toBeGreaterThanOrEqual(3);
+    expect(inspectors).toEqual([]);
+  });
+
   it(
     'gets nothing: no connection to the runner host, the offline model, the edge or any other port, and no effect',
     async () => {
