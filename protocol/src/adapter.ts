@@ -68,6 +68,12 @@ export interface AgentCodec {
   encodeUserMessage(m: UserMessage): string;
   encodeInterrupt(): string;
   parse(line: string): AgentEvent[];
+  /**
+   * Lines the codec itself needs written to the CLI's stdin, taken after every
+   * parse: it stops a CLI's own retry loop once a provider error is one that
+   * retrying cannot fix (claude retries a 401 ten times with backoff).
+   */
+  takeInput(): string[];
   end(exit: CliExit): AgentEvent[];
   /** True between an accepted user message and its turn.done. */
   readonly turnOpen: boolean;

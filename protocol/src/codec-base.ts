@@ -10,10 +10,32 @@ export class TurnTracker {
   turnOpen = false;
   interruptRequested = false;
   sawEvents = false;
+  /**
+   * A provider error that retrying cannot fix, seen while the CLI was about to
+   * retry it: the codec has asked the CLI to stop, and the turn ends with this
+   * error however the CLI then reports the stop.
+   */
+  stoppedFor: ErrorInfo | undefined;
+  private input: string[] = [];
 
   open(): void {
     this.turnOpen = true;
     this.interruptRequested = false;
+    this.stoppedFor = undefined;
+  }
+
+  /** Ends the CLI's retrying once per turn: `line` is the CLI's own stop command. */
+  stopRetrying(error: ErrorInfo, line: string): void {
+    if (!this.turnOpen || this.stoppedFor) return;
+    this.stoppedFor = error;
+    this.input.push(line);
+  }
+
+  takeInput(): string[] {
+    if (this.input.length === 0) return [];
+    const lines = this.input;
+    this.input = [];
+    return lines;
   }
 
   /** Returns [] when no turn is open, so a late result can never double-close. */
@@ -22,9 +44,15 @@ export class TurnTracker {
     this.turnOpen = false;
     const interrupted = this.interruptRequested;
     this.interruptRequested = false;
+    const stoppedFor = this.stoppedFor;
+    this.stoppedFor = undefined;
     if (interrupted && done.stopReason === 'error') {
       const { error: _dropped, ...rest } = done;
       return [{ type: 'turn.done', ...rest, stopReason: 'interrupted' }];
+    }
+    // The CLI reports the stop the codec asked for as its own interruption or failure.
+    if (stoppedFor && (done.stopReason === 'error' || done.stopReason === 'interrupted' || done.stopReason === 'unknown')) {
+      return [{ type: 'turn.done', ...done, stopReason: 'error', error: stoppedFor }];
     }
     return [{ type: 'turn.done', ...done }];
   }
@@ -50,7 +78,7 @@ export class TurnTracker {
     const stderrHead = head(exit.stderrHead);
     const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
     if (this.turnOpen) {
-      const error: ErrorInfo = {
+      const error: ErrorInfo = this.stoppedFor ?? {
         code: this.interruptRequested ? 'interrupted' : 'cli_exited',
         message: stderrHead ? `CLI ${how}: ${stderrHead}` : `CLI ${how} mid-turn`,
         retryable: true,

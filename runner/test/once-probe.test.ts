@@ -50,14 +50,47 @@ describe('once', () => {
     expect(r.json.error).toBeUndefined();
   });
 
-  test.each(['claude', 'pi'])('%s: a provider error is ok:false with the error, exit 1', async (backend) => {
-    const r = await run(['once', '--backend', backend, '--prompt', 'fail\n#offline {"error":400}', '--workspace', tempDir('sy-once-')], {
-      SWITCHYARD_MODEL_URL: model.url,
-      SWITCHYARD_CLI_RETRIES: '0',
-    });
-    expect(r.code).toBe(1);
-    expect(r.json).toMatchObject({ ok: false, stopReason: 'error', error: { code: expect.stringMatching(/^provider_400|invalid_request/), message: expect.any(String) } });
-  });
+  // Each provider error class through `once` (sandbox, model proxy, real CLI). The CLIs'
+  // default retry settings apply to the classes retrying cannot fix: claude alone would
+  // retry a 401 ten times over minutes; the model's request count shows it did not.
+  const fatal = [
+    { status: 401, code: 'provider_auth' },
+    { status: 403, code: 'provider_auth' },
+    { status: 402, code: 'provider_billing' },
+    { status: 400, code: 'provider_invalid_request' },
+  ];
+  test.each(['claude', 'pi'].flatMap((backend) => fatal.map((f) => ({ backend, ...f }))))(
+    '$backend: provider $status is ok:false with $code, not retryable, after one request; exit 1',
+    async ({ backend, status, code }) => {
+      model.reset();
+      const r = await run(['once', '--backend', backend, '--prompt', `fail\n#offline {"error":${status}}`, '--workspace', tempDir('sy-once-')], {
+        SWITCHYARD_MODEL_URL: model.url,
+      });
+      expect(r.code).toBe(1);
+      expect(r.json).toMatchObject({ ok: false, stopReason: 'error', error: { code, retryable: false, message: expect.stringMatching(/An administrator must|Sending it again unchanged/) } });
+      expect(model.requests().filter((q) => q.response?.mainTurn)).toHaveLength(1);
+    },
+  );
+
+  const transient = [
+    { status: 429, code: 'provider_rate_limited' },
+    { status: 529, code: 'provider_overloaded' },
+    { status: 500, code: 'provider_unavailable' },
+  ];
+  test.each(['claude', 'pi'].flatMap((backend) => transient.map((t) => ({ backend, ...t }))))(
+    '$backend: provider $status is retried within SWITCHYARD_CLI_RETRIES, then ok:false with $code, retryable; exit 1',
+    async ({ backend, status, code }) => {
+      model.reset();
+      const r = await run(['once', '--backend', backend, '--prompt', `fail\n#offline {"error":${status}}`, '--workspace', tempDir('sy-once-')], {
+        SWITCHYARD_MODEL_URL: model.url,
+        SWITCHYARD_CLI_RETRIES: '1',
+        SWITCHYARD_CLI_RETRY_BASE_MS: '1',
+      });
+      expect(r.code).toBe(1);
+      expect(r.json).toMatchObject({ ok: false, stopReason: 'error', error: { code, retryable: true } });
+      expect(model.requests().filter((q) => q.response?.mainTurn)).toHaveLength(2);
+    },
+  );
 
   test('a CLI that answers nothing is an error carrying the first line of its stderr', async () => {
     const r = await run(['once', '--backend', 'pi', '--prompt', 'anything'], {

@@ -1,7 +1,8 @@
 import type { AgentCodec, CliExit, UserMessage } from '../adapter.ts';
 import { TurnTracker } from '../codec-base.ts';
-import { capOutput, type AgentEvent, type ContentBlock, type StopReason, type Usage } from '../events.ts';
+import { capOutput, type AgentEvent, type ContentBlock, type ErrorInfo, type StopReason, type Usage } from '../events.ts';
 import { arr, head, isObj, nonNegInt, num, obj, str, type Obj } from '../json-fields.ts';
+import { classifyProviderError, parseProviderErrorText, type ProviderErrorFacts } from '../provider-errors.ts';
 
 interface OpenBlock {
   kind: 'text' | 'thinking' | 'tool_use' | 'other';
@@ -26,6 +27,8 @@ export class ClaudeCodec implements AgentCodec {
   private blocks = new Map<number, OpenBlock>();
   private messageBlocks: ContentBlock[] = [];
   private sessionId: string | undefined;
+  /** This turn's last provider failure as claude reported it (api_retry, synthetic error message). */
+  private providerFacts: ProviderErrorFacts = {};
 
   get turnOpen(): boolean {
     return this.turn.turnOpen;
@@ -40,6 +43,7 @@ export class ClaudeCodec implements AgentCodec {
 
   encodeUserMessage(m: UserMessage): string {
     this.turn.open();
+    this.providerFacts = {};
     const text = textBlocks(m.text);
     const content =
       m.images && m.images.length > 0
@@ -57,13 +61,15 @@ export class ClaudeCodec implements AgentCodec {
 
   encodeInterrupt(): string {
     this.turn.interruptRequested = this.turn.turnOpen;
-    // A clock alone collides in a tight loop; the counter makes ids unique.
-    const requestId = `sy-int-${Date.now().toString(36)}-${(++requestCounter).toString(36)}`;
-    return `${JSON.stringify({ type: 'control_request', request_id: requestId, request: { subtype: 'interrupt' } })}\n`;
+    return interruptLine();
   }
 
   parse(line: string): AgentEvent[] {
     return this.turn.parseLine(line, this.dispatch);
+  }
+
+  takeInput(): string[] {
+    return this.turn.takeInput();
   }
 
   private readonly dispatch = (msg: Obj): AgentEvent[] => {
@@ -76,9 +82,13 @@ export class ClaudeCodec implements AgentCodec {
         return this.toolResults(msg);
       case 'result':
         return this.result(msg);
+      case 'assistant':
+        // A synthetic message (claude's own text for a failed request) carries its error category.
+        if (typeof msg.error === 'string' && obj(msg, 'message')?.model === '<synthetic>') this.providerFacts.type = msg.error;
+        // Otherwise `assistant` snapshots repeat what the stream already delivered (invariant 2).
+        return [];
       default:
-        // `assistant` snapshots repeat what the stream already delivered
-        // (invariant 2); control_response and unknown types are skipped (invariant 4).
+        // control_response and unknown types are skipped (invariant 4).
         return [];
     }
   };
@@ -109,11 +119,18 @@ export class ClaudeCodec implements AgentCodec {
     if (subtype === 'api_retry') {
       const maxAttempts = num(msg, 'max_retries');
       const delayMs = num(msg, 'retry_delay_ms');
-      const status = msg.error_status;
+      const status = num(msg, 'error_status');
       const error = msg.error;
-      const reason = [status, typeof error === 'string' ? error : isObj(error) ? str(error, 'message') : undefined]
-        .filter((p) => p !== undefined && p !== null)
-        .join(' ');
+      const type = typeof error === 'string' ? error : isObj(error) ? str(error, 'message') : undefined;
+      this.providerFacts = { status, type };
+      const classified = providerError(this.providerFacts);
+      if (classified && !classified.retryable) {
+        // claude retries a 401 (ten times, minutes of backoff by default); no retry
+        // can fix a bad key, so stop it now and end the turn with the classified error.
+        this.turn.stopRetrying(classified, interruptLine());
+        return [];
+      }
+      const reason = [classified?.code, status, type].filter((p) => p !== undefined).join(' ');
       return [
         {
           type: 'turn.retry',
@@ -132,6 +149,8 @@ export class ClaudeCodec implements AgentCodec {
     const index = nonNegInt(num(ev, 'index'));
     switch (ev.type) {
       case 'message_start':
+        // The model answered: failures before this (retried away) do not explain how the turn ends.
+        this.providerFacts = {};
         this.blocks = new Map();
         this.messageBlocks = [];
         return [];
@@ -231,21 +250,40 @@ export class ClaudeCodec implements AgentCodec {
     const sessionId = str(msg, 'session_id');
     if (sessionId) this.sessionId = sessionId;
     if (msg.is_error === true || str(msg, 'subtype') !== 'success') {
-      const status = num(msg, 'api_error_status');
       const text = str(msg, 'result') ?? arr(msg, 'errors')?.filter((e) => typeof e === 'string').join('; ') ?? '';
+      const status = num(msg, 'api_error_status');
+      // api_error_status is null when claude gives up on its own (three 529s): the last retry's status stands.
+      const facts: ProviderErrorFacts = {
+        ...this.providerFacts,
+        ...(status !== undefined && { status }),
+        ...(msg.api_error_status !== undefined || this.providerFacts.type !== undefined ? { message: text } : {}),
+      };
+      const provider = facts.status !== undefined || facts.type !== undefined ? providerError(facts) : undefined;
       return this.turn.close({
         stopReason: 'error',
         ...common,
-        error: {
-          code: status === 401 || status === 403 ? 'provider_auth' : status !== undefined ? `provider_${status}` : (str(msg, 'subtype') ?? 'cli_error'),
+        error: provider ?? {
+          code: str(msg, 'subtype') ?? 'cli_error',
           message: head(text) || `claude ended the turn with ${str(msg, 'subtype') ?? 'an error'}`,
-          retryable: status === undefined || status === 429 || status >= 500,
+          retryable: true,
         },
       });
     }
     const stopReason = STOP_REASONS[str(msg, 'stop_reason') ?? 'end_turn'] ?? 'unknown';
     return this.turn.close({ stopReason, ...common });
   }
+}
+
+function interruptLine(): string {
+  // A clock alone collides in a tight loop; the counter makes ids unique.
+  const requestId = `sy-int-${Date.now().toString(36)}-${(++requestCounter).toString(36)}`;
+  return `${JSON.stringify({ type: 'control_request', request_id: requestId, request: { subtype: 'interrupt' } })}\n`;
+}
+
+/** claude's own text ("API Error: 400 …") may name a status the structured fields lack. */
+function providerError(facts: ProviderErrorFacts): ErrorInfo | undefined {
+  const fromText = facts.message ? parseProviderErrorText(facts.message) : {};
+  return classifyProviderError({ ...facts, status: facts.status ?? fromText.status });
 }
 
 /**

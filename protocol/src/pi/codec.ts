@@ -2,6 +2,7 @@ import type { AgentCodec, CliExit, UserMessage } from '../adapter.ts';
 import { TurnTracker } from '../codec-base.ts';
 import { capOutput, type AgentEvent, type ContentBlock, type ErrorInfo, type StopReason } from '../events.ts';
 import { arr, head, isObj, nonNegInt, num, obj, str, type Obj } from '../json-fields.ts';
+import { classifyProviderError, parseProviderErrorText } from '../provider-errors.ts';
 
 const STOP_REASONS: Record<string, StopReason> = {
   stop: 'end_turn',
@@ -75,6 +76,10 @@ export class PiCodec implements AgentCodec {
     return this.turn.parseLine(line, this.dispatch);
   }
 
+  takeInput(): string[] {
+    return this.turn.takeInput();
+  }
+
   private readonly dispatch = (msg: Obj): AgentEvent[] => {
     switch (msg.type) {
       case 'message_update':
@@ -85,17 +90,26 @@ export class PiCodec implements AgentCodec {
         return this.toolResult(msg);
       case 'agent_end':
         return this.agentEnd();
-      case 'auto_retry_start':
+      case 'auto_retry_start': {
         this.retrying = true;
+        const errorMessage = str(msg, 'errorMessage');
+        const classified = errorMessage !== undefined ? classifyProviderError(parseProviderErrorText(errorMessage)) : undefined;
+        if (classified && !classified.retryable) {
+          // pi picks what to retry by a regex over the error text, so a 401 whose
+          // body happens to contain "500" is retried; stop that, it cannot succeed.
+          this.turn.stopRetrying(classified, `${JSON.stringify({ id: nextId('abort-retry'), type: 'abort_retry' })}\n`);
+          return [];
+        }
         return [
           {
             type: 'turn.retry',
             attempt: nonNegInt(num(msg, 'attempt')),
             ...optionalNum('maxAttempts', num(msg, 'maxAttempts')),
             ...optionalNum('delayMs', num(msg, 'delayMs')),
-            reason: str(msg, 'errorMessage') ?? 'provider error',
+            reason: [classified?.code, errorMessage ?? 'provider error'].filter((p) => p !== undefined).join(' '),
           },
         ];
+      }
       case 'auto_retry_end':
         return this.retryEnd(msg);
       case 'response':
@@ -256,9 +270,13 @@ export class PiCodec implements AgentCodec {
 }
 
 function providerError(message: string, retriesExhausted: boolean): ErrorInfo {
-  const status = /^(\d{3})\b/.exec(message)?.[1];
-  const code = status === '401' || status === '403' ? 'provider_auth' : status ? `provider_${status}` : 'provider_error';
-  return { code, message: head(message), retryable: retriesExhausted || PI_RETRYABLE.test(message) };
+  return (
+    classifyProviderError(parseProviderErrorText(message)) ?? {
+      code: 'provider_error',
+      message: head(message),
+      retryable: retriesExhausted || PI_RETRYABLE.test(message),
+    }
+  );
 }
 
 function toolCallIn(message: Obj | undefined, index: number): { id: string; name: string } | undefined {

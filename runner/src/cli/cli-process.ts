@@ -38,6 +38,7 @@ export class CliProcess {
       for (const line of lines) {
         handlers.onLine?.('out', line);
         for (const event of codec.parse(line)) handlers.onEvent(event);
+        for (const input of codec.takeInput()) this.write(input);
       }
     };
     child.stdout.on('data', (chunk: Buffer) => emitLines(splitter.push(chunk)));

@@ -144,6 +144,38 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
       await stopRunner(runner);
     });
 
+    test('a provider 401 ends the turn after one request although the CLI may retry ten times: provider_auth, not retryable; the same CLI serves the next turn', async () => {
+      const { session, runner } = await start({ SWITCHYARD_CLI_RETRIES: '10', SWITCHYARD_CLI_RETRY_BASE_MS: '2000' });
+      await waitReady(session);
+      const marker = uniq('auth');
+      const { messageId } = await session.sendMessage(scripted(marker, { error: 401 }));
+      const done = await waitTurnDone(session, messageId, 30_000);
+      expect(done).toMatchObject({ stopReason: 'error', error: { code: 'provider_auth', retryable: false } });
+      expect(session.events().filter((e) => e.messageId === messageId && e.event.type === 'turn.retry')).toEqual([]);
+      expect(requestsFor(marker)).toHaveLength(1);
+      // claude folds the interrupted message into the next one, so the next one brings its own directive (the last one wins).
+      const next = await session.sendMessage(scripted(uniq('after-auth'), { text: 'answered after the provider error' }));
+      expect(await waitTurnDone(session, next.messageId)).toMatchObject({ stopReason: 'end_turn' });
+      expect(textOf(session, next.messageId)).toBe('answered after the provider error');
+      expect(turnDones(session, messageId)).toHaveLength(1);
+      expect(runner.cliPids()).toHaveLength(1);
+      await stopRunner(runner);
+    });
+
+    test('a provider 429 is retried with turn.retry within SWITCHYARD_CLI_RETRIES, then ends provider_rate_limited, retryable', async () => {
+      const { session, runner } = await start({ SWITCHYARD_CLI_RETRIES: '1' });
+      await waitReady(session);
+      const marker = uniq('rate');
+      const { messageId } = await session.sendMessage(scripted(marker, { error: 429 }));
+      const done = await waitTurnDone(session, messageId, 30_000);
+      expect(done).toMatchObject({ stopReason: 'error', error: { code: 'provider_rate_limited', retryable: true } });
+      const retries = session.events().filter((e) => e.messageId === messageId && e.event.type === 'turn.retry');
+      expect(retries.map((e) => e.event)).toEqual([expect.objectContaining({ attempt: 1, reason: expect.stringContaining('provider_rate_limited') })]);
+      expect(requestsFor(marker)).toHaveLength(2);
+      expect(turnDones(session, messageId)).toHaveLength(1);
+      await stopRunner(runner);
+    });
+
     test('watchdog: no CLI output for longer than the stall timeout ends the turn as cli_stalled', async () => {
       const { session, runner } = await start({ SWITCHYARD_STALL_TIMEOUT: '1500ms' });
       await waitReady(session);
