@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,6 +112,18 @@ const json = (r: Run) => {
     throw new Error(`exit ${r.code}, no JSON on stdout: ${r.stdout}\n${r.stderr}`);
   }
 };
+
+describe('runner/Dockerfile', () => {
+  it('pins every Debian package it installs to an exact version', () => {
+    const dockerfile = readFileSync(join(repo, 'runner/Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+    const installs = [...dockerfile.matchAll(/apt-get install ([^&\n]+)/g)].map((m) => m[1]!.trim().split(/\s+/).filter((w) => !w.startsWith('-')));
+    expect(installs.length).toBeGreaterThan(0);
+    for (const pkgs of installs) {
+      expect(pkgs.length).toBeGreaterThan(0);
+      for (const p of pkgs) expect(p, p).toMatch(/^[a-z0-9.+-]+=[0-9][A-Za-z0-9.+~:-]*$/);
+    }
+  });
+});
 
 describe.skipIf(!canRun)('runner image, built and run', () => {
   it('the image as the task definition expects it: tini → setpriv → runner, no USER, serve by default, the three volumes', () => {
