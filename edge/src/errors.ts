@@ -19,6 +19,7 @@ export const ErrorCodeSchema = z.enum([
   'last_admin',
   'payload_too_large',
   'rate_limited',
+  'runner_limit',
   'backend_unavailable',
   'not_implemented',
   'internal',

@@ -38,7 +38,7 @@ class Gen {
 
   static readonly KEYS = [
     'username', 'password', 'role', 'disabled', 'name', 'expiresInDays', 'llmBackend', 'defaultModel',
-    'currentPassword', 'newPassword', 'claude', 'pi', 'sessionIdleMinutes', 'sessionMaxMinutes', 'maxMessageBytes', '__proto__',
+    'currentPassword', 'newPassword', 'claude', 'pi', 'sessionIdleMinutes', 'sessionMaxMinutes', 'maxMessageBytes', 'maxLiveRunnersPerUser', 'maxLiveRunners', '__proto__',
     'constructor', 'prototype', '', ' ', 'ID', 'admin', '\u0000',
   ] as const;
 

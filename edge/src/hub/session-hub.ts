@@ -17,6 +17,7 @@ import {
 } from '@switchyard/protocol';
 import type { Launcher } from '../launchers/launcher.ts';
 import { mintRunnerToken, MIN_SECRET_LENGTH } from './runner-token.ts';
+import { claimRunnerSlot, releaseRunnerSlotStatement } from './runner-slots.ts';
 import { hubRuntime, type HubTimings } from './runtime.ts';
 import type {
   HubLimits,
@@ -264,18 +265,11 @@ export class SessionHub extends DurableObject<Env> {
         if (this.meta.session === null) return;
         const { state, reason } = this.deriveState();
         const launch = this.meta.launch;
-        await this.env.DB.prepare(
+        const update = this.env.DB.prepare(
           'UPDATE sessions SET state = ?, state_reason = ?, runner_ref = ?, updated_at = ?, stopped_at = ? WHERE id = ?',
-        )
-          .bind(
-            state,
-            reason,
-            launch?.ref ?? null,
-            this.now,
-            launch === null ? this.now : null,
-            session.id,
-          )
-          .run();
+        ).bind(state, reason, launch?.ref ?? null, this.now, launch === null ? this.now : null, session.id);
+        // No launch: the runner slot goes back (read at write time, so a relaunch keeps it).
+        await this.env.DB.batch(launch === null ? [update, releaseRunnerSlotStatement(this.env.DB, session.id)] : [update]);
       })
       .catch((err) => console.error('session hub: D1 state mirror failed:', errorText(err)));
   }
@@ -368,6 +362,13 @@ export class SessionHub extends DurableObject<Env> {
     this.meta.hubUrl = input.hubUrl;
     this.meta.lastActivityAt = now;
 
+    if (this.meta.launch === null) {
+      // This message starts a runner: it needs a slot under the caps. meta.turn is already set,
+      // so a concurrent message to this session is a 409 while the claim is in flight.
+      const refused = await this.claimSlot(input, messageId);
+      if (refused !== null) return refused;
+    }
+
     const ws = this.meta.launch?.stoppingSince == null ? this.liveRunner() : undefined;
     if (ws === undefined) {
       // No runner to ask: the hub accepts the message now and delivers it when one says hello
@@ -398,6 +399,34 @@ export class SessionHub extends DurableObject<Env> {
     }
     const why = answer.error.code === 'busy' ? 'a turn is running; wait for turn.done or interrupt it' : answer.error.message;
     return { ok: false, status: 409, code: 'conflict', message: why };
+  }
+
+  /** Null when this session now holds a runner slot; otherwise the refusal, with the turn undone. */
+  private async claimSlot(input: PostMessageInput, messageId: string): Promise<HubResult<PostMessageResult> | null> {
+    const session = this.meta.session;
+    if (session === null) return null;
+    const undo = () => {
+      if (this.meta.turn?.messageId === messageId) this.meta.turn = null;
+      // Forgotten, so the same clientMessageId can be sent again once a runner frees up.
+      this.sql.exec('DELETE FROM messages WHERE id = ?', messageId);
+    };
+    let claim;
+    try {
+      claim = await claimRunnerSlot(this.env.DB, { sessionId: session.id, userId: session.userId, now: this.now, caps: input.runnerCaps });
+    } catch (err) {
+      undo();
+      throw err;
+    }
+    if (claim.ok) return null;
+    undo();
+    const whose = claim.limit === 'maxLiveRunnersPerUser' ? 'you already have' : 'all users together already have';
+    return {
+      ok: false,
+      status: 429,
+      code: 'runner_limit',
+      field: claim.limit,
+      message: `${claim.limit}: ${whose} ${claim.cap} live runners; send again when one has stopped (stop or delete a session, or wait for one to go idle)`,
+    };
   }
 
   async interrupt(): Promise<HubResult<{ interrupted: true }>> {

@@ -1,4 +1,5 @@
 import type { Backend, ContentBlock, Image, SessionState, StopReason } from '@switchyard/protocol';
+import type { RunnerCaps } from './runner-slots.ts';
 
 // What crosses the Worker → SessionHub RPC boundary (structured-clonable plain objects).
 
@@ -23,13 +24,15 @@ export interface PostMessageInput {
   hubUrl: string;
   limits: HubLimits;
   model: string | null;
+  /** Checked when this message has to start a runner. */
+  runnerCaps: RunnerCaps;
 }
 
-export type HubErrorCode = 'not_found' | 'conflict' | 'invalid_request' | 'internal';
+export type HubErrorCode = 'not_found' | 'conflict' | 'invalid_request' | 'runner_limit' | 'internal';
 
 export type HubResult<T> =
   | { ok: true; value: T }
-  | { ok: false; status: 400 | 404 | 409 | 500; code: HubErrorCode; message: string; field?: string };
+  | { ok: false; status: 400 | 404 | 409 | 429 | 500; code: HubErrorCode; message: string; field?: string };
 
 export interface PostMessageResult {
   messageId: string;

@@ -9,6 +9,7 @@ import type { HubResult, HubSnapshot } from '../hub/types.ts';
 import { newId, ULID_PATTERN } from '../ids.ts';
 import { AUTHENTICATED } from '../openapi.ts';
 import { readSettings } from '../settings/store.ts';
+import { hit, type RateRule } from '../rate-limit.ts';
 import { validationHook } from '../validation.ts';
 import { RUNNER_CONNECT_PATH } from './runner-link.ts';
 import {
@@ -38,6 +39,9 @@ const tags = ['sessions'];
 /** Bodies of POST /api/sessions and PATCH /api/sessions/:id; messages are limited by settings.maxMessageBytes instead. */
 const CREATE_BODY_LIMIT = 64 * 1024;
 const INITIAL_REASON = 'no runner yet; the first message starts one';
+const RUNNER_LIMIT_RETRY_SECONDS = 30;
+/** Each session is a Durable Object and a D1 row; runners are capped separately (settings). */
+export const CREATE_SESSION_RULE: RateRule = { max: 60, windowMs: 10 * 60_000 };
 
 export function hubFor(env: Env, sessionId: string) {
   return env.SESSION_HUB.get(env.SESSION_HUB.idFromName(sessionId));
@@ -57,6 +61,8 @@ export function runnerHubUrl(env: Env, requestUrl: string): string {
 
 /** The hub's refusal as the API's error value (typed loosely: its statuses vary by route). */
 function hubError(c: Context, r: Extract<HubResult<unknown>, { ok: false }>): never {
+  // A runner cap frees up when another session stops; there is no exact moment to promise.
+  if (r.status === 429) c.header('Retry-After', String(RUNNER_LIMIT_RETRY_SECONDS));
   return apiError(c, r.status, r.code, r.message, r.field) as never;
 }
 
@@ -120,7 +126,7 @@ const createRoute_ = createRoute({
   summary: 'Create a session; its backend is pinned from settings now',
   security,
   request: { body: { required: false, content: json(CreateSessionSchema) } },
-  responses: { 201: { description: 'created', content: json(SessionSchema) }, ...errorResponses(400, 401, 403, 413, 415) },
+  responses: { 201: { description: 'created', content: json(SessionSchema) }, ...errorResponses(400, 401, 403, 413, 415, 429) },
 });
 
 const listRoute = createRoute({
@@ -172,7 +178,7 @@ const messageRoute = createRoute({
   request: { params: SessionIdParamSchema, body: { required: true, content: json(PostMessageSchema) } },
   responses: {
     202: { description: 'accepted; a runner starts if none is running', content: json(MessageAcceptedSchema) },
-    ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+    ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429),
   },
 });
 
@@ -250,6 +256,11 @@ export function sessionRoutes(deps: AppDeps) {
     }
     const { user } = c.get('auth');
     const now = deps.clock();
+    const rate = await hit(c.env.DB, `create-session:${user.id}`, CREATE_SESSION_RULE, now);
+    if (!rate.ok) {
+      c.header('Retry-After', String(rate.retryAfterSeconds));
+      return apiError(c, 429, 'rate_limited', `at most ${CREATE_SESSION_RULE.max} new sessions per ${CREATE_SESSION_RULE.windowMs / 60_000} min; try again later`);
+    }
     const { settings } = await readSettings(c.env.DB);
     const id = newId(now);
     const backend = settings.llmBackend;
@@ -301,6 +312,7 @@ export function sessionRoutes(deps: AppDeps) {
       hubUrl: runnerHubUrl(c.env, c.req.url),
       limits: { idleMs: settings.sessionIdleMinutes * 60_000, maxLifetimeMs: settings.sessionMaxMinutes * 60_000 },
       model: settings.defaultModel[row.backend],
+      runnerCaps: { perUser: settings.maxLiveRunnersPerUser, total: settings.maxLiveRunners },
     });
     if (!result.ok) return hubError(c, result);
     return c.json({ messageId: result.value.messageId, duplicate: result.value.duplicate }, 202);

@@ -20,6 +20,8 @@ export const SETTINGS_BOUNDS = {
   sessionIdleMinutes: { min: 1, max: 24 * 60 },
   sessionMaxMinutes: { min: 5, max: 7 * 24 * 60 },
   maxMessageBytes: { min: 1024, max: 10 * 1024 * 1024 },
+  maxLiveRunnersPerUser: { min: 1, max: 1000 },
+  maxLiveRunners: { min: 1, max: 100_000 },
 } as const;
 
 const int = (b: { min: number; max: number }) => z.number().int().min(b.min).max(b.max);
@@ -43,14 +45,30 @@ const SettingsObject = z.object({
   maxMessageBytes: int(SETTINGS_BOUNDS.maxMessageBytes).openapi({
     description: 'largest accepted user message body (text plus images)',
   }),
+  maxLiveRunnersPerUser: int(SETTINGS_BOUNDS.maxLiveRunnersPerUser).openapi({
+    description: 'runners one user may have at once; a message that would start one more is 429 runner_limit',
+  }),
+  maxLiveRunners: int(SETTINGS_BOUNDS.maxLiveRunners).openapi({
+    description: 'runners all users together may have at once',
+  }),
 });
 
-function checkLimits(s: { sessionIdleMinutes: number; sessionMaxMinutes: number }, ctx: z.RefinementCtx) {
+function checkLimits(
+  s: { sessionIdleMinutes: number; sessionMaxMinutes: number; maxLiveRunnersPerUser: number; maxLiveRunners: number },
+  ctx: z.RefinementCtx,
+) {
   if (s.sessionMaxMinutes < s.sessionIdleMinutes) {
     ctx.addIssue({
       code: 'custom',
       path: ['sessionMaxMinutes'],
       message: `must be at least sessionIdleMinutes (${s.sessionIdleMinutes})`,
+    });
+  }
+  if (s.maxLiveRunnersPerUser > s.maxLiveRunners) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['maxLiveRunnersPerUser'],
+      message: `must be at most maxLiveRunners (${s.maxLiveRunners})`,
     });
   }
 }
@@ -64,6 +82,8 @@ export const DEFAULT_SETTINGS: Settings = {
   sessionIdleMinutes: 15,
   sessionMaxMinutes: 8 * 60,
   maxMessageBytes: 1024 * 1024,
+  maxLiveRunnersPerUser: 5,
+  maxLiveRunners: 50,
 };
 
 /** A partial update: some or all fields, `defaultModel` merged per backend. Unknown keys are refused. */
@@ -74,6 +94,8 @@ export const SettingsPatchSchema = z
     sessionIdleMinutes: SettingsObject.shape.sessionIdleMinutes.optional(),
     sessionMaxMinutes: SettingsObject.shape.sessionMaxMinutes.optional(),
     maxMessageBytes: SettingsObject.shape.maxMessageBytes.optional(),
+    maxLiveRunnersPerUser: SettingsObject.shape.maxLiveRunnersPerUser.optional(),
+    maxLiveRunners: SettingsObject.shape.maxLiveRunners.optional(),
   })
   .refine((p) => Object.keys(p).length > 0, { message: 'give at least one setting to change' })
   .openapi('SettingsPatch');
@@ -89,6 +111,8 @@ export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
     sessionIdleMinutes: patch.sessionIdleMinutes ?? current.sessionIdleMinutes,
     sessionMaxMinutes: patch.sessionMaxMinutes ?? current.sessionMaxMinutes,
     maxMessageBytes: patch.maxMessageBytes ?? current.maxMessageBytes,
+    maxLiveRunnersPerUser: patch.maxLiveRunnersPerUser ?? current.maxLiveRunnersPerUser,
+    maxLiveRunners: patch.maxLiveRunners ?? current.maxLiveRunners,
   };
 }
 
@@ -119,5 +143,9 @@ export function settingsFromStored(stored: unknown): Settings {
   const merged = out as Settings;
   return SettingsSchema.safeParse(merged).success
     ? merged
-    : { ...merged, sessionMaxMinutes: Math.max(merged.sessionMaxMinutes, merged.sessionIdleMinutes) };
+    : {
+        ...merged,
+        sessionMaxMinutes: Math.max(merged.sessionMaxMinutes, merged.sessionIdleMinutes),
+        maxLiveRunnersPerUser: Math.min(merged.maxLiveRunnersPerUser, merged.maxLiveRunners),
+      };
 }
