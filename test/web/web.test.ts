@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // The web app in real Chromium against the real stack (startStack: wrangler dev serving the
 // built app and the API, the local runner host, real claude and pi CLIs, the offline model).
 // One stack and one browser for the file; each test opens its own context (cookies) or page.
