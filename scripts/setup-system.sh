@@ -5,6 +5,9 @@ set -euo pipefail
 
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+# Page tests drive Debian's Chromium (playwright-core cannot download its own browser here).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
