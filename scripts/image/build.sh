@@ -41,11 +41,8 @@ node_bin="$root/node_modules/node/bin/node"
 # /usr/local/share/ca-certificates; the stand-in base trusts the same CAs (NODE_EXTRA_CA_CERTS)
 # so the Dockerfile's npm ci works here. The registry's node image needs no such thing.
 extra_ca=$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)
-base_key=$( { cat "$0"; echo "$node_version $npm_version"; echo "$extra_ca"; } | sha256sum | cut -c1-12)
-base="localhost/switchyard-node-base:$node_version-bookworm-$base_key"
 
-if ! buildah inspect --type image "$base" >/dev/null 2>&1; then
-  echo "image: building base $base" >&2
+build_base() {
   work=$(mktemp -d)
   trap 'rm -rf "$conf_dir" "$work"' EXIT
   (cd "$work" && npm pack --silent "npm@$npm_version" >/dev/null)
@@ -80,11 +77,19 @@ APT
     --env NODE_VERSION="$node_version" "${ca_env[@]}" --cmd node "$ctr"
   buildah commit --quiet --rm "$ctr" "$base" >/dev/null
   rm -rf "$work"
+}
+
+# The base's tag hashes its recipe and inputs, so it is rebuilt only when one of them changes.
+base_key=$( { declare -f build_base; echo "$node_version $npm_version"; echo "$extra_ca"; } | sha256sum | cut -c1-12)
+base="localhost/switchyard-node-base:$node_version-bookworm-$base_key"
+if ! buildah inspect --type image "$base" >/dev/null 2>&1; then
+  echo "image: building base $base" >&2
+  build_base
 fi
 
 image="localhost/switchyard-runner:local"
 echo "image: building $image from runner/Dockerfile on $base" >&2
-buildah bud --isolation chroot --layers --quiet \
+buildah bud --isolation chroot --layers --force-rm --quiet \
   --build-arg "NODE_IMAGE=$base" \
   -f runner/Dockerfile -t "$image" . >&2
 if [ "${1:-}" = "--print-size" ]; then
