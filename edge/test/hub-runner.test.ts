@@ -154,12 +154,14 @@ describe('runner link: hello, welcome, sequencing', () => {
     const mid = await acceptNext(runner);
     runner.events([{ type: 'text.delta', index: 0, text: 'a' }], mid);
     await runner.waitAck(1);
-    const b = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: runner.runnerId });
+    const credential = runner.of('welcome')[0]?.runnerToken ?? '';
+    const b = await FakeRunner.connect(ctx.app, { token: credential, sessionId: sid, runnerId: runner.runnerId });
     b.hello(sid, { lastSeq: 0 });
     expect((await b.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
-    const c = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    const c = await FakeRunner.connect(ctx.app, { token: credential, sessionId: sid, runnerId: runner.runnerId });
     c.hello(sid, { backend: 'pi' });
     expect((await c.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+    expect(launch.runnerToken).not.toBe(credential);
     runner.close();
   });
 
@@ -200,7 +202,7 @@ describe('runner link: tokens', () => {
     const wrongSession = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: other });
     expect(await wrongSession.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token is for another session' });
 
-    const forged = await mintRunnerToken('another-secret-that-is-long-enough-000000', { sessionId: sid, launchId: launch.launchId, expiresAt: ctx.clock.now() + 60_000 });
+    const forged = await mintRunnerToken('another-secret-that-is-long-enough-000000', { sessionId: sid, launchId: launch.launchId, expiresAt: ctx.clock.now() + 60_000, kind: 'bootstrap' });
     const bad = await FakeRunner.connect(ctx.app, { token: forged, sessionId: sid });
     expect(await bad.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token invalid' });
 
@@ -232,9 +234,46 @@ describe('runner link: tokens', () => {
   it('refuses every runner link when RUNNER_TOKEN_SECRET is missing, and the launch fails saying so', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    const token = await mintRunnerToken(SECRET, { sessionId: sid, launchId: 'x', expiresAt: ctx.clock.now() + 60_000 });
+    const token = await mintRunnerToken(SECRET, { sessionId: sid, launchId: 'x', expiresAt: ctx.clock.now() + 60_000, kind: 'bootstrap' });
     const r = await FakeRunner.connect(ctx.app, { token, sessionId: sid, envOverride: { RUNNER_TOKEN_SECRET: '' } });
     expect(await r.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner links are not configured' });
+  });
+
+  it('token replay: the launch token is spent by the first welcome; a second runner id is refused 4401 and gets nothing', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner, launch, messageId } = await launchAndConnect(ctx, sid, 'secret plans');
+    await runner.waitFor('user_message');
+    // The attacker read the RunTask overrides (DescribeTasks, CloudTrail): the bootstrap token.
+    const thief = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'attacker' });
+    thief.hello(sid);
+    expect(await thief.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized });
+    // Even claiming the real runner's id (it is in the overrides too) does not help.
+    const impostor = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: runner.runnerId });
+    impostor.hello(sid);
+    expect((await impostor.waitClosed()).code).toBe(RunnerCloseCode.unauthorized);
+    for (const t of [thief, impostor]) {
+      expect(t.of('welcome')).toEqual([]);
+      expect(t.of('user_message')).toEqual([]);
+    }
+    // The real runner was not displaced and still gets the next message.
+    expect(runner.closed).toBeUndefined();
+    runner.send({ type: 'accepted', inReplyTo: messageId });
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], messageId);
+    await runner.waitAck(1);
+    const next = await postMessage(ctx, sid, 'more plans');
+    await runner.waitFor('user_message', (m) => m.messageId === next.body.messageId);
+    // The credential it got is bound to its id: stolen, it still cannot serve under another one.
+    const credential = runner.of('welcome')[0]?.runnerToken ?? '';
+    const claims = await verifyRunnerToken(SECRET, credential, ctx.clock.now());
+    expect(claims).toMatchObject({ ok: true, claims: { kind: 'credential', runnerId: runner.runnerId } });
+    const withCredential = await FakeRunner.connect(ctx.app, { token: credential, sessionId: sid, runnerId: 'attacker-2' });
+    withCredential.hello(sid);
+    expect(await withCredential.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'this credential belongs to another runner' });
+    expect(runner.closed).toBeUndefined();
+    // The launch request carried only the bootstrap token, never a credential.
+    expect(await verifyRunnerToken(SECRET, launch.runnerToken, ctx.clock.now())).toMatchObject({ ok: true, claims: { kind: 'bootstrap' } });
+    runner.close();
   });
 
   it('renews the token over the link at half-life', async () => {

@@ -1,21 +1,24 @@
 import { fromBase64, toBase64Url } from '../auth/encoding.ts';
 
 // Runner tokens: `syr1.<payload>.<mac>`, both parts base64url. The payload is the JSON
-// `{"s":sessionId,"l":launchId,"e":expiresAtSeconds}`; the mac is HMAC-SHA256 over
-// `syr1.<payload>` with RUNNER_TOKEN_SECRET. A token is good for one session and one launch
-// (so a runner the hub replaced or stopped cannot come back with it) until it expires. The hub
-// mints one per launch and renews it over the link; nothing stores them.
+// `{"s":sessionId,"l":launchId,"e":expiresAtSeconds,"k":"b"|"c","r"?:runnerId}`; the mac is
+// HMAC-SHA256 over `syr1.<payload>` with RUNNER_TOKEN_SECRET. A token is good for one session and
+// one launch (so a runner the hub replaced or stopped cannot come back with it) until it expires.
+// Two kinds: the *bootstrap* token (`b`) rides in the launch request (RunTask overrides, which
+// ECS DescribeTasks and CloudTrail show) and is spent by the first welcome; the *credential*
+// (`c`) names the runner it was issued to and only ever travels over the runner link (welcome,
+// renewals). Nothing stores them.
 
 export const RUNNER_TOKEN_PREFIX = 'syr1';
 /** Shorter secrets are refused: the HMAC key is the whole of a runner's authority. */
 export const MIN_SECRET_LENGTH = 32;
 
-export interface RunnerClaims {
+export type RunnerClaims = {
   sessionId: string;
   launchId: string;
   /** Milliseconds since the epoch. */
   expiresAt: number;
-}
+} & ({ kind: 'bootstrap' } | { kind: 'credential'; runnerId: string });
 
 export type VerifyResult = { ok: true; claims: RunnerClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
@@ -42,7 +45,15 @@ function fromBase64Url(text: string): Uint8Array | null {
 
 export async function mintRunnerToken(secret: string, claims: RunnerClaims): Promise<string> {
   const payload = toBase64Url(
-    encoder.encode(JSON.stringify({ s: claims.sessionId, l: claims.launchId, e: Math.floor(claims.expiresAt / 1000) })),
+    encoder.encode(
+      JSON.stringify({
+        s: claims.sessionId,
+        l: claims.launchId,
+        e: Math.floor(claims.expiresAt / 1000),
+        k: claims.kind === 'bootstrap' ? 'b' : 'c',
+        ...(claims.kind === 'credential' && { r: claims.runnerId }),
+      }),
+    ),
   );
   const signed = `${RUNNER_TOKEN_PREFIX}.${payload}`;
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', await keyFor(secret), encoder.encode(signed)));
@@ -71,11 +82,13 @@ export async function verifyRunnerToken(secret: string, token: string, now: numb
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  const p = parsed as { s?: unknown; l?: unknown; e?: unknown };
+  const p = parsed as { s?: unknown; l?: unknown; e?: unknown; k?: unknown; r?: unknown };
   if (typeof p.s !== 'string' || typeof p.l !== 'string' || typeof p.e !== 'number' || !Number.isInteger(p.e)) {
     return { ok: false, reason: 'malformed' };
   }
+  if (p.k !== 'b' && !(p.k === 'c' && typeof p.r === 'string' && p.r !== '')) return { ok: false, reason: 'malformed' };
   const expiresAt = p.e * 1000;
   if (expiresAt <= now) return { ok: false, reason: 'expired' };
-  return { ok: true, claims: { sessionId: p.s, launchId: p.l, expiresAt } };
+  const base = { sessionId: p.s, launchId: p.l, expiresAt };
+  return { ok: true, claims: p.k === 'b' ? { ...base, kind: 'bootstrap' } : { ...base, kind: 'credential', runnerId: String(p.r) } };
 }

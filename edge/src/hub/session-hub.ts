@@ -55,6 +55,11 @@ interface LaunchRecord {
   /** A welcomed runner socket is open. */
   connected: boolean;
   runnerId: string | null;
+  /**
+   * The runner that presented the bootstrap token first. Until the welcome, only it may present
+   * that token again (a retry); after the welcome nobody may (the token is spent).
+   */
+  bootstrapRunnerId?: string | null;
   /** The link dropped without a bye at this time; the runner has reconnectGrace to return. */
   disconnectedAt: number | null;
   nextPollAt: number | null;
@@ -95,6 +100,8 @@ interface RunnerAttachment {
   kind: 'runner';
   launchId: string;
   runnerId: string | null;
+  /** What the link was opened with; a credential names the only runner id it may say hello as. */
+  auth?: { kind: 'bootstrap' } | { kind: 'credential'; runnerId: string };
 }
 
 const FRESH_META: Meta = {
@@ -112,6 +119,7 @@ const FRESH_META: Meta = {
 };
 
 const OPEN = 1;
+const BOOTSTRAP_SPENT = 'the launch token was already exchanged; reconnect with the credential from welcome';
 
 export function transcriptKey(sessionId: string): string {
   return `sessions/${sessionId}/transcript.json`;
@@ -571,6 +579,7 @@ export class SessionHub extends DurableObject<Env> {
         sessionId: session.id,
         launchId: launch.id,
         expiresAt: this.now + this.timings.tokenTtlMs,
+        kind: 'bootstrap',
       });
       ref = await this.launcher().start({
         sessionId: session.id,
@@ -698,7 +707,7 @@ export class SessionHub extends DurableObject<Env> {
     }
     if (launch.connected && launch.tokenRenewAt !== null && now >= launch.tokenRenewAt) {
       const ws = this.liveRunner();
-      const token = ws === undefined ? undefined : await this.mint(launch);
+      const token = ws === undefined || launch.runnerId === null ? undefined : await this.mint(launch, launch.runnerId);
       if (ws !== undefined && token !== undefined && this.meta.launch?.id === launch.id) {
         this.sendTo(ws, { type: 'token', runnerToken: token });
         launch.tokenRenewAt = this.now + t.tokenTtlMs / 2;
@@ -721,11 +730,18 @@ export class SessionHub extends DurableObject<Env> {
     await this.serialized(() => this.tick());
   }
 
-  private async mint(launch: LaunchRecord): Promise<string | undefined> {
+  /** A credential for `runnerId`: what the runner reconnects with instead of the bootstrap token. */
+  private async mint(launch: LaunchRecord, runnerId: string): Promise<string | undefined> {
     const session = this.meta.session;
     const secret = this.env.RUNNER_TOKEN_SECRET ?? '';
     if (session === null || secret.length < MIN_SECRET_LENGTH) return undefined;
-    return mintRunnerToken(secret, { sessionId: session.id, launchId: launch.id, expiresAt: this.now + this.timings.tokenTtlMs });
+    return mintRunnerToken(secret, {
+      sessionId: session.id,
+      launchId: launch.id,
+      expiresAt: this.now + this.timings.tokenTtlMs,
+      kind: 'credential',
+      runnerId,
+    });
   }
 
   // ------------------------------------------------------------------ sockets
@@ -736,7 +752,14 @@ export class SessionHub extends DurableObject<Env> {
       return Response.json({ error: { code: 'invalid_request', message: 'WebSocket upgrade required' } }, { status: 426 });
     }
     if (url.pathname === '/viewer') return this.acceptViewer(url.searchParams.get('after'));
-    if (url.pathname === '/runner') return this.acceptRunner(request.headers.get('X-Switchyard-Launch') ?? '');
+    if (url.pathname === '/runner') {
+      const credentialFor = request.headers.get('X-Switchyard-Token-Runner');
+      const auth: RunnerAttachment['auth'] =
+        request.headers.get('X-Switchyard-Token-Kind') === 'credential' && credentialFor !== null
+          ? { kind: 'credential', runnerId: credentialFor }
+          : { kind: 'bootstrap' };
+      return this.acceptRunner(request.headers.get('X-Switchyard-Launch') ?? '', auth);
+    }
     return Response.json({ error: { code: 'not_found', message: 'not found' } }, { status: 404 });
   }
 
@@ -756,7 +779,7 @@ export class SessionHub extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
-  private acceptRunner(launchId: string): Response {
+  private acceptRunner(launchId: string, auth: NonNullable<RunnerAttachment['auth']>): Response {
     const pair = new WebSocketPair();
     const server = pair[1];
     const launch = this.meta.launch;
@@ -770,7 +793,12 @@ export class SessionHub extends DurableObject<Env> {
       closeQuietly(server, RunnerCloseCode.superseded, 'another runner serves this session');
       return new Response(null, { status: 101, webSocket: pair[0] });
     }
-    const attachment: RunnerAttachment = { kind: 'runner', launchId, runnerId: null };
+    if (auth.kind === 'bootstrap' && launch.welcomedAt !== null) {
+      server.accept();
+      closeQuietly(server, RunnerCloseCode.unauthorized, BOOTSTRAP_SPENT);
+      return new Response(null, { status: 101, webSocket: pair[0] });
+    }
+    const attachment: RunnerAttachment = { kind: 'runner', launchId, runnerId: null, auth };
     this.ctx.acceptWebSocket(server, ['runner']);
     server.serializeAttachment(attachment);
     return new Response(null, { status: 101, webSocket: pair[0] });
@@ -923,6 +951,27 @@ export class SessionHub extends DurableObject<Env> {
     if (hello.backend !== session.backend) {
       return this.protocolError(ws, `hello for backend ${hello.backend}; this session is pinned to ${session.backend}`);
     }
+    // Token replay: whoever can read the launch request (ECS DescribeTasks, CloudTrail) holds the
+    // bootstrap token. It binds to the first runner id that says hello with it and dies at the
+    // welcome; later links need the credential, which names its runner.
+    const auth = a.auth ?? { kind: 'bootstrap' };
+    if (auth.kind === 'credential' && auth.runnerId !== hello.runnerId) {
+      closeQuietly(ws, RunnerCloseCode.unauthorized, 'this credential belongs to another runner');
+      return;
+    }
+    if (auth.kind === 'bootstrap') {
+      if (launch.welcomedAt !== null) {
+        closeQuietly(ws, RunnerCloseCode.unauthorized, BOOTSTRAP_SPENT);
+        return;
+      }
+      const bound = launch.bootstrapRunnerId ?? null;
+      if (bound !== null && bound !== hello.runnerId) {
+        closeQuietly(ws, RunnerCloseCode.unauthorized, 'the launch token is bound to another runner');
+        return;
+      }
+      launch.bootstrapRunnerId = hello.runnerId;
+      this.saveMeta();
+    }
     const row = this.sql
       .exec<{ acked_seq: number }>('SELECT acked_seq FROM runner_seqs WHERE runner_id = ?', hello.runnerId)
       .toArray()[0];
@@ -934,7 +983,7 @@ export class SessionHub extends DurableObject<Env> {
     if (row === undefined && hello.lastSeq === 0 && this.meta.transcript !== null) {
       transcript = await this.readTranscript(session.id);
     }
-    const token = await this.mint(launch);
+    const token = await this.mint(launch, hello.runnerId);
     if (this.meta.launch?.id !== launch.id || ws.readyState !== OPEN) return;
     if (row === undefined) this.sql.exec('INSERT INTO runner_seqs (runner_id, acked_seq) VALUES (?, 0)', hello.runnerId);
 

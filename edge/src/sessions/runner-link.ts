@@ -37,7 +37,14 @@ export function runnerLinkRoutes(deps: AppDeps) {
     if (asked !== undefined && asked !== sessionId) {
       return refuse(RunnerCloseCode.unauthorized, 'runner token is for another session');
     }
-    const headers = new Headers({ Upgrade: 'websocket', 'X-Switchyard-Launch': launchId });
+    // The hub decides what the token may do: a bootstrap token only until the first welcome,
+    // a credential only for the runner it names.
+    const headers = new Headers({
+      Upgrade: 'websocket',
+      'X-Switchyard-Launch': launchId,
+      'X-Switchyard-Token-Kind': verdict.claims.kind,
+      ...(verdict.claims.kind === 'credential' && { 'X-Switchyard-Token-Runner': verdict.claims.runnerId }),
+    });
     const stub = c.env.SESSION_HUB.get(c.env.SESSION_HUB.idFromName(sessionId));
     return stub.fetch('https://hub/runner', { headers });
   });
