@@ -1,55 +1,23 @@
 // One session: its header (title, backend, runner state, connection), the conversation folded
-// from the live event stream, and the composer for its owner. Events are queued as they arrive
-// and folded once per animation frame, so a burst of deltas costs one render.
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+// from the live event stream, and the composer for its owner.
+import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
 import { useMe } from '../auth/me.ts';
 import { navigate } from '../router.ts';
 import { refreshSessions, removeSession, upsertSession } from '../sessions/session-list-store.ts';
 import { sessionTitle } from '../sessions/session-sidebar.tsx';
-import { SessionStream, type StreamEvent, type StreamStatus } from '../stream/session-stream.ts';
+import type { StreamStatus } from '../stream/session-stream.ts';
 import { Confirm } from '../ui/confirm.tsx';
 import { StateBadge } from '../ui/state-badge.tsx';
 import { Composer } from './composer.tsx';
-import { applyEvents, type Conversation, emptyConversation, runningTurn } from './conversation.ts';
-import { handleCopyClick } from './markdown-view.tsx';
-import { TurnView } from './turn-view.tsx';
+import { ConversationLog } from './conversation-log.tsx';
+import { runningTurn } from './conversation.ts';
+import { useConversation } from './use-conversation.ts';
 
 type Detail = Schemas['SessionDetail'];
 
 /** The API's default; replaced by the server's value once /api/settings answers. */
 const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
-
-function useConversation(sessionId: string): { conv: Conversation; link: StreamStatus } {
-  const [conv, setConv] = useState(emptyConversation);
-  const [link, setLink] = useState<StreamStatus>({ state: 'connecting' });
-  useEffect(() => {
-    let queue: StreamEvent[] = [];
-    let frame = 0;
-    const flush = () => {
-      frame = 0;
-      const batch = queue;
-      queue = [];
-      setConv((c) => applyEvents(c, batch));
-    };
-    const stream = new SessionStream({
-      sessionId,
-      onEvents: (events) => {
-        queue.push(...events);
-        // Hidden tabs get no animation frames; fold right away there so nothing piles up.
-        if (document.visibilityState === 'hidden') flush();
-        else if (frame === 0) frame = requestAnimationFrame(flush);
-      },
-      onStatus: setLink,
-    });
-    stream.start();
-    return () => {
-      cancelAnimationFrame(frame);
-      stream.stop();
-    };
-  }, [sessionId]);
-  return { conv, link };
-}
 
 function LinkStatus({ link }: { link: StreamStatus }) {
   if (link.state === 'live') return null;
@@ -71,26 +39,6 @@ function LinkStatus({ link }: { link: StreamStatus }) {
   );
 }
 
-/** Keeps the view pinned to the newest output while the reader is at the bottom. */
-function useStickToBottom(dep: unknown) {
-  const ref = useRef<HTMLElement>(null);
-  const pinned = useRef(true);
-  useEffect(() => {
-    const el = ref.current;
-    if (el === null) return;
-    const onScroll = () => {
-      pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
-    };
-    el.addEventListener('scroll', onScroll, { passive: true });
-    return () => el.removeEventListener('scroll', onScroll);
-  }, []);
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (el !== null && pinned.current) el.scrollTop = el.scrollHeight;
-  }, [dep]);
-  return ref;
-}
-
 export function ChatPage({ sessionId }: { sessionId: string }) {
   const me = useMe();
   const [detail, setDetail] = useState<Detail | null>(null);
@@ -102,7 +50,6 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   /** Sent, accepted, and not yet back as message.user: shown right away. */
   const [pending, setPending] = useState<Array<{ messageId: string; text: string }>>([]);
   const { conv, link } = useConversation(sessionId);
-  const scroller = useStickToBottom(conv);
 
   useEffect(() => {
     call(api.GET('/api/sessions/{id}', { params: { path: { id: sessionId } } }))
@@ -198,20 +145,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         )}
         <LinkStatus link={link} />
       </header>
-      <section class="conversation" ref={scroller} role="log" aria-label="Conversation" aria-live="polite" onClick={handleCopyClick}>
-        {conv.turns.length === 0 && unconfirmed.length === 0 && <p class="muted center">No messages yet. Say hello below.</p>}
-        {conv.turns.map((t, i) => (
-          <TurnView key={t.messageId ?? `orphan-${i}`} turn={t} />
-        ))}
-        {unconfirmed.map((p) => (
-          <article class="turn" key={p.messageId}>
-            <div class="msg user pending">
-              <div class="msg-author">You</div>
-              <p class="user-text">{p.text}</p>
-            </div>
-          </article>
-        ))}
-      </section>
+      <ConversationLog conv={conv} pending={unconfirmed} />
       {owner && (
         <Composer
           sessionId={sessionId}

@@ -1,9 +1,20 @@
 import { memo } from 'preact/compat';
+import { markdownPieces } from './markdown-pieces.ts';
 import { renderMarkdown } from './markdown.ts';
 
-/** Sanitized Markdown; re-rendered only when its text changes. */
+const Piece = memo(function Piece({ text }: { text: string }) {
+  return <div class="md-piece" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+});
+
+/** Sanitized Markdown; only pieces whose text changed render again. */
 export const Markdown = memo(function Markdown({ text }: { text: string }) {
-  return <div class="markdown" dangerouslySetInnerHTML={{ __html: renderMarkdown(text) }} />;
+  return (
+    <div class="markdown">
+      {markdownPieces(text).map((p, i) => (
+        <Piece key={i} text={p} />
+      ))}
+    </div>
+  );
 });
 
 /** Copy buttons inside rendered code blocks, handled once for the whole conversation. */
