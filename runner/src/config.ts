@@ -176,10 +176,10 @@ function common(e: z.infer<typeof CommonEnv>): CommonConfig {
     : e.ANTHROPIC_API_KEY
       ? { kind: 'provider', apiKey: e.ANTHROPIC_API_KEY }
       : { kind: 'none' };
-  const retry =
-    e.SWITCHYARD_CLI_RETRIES !== undefined
-      ? { maxRetries: e.SWITCHYARD_CLI_RETRIES, baseDelayMs: e.SWITCHYARD_CLI_RETRY_BASE_MS ?? 1000 }
-      : undefined;
+  // The retry budget for rate limits, overload and unavailability (auth, billing and invalid
+  // requests end at the first failure). The CLIs' own defaults differ (claude 10 retries, ~3 minutes; pi 3
+  // at 2/4/8 s); 5 from 0.5 s doubling is ~15–20 s of waiting in both, each wait a turn.retry.
+  const retry = { maxRetries: e.SWITCHYARD_CLI_RETRIES ?? 5, baseDelayMs: e.SWITCHYARD_CLI_RETRY_BASE_MS ?? 500 };
   return {
     model,
     modelName: e.SWITCHYARD_MODEL,

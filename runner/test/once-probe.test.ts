@@ -92,6 +92,13 @@ describe('once', () => {
     },
   );
 
+  test.each(['claude', 'pi'])('%s: the default retry budget for a 429 is five retries (~15-20 s of backoff), then provider_rate_limited', async (backend) => {
+    model.reset();
+    const r = await run(['once', '--backend', backend, '--prompt', 'fail\n#offline {"error":429}', '--workspace', tempDir('sy-once-')], { SWITCHYARD_MODEL_URL: model.url });
+    expect(r.json).toMatchObject({ ok: false, error: { code: 'provider_rate_limited', retryable: true } });
+    expect(model.requests().filter((q) => q.response?.mainTurn)).toHaveLength(6);
+  });
+
   test('a CLI that answers nothing is an error carrying the first line of its stderr', async () => {
     const r = await run(['once', '--backend', 'pi', '--prompt', 'anything'], {
       SWITCHYARD_MODEL_URL: model.url,

@@ -77,6 +77,13 @@ describe('config', () => {
     expect(c.ok && c.value.workspace).toBe('/w');
   });
 
+  test('the CLI retry budget is 5 retries from 500 ms unless set (the CLIs\' own defaults differ: claude ~3 minutes)', () => {
+    const c = loadServeConfig(base, '/w');
+    expect(c.ok && c.value.retry).toEqual({ maxRetries: 5, baseDelayMs: 500 });
+    const set = loadServeConfig({ ...base, SWITCHYARD_CLI_RETRIES: '0', SWITCHYARD_CLI_RETRY_BASE_MS: '1' }, '/w');
+    expect(set.ok && set.value.retry).toEqual({ maxRetries: 0, baseDelayMs: 1 });
+  });
+
   test('errors name the variable and never echo a value', () => {
     const c = loadServeConfig({ ...base, SWITCHYARD_HUB_URL: 'http://x', SWITCHYARD_STALL_TIMEOUT: 'soon', SWITCHYARD_BACKEND: 'gpt' }, '/w');
     expect(c.ok).toBe(false);
