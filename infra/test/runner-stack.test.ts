@@ -242,8 +242,24 @@ describe('outputs', () => {
       .filter(([, r]) => (r.Properties.Tags as { Key: string; Value: string }[]).some((t) => t.Value === 'Private'))
       .map(([id]) => ({ Ref: id }));
     expect(byDescription['wrangler.toml [env.production.vars] ECS_SUBNETS']).toEqual({ 'Fn::Join': [',', privateSubnets] });
-    const block = JSON.stringify(byDescription['paste into wrangler.toml [env.production.vars]']);
-    for (const name of WRANGLER_VARS) expect(block).toContain(`\\n${name} = \\"`);
+    // Resolved the way CloudFormation will (references stand in as <LogicalId>), the block is
+    // one `NAME = "value"` line per var, in order, each value the var's own output.
+    const resolve = (v: unknown): string => {
+      if (typeof v === 'string') return v;
+      const o = v as Record<string, unknown>;
+      if ('Ref' in o) return `<${String(o.Ref)}>`;
+      if ('Fn::GetAtt' in o) return `<${(o['Fn::GetAtt'] as string[]).join('.')}>`;
+      if ('Fn::Join' in o) {
+        const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
+        return parts.map(resolve).join(sep);
+      }
+      throw new Error(`unexpected intrinsic ${JSON.stringify(v)}`);
+    };
+    const block = resolve(byDescription['paste into wrangler.toml [env.production.vars]']);
+    expect(block.split('\n')).toEqual([
+      '',
+      ...WRANGLER_VARS.map((name) => `${name} = "${resolve(byDescription[`wrangler.toml [env.production.vars] ${name}`])}"`),
+    ]);
   });
 
   it('every one of them is a var of wrangler.toml [env.production.vars]', () => {
