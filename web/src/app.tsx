@@ -94,7 +94,7 @@ export function App() {
             Switchyard
           </a>
           <nav class="topnav" aria-label="Main">
-            <a href="/" aria-current={withSidebar ? 'page' : undefined}>
+            <a href="/" class="nav-sessions" aria-current={withSidebar ? 'page' : undefined}>
               Sessions
             </a>
             <a href="/tokens" aria-current={route.page === 'tokens' ? 'page' : undefined}>

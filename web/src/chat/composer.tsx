@@ -158,7 +158,8 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
           id="message-box"
           ref={box}
           rows={Math.min(8, Math.max(1, text.split('\n').length))}
-          placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line)"
+          placeholder="Message the agent…"
+          aria-describedby="composer-hint"
           value={text}
           onInput={(e) => setText(e.currentTarget.value)}
           onKeyDown={(e) => {
@@ -184,6 +185,9 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
           Send
         </button>
       </div>
+      <p id="composer-hint" class="composer-hint">
+        Enter sends · Shift+Enter adds a line · paste or drop images
+      </p>
     </form>
   );
 }
