@@ -20,6 +20,7 @@ export const ErrorCodeSchema = z.enum([
   'payload_too_large',
   'rate_limited',
   'runner_limit',
+  'session_log_full',
   'backend_unavailable',
   'not_implemented',
   'internal',

@@ -12,6 +12,8 @@ declare namespace Cloudflare {
     RUNNER_POLL_SECONDS?: string;
     RUNNER_STOP_GRACE_SECONDS?: string;
     RUNNER_TOKEN_TTL_SECONDS?: string;
+    /** Largest event log of one session, in MiB; default 256. */
+    SESSION_LOG_MAX_MB?: string;
     /** SSE heartbeat comment interval; default 15 (must stay under 30). */
     SSE_HEARTBEAT_SECONDS?: string;
   }

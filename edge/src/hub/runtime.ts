@@ -18,6 +18,8 @@ export interface HubTimings {
   tokenTtlMs: number;
   /** How long a route waits for the runner's `accepted`/`reject`. */
   replyTimeoutMs: number;
+  /** Bytes of event JSON one session's log may hold; a runner batch past it ends the session's turns. */
+  logMaxBytes: number;
 }
 
 export interface HubRuntime {
@@ -43,6 +45,11 @@ function seconds(value: string | undefined, fallback: number, min: number, max: 
   return Math.round(s * 1000);
 }
 
+function mebibytes(value: string | undefined, fallback: number, min: number, max: number): number {
+  const n = value === undefined || value.trim() === '' ? NaN : Number(value);
+  return Math.round((Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : fallback) * 1024 * 1024);
+}
+
 export function timingsFromEnv(env: Env): HubTimings {
   return {
     connectTimeoutMs: seconds(env.RUNNER_CONNECT_TIMEOUT_SECONDS, 180, 1, 3600),
@@ -51,6 +58,8 @@ export function timingsFromEnv(env: Env): HubTimings {
     stopGraceMs: seconds(env.RUNNER_STOP_GRACE_SECONDS, 30, 1, 600),
     tokenTtlMs: seconds(env.RUNNER_TOKEN_TTL_SECONDS, 30 * 60, 60, 24 * 3600),
     replyTimeoutMs: 10_000,
+    // Far above any real conversation, far below a Durable Object's storage.
+    logMaxBytes: mebibytes(env.SESSION_LOG_MAX_MB, 256, 1, 10_240),
   };
 }
 

@@ -29,7 +29,14 @@ import type {
   TranscriptEntry,
 } from './types.ts';
 import { nextUlid } from './ulid.ts';
-import { toViewerFrames, VIEWER_CLOSE_SESSION_GONE, type StoredEvent } from './viewer-frames.ts';
+import {
+  REPLAY_PAGE_BYTES,
+  REPLAY_PAGE_EVENTS,
+  toViewerFrames,
+  VIEWER_CLOSE_REPLAY_PAGE,
+  VIEWER_CLOSE_SESSION_GONE,
+  type StoredEvent,
+} from './viewer-frames.ts';
 
 // One SessionHub per session (DESIGN.md "Data path"; decisions in "Session hub decisions").
 //
@@ -94,6 +101,10 @@ interface Meta {
   shown: { state: SessionState; reason: string | null } | null;
   transcript: { key: string; sha256: string; bytes: number; resumeId: string; storedAt: number } | null;
   lastEventId: string | null;
+  /** Bytes of event JSON in the log, against `logMaxBytes`. */
+  logBytes?: number;
+  /** The log reached its cap: no more runner events are stored and no new message is taken. */
+  logFull?: boolean;
 }
 
 interface RunnerAttachment {
@@ -119,6 +130,11 @@ const FRESH_META: Meta = {
 };
 
 const OPEN = 1;
+const utf8 = new TextEncoder();
+/** Only the hub says what state a session is in and what the user sent. */
+const HUB_ONLY_EVENTS = new Set<string>(['session.status', 'message.user']);
+const LOG_FULL_MESSAGE = (max: number) =>
+  `this session's event log reached its limit (${Math.round(max / 1024 / 1024)} MiB); start a new session to continue`;
 const BOOTSTRAP_SPENT = 'the launch token was already exchanged; reconnect with the credential from welcome';
 
 export function transcriptKey(sessionId: string): string {
@@ -209,6 +225,7 @@ export class SessionHub extends DurableObject<Env> {
         const data = JSON.stringify(body);
         this.sql.exec('INSERT INTO events (id, type, message_id, data) VALUES (?, ?, ?, ?)', id, event.type, messageId ?? null, data);
         stored.push({ id, type: event.type, data });
+        this.meta.logBytes = (this.meta.logBytes ?? 0) + utf8.encode(data).byteLength;
       }
       this.meta.lastEventId = last;
       also?.();
@@ -354,6 +371,9 @@ export class SessionHub extends DurableObject<Env> {
     if (this.meta.turn !== null) {
       return { ok: false, status: 409, code: 'conflict', message: 'a turn is running; wait for turn.done or interrupt it' };
     }
+    if (this.meta.logFull === true) {
+      return { ok: false, status: 409, code: 'session_log_full', message: LOG_FULL_MESSAGE(this.timings.logMaxBytes) };
+    }
     const now = this.now;
     const messageId = nextUlid(now, null);
     const message: UserMessage = { text: input.text, ...(input.images !== undefined && { images: input.images }) };
@@ -460,13 +480,20 @@ export class SessionHub extends DurableObject<Env> {
     return { ok: true, value: { interrupted: true } };
   }
 
-  async transcript(): Promise<HubResult<{ messages: TranscriptEntry[] }>> {
+  /** One page of the conversation after `after` (an event id); `nextCursor` is null on the last. */
+  async transcript(
+    page: { after: string | null; limit: number } = { after: null, limit: 1000 },
+  ): Promise<HubResult<{ messages: TranscriptEntry[]; nextCursor: string | null }>> {
     if (this.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     const rows = this.sql
       .exec<{ id: string; message_id: string | null; data: string }>(
-        "SELECT id, message_id, data FROM events WHERE type IN ('message.user', 'message.assistant', 'tool.result', 'turn.done') ORDER BY id",
+        "SELECT id, message_id, data FROM events WHERE type IN ('message.user', 'message.assistant', 'tool.result', 'turn.done') AND id > ? ORDER BY id LIMIT ?",
+        page.after ?? '',
+        page.limit + 1,
       )
       .toArray();
+    const more = rows.length > page.limit;
+    if (more) rows.length = page.limit;
     const messages: TranscriptEntry[] = [];
     for (const row of rows) {
       const parsed = AgentEventSchema.safeParse(JSON.parse(row.data));
@@ -487,7 +514,7 @@ export class SessionHub extends DurableObject<Env> {
         });
       }
     }
-    return { ok: true, value: { messages } };
+    return { ok: true, value: { messages, nextCursor: more ? (rows.at(-1)?.id ?? null) : null } };
   }
 
   /** Stops the runner, ends every stream, deletes the log and the stored transcript. */
@@ -771,11 +798,27 @@ export class SessionHub extends DurableObject<Env> {
     const server = pair[1];
     this.ctx.acceptWebSocket(server, ['viewer']);
     // Replay and joining the broadcast set happen in one synchronous step: no event can fall
-    // between what is replayed and what is broadcast next.
-    const rows = this.sql
-      .exec<{ id: string; type: string; data: string }>('SELECT id, type, data FROM events WHERE id > ? ORDER BY id', after ?? '')
-      .toArray() satisfies StoredEvent[];
+    // between what is replayed and what is broadcast next. The replay is paged: a viewer gets at
+    // most one page, then the socket closes and the client resumes from the last id it got, so
+    // a long log is never read into memory at once.
+    const rows: StoredEvent[] = [];
+    let bytes = 0;
+    let more = false;
+    const cursor = this.sql.exec<{ id: string; type: string; data: string }>(
+      'SELECT id, type, data FROM events WHERE id > ? ORDER BY id LIMIT ?',
+      after ?? '',
+      REPLAY_PAGE_EVENTS + 1,
+    );
+    for (const row of cursor) {
+      if (rows.length >= REPLAY_PAGE_EVENTS || (rows.length > 0 && bytes + row.data.length > REPLAY_PAGE_BYTES)) {
+        more = true;
+        break;
+      }
+      rows.push({ id: row.id, type: row.type, data: row.data });
+      bytes += row.data.length;
+    }
     for (const frame of toViewerFrames(rows)) server.send(frame);
+    if (more) closeQuietly(server, VIEWER_CLOSE_REPLAY_PAGE, 'replay page sent; reconnect with Last-Event-ID for the next');
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
@@ -1053,6 +1096,8 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   private onEvents(ws: WebSocket, runnerId: string, events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>): void {
+    const forged = events.find((e) => HUB_ONLY_EVENTS.has(e.event.type));
+    if (forged !== undefined) return this.protocolError(ws, `${forged.event.type} is the hub's to send, not a runner's`);
     let held = this.heldSeq(runnerId);
     const fresh: typeof events = [];
     for (const e of events) {
@@ -1063,6 +1108,9 @@ export class SessionHub extends DurableObject<Env> {
         held = e.seq;
       }
     }
+    if (this.meta.logFull === true) return;
+    const incoming = fresh.reduce((n, e) => n + utf8.encode(JSON.stringify(e.event)).byteLength, 0);
+    if ((this.meta.logBytes ?? 0) + incoming > this.timings.logMaxBytes) return this.logFull();
     let doneTurn = false;
     const stored = this.append(
       fresh.map((e) => ({ event: e.event, messageId: e.messageId })),
@@ -1085,6 +1133,20 @@ export class SessionHub extends DurableObject<Env> {
     this.broadcast(stored);
     this.sendTo(ws, { type: 'ack', seq: held });
     if (doneTurn) this.commit();
+  }
+
+  /**
+   * The log is at its cap: the events that would pass it are dropped (never acked, so the runner
+   * does not count them as delivered), the turn ends with a coded error, the runner is stopped and
+   * new messages are refused. Reading the log (replay, transcript) keeps working.
+   */
+  private logFull(): void {
+    this.meta.logFull = true;
+    const message = LOG_FULL_MESSAGE(this.timings.logMaxBytes);
+    this.emit({ type: 'error', code: 'session_log_full', message, retryable: false });
+    this.endTurn({ type: 'turn.done', stopReason: 'error', error: { code: 'session_log_full', message, retryable: false } });
+    this.stopRunner('the session event log is full');
+    this.commit();
   }
 
   private async onTranscript(ws: WebSocket, runnerId: string, seq: number, transcript: Transcript): Promise<void> {

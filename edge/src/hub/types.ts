@@ -28,7 +28,7 @@ export interface PostMessageInput {
   runnerCaps: RunnerCaps;
 }
 
-export type HubErrorCode = 'not_found' | 'conflict' | 'invalid_request' | 'runner_limit' | 'internal';
+export type HubErrorCode = 'not_found' | 'conflict' | 'invalid_request' | 'runner_limit' | 'session_log_full' | 'internal';
 
 export type HubResult<T> =
   | { ok: true; value: T }

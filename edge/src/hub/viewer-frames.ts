@@ -16,6 +16,16 @@ export interface ViewerFrame {
 /** Close code on a viewer socket when the session is deleted: the SSE stream ends for good. */
 export const VIEWER_CLOSE_SESSION_GONE = 4404;
 
+/**
+ * Close code on a viewer socket after one page of replay: the SSE stream ends and the client
+ * reconnects with Last-Event-ID for the next page (EventSource does so by itself).
+ */
+export const VIEWER_CLOSE_REPLAY_PAGE = 4206;
+
+/** One replay page: at most this many events or bytes of event JSON, whichever comes first. */
+export const REPLAY_PAGE_EVENTS = 2000;
+export const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
+
 /** Keeps each frame far below the WebSocket message limit. */
 export const MAX_VIEWER_FRAME_CHARS = 512 * 1024;
 

@@ -26,6 +26,7 @@ import {
   SessionPageSchema,
   SessionSchema,
   SessionTranscriptSchema,
+  TranscriptQuerySchema,
 } from './schemas.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
 import { deleteSession, findSession, insertSession, listAllSessions, listUserSessions, renameSession, toSession, type SessionRow } from './store.ts';
@@ -218,10 +219,10 @@ const transcriptRoute = createRoute({
   method: 'get',
   path: '/{id}/transcript',
   tags,
-  summary: 'The conversation as normalized messages (owner or admin)',
+  summary: 'The conversation as normalized messages (owner or admin), paged by event id',
   security,
-  request: { params: SessionIdParamSchema },
-  responses: { 200: { description: 'transcript', content: json(SessionTranscriptSchema) }, ...errorResponses(401, 404) },
+  request: { params: SessionIdParamSchema, query: TranscriptQuerySchema },
+  responses: { 200: { description: 'transcript', content: json(SessionTranscriptSchema) }, ...errorResponses(400, 401, 404) },
 });
 
 export function sessionRoutes(deps: AppDeps) {
@@ -342,9 +343,10 @@ export function sessionRoutes(deps: AppDeps) {
 
   app.openapi(transcriptRoute, async (c) => {
     const row = c.get('session');
-    const result = await hubFor(c.env, row.id).transcript();
+    const q = c.req.valid('query');
+    const result = await hubFor(c.env, row.id).transcript({ after: q.after ?? null, limit: q.limit });
     if (!result.ok) return hubError(c, result);
-    return c.json({ sessionId: row.id, backend: row.backend, messages: result.value.messages }, 200);
+    return c.json({ sessionId: row.id, backend: row.backend, ...result.value }, 200);
   });
 
   return app;

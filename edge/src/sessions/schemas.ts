@@ -130,5 +130,19 @@ const TranscriptEntrySchema = z.discriminatedUnion('role', [
 ]);
 
 export const SessionTranscriptSchema = z
-  .object({ sessionId: z.string(), backend: BackendSchema, messages: z.array(TranscriptEntrySchema) })
+  .object({
+    sessionId: z.string(),
+    backend: BackendSchema,
+    messages: z.array(TranscriptEntrySchema),
+    nextCursor: z.string().nullable().openapi({ description: 'pass as `after` for the next page; null on the last' }),
+  })
   .openapi('SessionTranscript');
+
+export const TranscriptQuerySchema = z.strictObject({
+  after: z
+    .string()
+    .regex(ULID_PATTERN, 'must be an event id (a nextCursor)')
+    .optional()
+    .openapi({ description: 'entries after this event id' }),
+  limit: z.coerce.number().int().min(1).max(1000).default(1000).openapi({ description: 'entries per page (1-1000, default 1000)' }),
+});

@@ -1,0 +1,120 @@
+import { runInDurableObject } from 'cloudflare:test';
+import { RunnerCloseCode } from '@switchyard/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import { REPLAY_PAGE_EVENTS } from '../src/hub/viewer-frames.ts';
+import { expectError } from './helpers.ts';
+import { call, createSession, hubContext, hubStub, launchAndConnect, postMessage, SseReader, until } from './hub-helpers.ts';
+
+// Attacks on the hub by a runner that misbehaves (a compromised CLI host) and by sheer log size.
+
+afterEach(() => setHubRuntimeForTests({}));
+
+async function logTypes(sessionId: string): Promise<string[]> {
+  return runInDurableObject(hubStub(sessionId), (_hub, state) =>
+    state.storage.sql.exec<{ type: string }>('SELECT type FROM events ORDER BY id').toArray().map((r) => r.type),
+  );
+}
+
+describe('hub-only event types', () => {
+  for (const forged of [
+    { type: 'session.status' as const, state: 'stopped' as const, reason: 'an admin stopped this (not really)' },
+    { type: 'message.user' as const, messageId: '01J00000000000000000000000', text: 'words the user never wrote' },
+  ]) {
+    it(`refuses ${forged.type} from a runner: protocol error, nothing logged or shown`, async () => {
+      const ctx = await hubContext();
+      const sid = await createSession(ctx);
+      const { runner, messageId } = await launchAndConnect(ctx, sid);
+      const sse = await SseReader.open(ctx, sid);
+      await sse.waitFor((e) => e.event === 'message.user', 'the real message.user');
+      const before = await logTypes(sid);
+      runner.events([forged], messageId);
+      expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+      expect(await logTypes(sid)).toEqual(before);
+      expect(sse.events.filter((e) => JSON.stringify(e.data).includes('not really') || JSON.stringify(e.data).includes('never wrote'))).toEqual([]);
+      await sse.close();
+    });
+  }
+});
+
+describe('log size cap', () => {
+  it('stops storing at the cap with a coded error, ends the turn, stops the runner and refuses new messages', async () => {
+    const ctx = await hubContext({ logMaxBytes: 16 * 1024 });
+    const sid = await createSession(ctx);
+    const { runner, messageId } = await launchAndConnect(ctx, sid);
+    runner.send({ type: 'accepted', inReplyTo: messageId });
+    const chunk = 'x'.repeat(1000);
+    for (let i = 0; i < 40; i++) runner.events([{ type: 'text.delta', index: 0, text: chunk }], messageId);
+    await runner.waitFor('shutdown');
+    const types = await logTypes(sid);
+    const deltas = types.filter((t) => t === 'text.delta').length;
+    expect(deltas).toBeGreaterThan(5);
+    expect(deltas).toBeLessThan(16);
+    const bytes = await runInDurableObject(hubStub(sid), (_hub, state) =>
+      state.storage.sql.exec<{ n: number }>('SELECT sum(length(data)) AS n FROM events').one().n,
+    );
+    // The cap plus the hub's own closing events (error, turn.done, status).
+    expect(bytes).toBeLessThan(16 * 1024 + 2048);
+    expect(types).toContain('error');
+    const sse = await SseReader.open(ctx, sid);
+    const done = await sse.waitFor((e) => e.event === 'turn.done', 'turn.done');
+    expect(done.data).toMatchObject({ stopReason: 'error', error: { code: 'session_log_full' } });
+    const refused = expectError(await postMessage(ctx, sid, 'more'), 409, 'session_log_full');
+    expect(refused.message).toMatch(/event log reached its limit .* start a new session/);
+    await sse.close();
+    runner.close();
+  });
+});
+
+describe('paged reads', () => {
+  it('replays at most one page per connection; the client resumes with Last-Event-ID and gets the rest exactly once', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner, messageId } = await launchAndConnect(ctx, sid);
+    runner.send({ type: 'accepted', inReplyTo: messageId });
+    const total = REPLAY_PAGE_EVENTS + 300;
+    for (let b = 0; b < total / 100; b++) {
+      runner.events(Array.from({ length: 100 }, (_, i) => ({ type: 'text.delta' as const, index: 0, text: `${b * 100 + i}` })), messageId);
+    }
+    await runner.waitAck(total);
+    const first = await SseReader.open(ctx, sid);
+    await until(() => first.done || undefined, 'the first page to end the stream');
+    expect(first.events).toHaveLength(REPLAY_PAGE_EVENTS);
+    const second = await SseReader.open(ctx, sid, { lastEventId: first.events.at(-1)!.id });
+    const all = (await logTypes(sid)).length;
+    await second.waitCount(all - REPLAY_PAGE_EVENTS);
+    const ids = [...first.events, ...second.events].map((e) => e.id);
+    expect(new Set(ids).size).toBe(all);
+    expect(second.done).toBe(false);
+    await second.close();
+    runner.close();
+  });
+
+  it('pages /transcript with limit and nextCursor; bad paging input is 400 naming the field', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner, messageId } = await launchAndConnect(ctx, sid);
+    runner.send({ type: 'accepted', inReplyTo: messageId });
+    runner.events(
+      [
+        { type: 'message.assistant', content: [{ type: 'text', text: 'one' }] },
+        { type: 'message.assistant', content: [{ type: 'text', text: 'two' }] },
+        { type: 'turn.done', stopReason: 'end_turn' },
+      ],
+      messageId,
+    );
+    await runner.waitAck(3);
+    const page1 = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=2`, { token: ctx.token });
+    expect(page1.status).toBe(200);
+    expect(page1.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+    expect(page1.body.nextCursor).toBe(page1.body.messages[1].eventId);
+    const page2 = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=2&after=${page1.body.nextCursor}`, { token: ctx.token });
+    expect(page2.body.messages.map((m: { role: string }) => m.role)).toEqual(['assistant', 'turn']);
+    expect(page2.body.nextCursor).toBeNull();
+    const whole = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: ctx.token });
+    expect(whole.body.messages).toHaveLength(4);
+    expect(expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=0`, { token: ctx.token }), 400).field).toBe('limit');
+    expect(expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?after=nope`, { token: ctx.token }), 400).field).toBe('after');
+    runner.close();
+  });
+});
