@@ -12,7 +12,8 @@ const context = (key: string): string | undefined => {
 };
 const prefix = context('prefix');
 const modelUrl = context('modelUrl');
-new RunnerStack(app, 'SwitchyardRunners', {
+// A prefix names a separate stack, so a second deployment in one account never updates the first.
+new RunnerStack(app, prefix === undefined ? 'SwitchyardRunners' : `SwitchyardRunners-${prefix}`, {
   description: 'Switchyard runners: VPC, ECS Fargate cluster and task definition, model key, edge identity',
   ...(prefix === undefined ? {} : { prefix }),
   ...(modelUrl === undefined ? {} : { modelUrl }),
