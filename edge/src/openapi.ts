@@ -13,8 +13,8 @@ export function serveOpenApi(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerComponent('securitySchemes', 'cookie', {
     type: 'apiKey',
     in: 'cookie',
-    name: 'sy_session',
-    description: "set by login; unsafe methods must carry this app's Origin",
+    name: '__Host-sy_session',
+    description: "set by login (named `sy_session` on plain-http loopback origins); unsafe methods must carry this app's Origin",
   });
   app.doc31(OPENAPI_PATH, {
     openapi: '3.1.0',

@@ -215,3 +215,43 @@ describe('unknown routes and health', () => {
     expect(r.body).toEqual({ ok: true });
   });
 });
+
+describe('the __Host- cookie prefix over https', () => {
+  it('sets __Host-sy_session (Secure, Path=/, no Domain) over https and ignores a planted bare sy_session there', async () => {
+    const { app, clock } = makeApp();
+    const u = await createUser();
+    const base = 'https://switchyard.test';
+    const r = await call(app, 'POST', '/api/auth/login', { base, body: { username: u.username, password: u.password } });
+    const setCookie = r.headers.get('Set-Cookie') ?? '';
+    expect(setCookie).toMatch(/^__Host-sy_session=/);
+    expect(setCookie).toMatch(/Secure/);
+    expect(setCookie).toMatch(/Path=\//);
+    expect(setCookie).not.toMatch(/Domain=/i);
+    expect((await call(app, 'GET', '/api/me', { base, cookie: r.body.token })).status).toBe(200);
+    // A cookie a sibling subdomain or an http page could have set (cookie tossing) is not read.
+    const planted = await tokenFor(u.id, clock);
+    const res = await app.request(`${base}/api/me`, { headers: { Cookie: `sy_session=${planted}` } }, env);
+    expect(res.status).toBe(401);
+    // Logout clears the same name.
+    const out = await call(app, 'POST', '/api/auth/logout', { base, cookie: r.body.token });
+    expect(out.status).toBe(204);
+    expect(out.headers.get('Set-Cookie')).toMatch(/^__Host-sy_session=;/);
+  });
+});
+
+describe('audit of failed logins', () => {
+  it('records each evaluated failure with the name and address, never the password', async () => {
+    const { app } = makeApp();
+    const u = await createUser();
+    await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: 'hunter2-guess' }, address: '10.60.0.1' });
+    await call(app, 'POST', '/api/auth/login', { body: { username: 'nobody-here', password: 'hunter2-guess' }, address: '10.60.0.2' });
+    const { results } = await env.DB.prepare("SELECT target, after FROM audit_log WHERE action = 'auth.login_failed' AND (target = ? OR target = ?) ORDER BY id")
+      .bind(`user:${u.id}`, 'account:nobody-here')
+      .all<{ target: string; after: string }>();
+    expect(results.map((r) => [r.target, JSON.parse(r.after)])).toEqual([
+      [`user:${u.id}`, { username: u.username, address: '10.60.0.1' }],
+      ['account:nobody-here', { username: 'nobody-here', address: '10.60.0.2' }],
+    ]);
+    expect(JSON.stringify(results)).not.toContain('hunter2');
+  });
+});

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { call, createUser, expectError, makeApp, tokenFor } from './helpers.ts';
+import { call, createUser, DEFAULT_PASSWORD, expectError, makeApp, tokenFor } from './helpers.ts';
 
 async function setup() {
   const { app, clock } = makeApp();
   const u = await createUser();
   const cookie = await tokenFor(u.id, clock);
   const bearer = await tokenFor(u.id, clock);
-  const body = { name: `t${Math.random()}` };
+  const body = { name: `t${Math.random()}`, currentPassword: DEFAULT_PASSWORD };
   return { app, cookie, bearer, body };
 }
 
@@ -46,14 +46,14 @@ describe('CSRF: cookie-authenticated unsafe requests', () => {
 describe('CSRF: bearer-authenticated requests', () => {
   it('are not affected by Origin at all', async () => {
     const { app, bearer } = await setup();
-    expect((await call(app, 'POST', '/api/tokens', { token: bearer, origin: null, body: { name: 'b1' } })).status).toBe(201);
-    expect((await call(app, 'POST', '/api/tokens', { token: bearer, origin: 'https://evil.test', body: { name: 'b2' } })).status).toBe(201);
+    expect((await call(app, 'POST', '/api/tokens', { token: bearer, origin: null, body: { name: 'b1', currentPassword: DEFAULT_PASSWORD } })).status).toBe(201);
+    expect((await call(app, 'POST', '/api/tokens', { token: bearer, origin: 'https://evil.test', body: { name: 'b2', currentPassword: DEFAULT_PASSWORD } })).status).toBe(201);
   });
 
   it('win over a cookie sent alongside, so a cross-site cookie cannot ride on them', async () => {
     const { app, bearer, cookie } = await setup();
     expect(
-      (await call(app, 'POST', '/api/tokens', { token: bearer, cookie, origin: 'https://evil.test', body: { name: 'b3' } })).status,
+      (await call(app, 'POST', '/api/tokens', { token: bearer, cookie, origin: 'https://evil.test', body: { name: 'b3', currentPassword: DEFAULT_PASSWORD } })).status,
     ).toBe(201);
   });
 });

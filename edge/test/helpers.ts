@@ -128,7 +128,9 @@ export async function call(app: TestApp, method: string, path: string, opts: Cal
   else if (opts.body !== undefined) body = JSON.stringify(opts.body);
   if (body !== undefined && opts.contentType !== null) headers.set('Content-Type', opts.contentType ?? 'application/json');
   if (opts.token !== undefined) headers.set('Authorization', `Bearer ${opts.token}`);
-  if (opts.cookie !== undefined) headers.set('Cookie', `sy_session=${opts.cookie}`);
+  // The name the app uses for that origin: `__Host-` over https.
+  const cookieName = (opts.base ?? ORIGIN).startsWith('https:') ? '__Host-sy_session' : 'sy_session';
+  if (opts.cookie !== undefined) headers.set('Cookie', `${cookieName}=${opts.cookie}`);
   const base = opts.base ?? ORIGIN;
   // Same-origin by default for cookie requests, like a browser page of this app would send.
   const origin = opts.origin === undefined ? (opts.cookie !== undefined ? base : null) : opts.origin;

@@ -1,9 +1,10 @@
+import { env } from 'cloudflare:workers';
 import { runInDurableObject } from 'cloudflare:test';
 import { RunnerCloseCode } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { REPLAY_PAGE_EVENTS } from '../src/hub/viewer-frames.ts';
-import { expectError } from './helpers.ts';
+import { adminWithToken, expectError } from './helpers.ts';
 import { call, createSession, hubContext, hubStub, launchAndConnect, postMessage, SseReader, until } from './hub-helpers.ts';
 
 // Attacks on the hub by a runner that misbehaves (a compromised CLI host) and by sheer log size.
@@ -116,5 +117,32 @@ describe('paged reads', () => {
     expect(expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=0`, { token: ctx.token }), 400).field).toBe('limit');
     expect(expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?after=nope`, { token: ctx.token }), 400).field).toBe('after');
     runner.close();
+  });
+});
+
+describe('audit of an admin in another user’s session', () => {
+  it('records reads and the delete; the owner’s own reads leave no entry', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const admin = await adminWithToken(ctx.clock);
+    const entries = async () =>
+      (
+        await env.DB.prepare('SELECT action, actor_id, before, after FROM audit_log WHERE target = ? ORDER BY id')
+          .bind(`session:${sid}`)
+          .all<{ action: string; actor_id: string; before: string | null; after: string | null }>()
+      ).results;
+    expect((await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token })).status).toBe(200);
+    expect(await entries()).toEqual([]);
+    expect((await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: admin.token })).status).toBe(200);
+    expect((await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: admin.token })).status).toBe(200);
+    expect((await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: admin.token })).status).toBe(204);
+    const got = await entries();
+    expect(got.map((e) => [e.action, e.actor_id])).toEqual([
+      ['session.read', admin.user.id],
+      ['session.read', admin.user.id],
+      ['session.delete', admin.user.id],
+    ]);
+    expect(JSON.parse(got[1]!.after!)).toEqual({ ownerId: ctx.user.id, route: '/transcript' });
+    expect(JSON.parse(got[2]!.before!)).toMatchObject({ ownerId: ctx.user.id });
   });
 });

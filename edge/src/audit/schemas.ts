@@ -8,6 +8,9 @@ export const AuditActionSchema = z.enum([
   'user.delete',
   'token.create',
   'token.revoke',
+  'auth.login_failed',
+  'session.read',
+  'session.delete',
 ]);
 export type AuditAction = z.infer<typeof AuditActionSchema>;
 

@@ -28,7 +28,7 @@ const loginRoute = createRoute({
   request: { body: { required: true, content: json(LoginSchema) } },
   responses: {
     200: {
-      description: 'logged in; also sets the HttpOnly `sy_session` cookie',
+      description: 'logged in; also sets the HttpOnly session cookie (`__Host-sy_session` over https, `sy_session` on plain-http loopback)',
       content: json(LoginResultSchema),
     },
     ...errorResponses(400, 401, 403, 413, 415, 429),
@@ -85,6 +85,19 @@ export function authRoutes(deps: AppDeps) {
     const user = await findUserByUsername(db, username);
     const ok = await deps.verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
     if (!ok || user === null || user.disabled !== 0) {
+      // Evaluated failures only (refused attempts never reach PBKDF2), so the throttle bounds these.
+      await auditInsert(
+        db,
+        {
+          at: now,
+          actor: null,
+          action: 'auth.login_failed',
+          target: user === null ? `account:${id.account}` : `user:${user.id}`,
+          before: null,
+          after: { username, address: id.address, ...(user !== null && user.disabled !== 0 && ok && { disabled: true }) },
+        },
+        { onlyIfPreviousChanged: false },
+      ).statement.run();
       // Already counted by the reservation; the failure that reached a limit answers 429 itself.
       if (reservation.lockedBy !== null) {
         c.header('Retry-After', String(reservation.lockedBy.retryAfterSeconds));

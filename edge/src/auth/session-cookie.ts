@@ -2,6 +2,12 @@ import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 
 export const SESSION_COOKIE = 'sy_session';
+/**
+ * Over https the cookie is `__Host-sy_session`: browsers accept that name only with Secure,
+ * Path=/ and no Domain, so a sibling subdomain or a plain-http page cannot set or shadow it
+ * (cookie tossing). Plain http (loopback dev) cannot carry Secure, so there it keeps the bare name.
+ */
+export const HOST_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 
 // Browsers refuse Secure cookies over plain http, and local dev is plain http on loopback.
 function isLocalHost(hostname: string): boolean {
@@ -17,20 +23,28 @@ function secure(c: Context): boolean {
   return !isLocalHost(new URL(c.req.url).hostname);
 }
 
+/** `__Host-` needs Secure, which needs https: a loopback origin served over https gets it too. */
+function cookieName(c: Context): string {
+  return secure(c) || new URL(c.req.url).protocol === 'https:' ? HOST_SESSION_COOKIE : SESSION_COOKIE;
+}
+
 export function setSessionCookie(c: Context, secret: string, expiresAt: number, now: number): void {
-  setCookie(c, SESSION_COOKIE, secret, {
+  const name = cookieName(c);
+  setCookie(c, name, secret, {
     httpOnly: true,
     sameSite: 'Lax',
-    secure: secure(c),
+    secure: name === HOST_SESSION_COOKIE || secure(c),
     path: '/',
     maxAge: Math.max(0, Math.floor((expiresAt - now) / 1000)),
   });
 }
 
 export function clearSessionCookie(c: Context): void {
-  deleteCookie(c, SESSION_COOKIE, { httpOnly: true, sameSite: 'Lax', secure: secure(c), path: '/' });
+  const name = cookieName(c);
+  deleteCookie(c, name, { httpOnly: true, sameSite: 'Lax', secure: name === HOST_SESSION_COOKIE || secure(c), path: '/' });
 }
 
 export function readSessionCookie(c: Context): string | undefined {
-  return getCookie(c, SESSION_COOKIE);
+  // Only the name this origin sets: over https a bare `sy_session` could have been planted.
+  return getCookie(c, cookieName(c));
 }

@@ -8,6 +8,7 @@ import { apiError, errorResponses } from '../errors.ts';
 import type { HubResult, HubSnapshot } from '../hub/types.ts';
 import { newId, ULID_PATTERN } from '../ids.ts';
 import { AUTHENTICATED } from '../openapi.ts';
+import { auditInsert } from '../audit/store.ts';
 import { readSettings } from '../settings/store.ts';
 import { hit, type RateRule } from '../rate-limit.ts';
 import { validationHook } from '../validation.ts';
@@ -92,7 +93,7 @@ function detail(row: SessionRow, snap: HubSnapshot) {
  * existence never leaks) unless the caller is an admin; `owner` routes refuse admins who are
  * not the owner with 403.
  */
-function sessionAccess(mode: 'read' | 'owner'): MiddlewareHandler<SessionsEnv> {
+function sessionAccess(deps: AppDeps, mode: 'read' | 'owner'): MiddlewareHandler<SessionsEnv> {
   return async (c, next) => {
     const id = c.req.param('id') ?? '';
     if (!ULID_PATTERN.test(id)) return apiError(c, 404, 'not_found', 'no such session');
@@ -103,6 +104,23 @@ function sessionAccess(mode: 'read' | 'owner'): MiddlewareHandler<SessionsEnv> {
     }
     if (mode === 'owner' && row.user_id !== user.id) {
       return apiError(c, 403, 'forbidden', "only the session's owner can do this");
+    }
+    if (row.user_id !== user.id) {
+      // An admin looking into (or deleting) someone else's conversation leaves a trace.
+      const now = deps.clock();
+      const deleting = c.req.method === 'DELETE';
+      await auditInsert(
+        c.env.DB,
+        {
+          at: now,
+          actor: user,
+          action: deleting ? 'session.delete' : 'session.read',
+          target: `session:${row.id}`,
+          before: deleting ? { ownerId: row.user_id, title: row.title } : null,
+          after: deleting ? null : { ownerId: row.user_id, route: new URL(c.req.url).pathname.replace(/^.*\/sessions\/[^/]+/, '') || '/' },
+        },
+        { onlyIfPreviousChanged: false },
+      ).statement.run();
     }
     c.set('session', row);
     await next();
@@ -234,11 +252,11 @@ export function sessionRoutes(deps: AppDeps) {
   });
   app.on('POST', '/', smallBody);
   app.on('PATCH', '/:id', smallBody);
-  app.use('/:id/messages', sessionAccess('owner'), messageSizeLimit);
-  app.use('/:id/interrupt', sessionAccess('owner'));
-  app.use('/:id/events', sessionAccess('read'));
-  app.use('/:id/transcript', sessionAccess('read'));
-  app.use('/:id', sessionAccess('read'));
+  app.use('/:id/messages', sessionAccess(deps, 'owner'), messageSizeLimit);
+  app.use('/:id/interrupt', sessionAccess(deps, 'owner'));
+  app.use('/:id/events', sessionAccess(deps, 'read'));
+  app.use('/:id/transcript', sessionAccess(deps, 'read'));
+  app.use('/:id', sessionAccess(deps, 'read'));
 
   app.openapi(createRoute_, async (c) => {
     // An absent or empty body is `{}`: POST /api/sessions with nothing is a valid request.
