@@ -24,10 +24,15 @@ export class TurnTracker {
     this.stoppedFor = undefined;
   }
 
-  /** Ends the CLI's retrying once per turn: `line` is the CLI's own stop command. */
-  stopRetrying(error: ErrorInfo, line: string): void {
-    if (!this.turnOpen || this.stoppedFor) return;
-    this.stoppedFor = error;
+  /**
+   * Ends the CLI's retrying: `line` is the CLI's own stop command. The first
+   * error is the one reported; `once` sends the line only the first time
+   * (claude's interrupt ends the whole turn; pi's abort_retry only the wait in progress).
+   */
+  stopRetrying(error: ErrorInfo, line: string, once = true): void {
+    if (!this.turnOpen) return;
+    if (this.stoppedFor && once) return;
+    this.stoppedFor ??= error;
     this.input.push(line);
   }
 

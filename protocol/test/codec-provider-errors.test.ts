@@ -69,6 +69,11 @@ describe('pi codec', () => {
     expect(codec.parse(JSON.stringify({ type: 'auto_retry_start', attempt: 1, maxAttempts: 3, delayMs: 2000, errorMessage }))).toEqual([]);
     const input = codec.takeInput();
     expect(input.map((l) => JSON.parse(l) as { type: string })).toEqual([expect.objectContaining({ type: 'abort_retry' })]);
+    // An abort_retry that landed after the wait ended stopped nothing: pi retries again, and is told again.
+    codec.parse(assistantEnd);
+    codec.parse(JSON.stringify({ type: 'agent_end', messages: [] }));
+    expect(codec.parse(JSON.stringify({ type: 'auto_retry_start', attempt: 2, maxAttempts: 3, delayMs: 4000, errorMessage }))).toEqual([]);
+    expect(codec.takeInput().map((l) => JSON.parse(l) as { type: string })).toEqual([expect.objectContaining({ type: 'abort_retry' })]);
     const done = codec.parse(JSON.stringify({ type: 'auto_retry_end', success: false, attempt: 1, finalError: 'Retry cancelled' }));
     expect(done).toEqual([
       expect.objectContaining({ type: 'turn.done', stopReason: 'error', error: expect.objectContaining({ code: 'provider_auth', retryable: false }) }),

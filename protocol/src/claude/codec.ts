@@ -84,7 +84,7 @@ export class ClaudeCodec implements AgentCodec {
         return this.result(msg);
       case 'assistant':
         // A synthetic message (claude's own text for a failed request) carries its error category.
-        if (typeof msg.error === 'string' && obj(msg, 'message')?.model === '<synthetic>') this.providerFacts.type = msg.error;
+        if (typeof msg.error === 'string' && msg.error !== 'unknown' && obj(msg, 'message')?.model === '<synthetic>') this.providerFacts.type = msg.error;
         // Otherwise `assistant` snapshots repeat what the stream already delivered (invariant 2).
         return [];
       default:
@@ -121,7 +121,8 @@ export class ClaudeCodec implements AgentCodec {
       const delayMs = num(msg, 'retry_delay_ms');
       const status = num(msg, 'error_status');
       const error = msg.error;
-      const type = typeof error === 'string' ? error : isObj(error) ? str(error, 'message') : undefined;
+      // claude's category `unknown` (a cut stream, say) says nothing.
+      const type = typeof error === 'string' ? (error === 'unknown' ? undefined : error) : isObj(error) ? str(error, 'message') : undefined;
       this.providerFacts = { status, type };
       const classified = providerError(this.providerFacts);
       if (classified && !classified.retryable) {
@@ -253,20 +254,16 @@ export class ClaudeCodec implements AgentCodec {
       const text = str(msg, 'result') ?? arr(msg, 'errors')?.filter((e) => typeof e === 'string').join('; ') ?? '';
       const status = num(msg, 'api_error_status');
       // api_error_status is null when claude gives up on its own (three 529s): the last retry's status stands.
-      const facts: ProviderErrorFacts = {
-        ...this.providerFacts,
-        ...(status !== undefined && { status }),
-        ...(msg.api_error_status !== undefined || this.providerFacts.type !== undefined ? { message: text } : {}),
-      };
-      const provider = facts.status !== undefined || facts.type !== undefined ? providerError(facts) : undefined;
+      // The key is present (null or a status) only when the turn ended on a failed model request.
+      const apiFailure = msg.api_error_status !== undefined || this.providerFacts.status !== undefined || this.providerFacts.type !== undefined;
+      const facts: ProviderErrorFacts = { ...this.providerFacts, ...(status !== undefined && { status }), message: text };
+      const message = head(text) || `claude ended the turn with ${str(msg, 'subtype') ?? 'an error'}`;
       return this.turn.close({
         stopReason: 'error',
         ...common,
-        error: provider ?? {
-          code: str(msg, 'subtype') ?? 'cli_error',
-          message: head(text) || `claude ended the turn with ${str(msg, 'subtype') ?? 'an error'}`,
-          retryable: true,
-        },
+        error: apiFailure
+          ? (providerError(facts) ?? { code: 'provider_error', message, retryable: true })
+          : { code: str(msg, 'subtype') ?? 'cli_error', message, retryable: true },
       });
     }
     const stopReason = STOP_REASONS[str(msg, 'stop_reason') ?? 'end_turn'] ?? 'unknown';

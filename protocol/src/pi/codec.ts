@@ -97,7 +97,8 @@ export class PiCodec implements AgentCodec {
         if (classified && !classified.retryable) {
           // pi picks what to retry by a regex over the error text, so a 401 whose
           // body happens to contain "500" is retried; stop that, it cannot succeed.
-          this.turn.stopRetrying(classified, `${JSON.stringify({ id: nextId('abort-retry'), type: 'abort_retry' })}\n`);
+          // Every time: an abort_retry that lands after the wait ended stops nothing.
+          this.turn.stopRetrying(classified, `${JSON.stringify({ id: nextId('abort-retry'), type: 'abort_retry' })}\n`, false);
           return [];
         }
         return [
