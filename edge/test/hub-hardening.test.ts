@@ -3,6 +3,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { RunnerCloseCode } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import { transcriptKey } from '../src/hub/session-hub.ts';
 import { REPLAY_PAGE_EVENTS } from '../src/hub/viewer-frames.ts';
 import { adminWithToken, expectError } from './helpers.ts';
 import { call, createSession, hubContext, hubStub, launchAndConnect, postMessage, SseReader, until } from './hub-helpers.ts';
@@ -144,5 +145,51 @@ describe('audit of an admin in another user’s session', () => {
     ]);
     expect(JSON.parse(got[1]!.after!)).toEqual({ ownerId: ctx.user.id, route: '/transcript' });
     expect(JSON.parse(got[2]!.before!)).toMatchObject({ ownerId: ctx.user.id });
+  });
+});
+
+describe('open SSE streams re-check who is reading', () => {
+  const fast = { SSE_HEARTBEAT_SECONDS: '0.02' };
+
+  it('a revoked token’s stream is closed at the next heartbeat', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const sse = await SseReader.open(ctx, sid, { envOverride: fast });
+    await until(() => sse.comments.filter((c) => c === 'heartbeat').length >= 2 || undefined, 'heartbeats');
+    expect(sse.done).toBe(false);
+    expect((await call(ctx.app, 'POST', '/api/auth/logout', { token: ctx.token })).status).toBe(204);
+    await until(() => sse.done || undefined, 'the stream to end after the token was revoked');
+    expect(sse.comments).toContain('access revoked');
+  });
+
+  it('a disabled user’s stream is closed, and an admin demoted while watching someone else’s session too', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const admin = await adminWithToken(ctx.clock);
+    const other = await adminWithToken(ctx.clock);
+    const own = await SseReader.open(ctx, sid, { envOverride: fast });
+    const watching = await SseReader.open(ctx, sid, { envOverride: fast, token: other.token });
+    await until(() => (own.comments.includes('heartbeat') && watching.comments.includes('heartbeat')) || undefined, 'heartbeats');
+    expect((await call(ctx.app, 'PATCH', `/api/admin/users/${ctx.user.id}`, { token: admin.token, body: { disabled: true } })).status).toBe(200);
+    await until(() => own.done || undefined, 'the disabled user’s stream to end');
+    expect(watching.done).toBe(false);
+    expect((await call(ctx.app, 'PATCH', `/api/admin/users/${other.user.id}`, { token: admin.token, body: { role: 'user' } })).status).toBe(200);
+    await until(() => watching.done || undefined, 'the demoted admin’s stream to end');
+  });
+});
+
+describe('deleting a user', () => {
+  it('deletes their sessions’ event logs and stored transcripts, and stops their runners', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid, 'something private');
+    await env.TRANSCRIPTS.put(transcriptKey(sid), '{"private":true}');
+    expect((await logTypes(sid)).length).toBeGreaterThan(0);
+    const admin = await adminWithToken(ctx.clock);
+    expect((await call(ctx.app, 'DELETE', `/api/admin/users/${ctx.user.id}`, { token: admin.token })).status).toBe(204);
+    expect(await logTypes(sid)).toEqual([]);
+    expect(await env.TRANSCRIPTS.get(transcriptKey(sid))).toBeNull();
+    expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.sessionGone);
+    expect(ctx.launcher.stops.map((s) => s.reason)).toContain('session deleted');
   });
 });

@@ -79,6 +79,18 @@ export async function resolveToken(db: D1Database, secret: string, now: number):
   };
 }
 
+/** Whether a token is still live and its user still enabled, with the user's current role. */
+export async function liveTokenRole(db: D1Database, tokenId: string, now: number): Promise<Role | null> {
+  const row = await db
+    .prepare(
+      `SELECT u.role FROM auth_tokens t JOIN users u ON u.id = t.user_id
+       WHERE t.id = ? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.disabled = 0`,
+    )
+    .bind(tokenId, now)
+    .first<{ role: Role }>();
+  return row?.role ?? null;
+}
+
 // Writing on every request would turn each read into a D1 write; minutes are precise enough.
 const LAST_USED_GRANULARITY_MS = 5 * 60 * 1000;
 

@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { authenticate } from '../auth/middleware.ts';
+import { liveTokenRole } from '../auth/token-store.ts';
 import { iso } from '../clock.ts';
 import type { AppDeps, AuthContext } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
@@ -355,7 +356,17 @@ export function sessionRoutes(deps: AppDeps) {
     });
     const ws = res.webSocket;
     if (ws === null) return apiError(c, 404, 'not_found', 'no such session');
-    const stream = sseFromViewer(ws, { after, heartbeatMs: heartbeatMs(c.env), signal: c.req.raw.signal });
+    const { tokenId, user } = c.get('auth');
+    const db = c.env.DB;
+    const stream = sseFromViewer(ws, {
+      after,
+      heartbeatMs: heartbeatMs(c.env),
+      signal: c.req.raw.signal,
+      stillAllowed: async () => {
+        const role = await liveTokenRole(db, tokenId, deps.clock());
+        return role !== null && (row.user_id === user.id || role === 'admin');
+      },
+    });
     return new Response(stream, { status: 200, headers: SSE_HEADERS }) as never;
   });
 

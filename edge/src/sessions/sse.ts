@@ -29,7 +29,20 @@ export const SSE_HEADERS = {
  * Bridges a hub viewer socket (already returned by the hub's 101) to an SSE body. `after` is
  * the last id the client has; anything at or below it is never written twice.
  */
-export function sseFromViewer(ws: WebSocket, opts: { after: string | null; heartbeatMs: number; signal?: AbortSignal }): ReadableStream<Uint8Array> {
+export function sseFromViewer(
+  ws: WebSocket,
+  opts: {
+    after: string | null;
+    heartbeatMs: number;
+    signal?: AbortSignal;
+    /**
+     * Asked on every heartbeat whether the caller may still read this stream (token not revoked or
+     * expired, user not disabled, still owner or admin); false ends it. A stream outlives the
+     * request that authorized it, so without this a revoked token kept reading.
+     */
+    stillAllowed?: () => Promise<boolean>;
+  },
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
@@ -81,7 +94,28 @@ export function sseFromViewer(ws: WebSocket, opts: { after: string | null; heart
   ws.addEventListener('close', shutdown);
   ws.addEventListener('error', shutdown);
   opts.signal?.addEventListener('abort', shutdown);
-  const timer = setInterval(() => write(': heartbeat\n\n'), opts.heartbeatMs);
+  let checking = false;
+  const heartbeat = () => {
+    write(': heartbeat\n\n');
+    if (opts.stillAllowed === undefined || checking || closed) return;
+    checking = true;
+    opts
+      .stillAllowed()
+      .then(
+        (ok) => {
+          if (!ok) {
+            write(': access revoked\n\n');
+            shutdown();
+          }
+        },
+        // A failed check (D1 hiccup) is not a revocation; the next heartbeat asks again.
+        () => undefined,
+      )
+      .finally(() => {
+        checking = false;
+      });
+  };
+  const timer = setInterval(heartbeat, opts.heartbeatMs);
   // Flushes the headers at once, so a client knows it is connected before the first event.
   write(': connected\n\n');
   return readable;

@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { hashPassword } from '../auth/password.ts';
 import { revokeTokensStatement } from '../auth/token-store.ts';
 import { auditInsert } from '../audit/store.ts';
+import { hubFor } from '../sessions/routes.ts';
 import { AUTHENTICATED } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
@@ -74,13 +75,14 @@ const deleteRoute = createRoute({
   method: 'delete',
   path: '/{id}',
   tags,
-  summary: 'Delete a user and their tokens',
+  summary: 'Delete a user, their tokens and their sessions (event logs and stored transcripts included)',
   security,
   request: { params: UserIdParamSchema },
   responses: { 204: { description: 'deleted' }, ...errorResponses(400, 401, 403, 404, 409) },
 });
 
 const LAST_ADMIN = 'this change would leave no active admin';
+const DESTROY_CONCURRENCY = 8;
 
 export function userRoutes(deps: AppDeps) {
   const app = newRouter();
@@ -191,6 +193,8 @@ export function userRoutes(deps: AppDeps) {
     const current = await findUserById(db, id);
     if (current === null) return apiError(c, 404, 'not_found', 'no such user');
     const now = deps.clock();
+    // Read before the delete: the rows go with the user (foreign key), their hubs do not.
+    const { results: sessions } = await db.prepare('SELECT id FROM sessions WHERE user_id = ?').bind(id).all<{ id: string }>();
     const audit = auditInsert(
       db,
       {
@@ -198,7 +202,7 @@ export function userRoutes(deps: AppDeps) {
         actor: c.get('auth').user,
         action: 'user.delete',
         target: `user:${id}`,
-        before: { username: current.username, role: current.role, disabled: current.disabled !== 0 },
+        before: { username: current.username, role: current.role, disabled: current.disabled !== 0, sessions: sessions.length },
         after: null,
       },
       { onlyIfPreviousChanged: true },
@@ -207,6 +211,12 @@ export function userRoutes(deps: AppDeps) {
     if ((del?.meta.changes ?? 0) === 0) {
       if ((await findUserById(db, id)) === null) return apiError(c, 404, 'not_found', 'no such user');
       return apiError(c, 409, 'last_admin', LAST_ADMIN);
+    }
+    // Each session's hub stops its runner and deletes its event log and stored transcript. Done
+    // before answering, a few at a time, so a 204 means the conversations are gone.
+    const ids = sessions.map((s) => s.id);
+    for (let i = 0; i < ids.length; i += DESTROY_CONCURRENCY) {
+      await Promise.all(ids.slice(i, i + DESTROY_CONCURRENCY).map((sid) => hubFor(c.env, sid).destroy()));
     }
     return c.body(null, 204);
   });
