@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
 import { waitFor } from '../helpers/poll.ts';
@@ -43,8 +43,17 @@ beforeAll(async () => {
     log: (line) => serviceLog.push(line),
   });
   admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  // Each test opens sessions as the admin and their runners stay up until idle: lift the
+  // per-user cap so the tests do not depend on their order.
+  const raised = await admin.call('PUT', '/api/admin/settings', { maxLiveRunnersPerUser: 50 });
+  if (raised.status !== 200) throw new Error(`raising maxLiveRunnersPerUser: ${raised.status} ${raised.text}`);
   browser = await launchBrowser();
 }, READY_MS + 60_000);
+
+// A finished test's pages stop polling and streaming.
+afterEach(async () => {
+  for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
+});
 
 afterAll(async () => {
   for (const c of contexts) await c.close().catch(() => undefined);
@@ -349,6 +358,28 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke token' }).click();
     await expect.poll(() => page.getByRole('cell', { name: 'ci-script', exact: true }).count()).toBe(0);
     expect((await admin.as(secret).call('GET', '/api/me')).status).toBe(401);
+    expect(errors).toEqual([]);
+  });
+
+  it('changes one’s own password from the account page; the old one stops working', async () => {
+    expect((await admin.call('POST', '/api/admin/users', { username: 'frank', password: 'frank-password-123' })).status).toBe(201);
+    const ctx = await newContext();
+    const page = await ctx.newPage();
+    const errors = watchErrors(page);
+    await page.goto(`${stack.url}/account`);
+    await signIn(page, 'frank', 'frank-password-123');
+    await page.getByRole('heading', { name: 'Account' }).waitFor();
+    await page.getByLabel('Current password').fill('not-my-password');
+    await page.getByLabel('New password', { exact: true }).fill('frank-new-password-456');
+    await page.getByLabel('Repeat new password').fill('frank-new-password-456');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/currentPassword/);
+    await page.getByLabel('Current password').fill('frank-password-123');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByRole('status').filter({ hasText: 'Password changed' }).waitFor();
+    await screenshot(page, 'account-password-changed');
+    expect((await fetch(`${stack.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'frank', password: 'frank-password-123' }) })).status).toBe(401);
+    expect((await Api.login(stack.url, 'frank', 'frank-new-password-456')).token).toMatch(/^sy_/);
     expect(errors).toEqual([]);
   });
 

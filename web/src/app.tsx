@@ -2,6 +2,7 @@
 // sign-in page renders until /api/me answers; any 401 later sends the person to sign-in and
 // brings them back to the same URL afterwards.
 import { useEffect, useState } from 'preact/hooks';
+import { AccountPage } from './account/account-page.tsx';
 import { AdminPage } from './admin/admin-page.tsx';
 import { api, call, isApiError, setUnauthenticatedHandler } from './api/client.ts';
 import { type Me, MeContext } from './auth/me.ts';
@@ -110,6 +111,9 @@ export function App() {
             <span class="username" title={`signed in as ${me.username} (${me.role})`}>
               {me.username}
             </span>
+            <a href="/account" class="account-link" aria-current={route.page === 'account' ? 'page' : undefined}>
+              Account
+            </a>
             <button type="button" class="btn small" onClick={signOut}>
               Sign out
             </button>
@@ -121,6 +125,7 @@ export function App() {
             {route.page === 'home' && <Home />}
             {route.page === 'session' && <ChatPage key={route.id} sessionId={route.id} />}
             {route.page === 'tokens' && <TokensPage />}
+            {route.page === 'account' && <AccountPage />}
             {route.page === 'admin' && (me.role === 'admin' ? <AdminPage tab={route.tab} /> : <NotFound path="/admin" />)}
             {route.page === 'not-found' && <NotFound path={route.path} />}
           </main>

@@ -7,6 +7,7 @@ export type Route =
   | { page: 'home' }
   | { page: 'session'; id: string }
   | { page: 'tokens' }
+  | { page: 'account' }
   | { page: 'admin'; tab: AdminTab }
   | { page: 'not-found'; path: string };
 
@@ -24,6 +25,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (parts[0] === 'signin' && parts.length === 1) return { page: 'signin', next: safeNext(new URLSearchParams(search).get('next')) };
   if (parts[0] === 'sessions' && parts.length === 2 && /^[0-9A-HJKMNP-TV-Z]{26}$/.test(parts[1]!)) return { page: 'session', id: parts[1]! };
   if (parts[0] === 'tokens' && parts.length === 1) return { page: 'tokens' };
+  if (parts[0] === 'account' && parts.length === 1) return { page: 'account' };
   if (parts[0] === 'admin' && parts.length <= 2) {
     const tab = (parts[1] ?? 'users') as AdminTab;
     if (ADMIN_TABS.includes(tab)) return { page: 'admin', tab };

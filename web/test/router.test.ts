@@ -6,6 +6,7 @@ describe('routes', () => {
     expect(parseRoute('/', '')).toEqual({ page: 'home' });
     expect(parseRoute('/sessions/01ARZ3NDEKTSV4RRFFQ69G5FAV', '')).toEqual({ page: 'session', id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' });
     expect(parseRoute('/tokens', '')).toEqual({ page: 'tokens' });
+    expect(parseRoute('/account', '')).toEqual({ page: 'account' });
     expect(parseRoute('/admin', '')).toEqual({ page: 'admin', tab: 'users' });
     expect(parseRoute('/admin/audit', '')).toEqual({ page: 'admin', tab: 'audit' });
     expect(parseRoute('/signin', '?next=%2Fsessions%2Fx')).toEqual({ page: 'signin', next: '/sessions/x' });
