@@ -193,3 +193,23 @@ describe('deleting a user', () => {
     expect(ctx.launcher.stops.map((s) => s.reason)).toContain('session deleted');
   });
 });
+
+describe('the hub URL given to runners', () => {
+  it('is wss:// unless the host is loopback, whatever the request or RUNNER_HUB_URL says', async () => {
+    const ctx = await hubContext();
+    const cases: Array<[string, Partial<Env>, string]> = [
+      ['http://edge.example.test', {}, 'wss://edge.example.test/internal/runner/connect'],
+      ['https://edge.example.test', {}, 'wss://edge.example.test/internal/runner/connect'],
+      ['http://localhost', {}, 'ws://localhost/internal/runner/connect'],
+      ['http://localhost', { RUNNER_HUB_URL: 'ws://hub.example.test/internal/runner/connect' }, 'wss://hub.example.test/internal/runner/connect'],
+      ['http://localhost', { RUNNER_HUB_URL: 'ws://127.0.0.1:8787/internal/runner/connect' }, 'ws://127.0.0.1:8787/internal/runner/connect'],
+    ];
+    for (const [base, extra, expected] of cases) {
+      const sid = await createSession(ctx);
+      const r = await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { base, token: ctx.token, body: { text: 'x' }, env: extra });
+      expect(r.status, r.text).toBe(202);
+      const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+      expect(launch.hubUrl, `${base} ${JSON.stringify(extra)}`).toBe(expected);
+    }
+  });
+});

@@ -116,7 +116,7 @@ describe('PATCH /api/admin/users/:id', () => {
     expect((await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: 'the brand new password' } })).status).toBe(200);
     const audit = await auditFor(`user:${u.id}`);
     // The failed login with the old password is audited too (auth.login_failed).
-    expect(audit.filter((e) => e.action === 'user.update').at(-1)).toMatchObject({ action: 'user.update', after: { passwordChanged: true } });
+    expect(audit.filter((e) => (e as Record<string, unknown>).action === 'user.update').at(-1)).toMatchObject({ action: 'user.update', after: { passwordChanged: true } });
     expect(JSON.stringify(audit)).not.toContain('brand new');
   });
 

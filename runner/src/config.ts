@@ -56,8 +56,20 @@ const CommonEnv = z.object({
   SWITCHYARD_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });
 
+/** Hosts whose traffic stays on this machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(h) || h === '[::1]' || h === '::1';
+}
+
 const ServeEnv = CommonEnv.extend({
-  SWITCHYARD_HUB_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
+  // The link carries the runner credential, user messages and the transcript: plain ws:// only
+  // where it never leaves the machine.
+  SWITCHYARD_HUB_URL: z
+    .url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' })
+    .refine((u) => new URL(u).protocol === 'wss:' || isLoopbackHost(new URL(u).hostname), {
+      error: 'must be wss:// (ws:// only to a loopback host: localhost, 127.0.0.0/8, [::1])',
+    }),
   SWITCHYARD_SESSION_ID: z.string().min(1).max(200),
   SWITCHYARD_RUNNER_TOKEN: z.string().min(1),
   SWITCHYARD_RUNNER_ID: z.string().min(1).max(100).optional(),

@@ -96,6 +96,17 @@ describe('config', () => {
     expect(missing.ok ? '' : missing.error.message).toContain('SWITCHYARD_RUNNER_TOKEN');
   });
 
+  test('the hub is dialled over wss:// except on loopback; ws:// to anywhere else is a configuration error', () => {
+    for (const url of ['wss://edge.example.com/internal/runner/connect', 'ws://127.0.0.1:8787/x', 'ws://localhost:8787/x', 'ws://[::1]:8787/x', 'ws://dev.localhost/x']) {
+      expect(loadServeConfig({ ...base, SWITCHYARD_HUB_URL: url }, '/w').ok, url).toBe(true);
+    }
+    for (const url of ['ws://edge.example.com/internal/runner/connect', 'ws://10.0.0.5:8787/x', 'ws://127.0.0.1.evil.test/x', 'ws://localhost.evil.test/x']) {
+      const c = loadServeConfig({ ...base, SWITCHYARD_HUB_URL: url }, '/w');
+      expect(c.ok, url).toBe(false);
+      expect(c.ok ? '' : c.error.message).toMatch(/SWITCHYARD_HUB_URL.*wss:\/\//);
+    }
+  });
+
   test('model selection: endpoint wins over provider key; none is a typed error', () => {
     const withUrl = loadServeConfig({ ...base, SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9', ANTHROPIC_API_KEY: 'k' }, '/w');
     expect(withUrl.ok && withUrl.value.model).toEqual({ kind: 'endpoint', baseUrl: 'http://127.0.0.1:9', apiKey: 'k' });
