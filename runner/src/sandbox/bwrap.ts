@@ -15,7 +15,7 @@
 // The network namespace is the CLI's own (`--unshare-net`): a loopback interface and no route,
 // so no service on the host's loopback (the dev edge, the runner host, the offline model, other
 // sessions) can be reached. The model is reached through the runner's credential proxy on a
-// unix socket bound in at MODEL_SOCKET, relayed from MODEL_URL by netns-forwarder.ts.
+// unix socket bound in at MODEL_SOCKET, relayed from MODEL_URL by netns-forwarder.mjs.
 import type { SpawnSpec } from '@switchyard/protocol';
 
 /** Where the credential proxy's unix socket appears inside the sandbox. */

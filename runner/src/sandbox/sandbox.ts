@@ -22,7 +22,7 @@ export const GUARD_FILES = ['claude-hook.ts', 'pi-extension.ts', 'rules.ts', 'po
 export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
 
 /** Relays the model URL inside the CLI's network namespace to the proxy's socket (bubblewrap mode). */
-export const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.ts');
+export const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.mjs');
 
 /**
  * The OS wall around the CLI. `bubblewrap`: local runs, the runner wraps the
