@@ -401,6 +401,17 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('status').filter({ hasText: 'New sessions now use pi' }).waitFor({ timeout: 60_000 });
     await screenshot(page, 'admin-backend');
 
+    await page.getByRole('link', { name: 'Limits' }).click();
+    await page.getByLabel('Idle timeout (minutes)').fill('0');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/sessionIdleMinutes/);
+    expect(await page.getByLabel('Idle timeout (minutes)').getAttribute('aria-invalid')).toBe('true');
+    await page.getByLabel('Idle timeout (minutes)').fill('20');
+    await page.getByRole('button', { name: 'Save limits' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    expect((await admin.call<{ sessionIdleMinutes: number }>('GET', '/api/admin/settings')).body.sessionIdleMinutes).toBe(20);
+    await screenshot(page, 'admin-limits');
+
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('cell', { name: 'settings.update' }).first().waitFor();
     await page.getByRole('cell', { name: 'user.create' }).first().waitFor();

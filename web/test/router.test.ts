@@ -9,6 +9,7 @@ describe('routes', () => {
     expect(parseRoute('/account', '')).toEqual({ page: 'account' });
     expect(parseRoute('/admin', '')).toEqual({ page: 'admin', tab: 'users' });
     expect(parseRoute('/admin/audit', '')).toEqual({ page: 'admin', tab: 'audit' });
+    expect(parseRoute('/admin/limits', '')).toEqual({ page: 'admin', tab: 'limits' });
     expect(parseRoute('/signin', '?next=%2Fsessions%2Fx')).toEqual({ page: 'signin', next: '/sessions/x' });
     expect(parseRoute('/sessions/not-an-id', '')).toEqual({ page: 'not-found', path: '/sessions/not-an-id' });
     expect(parseRoute('/admin/nope', '')).toEqual({ page: 'not-found', path: '/admin/nope' });

@@ -1,12 +1,14 @@
 import type { AdminTab } from '../router.ts';
 import { AuditPanel } from './audit-panel.tsx';
 import { BackendPanel } from './backend-panel.tsx';
+import { LimitsPanel } from './limits-panel.tsx';
 import { LiveSessionsPanel } from './live-sessions-panel.tsx';
 import { UsersPanel } from './users-panel.tsx';
 
 const TABS: Array<{ tab: AdminTab; label: string }> = [
   { tab: 'users', label: 'Users' },
   { tab: 'backend', label: 'Backend' },
+  { tab: 'limits', label: 'Limits' },
   { tab: 'sessions', label: 'Live sessions' },
   { tab: 'audit', label: 'Audit log' },
 ];
@@ -25,6 +27,7 @@ export function AdminPage({ tab }: { tab: AdminTab }) {
       </nav>
       {tab === 'users' && <UsersPanel />}
       {tab === 'backend' && <BackendPanel />}
+      {tab === 'limits' && <LimitsPanel />}
       {tab === 'sessions' && <LiveSessionsPanel />}
       {tab === 'audit' && <AuditPanel />}
     </div>

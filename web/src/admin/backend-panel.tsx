@@ -2,6 +2,7 @@
 // the fix when one is unusable) and the switch. A refused switch shows the server's 400 as is.
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, type Schemas } from '../api/client.ts';
+import { relativeTime } from '../ui/format.ts';
 
 type PublicSettings = Schemas['PublicSettings'];
 
@@ -52,6 +53,7 @@ export function BackendPanel() {
                   <span class={`badge ${b.available ? 'state-idle' : 'state-failed'}`}>{b.available ? 'available' : 'unavailable'}</span>
                 </div>
                 {b.version !== undefined && <p class="muted">version {b.version}</p>}
+                <p class="muted">{b.checkedAt === null ? 'not probed yet' : `checked ${relativeTime(b.checkedAt)}`}</p>
                 {b.reason !== undefined && <p>Reason: {b.reason}</p>}
                 {b.fix !== undefined && <p>To fix: {b.fix}</p>}
               </li>

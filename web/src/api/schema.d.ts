@@ -62,7 +62,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description logged in; also sets the HttpOnly `sy_session` cookie */
+                /** @description logged in; also sets the HttpOnly session cookie (`__Host-sy_session` over https, `sy_session` on plain-http loopback) */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -833,7 +833,7 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        /** Delete a user and their tokens */
+        /** Delete a user, their tokens and their sessions (event logs and stored transcripts included) */
         delete: {
             parameters: {
                 query?: never;
@@ -1138,7 +1138,7 @@ export interface paths {
                 query?: {
                     limit?: number;
                     cursor?: string;
-                    action?: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke";
+                    action?: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete";
                 };
                 header?: never;
                 path?: never;
@@ -1829,10 +1829,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The conversation as normalized messages (owner or admin) */
+        /** The conversation as normalized messages (owner or admin), paged by event id */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description entries after this event id */
+                    after?: string;
+                    /** @description entries per page (1-1000, default 1000) */
+                    limit?: number;
+                };
                 header?: never;
                 path: {
                     id: string;
@@ -1848,6 +1853,15 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["SessionTranscript"];
+                    };
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
                     };
                 };
                 /** @description not authenticated */
@@ -1898,7 +1912,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "invalid_json" | "unsupported_media_type" | "unauthenticated" | "invalid_credentials" | "forbidden" | "csrf_rejected" | "not_found" | "conflict" | "username_taken" | "token_name_taken" | "token_limit" | "last_admin" | "payload_too_large" | "rate_limited" | "runner_limit" | "backend_unavailable" | "not_implemented" | "internal";
+                code: "invalid_request" | "invalid_json" | "unsupported_media_type" | "unauthenticated" | "invalid_credentials" | "forbidden" | "csrf_rejected" | "not_found" | "conflict" | "username_taken" | "token_name_taken" | "token_limit" | "last_admin" | "payload_too_large" | "rate_limited" | "runner_limit" | "session_log_full" | "backend_unavailable" | "not_implemented" | "internal";
                 message: string;
                 /** @description the request field at fault, dotted path */
                 field?: string;
@@ -2038,7 +2052,7 @@ export interface components {
                 username: string;
             } | null;
             /** @enum {string} */
-            action: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke";
+            action: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete";
             target: string | null;
             /** @description changed fields before; null for creations */
             before: {
@@ -2173,6 +2187,8 @@ export interface components {
                     message: string;
                 };
             })[];
+            /** @description pass as `after` for the next page; null on the last */
+            nextCursor: string | null;
         };
     };
     responses: never;

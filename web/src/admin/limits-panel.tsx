@@ -1,0 +1,102 @@
+// Session limits and default models (GET/PUT /api/admin/settings). Only changed fields are sent;
+// a refused value is marked on its field with the server's message.
+import { useEffect, useState } from 'preact/hooks';
+import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
+
+type Settings = Schemas['Settings'];
+type NumberField = 'sessionIdleMinutes' | 'sessionMaxMinutes' | 'maxMessageBytes' | 'maxLiveRunnersPerUser' | 'maxLiveRunners';
+
+const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = [
+  { key: 'sessionIdleMinutes', label: 'Idle timeout (minutes)', hint: 'a runner with no activity this long is stopped' },
+  { key: 'sessionMaxMinutes', label: 'Maximum session length (minutes)', hint: 'a runner is stopped after this long regardless' },
+  { key: 'maxMessageBytes', label: 'Largest message (bytes)', hint: 'text plus images' },
+  { key: 'maxLiveRunnersPerUser', label: 'Runners per user', hint: 'live runners one person may have' },
+  { key: 'maxLiveRunners', label: 'Runners in total', hint: 'live runners across everyone' },
+];
+
+export function LimitsPanel() {
+  const [saved, setSaved] = useState<Settings | null>(null);
+  const [draft, setDraft] = useState<Settings | null>(null);
+  const [error, setError] = useState<{ message: string; field?: string } | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+
+  useEffect(() => {
+    call(api.GET('/api/admin/settings'))
+      .then((s) => {
+        setSaved(s);
+        setDraft(s);
+      })
+      .catch((e: unknown) => setError({ message: describeError(e) }));
+  }, []);
+
+  if (draft === null || saved === null) return error === null ? <p class="muted">Loading…</p> : <p class="form-error">{error.message}</p>;
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setNotice(null);
+    const patch: Schemas['SettingsPatch'] = {};
+    for (const { key } of NUMBER_FIELDS) if (draft[key] !== saved[key]) patch[key] = draft[key];
+    if (draft.defaultModel.claude !== saved.defaultModel.claude || draft.defaultModel.pi !== saved.defaultModel.pi) patch.defaultModel = draft.defaultModel;
+    if (Object.keys(patch).length === 0) {
+      setNotice('Nothing changed.');
+      return;
+    }
+    try {
+      const s = await call(api.PUT('/api/admin/settings', { body: patch }));
+      setSaved(s);
+      setDraft(s);
+      setNotice('Saved. New limits apply to runners started from now on.');
+    } catch (err) {
+      setError({ message: describeError(err), ...(isApiError(err) && err.field !== undefined && { field: err.field }) });
+    }
+  };
+
+  const model = (backend: 'claude' | 'pi') => (
+    <label>
+      Default {backend} model
+      <input
+        value={draft.defaultModel[backend] ?? ''}
+        placeholder="the CLI’s default"
+        aria-invalid={error?.field === `defaultModel.${backend}` ? true : undefined}
+        onInput={(e) => setDraft({ ...draft, defaultModel: { ...draft.defaultModel, [backend]: e.currentTarget.value.trim() === '' ? null : e.currentTarget.value.trim() } })}
+      />
+    </label>
+  );
+
+  return (
+    <form class="card form-grid" onSubmit={save} aria-labelledby="limits-title" noValidate>
+      <h2 id="limits-title">Session limits and models</h2>
+      {NUMBER_FIELDS.map(({ key, label, hint }) => (
+        <label key={key} title={hint}>
+          {label}
+          <input
+            type="number"
+            min={1}
+            inputMode="numeric"
+            value={draft[key]}
+            aria-invalid={error?.field === key ? true : undefined}
+            onInput={(e) => setDraft({ ...draft, [key]: e.currentTarget.valueAsNumber })}
+          />
+        </label>
+      ))}
+      {model('claude')}
+      {model('pi')}
+      <div class="form-actions">
+        <button type="submit" class="btn primary">
+          Save limits
+        </button>
+      </div>
+      {error !== null && (
+        <p class="form-error wide-row" role="alert">
+          {error.message}
+        </p>
+      )}
+      {notice !== null && (
+        <p class="notice ok wide-row" role="status">
+          {notice}
+        </p>
+      )}
+    </form>
+  );
+}
