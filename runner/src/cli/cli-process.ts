@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { JsonlSplitter, type AgentCodec, type AgentEvent, type CliExit, type SpawnSpec, type UserMessage } from '@switchyard/protocol';
 
@@ -68,11 +69,7 @@ export class CliProcess {
   }
 
   static async start(spec: SpawnSpec, codec: AgentCodec, handlers: CliProcessHandlers): Promise<CliProcess> {
-    for (const file of spec.files) {
-      await mkdir(dirname(file.path), { recursive: true });
-      await writeFile(file.path, file.content, { mode: file.mode ?? 0o644 });
-      if (file.mode !== undefined) await chmod(file.path, file.mode);
-    }
+    for (const file of spec.files) await writeConfigFile(file);
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
       env: spec.env,
@@ -124,3 +121,27 @@ export class CliProcess {
     if (this.child.stdin.writable) this.child.stdin.write(line);
   }
 }
+
+/**
+ * Writes one of the CLI's config files as a new regular file. The CLI (another uid in container
+ * mode) can write in its config dir and may have left a symlink at the path; writing through it
+ * would let the agent aim the runner's write at any file the runner can reach. So whatever is
+ * there is unlinked and the file is created with O_CREAT|O_EXCL|O_NOFOLLOW: if anything (a new
+ * symlink, in a race) appears in between, the open fails instead of following it.
+ */
+export async function writeConfigFile(file: { path: string; content: string; mode?: number }): Promise<void> {
+  await mkdir(dirname(file.path), { recursive: true });
+  await unlink(file.path).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+  const mode = file.mode ?? 0o644;
+  const fh = await open(file.path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    await fh.writeFile(file.content);
+    // The umask may have narrowed the mode given to open; through the handle, never the path.
+    await fh.chmod(mode);
+  } finally {
+    await fh.close();
+  }
+}
+

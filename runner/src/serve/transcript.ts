@@ -21,6 +21,13 @@ const gunzipAsync = promisify(gunzip);
  */
 export const MAX_TRANSCRIPT_ENCODED = 16 * 1024 * 1024;
 
+/**
+ * Largest uncompressed transcript this runner sends or restores. The restore decompresses at most
+ * the declared size (and never a declaration above this), so a small gzip that inflates to
+ * gigabytes (a decompression bomb from a tampered hub or R2 object) cannot exhaust memory.
+ */
+export const MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024;
+
 export interface CliPaths {
   configDir: string;
   workspace: string;
@@ -77,6 +84,12 @@ export async function collectTranscript(
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, value: undefined };
     return { ok: false, error: runnerError('transcript_unreadable', `cannot read the CLI transcript: ${messageOf(err)}`, true) };
   }
+  if (raw.length > MAX_TRANSCRIPT_BYTES) {
+    return {
+      ok: false,
+      error: runnerError('transcript_too_large', `transcript is ${raw.length} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; it was not uploaded`),
+    };
+  }
   const data = (await gzipAsync(raw)).toString('base64');
   if (data.length > MAX_TRANSCRIPT_ENCODED) {
     return {
@@ -126,10 +139,23 @@ export async function restoreTranscript(backend: Backend, transcript: Transcript
     // Sessions are pinned to their backend; a transcript of the other CLI cannot be resumed.
     return { ok: false, error: runnerError('transcript_backend_mismatch', `transcript is from ${transcript.backend}, this runner runs ${backend}`) };
   }
+  if (transcript.bytes > MAX_TRANSCRIPT_BYTES) {
+    return {
+      ok: false,
+      error: runnerError('transcript_too_large', `transcript declares ${transcript.bytes} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; not restored`),
+    };
+  }
   let raw: Buffer;
   try {
-    raw = await gunzipAsync(Buffer.from(transcript.data, 'base64'));
+    // zlib stops (RangeError) as soon as the output would pass the declared size.
+    raw = await gunzipAsync(Buffer.from(transcript.data, 'base64'), { maxOutputLength: Math.max(1, transcript.bytes) });
   } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+      return {
+        ok: false,
+        error: runnerError('transcript_too_large', `transcript decompresses to more than its declared ${transcript.bytes} bytes; not restored`),
+      };
+    }
     return { ok: false, error: runnerError('transcript_corrupt', `transcript does not decompress: ${messageOf(err)}`) };
   }
   if (raw.length !== transcript.bytes || sha256(raw) !== transcript.sha256) {

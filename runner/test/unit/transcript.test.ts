@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { claudeTranscriptPath, TranscriptSchema } from '@switchyard/protocol';
-import { collectTranscript, restoreTranscript } from '../../src/serve/transcript.ts';
+import { collectTranscript, MAX_TRANSCRIPT_BYTES, restoreTranscript, sha256 } from '../../src/serve/transcript.ts';
+import { gzipSync } from 'node:zlib';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'sy-tr-'));
 const conversation = '{"type":"user","text":"hello \u2028 there"}\n{"type":"assistant","text":"hi"}\n';
@@ -86,5 +87,20 @@ describe('transcripts', () => {
     expect(await restoreTranscript('pi', t.value, p)).toMatchObject({ ok: false, error: { code: 'transcript_backend_mismatch' } });
     expect(await restoreTranscript('claude', { ...t.value, sha256: '0'.repeat(64) }, p)).toMatchObject({ ok: false, error: { code: 'transcript_corrupt' } });
     expect(TranscriptSchema.safeParse({ ...t.value, resumeId: '../../etc/passwd' }).success).toBe(false);
+  });
+
+  test('a decompression bomb is stopped at its declared size, and a huge declaration is refused before decompressing', async () => {
+    const p = { configDir: dir(), workspace: '/work/ws' };
+    // 128 MiB of zeros gzip to ~128 KiB; inflating it whole is what the bound prevents.
+    const bomb = gzipSync(Buffer.alloc(128 * 1024 * 1024), { level: 9 }).toString('base64');
+    const lie = { backend: 'claude' as const, resumeId: 'abc', encoding: 'gzip+base64' as const, data: bomb, sha256: sha256(Buffer.from('tiny')), bytes: 4 };
+    const before = process.memoryUsage().rss;
+    const small = await restoreTranscript('claude', lie, p);
+    expect(small).toMatchObject({ ok: false, error: { code: 'transcript_too_large' } });
+    expect(small.ok ? '' : small.error.message).toMatch(/more than its declared 4 bytes/);
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
+    const huge = await restoreTranscript('claude', { ...lie, bytes: MAX_TRANSCRIPT_BYTES + 1 }, p);
+    expect(huge).toMatchObject({ ok: false, error: { code: 'transcript_too_large' } });
+    expect(huge.ok ? '' : huge.error.message).toMatch(/declares \d+ bytes, over the/);
   });
 });
