@@ -3,52 +3,34 @@
 // built app and the API, the local runner host, real claude and pi CLIs, the offline model).
 // One stack and one browser for the file; each test opens its own context (cookies) or page.
 // Replies are scripted with the offline model's `#offline {...}` directive in the message.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { startStack, type Stack } from '../../scripts/start.ts';
+import type { Stack } from '../../scripts/start.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { Api } from '../helpers/sse-client.ts';
+import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
-const READY_MS = 240_000;
 const TURN_MS = 120_000;
 
+let running: TestStack;
 let stack: Stack;
 let browser: Browser;
 let admin: Api;
-let dir: string;
-const serviceLog: string[] = [];
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-web-'));
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.ANTHROPIC_API_KEY;
-  delete env.SWITCHYARD_MODEL_URL;
-  delete env.SWITCHYARD_ADMIN_PASSWORD;
-  stack = await startStack({
-    port: 0,
-    frozenEdge: true,
-    devDir: join(dir, 'dev'),
-    persistTo: join(dir, 'state'),
-    env,
-    readyTimeoutMs: READY_MS,
-    output: (name, _s, line) => {
-      serviceLog.push(`[${name}] ${line}`);
-      if (serviceLog.length > 4000) serviceLog.splice(0, 1000);
-    },
-    log: (line) => serviceLog.push(line),
-  });
+  running = await startTestStack('web');
+  stack = running.stack;
   admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
   // Each test opens sessions as the admin and their runners stay up until idle: lift the
   // per-user cap so the tests do not depend on their order.
   const raised = await admin.call('PUT', '/api/admin/settings', { maxLiveRunnersPerUser: 50 });
   if (raised.status !== 200) throw new Error(`raising maxLiveRunnersPerUser: ${raised.status} ${raised.text}`);
   browser = await launchBrowser();
-}, READY_MS + 60_000);
+}, STACK_READY_MS + 60_000);
 
 // A finished test's pages stop polling and streaming.
 afterEach(async () => {
@@ -56,10 +38,8 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
   await browser?.close();
-  await stack?.stop();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  await running?.stop();
 }, 120_000);
 
 async function newContext(opts: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
@@ -76,7 +56,7 @@ function watchErrors(page: Page): string[] {
   onTestFailed(async ({ task }) => {
     const name = `failed-${task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}`;
     await screenshot(page, name).catch(() => undefined);
-    console.error(`${name}: ${page.url()}\n${serviceLog.slice(-60).join('\n')}`);
+    console.error(`${name}: ${page.url()}\n${running.log.slice(-60).join('\n')}`);
   });
   return errors;
 }

@@ -3,6 +3,7 @@
 import { useState } from 'preact/hooks';
 import { api, call, describeError } from '../api/client.ts';
 import { useMe } from '../auth/me.ts';
+import { ErrorText, Notice } from '../ui/messages.tsx';
 
 export function AccountPage() {
   const me = useMe();
@@ -57,16 +58,8 @@ export function AccountPage() {
           </button>
         </div>
       </form>
-      {error !== null && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
-      {done && (
-        <p class="notice ok" role="status">
-          Password changed. Your other sign-ins and all your API tokens were revoked.
-        </p>
-      )}
+      <ErrorText message={error} />
+      <Notice message={done ? 'Password changed. Your other sign-ins and all your API tokens were revoked.' : null} />
     </div>
   );
 }

@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, call, describeError, type Schemas } from '../api/client.ts';
+import { api, call, type Schemas } from '../api/client.ts';
 import { absoluteTime } from '../ui/format.ts';
+import { ErrorText } from '../ui/messages.tsx';
+import { usePagedList } from '../ui/paged-list.ts';
 
 type Entry = Schemas['AuditEntry'];
 
@@ -17,27 +18,17 @@ function change(e: Entry): string {
 
 /** The audit trail, newest first, 50 a page. */
 export function AuditPanel() {
-  const [entries, setEntries] = useState<Entry[] | null>(null);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-
-  const load = async (more: string | null) => {
-    try {
-      const page = await call(api.GET('/api/admin/audit', { params: { query: { limit: 50, ...(more !== null && { cursor: more }) } } }));
-      setEntries((cur) => (more === null ? page.entries : [...(cur ?? []), ...page.entries]));
-      setCursor(page.nextCursor);
-    } catch (e) {
-      setError(describeError(e));
-    }
-  };
-  useEffect(() => void load(null), []);
+  const { rows: entries, error, hasMore, more } = usePagedList<Entry>(async (cursor) => {
+    const page = await call(api.GET('/api/admin/audit', { params: { query: { limit: 50, ...(cursor !== null && { cursor }) } } }));
+    return { rows: page.entries, nextCursor: page.nextCursor };
+  });
 
   return (
     <section aria-labelledby="audit-title">
       <h2 id="audit-title" class="sr-only">
         Audit log
       </h2>
-      {error !== null && <p class="form-error">{error}</p>}
+      <ErrorText message={error} />
       {entries === null ? (
         <p class="muted">Loading…</p>
       ) : entries.length === 0 ? (
@@ -70,8 +61,8 @@ export function AuditPanel() {
           </table>
         </div>
       )}
-      {cursor !== null && (
-        <button type="button" class="btn" onClick={() => void load(cursor)}>
+      {hasMore && (
+        <button type="button" class="btn" onClick={() => void more()}>
           Older entries
         </button>
       )}

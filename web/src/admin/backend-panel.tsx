@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, type Schemas } from '../api/client.ts';
 import { relativeTime } from '../ui/format.ts';
+import { ErrorText, Notice } from '../ui/messages.tsx';
 
 type PublicSettings = Schemas['PublicSettings'];
 
@@ -75,16 +76,8 @@ export function BackendPanel() {
           </form>
         </>
       )}
-      {error !== null && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice !== null && (
-        <p class="notice ok" role="status">
-          {notice}
-        </p>
-      )}
+      <ErrorText message={error} />
+      <Notice message={notice} />
     </div>
   );
 }

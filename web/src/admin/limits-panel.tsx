@@ -2,6 +2,7 @@
 // a refused value is marked on its field with the server's message.
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
+import { ErrorText, Notice } from '../ui/messages.tsx';
 
 type Settings = Schemas['Settings'];
 type NumberField = 'sessionIdleMinutes' | 'sessionMaxMinutes' | 'maxMessageBytes' | 'maxLiveRunnersPerUser' | 'maxLiveRunners';
@@ -29,7 +30,7 @@ export function LimitsPanel() {
       .catch((e: unknown) => setError({ message: describeError(e) }));
   }, []);
 
-  if (draft === null || saved === null) return error === null ? <p class="muted">Loading…</p> : <p class="form-error">{error.message}</p>;
+  if (draft === null || saved === null) return error === null ? <p class="muted">Loading…</p> : <ErrorText message={error.message} />;
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -87,16 +88,8 @@ export function LimitsPanel() {
           Save limits
         </button>
       </div>
-      {error !== null && (
-        <p class="form-error wide-row" role="alert">
-          {error.message}
-        </p>
-      )}
-      {notice !== null && (
-        <p class="notice ok wide-row" role="status">
-          {notice}
-        </p>
-      )}
+      <ErrorText message={error?.message ?? null} class="wide-row" />
+      <Notice message={notice} class="wide-row" />
     </form>
   );
 }

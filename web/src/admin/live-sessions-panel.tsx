@@ -1,7 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, call, describeError, type Schemas } from '../api/client.ts';
+import { api, call, type Schemas } from '../api/client.ts';
 import { sessionTitle } from '../sessions/session-sidebar.tsx';
 import { relativeTime } from '../ui/format.ts';
+import { ErrorText } from '../ui/messages.tsx';
+import { usePagedList } from '../ui/paged-list.ts';
 import { StateBadge } from '../ui/state-badge.tsx';
 
 type AdminSession = Schemas['AdminSession'];
@@ -9,23 +11,16 @@ type AdminSession = Schemas['AdminSession'];
 /** Sessions across users; each opens read-only for an admin who is not its owner. */
 export function LiveSessionsPanel() {
   const [scope, setScope] = useState<'live' | 'all'>('live');
-  const [rows, setRows] = useState<AdminSession[] | null>(null);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-
-  const load = async (more: string | null) => {
-    try {
-      const page = await call(api.GET('/api/admin/sessions', { params: { query: { state: scope, limit: 50, ...(more !== null && { cursor: more }) } } }));
-      setRows((cur) => (more === null ? page.sessions : [...(cur ?? []), ...page.sessions]));
-      setCursor(page.nextCursor);
-    } catch (e) {
-      setError(describeError(e));
-    }
-  };
+  const { rows, error, hasMore, more, reload } = usePagedList<AdminSession>(
+    async (cursor) => {
+      const page = await call(api.GET('/api/admin/sessions', { params: { query: { state: scope, limit: 50, ...(cursor !== null && { cursor }) } } }));
+      return { rows: page.sessions, nextCursor: page.nextCursor };
+    },
+    [scope],
+  );
+  // Runner states change under the admin's eyes: refresh the first page every 10 s.
   useEffect(() => {
-    setRows(null);
-    void load(null);
-    const timer = setInterval(() => void load(null), 10_000);
+    const timer = setInterval(() => void reload(), 10_000);
     return () => clearInterval(timer);
   }, [scope]);
 
@@ -43,7 +38,7 @@ export function LiveSessionsPanel() {
           </select>
         </label>
       </div>
-      {error !== null && <p class="form-error">{error}</p>}
+      <ErrorText message={error} />
       {rows === null ? (
         <p class="muted">Loading…</p>
       ) : rows.length === 0 ? (
@@ -79,8 +74,8 @@ export function LiveSessionsPanel() {
           </table>
         </div>
       )}
-      {cursor !== null && (
-        <button type="button" class="btn" onClick={() => void load(cursor)}>
+      {hasMore && (
+        <button type="button" class="btn" onClick={() => void more()}>
           Load more
         </button>
       )}

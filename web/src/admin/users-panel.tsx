@@ -3,6 +3,7 @@ import { api, call, describeError, type Schemas } from '../api/client.ts';
 import { useMe } from '../auth/me.ts';
 import { Confirm } from '../ui/confirm.tsx';
 import { relativeTime } from '../ui/format.ts';
+import { ErrorText, Notice } from '../ui/messages.tsx';
 
 type User = Schemas['User'];
 
@@ -78,16 +79,8 @@ export function UsersPanel() {
           </button>
         </div>
       </form>
-      {error !== null && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice !== null && (
-        <p class="notice ok" role="status">
-          {notice}
-        </p>
-      )}
+      <ErrorText message={error} />
+      <Notice message={notice} />
       {users === null ? (
         <p class="muted">Loading…</p>
       ) : (

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, call, isApiError, type ApiError } from '../api/client.ts';
 import { inSeconds } from '../ui/format.ts';
 import type { Me } from './me.ts';
+import { ErrorText } from '../ui/messages.tsx';
 
 function message(e: unknown): string {
   if (!isApiError(e)) return 'Sign-in failed; try again.';
@@ -57,11 +58,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (me: Me) => void }) {
             onInput={(e) => setPassword(e.currentTarget.value)}
           />
         </label>
-        {error !== null && (
-          <p class="form-error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorText message={error} />
         <button type="submit" class="btn primary wide" disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>

@@ -13,6 +13,7 @@ import { Composer } from './composer.tsx';
 import { ConversationLog } from './conversation-log.tsx';
 import { runningTurn } from './conversation.ts';
 import { useConversation } from './use-conversation.ts';
+import { ErrorText } from '../ui/messages.tsx';
 
 type Detail = Schemas['SessionDetail'];
 
@@ -138,11 +139,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
           </span>
         </div>
         {!owner && <p class="notice readonly">Read-only: this session belongs to another user.</p>}
-        {actionError !== null && (
-          <p class="form-error" role="alert">
-            {actionError}
-          </p>
-        )}
+        <ErrorText message={actionError} />
         <LinkStatus link={link} />
       </header>
       <ConversationLog conv={conv} pending={unconfirmed} />

@@ -7,6 +7,7 @@ import { api, call, isApiError } from '../api/client.ts';
 import { type Attachment, bodyBytes, checkFiles, readAttachment } from './images.ts';
 import { formatBytes } from '../ui/format.ts';
 import { PaperclipIcon } from '../ui/icons.tsx';
+import { ErrorText } from '../ui/messages.tsx';
 
 export interface ComposerProps {
   sessionId: string;
@@ -119,11 +120,7 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
         void addFiles([...(e.dataTransfer?.files ?? [])]);
       }}
     >
-      {error !== null && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorText message={error} />
       {images.length > 0 && (
         <ul class="attachments" aria-label="Attached images">
           {images.map((i) => (

@@ -4,6 +4,7 @@ import { navigate } from '../router.ts';
 import { relativeTime } from '../ui/format.ts';
 import { StateBadge } from '../ui/state-badge.tsx';
 import { upsertSession, useSessionList } from './session-list-store.ts';
+import { ErrorText } from '../ui/messages.tsx';
 
 export function sessionTitle(s: { title: string | null; createdAt: string }): string {
   return s.title ?? `Untitled · ${new Date(s.createdAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}`;
@@ -34,13 +35,9 @@ export function SessionSidebar({ currentId }: { currentId: string | null }) {
         <button type="button" class="btn primary wide" onClick={create} disabled={creating}>
           New session
         </button>
-        {createError !== null && (
-          <p class="form-error" role="alert">
-            {createError}
-          </p>
-        )}
+        <ErrorText message={createError} />
       </div>
-      {error !== null && <p class="form-error">{error}</p>}
+      <ErrorText message={error} />
       {sessions === null ? (
         <p class="muted pad">Loading…</p>
       ) : sessions.length === 0 ? (

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, type Schemas } from '../api/client.ts';
 import { Confirm } from '../ui/confirm.tsx';
 import { absoluteTime, relativeTime } from '../ui/format.ts';
+import { ErrorText } from '../ui/messages.tsx';
 
 type Token = Schemas['ApiToken'];
 
@@ -78,11 +79,7 @@ export function TokensPage() {
           </button>
         </div>
       </form>
-      {error !== null && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorText message={error} />
       {created !== null && (
         <div class="card secret-once" role="status">
           <h2>Token “{created.name}” created</h2>
