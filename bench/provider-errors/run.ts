@@ -4,12 +4,16 @@
 // prompt whose every model request fails with that error (an `#offline` directive stays in the
 // conversation, so each retry fails too). Printed: wall time from spawn to exit, the error code,
 // retryable, the number of model requests, and the exit code.
-// Run: node bench/provider-errors/run.ts [--backend claude|pi] [--class NAME] [--timeout 200s]
+// With --turn: the message → turn.done time alone on a started CLI (through the codec, no sandbox),
+// retry settings from --retry N/BASE_MS (default 5/500, the runner's) or --retry cli.
+// Run: node bench/provider-errors/run.ts [--turn [--retry cli|N/B]] [--backend claude|pi] [--class NAME] [--timeout 200s]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Backend } from '@switchyard/protocol';
 import { startOfflineModel } from '../../runner/src/offline-model/index.ts';
+import { startCli } from '../../test/helpers/cli-harness.ts';
 
 const RUNNER_BIN = join(import.meta.dirname, '..', '..', 'runner', 'bin', 'switchyard-runner.js');
 
@@ -33,6 +37,38 @@ const classes = CLASSES.filter((c) => !arg('--class') || c.name.startsWith(arg('
 const timeout = arg('--timeout') ?? '200s';
 
 const model = await startOfflineModel();
+
+if (process.argv.includes('--turn')) {
+  // Turn only: the CLI is started and warm (one answered message), then the failing message is
+  // written; measured until its turn.done. Retry settings as the runner passes them: --retry N/B,
+  // or --retry cli for the CLIs' own defaults (what the runner did before it had a default).
+  const retryArg = arg('--retry') ?? '5/500';
+  const [n, b] = retryArg.split('/').map(Number);
+  const retry = retryArg === 'cli' ? undefined : { maxRetries: n ?? 5, baseDelayMs: b ?? 500 };
+  console.log(`| backend | class | message → turn.done ms | code | retryable | turn.retry events | model requests | (retry ${retryArg}) |`);
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const backend of backends as Backend[]) {
+    for (const c of classes) {
+      const h = await startCli(backend, model.url, { retry });
+      h.proc.sendUserMessage({ text: `#offline ${JSON.stringify({ text: 'warm' })}` });
+      await h.turn(1, 60_000);
+      model.reset();
+      const started = performance.now();
+      h.proc.sendUserMessage({ text: `fail please\n#offline ${JSON.stringify(c.script)}` });
+      const turn = await h.turn(2, 300_000);
+      const ms = performance.now() - started;
+      const done = turn.at(-1);
+      const error = done?.type === 'turn.done' ? done.error : undefined;
+      const retries = turn.filter((e) => e.type === 'turn.retry').length;
+      const requests = model.requests().filter((r) => r.response?.mainTurn).length;
+      console.log(`| ${backend} | ${c.name} | ${Math.round(ms)} | ${error?.code ?? '-'} | ${error?.retryable ?? '-'} | ${retries} | ${requests} | |`);
+      await h.close();
+    }
+  }
+  await model.close();
+  process.exit(0);
+}
+
 console.log('| backend | class | wall ms (spawn → exit) | code | retryable | model requests | exit |');
 console.log('| --- | --- | --- | --- | --- | --- | --- |');
 for (const backend of backends) {
