@@ -3,21 +3,19 @@
 // CLIs behind real runners. One stack for the whole file (2-core machines: a stack is expensive).
 // The claude group runs first (the default backend), then the admin switches to pi and the same
 // behaviours run again on pi sessions.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveInGroups } from '../../runner/src/host/process-tree.ts';
-import { startStack, type Stack } from '../../scripts/start.ts';
+import type { Stack } from '../../scripts/start.ts';
 import { Api, textOf, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
+import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
-const READY_MS = 240_000;
 const TURN_MS = 120_000;
 
+let running: TestStack;
 let stack: Stack;
 let admin: Api;
-let dir: string;
-const serviceLog: string[] = [];
 /** Every process group a runner task of this stack used (checked empty after stop()). */
 const runnerGroups = new Set<number>();
 const openStreams = new Set<SseStream>();
@@ -37,41 +35,24 @@ async function sampleRunners(): Promise<void> {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-e2e-'));
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.ANTHROPIC_API_KEY;
-  delete env.SWITCHYARD_MODEL_URL;
-  delete env.SWITCHYARD_ADMIN_PASSWORD;
-  stack = await startStack({
-    port: 0,
-    frozenEdge: true,
-    devDir: join(dir, 'dev'),
-    persistTo: join(dir, 'state'),
-    env,
-    readyTimeoutMs: READY_MS,
-    output: (name, _s, line) => {
-      serviceLog.push(`[${name}] ${line}`);
-      if (serviceLog.length > 4000) serviceLog.splice(0, 1000);
-    },
-    log: (line) => serviceLog.push(line),
-  });
+  running = await startTestStack('e2e');
+  stack = running.stack;
   admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
-}, READY_MS + 60_000);
+}, STACK_READY_MS + 60_000);
 
 afterAll(async () => {
   for (const s of openStreams) await s.close();
-  if (stack !== undefined) {
+  if (running !== undefined) {
     await sampleRunners().catch(() => undefined);
     for (const svc of stack.services) svc.sample();
     const serviceGroups = new Set(stack.services.flatMap((s) => [...s.groups]));
-    await stack.stop();
+    await running.stop();
     // No leftover runner (or CLI) process, and nothing of the services either.
     await until('runner and service process groups to be empty', () => liveInGroups(new Set([...runnerGroups, ...serviceGroups])).length === 0, 15_000).catch(() => undefined);
     expect(liveInGroups(runnerGroups), 'leftover runner/CLI processes').toEqual([]);
     expect(liveInGroups(serviceGroups), 'leftover service processes').toEqual([]);
     expect(runnerGroups.size).toBeGreaterThan(0);
   }
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
 function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
@@ -79,7 +60,7 @@ function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
     try {
       return await f();
     } catch (err) {
-      const tail = serviceLog.slice(-60).join('\n');
+      const tail = running.log.slice(-60).join('\n');
       if (err instanceof Error) err.message += `\n--- last service lines:\n${tail}`;
       throw err;
     }
