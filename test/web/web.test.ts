@@ -226,6 +226,21 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
+  it('a session longer than one replay page reopens whole (the page follows the hub’s pages)', async () => {
+    const { page, errors } = await adminPage();
+    await newSession(page);
+    // 2,500 deltas: more events than the hub replays on one connection.
+    const words = Array.from({ length: 2500 }, (_, i) => `w${i}`).join(' ');
+    await send(page, `Long log.\n${directive({ text: words, chunks: 2500 })}`);
+    await turnsDone(page, 1);
+    expect(await assistantTexts(page)).toEqual([words]);
+    await page.reload();
+    await turnsDone(page, 1);
+    expect(await assistantTexts(page)).toEqual([words]);
+    expect(await conversation(page).locator('.msg.user').count()).toBe(1);
+    expect(errors).toEqual([]);
+  });
+
   it('offline and back: shows reconnecting, then catches up with nothing lost or doubled; two pages agree', async () => {
     const { ctx, page, errors } = await adminPage();
     const id = await newSession(page);

@@ -82,7 +82,7 @@ export class SessionStream {
     this.abort = null;
     clearTimeout(this.silenceTimer);
     clearTimeout(this.retryTimer);
-    if (waitForOnline || !navigator.onLine) {
+    if (waitForOnline || navigator.onLine === false) {
       this.opts.onStatus({ state: 'reconnecting', reason, retryInMs: 0 });
       return;
     }
@@ -99,12 +99,13 @@ export class SessionStream {
     }, this.silenceMs);
   }
 
-  private async connect(): Promise<void> {
+  /** `continuing`: the last connection ended after delivering events (a replay page), so the rest follows at once. */
+  private async connect(continuing = false): Promise<void> {
     if (this.stopped) return;
     this.abort?.abort();
     const ctrl = new AbortController();
     this.abort = ctrl;
-    this.opts.onStatus({ state: 'connecting' });
+    if (!continuing) this.opts.onStatus({ state: 'connecting' });
     let res: Response;
     try {
       res = await this.doFetch(`/api/sessions/${encodeURIComponent(this.opts.sessionId)}/events`, {
@@ -122,9 +123,14 @@ export class SessionStream {
     if (res.status === 404) return this.close('gone');
     if (!res.ok || res.body === null) return this.cut(`the server answered ${res.status}`);
     this.attempt = 0;
-    this.opts.onStatus({ state: 'live' });
+    if (!continuing) this.opts.onStatus({ state: 'live' });
     this.armSilence(ctrl);
-    await this.read(res.body, ctrl);
+    const delivered = await this.read(res.body, ctrl);
+    if (this.abort !== ctrl) return;
+    // The hub replays a long log a page per connection and then closes it: go straight on from
+    // the last id. A connection that ended without delivering anything backs off instead.
+    if (delivered) void this.connect(true);
+    else this.cut('the connection closed');
   }
 
   private close(reason: 'unauthenticated' | 'gone'): void {
@@ -134,7 +140,9 @@ export class SessionStream {
     this.opts.onStatus({ state: 'closed', reason });
   }
 
-  private async read(body: ReadableStream<Uint8Array>, ctrl: AbortController): Promise<void> {
+  /** Reads until the body ends or breaks; whether it delivered any new event. */
+  private async read(body: ReadableStream<Uint8Array>, ctrl: AbortController): Promise<boolean> {
+    let delivered = false;
     const parser = new SseParser();
     const decoder = new TextDecoder();
     const reader = body.getReader();
@@ -142,7 +150,7 @@ export class SessionStream {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        if (this.abort !== ctrl) return;
+        if (this.abort !== ctrl) return delivered;
         this.armSilence(ctrl);
         const fresh: StreamEvent[] = [];
         for (const item of parser.push(decoder.decode(value, { stream: true }))) {
@@ -157,13 +165,16 @@ export class SessionStream {
           this.lastId = item.id;
           fresh.push({ ...(data as AgentEvent), id: item.id });
         }
-        if (fresh.length > 0) this.opts.onEvents(fresh);
+        if (fresh.length > 0) {
+          delivered = true;
+          this.opts.onEvents(fresh);
+        }
       }
     } catch {
-      // aborted or the connection broke: handled below
+      // aborted, or the connection broke: the caller reconnects
     } finally {
       reader.releaseLock();
     }
-    if (this.abort === ctrl) this.cut('the connection closed');
+    return delivered;
   }
 }
