@@ -1,6 +1,7 @@
 // The loopback escape, attempted for real: the stack `npm start` runs (startStack: wrangler dev,
-// the local runner host, the offline model), a real claude session, and its agent's shell (the
-// offline model scripts a Bash call) going after every service on the machine's loopback:
+// the local runner host, the offline model), a real claude session and then a real pi session,
+// and each agent's shell (the offline model scripts a shell call) going after every service on
+// the machine's loopback:
 //   - the runner host: RunTask unsigned and with a made-up SigV4 signature, both overriding
 //     NODE_OPTIONS (code as the developer, outside the sandbox); StopTask of another session's
 //     runner; the probe route (a process per call); the task list;
@@ -18,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listProcs } from '../../runner/src/host/process-tree.ts';
+import { MODEL_URL } from '../../runner/src/sandbox/bwrap.ts';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { Api, type SseStream } from '../helpers/sse-client.ts';
 
@@ -62,9 +64,10 @@ afterAll(async () => {
   rmSync(MARKER, { force: true });
 }, 120_000);
 
-async function session(title: string): Promise<string> {
-  const res = await admin.call<{ id: string }>('POST', '/api/sessions', { title });
+async function session(title: string, backend: 'claude' | 'pi' = 'claude'): Promise<string> {
+  const res = await admin.call<{ id: string; backend: string }>('POST', '/api/sessions', { title });
   expect(res.status, res.text).toBe(201);
+  expect(res.body.backend).toBe(backend);
   return res.body.id;
 }
 
@@ -135,7 +138,8 @@ function attackScript(o: { victimArn: string; ports: number[] }): string {
     `cat > /tmp/run.json <<'EOF'\n${runTask}\nEOF`,
     `cat > /tmp/stop.json <<'EOF'\n${stopTask}\nEOF`,
     `cat > /tmp/exfil.json <<'EOF'\n${exfil}\nEOF`,
-    `try_ own-model-proxy "$ANTHROPIC_BASE_URL/"`,
+    // The model URL the CLI was given (claude: its env; pi: models.json, always MODEL_URL under bubblewrap).
+    `try_ own-model-proxy "\${ANTHROPIC_BASE_URL:-${MODEL_URL}}/"`,
     `try_ host-runtask-unsigned -X POST ${host}/ ${ecs('RunTask')} --data-binary @/tmp/run.json`,
     `try_ host-runtask-forged -X POST ${host}/ ${ecs('RunTask')} ${signed} --data-binary @/tmp/run.json`,
     `try_ host-stoptask-victim -X POST ${host}/ ${ecs('StopTask')} ${signed} --data-binary @/tmp/stop.json`,
@@ -167,21 +171,31 @@ describe('an agent in a session of the npm start stack, going after loopback ser
     expect(inspectors).toEqual([]);
   });
 
-  it(
-    'gets nothing: no connection to the runner host, the offline model, the edge or any other port, and no effect',
-    async () => {
-      try {
-        // Another session with a live runner: the StopTask target.
-        const victim = await session('victim');
-        expect((await turn(victim, 'hello')).done.data.stopReason).toBe('end_turn');
-        const victimTask = (await stack.runners()).find((t) => t.sessionId === victim && t.lastStatus === 'RUNNING');
-        expect(victimTask).toBeDefined();
+  // Another session with a live runner: the StopTask target, which must survive every attack.
+  let victim: string;
+  let victimArn: string;
+  const attackers: string[] = [];
 
-        const attacker = await session('attacker');
+  it.each(['claude', 'pi'] as const)(
+    '%s: gets nothing — no connection to the runner host, the offline model, the edge or any other port, and no effect',
+    async (backend) => {
+      try {
+        if (backend === 'claude') {
+          victim = await session('victim');
+          expect((await turn(victim, 'hello')).done.data.stopReason).toBe('end_turn');
+          victimArn = (await stack.runners()).find((t) => t.sessionId === victim && t.lastStatus === 'RUNNING')?.taskArn ?? '';
+          expect(victimArn).not.toBe('');
+        } else {
+          // The switch probes pi through the launcher's signed /switchyard/probe.
+          const put = await admin.call('PUT', '/api/admin/settings', { llmBackend: 'pi' });
+          expect(put.status, put.text).toBe(200);
+        }
+        const attacker = await session(`attacker ${backend}`, backend);
+        attackers.push(attacker);
         const ports = stackListeningPorts();
         // The edge, the host, the model at least (wrangler and workerd add their own).
         expect(ports.length).toBeGreaterThanOrEqual(3);
-        const script = Buffer.from(attackScript({ victimArn: victimTask?.taskArn ?? '', ports })).toString('base64');
+        const script = Buffer.from(attackScript({ victimArn, ports })).toString('base64');
         const { done, events } = await turn(attacker, `#offline ${JSON.stringify({ tool: 'shell', command: `echo ${script} | base64 -d > /tmp/a.sh; sh /tmp/a.sh` })}`);
         expect(done.data.stopReason).toBe('end_turn');
         const output = events
@@ -189,24 +203,24 @@ describe('an agent in a session of the npm start stack, going after loopback ser
           .map((e) => String(e.data.output))
           .join('\n');
         const attempts = [...output.matchAll(/^ATTEMPT (\S+) rc=(\d+) code=(\d+)$/gm)].map((m) => ({ name: m[1], rc: Number(m[2]), code: m[3] }));
-        // The control: the shell has curl and its own model route works.
-        expect(attempts.find((a) => a.name === 'own-model-proxy'), output).toMatchObject({ rc: 0, code: '200' });
         const targets = attempts.filter((a) => a.name !== 'own-model-proxy');
         expect(targets.length, output).toBe(9 + ports.length);
         // Not one connection: curl's "couldn't connect", no HTTP status.
         expect(targets.filter((a) => a.rc !== 7 || a.code !== '000'), output).toEqual([]);
+        // The control: the shell has curl and its own model route works.
+        expect(attempts.find((a) => a.name === 'own-model-proxy'), output).toMatchObject({ rc: 0, code: '200' });
         expect(output).toContain('ROUTES 0');
 
         // And no effect.
         const tasks = await stack.runners();
-        expect(tasks.map((t) => t.sessionId).sort()).toEqual([victim, attacker].sort());
-        expect(tasks.find((t) => t.taskArn === victimTask?.taskArn)?.lastStatus).toBe('RUNNING');
+        expect(tasks.map((t) => t.sessionId).sort()).toEqual([victim, ...attackers].sort());
+        expect(tasks.find((t) => t.taskArn === victimArn)?.lastStatus).toBe('RUNNING');
         expect(existsSync(MARKER)).toBe(false);
         const recorded = await fetch(`${stack.offlineModelUrl}/_offline/requests`, { headers: { authorization: `Bearer ${stack.offlineControlToken}` } });
         expect(JSON.stringify(await recorded.json())).not.toContain(EXFIL);
         // The other session still answers on the same runner.
-        expect((await turn(victim, 'still there?')).done.data.stopReason).toBe('end_turn');
-        expect((await stack.runners()).filter((t) => t.sessionId === victim).map((t) => t.taskArn)).toEqual([victimTask?.taskArn]);
+        expect((await turn(victim, `still there after the ${backend} attack?`)).done.data.stopReason).toBe('end_turn');
+        expect((await stack.runners()).filter((t) => t.sessionId === victim).map((t) => t.taskArn)).toEqual([victimArn]);
       } catch (err) {
         throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${serviceLog.slice(-40).join('\n')}`);
       }
