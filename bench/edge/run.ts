@@ -92,11 +92,17 @@ async function main() {
     const login = () => fetch(`${base}/api/auth/login`, { method: 'POST', headers: json, body: loginBody });
     const first = await login();
     const { token } = (await first.json()) as { token: string };
+    // The reference routes must reach the Worker (not the static assets' SPA fallback).
+    const probe = await fetch(`${base}/api/__bench/pbkdf2`);
+    if (!(probe.headers.get('content-type') ?? '').includes('application/json')) {
+      throw new Error('/api/__bench/pbkdf2 was not answered by the bench Worker');
+    }
+    await probe.arrayBuffer();
     const routes = {
-      bare: { req: () => fetch(`${base}/bench/bare`), status: 200, n: samples },
+      bare: { req: () => fetch(`${base}/api/__bench/bare`), status: 200, n: samples },
       healthz: { req: () => fetch(`${base}/healthz`), status: 200, n: samples },
       me: { req: () => fetch(`${base}/api/me`, { headers: { Authorization: `Bearer ${token}` } }), status: 200, n: samples },
-      pbkdf2: { req: () => fetch(`${base}/bench/pbkdf2`), status: 200, n: Math.ceil(samples / 3) },
+      pbkdf2: { req: () => fetch(`${base}/api/__bench/pbkdf2`), status: 200, n: Math.ceil(samples / 3) },
       login: { req: login, status: 200, n: Math.ceil(samples / 3) },
     };
     type Name = keyof typeof routes;
@@ -115,7 +121,7 @@ async function main() {
     console.log(`edge bench: wrangler dev (workerd, local D1) on loopback; medians of interleaved samples`);
     console.log('route                       samples  median ms    p90 ms   x bare');
     const label: Record<Name, string> = {
-      bare: 'GET /bench/bare (bare Hono)',
+      bare: 'GET /api/__bench/bare (bare)',
       healthz: 'GET /healthz (app, no auth)',
       me: 'GET /api/me (bearer auth)',
       pbkdf2: 'PBKDF2 verify only',

@@ -8,14 +8,16 @@ export { SessionHub } from '../src/hub/session-hub.ts';
 
 const app = createApp();
 const reference = new Hono();
+// Under /api/ because only /api/*, /internal/* and /healthz reach the Worker (wrangler.toml
+// run_worker_first); any other path is answered by the static assets' SPA fallback.
 // The floor: a bare Hono route, no middleware, no D1.
-reference.get('/bench/bare', (c) => c.json({ ok: true }));
+reference.get('/api/__bench/bare', (c) => c.json({ ok: true }));
 // PBKDF2 alone (one verification at the production iteration count), to split login's cost.
-reference.get('/bench/pbkdf2', async (c) => c.json({ ok: await verifyPassword('bench password', DUMMY_PASSWORD_HASH) }));
+reference.get('/api/__bench/pbkdf2', async (c) => c.json({ ok: await verifyPassword('bench password', DUMMY_PASSWORD_HASH) }));
 
 export default {
   fetch(request, env, ctx) {
     const { pathname } = new URL(request.url);
-    return pathname.startsWith('/bench/') ? reference.fetch(request, env, ctx) : app.fetch(request, env, ctx);
+    return pathname.startsWith('/api/__bench/') ? reference.fetch(request, env, ctx) : app.fetch(request, env, ctx);
   },
 } satisfies ExportedHandler<Env>;
