@@ -216,7 +216,16 @@ export function userRoutes(deps: AppDeps) {
     // before answering, a few at a time, so a 204 means the conversations are gone.
     const ids = sessions.map((s) => s.id);
     for (let i = 0; i < ids.length; i += DESTROY_CONCURRENCY) {
-      await Promise.all(ids.slice(i, i + DESTROY_CONCURRENCY).map((sid) => hubFor(c.env, sid).destroy()));
+      await Promise.all(
+        ids.slice(i, i + DESTROY_CONCURRENCY).map((sid) =>
+          // The user is gone either way; one hub failing must not keep the others' data.
+          hubFor(c.env, sid)
+            .destroy()
+            .catch((err: unknown) =>
+              console.error(`user delete: session ${sid} not destroyed:`, err instanceof Error ? err.message : typeof err),
+            ),
+        ),
+      );
     }
     return c.body(null, 204);
   });
