@@ -276,6 +276,30 @@ describe('runner link: tokens', () => {
     runner.close();
   });
 
+  it('token replay before the welcome: a launch token already bound to one runner id is refused (4401) for another', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    await postMessage(ctx, sid, 'x');
+    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    // The state a first hello leaves when its link dies before the welcome is sent (the window is
+    // too short to hit reliably from outside): the launch is bound to runner-a, nobody welcomed.
+    await runInDurableObject(hubStub(sid), (hub) => {
+      const h = hub as unknown as { meta: { launch: { bootstrapRunnerId?: string | null } | null }; saveMeta(): void };
+      if (h.meta.launch === null) throw new Error('no launch');
+      h.meta.launch.bootstrapRunnerId = 'runner-a';
+      h.saveMeta();
+    });
+    const other = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'runner-b' });
+    other.hello(sid);
+    expect(await other.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'the launch token is bound to another runner' });
+    expect(other.of('welcome')).toEqual([]);
+    // The runner it is bound to may retry with it until its first welcome.
+    const retry = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'runner-a' });
+    retry.hello(sid);
+    await retry.waitFor('welcome');
+    retry.close();
+  });
+
   it('renews the token over the link at half-life', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
