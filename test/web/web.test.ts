@@ -460,6 +460,37 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(adminView.errors).toEqual([]);
   });
 
+  it('works from the keyboard alone: sign in, open a new session, send', async () => {
+    const ctx = await newContext();
+    const page = await ctx.newPage();
+    const errors = watchErrors(page);
+    await page.goto(`${stack.url}/`);
+    await page.getByLabel('Username').waitFor();
+    await page.keyboard.type(stack.admin.username);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(stack.admin.password);
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    const focused = () => page.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText?.trim() ?? '');
+    let presses = 0;
+    while ((await focused()) !== 'New session') {
+      await page.keyboard.press('Tab');
+      expect(++presses, 'New session reachable with Tab').toBeLessThan(20);
+    }
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/sessions\/[0-9A-Z]{26}$/);
+    // The message box has the focus when a session opens.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('message-box');
+    await page.keyboard.type('From the keyboard.');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type(directive({ text: 'keyboard reply' }));
+    await page.keyboard.press('Enter');
+    await turnsDone(page, 1);
+    expect(await assistantTexts(page)).toEqual(['keyboard reply']);
+    expect(await conversation(page).locator('.msg.user .user-text').innerText()).toBe(`From the keyboard.\n${directive({ text: 'keyboard reply' })}`);
+    expect(errors).toEqual([]);
+  });
+
   it('fits a phone screen (the session list is a drawer) and follows the dark colour scheme', async () => {
     const { page, errors } = await adminPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });
     const nav = page.getByRole('navigation', { name: 'Sessions' });

@@ -42,6 +42,8 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
     if (!running) setStopping(false);
   }, [running]);
   useEffect(() => () => images.forEach((i) => URL.revokeObjectURL(i.previewUrl)), []);
+  // Opening a session puts the cursor in its message box (autofocus only works on page load).
+  useEffect(() => box.current?.focus(), []);
 
   const addFiles = async (files: File[]) => {
     if (files.length === 0) return;
