@@ -264,6 +264,42 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
+  it('shows a provider retry while it waits, then the turn’s error with its code', async () => {
+    const { page, errors } = await adminPage();
+    await newSession(page);
+    // 429 on every attempt: the CLI retries within the runner's budget, then gives up.
+    await send(page, `Busy provider.\n${directive({ error: 429 })}`);
+    await conversation(page).getByText(/^Retrying \(attempt \d+ of \d+\)…/).first().waitFor({ timeout: TURN_MS });
+    await screenshot(page, 'chat-retrying');
+    await turnsDone(page, 1);
+    expect(await conversation(page).locator('.notice.stop-error').innerText()).toMatch(/^Error \(provider_rate_limited\): /);
+    expect(await conversation(page).getByText(/^Retrying/).count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('resending after a lost response starts nothing twice (the draft keeps its clientMessageId)', async () => {
+    const { page, errors } = await adminPage();
+    await newSession(page);
+    // The first POST reaches the server, but its answer never reaches the page.
+    let dropped = 0;
+    await page.route('**/api/sessions/*/messages', async (route) => {
+      if (dropped++ > 0) return route.continue();
+      await route.fetch();
+      await route.abort('connectionreset');
+    });
+    const text = `Only once.\n${directive({ text: 'answered once' })}`;
+    await send(page, text);
+    await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/Could not reach the server/);
+    expect(await page.getByLabel('Message').inputValue()).toBe(text);
+    await page.getByRole('button', { name: 'Send' }).click();
+    await turnsDone(page, 1);
+    expect(await page.getByLabel('Message').inputValue()).toBe('');
+    expect(await conversation(page).locator('.msg.user').count()).toBe(1);
+    expect(await assistantTexts(page)).toEqual(['answered once']);
+    expect(dropped).toBe(2);
+    expect(errors).toEqual([]);
+  });
+
   it('renders model output inert: raw HTML is text, javascript: links go nowhere', async () => {
     const { page, errors } = await adminPage();
     await newSession(page);
@@ -301,6 +337,11 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await paste(png, 'pixel.png', 'image/png');
     await page.getByRole('list', { name: 'Attached images' }).getByRole('img', { name: 'pixel.png' }).waitFor();
     await screenshot(page, 'chat-image-attached');
+    // The picker takes the same path as paste; a second image shows next to the first.
+    await page.locator('input[type="file"]').setInputFiles({ name: 'picked.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
+    await page.getByRole('list', { name: 'Attached images' }).getByRole('img', { name: 'picked.png' }).waitFor();
+    await page.getByRole('button', { name: 'Remove picked.png' }).click();
+    expect(await page.getByRole('list', { name: 'Attached images' }).getByRole('img').count()).toBe(1);
     const marker = `image-marker-${Date.now()}`;
     await send(page, `What is in this image? ${marker}`);
     await turnsDone(page, 1);
