@@ -4,6 +4,6 @@ import { defineConfig } from 'vitest/config';
 // the right pool in one `vitest run`.
 export default defineConfig({
   test: {
-    projects: ['protocol', 'runner', 'test', 'edge', 'web', 'infra'],
+    projects: ['protocol', 'runner', 'test', 'edge', 'edge/vitest.unit.config.mts', 'web', 'infra'],
   },
 });

@@ -25,6 +25,8 @@ export default defineConfig(async () => {
       name: 'edge',
       root: here,
       include: ['test/**/*.test.ts'],
+      // test/unit runs in Node (vitest.unit.config.mts).
+      exclude: ['test/unit/**'],
       setupFiles: ['./test/apply-migrations.ts'],
       // Node side of the launcher test: the local runner host (ECS API stand-in), via `inject`.
       globalSetup: ['./test/launcher.global-setup.ts'],

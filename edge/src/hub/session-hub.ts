@@ -30,6 +30,23 @@ import type {
 } from './types.ts';
 import { nextUlid } from './ulid.ts';
 import {
+  byeOutcome,
+  checkSeq,
+  decideTick,
+  deriveState,
+  endsTurnWithLaunch,
+  exitedReason,
+  freshMeta,
+  needsRelaunch,
+  newLaunch,
+  newTurn,
+  nextDeadline,
+  statusChange,
+  type LaunchRecord,
+  type Meta,
+  type TurnRecord,
+} from './lifecycle.ts';
+import {
   REPLAY_PAGE_BYTES,
   REPLAY_PAGE_EVENTS,
   toViewerFrames,
@@ -51,62 +68,6 @@ import {
 
 type Reply = { accepted: true; duplicate?: boolean } | { accepted: false; error: ErrorInfo };
 
-interface LaunchRecord {
-  id: string;
-  ref: string | null;
-  startedAt: number;
-  connectBy: number;
-  hubUrl: string;
-  /** First welcome; null while the runner has never connected. */
-  welcomedAt: number | null;
-  /** A welcomed runner socket is open. */
-  connected: boolean;
-  runnerId: string | null;
-  /**
-   * The runner that presented the bootstrap token first. Until the welcome, only it may present
-   * that token again (a retry); after the welcome nobody may (the token is spent).
-   */
-  bootstrapRunnerId?: string | null;
-  /** The link dropped without a bye at this time; the runner has reconnectGrace to return. */
-  disconnectedAt: number | null;
-  nextPollAt: number | null;
-  tokenRenewAt: number | null;
-  stoppingSince: number | null;
-  stopReason: string | null;
-  turns: number;
-}
-
-interface TurnRecord {
-  messageId: string;
-  /** message.user was logged (the hub accepted the message). */
-  announced: boolean;
-  /** user_message went to a runner at least once. */
-  sent: boolean;
-  /** The runner answered `accepted`. */
-  delivered: boolean;
-  interruptQueued: boolean;
-}
-
-interface Meta {
-  session: HubSessionInfo | null;
-  /** Where the session rests when no runner exists. */
-  rest: { state: 'stopped' | 'failed'; reason: string };
-  launch: LaunchRecord | null;
-  turn: TurnRecord | null;
-  limits: HubLimits;
-  model: string | null;
-  hubUrl: string | null;
-  lastActivityAt: number;
-  /** Last state logged as session.status. */
-  shown: { state: SessionState; reason: string | null } | null;
-  transcript: { key: string; sha256: string; bytes: number; resumeId: string; storedAt: number } | null;
-  lastEventId: string | null;
-  /** Bytes of event JSON in the log, against `logMaxBytes`. */
-  logBytes?: number;
-  /** The log reached its cap: no more runner events are stored and no new message is taken. */
-  logFull?: boolean;
-}
-
 interface RunnerAttachment {
   kind: 'runner';
   launchId: string;
@@ -114,20 +75,6 @@ interface RunnerAttachment {
   /** What the link was opened with; a credential names the only runner id it may say hello as. */
   auth?: { kind: 'bootstrap' } | { kind: 'credential'; runnerId: string };
 }
-
-const FRESH_META: Meta = {
-  session: null,
-  rest: { state: 'stopped', reason: 'no runner yet; the first message starts one' },
-  launch: null,
-  turn: null,
-  limits: { idleMs: 15 * 60_000, maxLifetimeMs: 8 * 3_600_000 },
-  model: null,
-  hubUrl: null,
-  lastActivityAt: 0,
-  shown: null,
-  transcript: null,
-  lastEventId: null,
-};
 
 const OPEN = 1;
 const utf8 = new TextEncoder();
@@ -182,8 +129,8 @@ export class SessionHub extends DurableObject<Env> {
 
   private loadMeta(): Meta {
     const row = this.sql.exec<{ v: string }>('SELECT v FROM meta WHERE k = ?', 'hub').toArray()[0];
-    if (row === undefined) return structuredClone(FRESH_META);
-    return { ...structuredClone(FRESH_META), ...(JSON.parse(row.v) as Partial<Meta>) };
+    if (row === undefined) return freshMeta();
+    return { ...freshMeta(), ...(JSON.parse(row.v) as Partial<Meta>) };
   }
 
   private saveMeta(): void {
@@ -254,26 +201,15 @@ export class SessionHub extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ state
 
-  private deriveState(): { state: SessionState; reason: string | null } {
-    const { launch, turn } = this.meta;
-    if (launch === null) return { state: this.meta.rest.state, reason: this.meta.rest.reason };
-    if (launch.stoppingSince !== null) return { state: 'stopping', reason: launch.stopReason };
-    if (launch.welcomedAt === null) return { state: 'starting', reason: null };
-    if (turn !== null) return { state: 'busy', reason: null };
-    return { state: launch.turns === 0 ? 'ready' : 'idle', reason: null };
-  }
-
   /**
    * Persists meta; if the derived state changed, logs and broadcasts `session.status` and
    * mirrors it into D1. Always re-arms the alarm.
    */
   private commit(): void {
-    const next = this.deriveState();
-    const shown = this.meta.shown;
-    if (shown === null || shown.state !== next.state || shown.reason !== next.reason) {
-      const event: AgentEvent = { type: 'session.status', state: next.state, ...(next.reason !== null && { reason: next.reason }) };
-      this.meta.shown = next;
-      this.emit(event);
+    const change = statusChange(this.meta);
+    if (change !== null) {
+      this.meta.shown = change.shown;
+      this.emit(change.event);
       this.syncD1();
     } else {
       this.saveMeta();
@@ -288,7 +224,7 @@ export class SessionHub extends DurableObject<Env> {
     this.d1Chain = this.d1Chain
       .then(async () => {
         if (this.meta.session === null) return;
-        const { state, reason } = this.deriveState();
+        const { state, reason } = deriveState(this.meta);
         const launch = this.meta.launch;
         const update = this.env.DB.prepare(
           'UPDATE sessions SET state = ?, state_reason = ?, runner_ref = ?, updated_at = ?, stopped_at = ? WHERE id = ?',
@@ -299,26 +235,8 @@ export class SessionHub extends DurableObject<Env> {
       .catch((err) => console.error('session hub: D1 state mirror failed:', errorText(err)));
   }
 
-  /** The next moment something must happen without outside input. */
-  private nextDeadline(): number | null {
-    const { launch, turn } = this.meta;
-    if (launch === null) return null;
-    const t = this.timings;
-    const candidates: number[] = [];
-    if (launch.stoppingSince !== null) candidates.push(launch.stoppingSince + t.stopGraceMs);
-    if (launch.welcomedAt === null) candidates.push(launch.connectBy);
-    if (launch.disconnectedAt !== null) candidates.push(launch.disconnectedAt + t.reconnectGraceMs);
-    if (!launch.connected && launch.nextPollAt !== null) candidates.push(launch.nextPollAt);
-    if (launch.connected && launch.tokenRenewAt !== null) candidates.push(launch.tokenRenewAt);
-    if (launch.connected && launch.stoppingSince === null && turn === null) {
-      candidates.push(this.meta.lastActivityAt + this.meta.limits.idleMs);
-      candidates.push(launch.startedAt + this.meta.limits.maxLifetimeMs);
-    }
-    return candidates.length === 0 ? null : Math.min(...candidates);
-  }
-
   private arm(): void {
-    const deadline = this.nextDeadline();
+    const deadline = nextDeadline(this.meta, this.timings);
     // Deadlines are in the hub clock's time; the alarm is set by the wall clock, so an
     // injected clock in tests never makes the alarm fire in a loop.
     const p =
@@ -334,7 +252,7 @@ export class SessionHub extends DurableObject<Env> {
     if (this.meta.session === null) {
       this.meta.session = session;
       this.meta.lastActivityAt = this.now;
-      this.meta.shown = this.deriveState();
+      this.meta.shown = deriveState(this.meta);
       this.saveMeta();
     }
     return this.snapshotNow();
@@ -346,7 +264,7 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   private snapshotNow(): HubSnapshot {
-    const { state, reason } = this.deriveState();
+    const { state, reason } = deriveState(this.meta);
     const l = this.meta.launch;
     return {
       state,
@@ -384,7 +302,7 @@ export class SessionHub extends DurableObject<Env> {
       JSON.stringify(message),
       now,
     );
-    this.meta.turn = { messageId, announced: false, sent: false, delivered: false, interruptQueued: false };
+    this.meta.turn = newTurn(messageId);
     this.meta.limits = input.limits;
     this.meta.model = input.model;
     this.meta.hubUrl = input.hubUrl;
@@ -535,7 +453,7 @@ export class SessionHub extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.ensureSchema();
-    this.meta = structuredClone(FRESH_META);
+    this.meta = freshMeta();
   }
 
   // ------------------------------------------------------------------ turns
@@ -571,24 +489,7 @@ export class SessionHub extends DurableObject<Env> {
     const session = this.meta.session;
     const hubUrl = this.meta.hubUrl;
     if (session === null || hubUrl === null) return;
-    const now = this.now;
-    const t = this.timings;
-    const launch: LaunchRecord = {
-      id: nextUlid(now, null),
-      ref: null,
-      startedAt: now,
-      connectBy: now + t.connectTimeoutMs,
-      hubUrl,
-      welcomedAt: null,
-      connected: false,
-      runnerId: null,
-      disconnectedAt: null,
-      nextPollAt: now + t.pollMs,
-      tokenRenewAt: null,
-      stoppingSince: null,
-      stopReason: null,
-      turns: 0,
-    };
+    const launch = newLaunch(nextUlid(this.now, null), hubUrl, this.now, this.timings);
     this.meta.launch = launch;
     this.commit();
     this.ctx.waitUntil(this.runLauncher(session, launch));
@@ -658,15 +559,9 @@ export class SessionHub extends DurableObject<Env> {
           .catch((err) => console.error('session hub: launcher stop failed:', errorText(err))),
       );
     }
-    const turn = this.meta.turn;
-    if (turn !== null) {
-      if (turn.sent || rest === 'failed') {
-        this.endTurn({ type: 'turn.done', stopReason: 'error', error: { ...lost, message: lost.message } });
-      }
-    }
+    if (endsTurnWithLaunch(this.meta.turn, rest)) this.endTurn({ type: 'turn.done', stopReason: 'error', error: lost });
     this.commit();
-    // A message that arrived while the old runner was stopping and never reached it.
-    if (this.meta.turn !== null && !this.meta.turn.sent) this.startLaunch();
+    if (needsRelaunch(this.meta)) this.startLaunch();
   }
 
   /** Graceful stop: ask the runner to shut down; force it after stopGrace. */
@@ -684,77 +579,55 @@ export class SessionHub extends DurableObject<Env> {
     this.commit();
   }
 
-  async tick(): Promise<void> {
+  /** Carries out what `decideTick` decided; runs only through `alarm` (serialized with the link). */
+  async #tick(): Promise<void> {
     const launch = this.meta.launch;
     if (launch === null) return;
-    const now = this.now;
-    const t = this.timings;
-    if (launch.stoppingSince !== null && now >= launch.stoppingSince + t.stopGraceMs) {
-      this.finish('stopped', launch.stopReason ?? 'stopped', {
-        code: 'runner_stopped',
-        message: 'the runner was stopped',
-        retryable: true,
-      });
-      return;
-    }
-    if (launch.welcomedAt === null && now >= launch.connectBy) {
-      this.failLaunch(launch.id, `the runner did not connect within ${Math.round(t.connectTimeoutMs / 1000)} s`);
-      return;
-    }
-    if (launch.disconnectedAt !== null && now >= launch.disconnectedAt + t.reconnectGraceMs) {
-      this.failLaunch(launch.id, `the runner's link has been down for ${Math.round(t.reconnectGraceMs / 1000)} s`);
-      return;
-    }
-    if (!launch.connected && launch.nextPollAt !== null && now >= launch.nextPollAt) {
-      launch.nextPollAt = now + t.pollMs;
-      this.saveMeta();
-      if (launch.ref !== null) {
-        let description;
-        try {
-          description = await this.launcher().describe(launch.ref);
-        } catch (err) {
-          console.error('session hub: launcher describe failed:', errorText(err));
-        }
-        if (this.meta.launch?.id !== launch.id) return;
-        if (description !== undefined && (description.state === 'stopped' || description.state === 'unknown') && !launch.connected) {
-          const how =
-            description.state === 'unknown'
-              ? 'the launcher has no record of it'
-              : [
-                  description.exitCode !== undefined && description.exitCode !== null ? `exit code ${description.exitCode}` : null,
-                  description.reason ?? null,
-                ]
-                  .filter((x) => x !== null)
-                  .join(': ') || 'no reason given';
-          const before = launch.welcomedAt === null ? 'before connecting' : 'after its link dropped';
-          this.failLaunch(launch.id, `the runner exited ${before} (${how})`);
+    for (const effect of decideTick(this.meta, this.timings, this.now)) {
+      switch (effect.type) {
+        case 'finish':
+          this.finish('stopped', effect.reason, effect.lost);
           return;
+        case 'fail':
+          this.failLaunch(launch.id, effect.reason);
+          return;
+        case 'stop_runner':
+          this.stopRunner(effect.reason);
+          return;
+        case 'poll': {
+          launch.nextPollAt = effect.nextPollAt;
+          this.saveMeta();
+          if (effect.ref === null) break;
+          let description;
+          try {
+            description = await this.launcher().describe(effect.ref);
+          } catch (err) {
+            console.error('session hub: launcher describe failed:', errorText(err));
+          }
+          if (this.meta.launch?.id !== launch.id) return;
+          const exited = description === undefined ? null : exitedReason(description, launch);
+          if (exited !== null) {
+            this.failLaunch(launch.id, exited);
+            return;
+          }
+          break;
         }
-      }
-    }
-    if (launch.connected && launch.tokenRenewAt !== null && now >= launch.tokenRenewAt) {
-      const ws = this.liveRunner();
-      const token = ws === undefined || launch.runnerId === null ? undefined : await this.mint(launch, launch.runnerId);
-      if (ws !== undefined && token !== undefined && this.meta.launch?.id === launch.id) {
-        this.sendTo(ws, { type: 'token', runnerToken: token });
-        launch.tokenRenewAt = this.now + t.tokenTtlMs / 2;
-      }
-    }
-    if (launch.connected && launch.stoppingSince === null && this.meta.turn === null) {
-      if (now >= this.meta.lastActivityAt + this.meta.limits.idleMs) {
-        this.stopRunner(`idle for ${Math.round(this.meta.limits.idleMs / 60_000)} min`);
-        return;
-      }
-      if (now >= launch.startedAt + this.meta.limits.maxLifetimeMs) {
-        this.stopRunner('reached the maximum session lifetime');
-        return;
+        case 'renew_token': {
+          const ws = this.liveRunner();
+          const token = ws === undefined || launch.runnerId === null ? undefined : await this.mint(launch, launch.runnerId);
+          if (ws !== undefined && token !== undefined && this.meta.launch?.id === launch.id) {
+            this.sendTo(ws, { type: 'token', runnerToken: token });
+            launch.tokenRenewAt = this.now + this.timings.tokenTtlMs / 2;
+          }
+          break;
+        }
       }
     }
     this.commit();
   }
 
   override async alarm(): Promise<void> {
-    await this.serialized(() => this.tick());
+    await this.serialized(() => this.#tick());
   }
 
   /** A credential for `runnerId`: what the runner reconnects with instead of the bootstrap token. */
@@ -1083,12 +956,11 @@ export class SessionHub extends DurableObject<Env> {
     return undefined;
   }
 
-  /** Checks a sequenced frame against what the hub holds: 'dup', 'next', or a gap (closed). */
-  private checkSeq(ws: WebSocket, held: number, seq: number): 'dup' | 'next' | 'gap' {
-    if (seq <= held) return 'dup';
-    if (seq === held + 1) return 'next';
-    this.protocolError(ws, `gap: got seq ${seq} after ${held}`);
-    return 'gap';
+  /** `checkSeq`, closing the link on a gap. */
+  private seqVerdict(ws: WebSocket, held: number, seq: number): 'dup' | 'next' | 'gap' {
+    const verdict = checkSeq(held, seq);
+    if (verdict === 'gap') this.protocolError(ws, `gap: got seq ${seq} after ${held}`);
+    return verdict;
   }
 
   private heldSeq(runnerId: string): number {
@@ -1101,7 +973,7 @@ export class SessionHub extends DurableObject<Env> {
     let held = this.heldSeq(runnerId);
     const fresh: typeof events = [];
     for (const e of events) {
-      const verdict = this.checkSeq(ws, held, e.seq);
+      const verdict = this.seqVerdict(ws, held, e.seq);
       if (verdict === 'gap') return;
       if (verdict === 'next') {
         fresh.push(e);
@@ -1153,7 +1025,7 @@ export class SessionHub extends DurableObject<Env> {
     const session = this.meta.session;
     if (session === null) return;
     const held = this.heldSeq(runnerId);
-    const verdict = this.checkSeq(ws, held, seq);
+    const verdict = this.seqVerdict(ws, held, seq);
     if (verdict === 'gap') return;
     if (verdict === 'next') {
       if (transcript.backend !== session.backend) {
@@ -1205,23 +1077,15 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   private onBye(runnerId: string, bye: Extract<RunnerToHub, { type: 'bye' }>): void {
-    const held = this.heldSeq(runnerId);
-    if (bye.lastSeq > held) {
+    const outcome = byeOutcome(bye, this.heldSeq(runnerId), this.meta.launch?.stopReason ?? null);
+    if (outcome.lostEvents > 0) {
       this.emit({
         type: 'error',
         code: 'runner_events_lost',
-        message: `the runner stopped with ${bye.lastSeq - held} events the hub never received`,
+        message: `the runner stopped with ${outcome.lostEvents} events the hub never received`,
         retryable: false,
       });
     }
-    const failed = bye.reason === 'fatal' || bye.reason === 'buffer_overflow';
-    const why = bye.error?.message ?? bye.reason;
-    const reason = failed ? `the runner stopped: ${why}` : `runner stopped (${bye.reason.replaceAll('_', ' ')})`;
-    const stopping = this.meta.launch?.stopReason;
-    this.finish(failed ? 'failed' : 'stopped', !failed && stopping ? stopping : reason, {
-      code: 'runner_lost',
-      message: `the runner stopped before the turn finished (${why})`,
-      retryable: true,
-    });
+    this.finish(outcome.rest, outcome.reason, outcome.lost);
   }
 }
