@@ -3,7 +3,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { RunnerCloseCode } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
-import { transcriptKey } from '../src/hub/session-hub.ts';
+import { transcriptKey } from '../src/hub/transcript-store.ts';
 import { REPLAY_PAGE_EVENTS } from '../src/hub/viewer-frames.ts';
 import { adminWithToken, expectError } from './helpers.ts';
 import { call, createSession, hubContext, hubStub, launchAndConnect, postMessage, SseReader, until } from './hub-helpers.ts';

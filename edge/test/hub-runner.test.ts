@@ -4,7 +4,7 @@ import { RUNNER_LINK_PING, RunnerCloseCode, type Transcript } from '@switchyard/
 import { afterEach, describe, expect, it } from 'vitest';
 import { mintRunnerToken, verifyRunnerToken } from '../src/hub/runner-token.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
-import { transcriptKey } from '../src/hub/session-hub.ts';
+import { transcriptKey } from '../src/hub/transcript-store.ts';
 import {
   call,
   createSession,

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { RunnerCloseCode } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import { transcriptKey } from '../src/hub/session-hub.ts';
+import { transcriptKey } from '../src/hub/transcript-store.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { ULID_PATTERN } from '../src/ids.ts';
 import { adminWithToken, createUser, expectError, tokenFor, userWithToken } from './helpers.ts';

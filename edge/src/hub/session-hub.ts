@@ -1,17 +1,14 @@
 import { DurableObject } from 'cloudflare:workers';
 import {
-  AgentEventSchema,
   HubToRunnerSchema,
   RUNNER_LINK_PING,
   RUNNER_LINK_PONG,
   RunnerCloseCode,
   RunnerToHubSchema,
-  TranscriptSchema,
   type AgentEvent,
   type ErrorInfo,
   type HubToRunner,
   type RunnerToHub,
-  type SessionState,
   type Transcript,
   type UserMessage,
 } from '@switchyard/protocol';
@@ -20,7 +17,6 @@ import { mintRunnerToken, MIN_SECRET_LENGTH } from './runner-token.ts';
 import { claimRunnerSlot, releaseRunnerSlotStatement } from './runner-slots.ts';
 import { hubRuntime, type HubTimings } from './runtime.ts';
 import type {
-  HubLimits,
   HubResult,
   HubSessionInfo,
   HubSnapshot,
@@ -28,6 +24,8 @@ import type {
   PostMessageResult,
   TranscriptEntry,
 } from './types.ts';
+import { EventLog, type LogItem } from './event-log.ts';
+import { deleteTranscript, putTranscript, readTranscript } from './transcript-store.ts';
 import { nextUlid } from './ulid.ts';
 import {
   byeOutcome,
@@ -47,8 +45,6 @@ import {
   type TurnRecord,
 } from './lifecycle.ts';
 import {
-  REPLAY_PAGE_BYTES,
-  REPLAY_PAGE_EVENTS,
   toViewerFrames,
   VIEWER_CLOSE_REPLAY_PAGE,
   VIEWER_CLOSE_SESSION_GONE,
@@ -84,10 +80,6 @@ const LOG_FULL_MESSAGE = (max: number) =>
   `this session's event log reached its limit (${Math.round(max / 1024 / 1024)} MiB); start a new session to continue`;
 const BOOTSTRAP_SPENT = 'the launch token was already exchanged; reconnect with the credential from welcome';
 
-export function transcriptKey(sessionId: string): string {
-  return `sessions/${sessionId}/transcript.json`;
-}
-
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -102,39 +94,23 @@ function closeQuietly(ws: WebSocket, code: number, reason: string): void {
 
 export class SessionHub extends DurableObject<Env> {
   private meta: Meta;
-  private readonly sql: SqlStorage;
+  private readonly log: EventLog;
   private readonly waiters = new Map<string, (reply: Reply) => void>();
   private linkChain: Promise<void> = Promise.resolve();
   private d1Chain: Promise<void> = Promise.resolve();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.ensureSchema();
-    this.meta = this.loadMeta();
+    this.log = new EventLog(ctx.storage);
+    this.meta = this.log.loadMeta();
     // Runner heartbeats are answered without waking the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(RUNNER_LINK_PING, RUNNER_LINK_PONG));
   }
 
   // ------------------------------------------------------------------ storage
 
-  private ensureSchema(): void {
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS events (id TEXT PRIMARY KEY, type TEXT NOT NULL, message_id TEXT, data TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS messages (id TEXT PRIMARY KEY, client_id TEXT UNIQUE, body TEXT NOT NULL, created_at INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS runner_seqs (runner_id TEXT PRIMARY KEY, acked_seq INTEGER NOT NULL);
-    `);
-  }
-
-  private loadMeta(): Meta {
-    const row = this.sql.exec<{ v: string }>('SELECT v FROM meta WHERE k = ?', 'hub').toArray()[0];
-    if (row === undefined) return freshMeta();
-    return { ...freshMeta(), ...(JSON.parse(row.v) as Partial<Meta>) };
-  }
-
   private saveMeta(): void {
-    this.sql.exec('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v', 'hub', JSON.stringify(this.meta));
+    this.log.saveMeta(this.meta);
   }
 
   private get now(): number {
@@ -150,34 +126,14 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   /** Appends events to the log (one transaction with `also`), returning what was stored. */
-  private append(items: Array<{ event: AgentEvent; messageId?: string | undefined }>, also?: () => void): StoredEvent[] {
-    const stored: StoredEvent[] = [];
+  private append(items: LogItem[], also?: () => void): StoredEvent[] {
     try {
-      this.transact(items, stored, also);
+      return this.log.append(this.meta, items, this.now, also);
     } catch (err) {
       // Rolled back on disk; forget what the failed transaction changed in memory too.
-      this.meta = this.loadMeta();
+      this.meta = this.log.loadMeta();
       throw err;
     }
-    return stored;
-  }
-
-  private transact(items: Array<{ event: AgentEvent; messageId?: string | undefined }>, stored: StoredEvent[], also?: () => void): void {
-    this.ctx.storage.transactionSync(() => {
-      let last = this.meta.lastEventId;
-      for (const { event, messageId } of items) {
-        const id = nextUlid(this.now, last);
-        last = id;
-        const body = messageId !== undefined && !('messageId' in event) ? { ...event, messageId } : event;
-        const data = JSON.stringify(body);
-        this.sql.exec('INSERT INTO events (id, type, message_id, data) VALUES (?, ?, ?, ?)', id, event.type, messageId ?? null, data);
-        stored.push({ id, type: event.type, data });
-        this.meta.logBytes = (this.meta.logBytes ?? 0) + utf8.encode(data).byteLength;
-      }
-      this.meta.lastEventId = last;
-      also?.();
-      this.saveMeta();
-    });
   }
 
   private broadcast(events: StoredEvent[]): void {
@@ -281,10 +237,8 @@ export class SessionHub extends DurableObject<Env> {
   async postMessage(input: PostMessageInput): Promise<HubResult<PostMessageResult>> {
     if (this.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     if (input.clientMessageId !== undefined) {
-      const seen = this.sql
-        .exec<{ id: string }>('SELECT id FROM messages WHERE client_id = ?', input.clientMessageId)
-        .toArray()[0];
-      if (seen !== undefined) return { ok: true, value: { messageId: seen.id, duplicate: true } };
+      const seen = this.log.messageIdForClientId(input.clientMessageId);
+      if (seen !== null) return { ok: true, value: { messageId: seen, duplicate: true } };
     }
     if (this.meta.turn !== null) {
       return { ok: false, status: 409, code: 'conflict', message: 'a turn is running; wait for turn.done or interrupt it' };
@@ -295,13 +249,7 @@ export class SessionHub extends DurableObject<Env> {
     const now = this.now;
     const messageId = nextUlid(now, null);
     const message: UserMessage = { text: input.text, ...(input.images !== undefined && { images: input.images }) };
-    this.sql.exec(
-      'INSERT INTO messages (id, client_id, body, created_at) VALUES (?, ?, ?, ?)',
-      messageId,
-      input.clientMessageId ?? null,
-      JSON.stringify(message),
-      now,
-    );
+    this.log.addMessage(messageId, input.clientMessageId ?? null, message, now);
     this.meta.turn = newTurn(messageId);
     this.meta.limits = input.limits;
     this.meta.model = input.model;
@@ -354,7 +302,7 @@ export class SessionHub extends DurableObject<Env> {
     const undo = () => {
       if (this.meta.turn?.messageId === messageId) this.meta.turn = null;
       // Forgotten, so the same clientMessageId can be sent again once a runner frees up.
-      this.sql.exec('DELETE FROM messages WHERE id = ?', messageId);
+      this.log.forgetMessage(messageId);
     };
     let claim;
     try {
@@ -403,36 +351,7 @@ export class SessionHub extends DurableObject<Env> {
     page: { after: string | null; limit: number } = { after: null, limit: 1000 },
   ): Promise<HubResult<{ messages: TranscriptEntry[]; nextCursor: string | null }>> {
     if (this.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
-    const rows = this.sql
-      .exec<{ id: string; message_id: string | null; data: string }>(
-        "SELECT id, message_id, data FROM events WHERE type IN ('message.user', 'message.assistant', 'tool.result', 'turn.done') AND id > ? ORDER BY id LIMIT ?",
-        page.after ?? '',
-        page.limit + 1,
-      )
-      .toArray();
-    const more = rows.length > page.limit;
-    if (more) rows.length = page.limit;
-    const messages: TranscriptEntry[] = [];
-    for (const row of rows) {
-      const parsed = AgentEventSchema.safeParse(JSON.parse(row.data));
-      if (!parsed.success) continue;
-      const e = parsed.data;
-      const messageId = row.message_id;
-      if (e.type === 'message.user') messages.push({ role: 'user', eventId: row.id, messageId: e.messageId, text: e.text });
-      else if (e.type === 'message.assistant') messages.push({ role: 'assistant', eventId: row.id, messageId, content: e.content });
-      else if (e.type === 'tool.result') {
-        messages.push({ role: 'tool', eventId: row.id, messageId, toolId: e.toolId, isError: e.isError, output: e.output });
-      } else if (e.type === 'turn.done') {
-        messages.push({
-          role: 'turn',
-          eventId: row.id,
-          messageId,
-          stopReason: e.stopReason,
-          ...(e.error !== undefined && { error: { code: e.error.code, message: e.error.message } }),
-        });
-      }
-    }
-    return { ok: true, value: { messages, nextCursor: more ? (rows.at(-1)?.id ?? null) : null } };
+    return { ok: true, value: this.log.transcriptPage(page.after, page.limit) };
   }
 
   /** Stops the runner, ends every stream, deletes the log and the stored transcript. */
@@ -449,10 +368,9 @@ export class SessionHub extends DurableObject<Env> {
         .stop(launch.ref, 'session deleted')
         .catch((err) => console.error('session hub: stop on delete failed:', errorText(err)));
     }
-    if (session !== null) await this.env.TRANSCRIPTS.delete(transcriptKey(session.id));
+    if (session !== null) await deleteTranscript(this.env.TRANSCRIPTS, session.id);
     await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    this.ensureSchema();
+    await this.log.clear();
     this.meta = freshMeta();
   }
 
@@ -474,13 +392,8 @@ export class SessionHub extends DurableObject<Env> {
       this.emit(done, turn.messageId);
     } else {
       // Never accepted by anyone: forget it, so the same clientMessageId can be sent again.
-      this.sql.exec('DELETE FROM messages WHERE id = ?', turn.messageId);
+      this.log.forgetMessage(turn.messageId);
     }
-  }
-
-  private messageBody(messageId: string): UserMessage | null {
-    const row = this.sql.exec<{ body: string }>('SELECT body FROM messages WHERE id = ?', messageId).toArray()[0];
-    return row === undefined ? null : (JSON.parse(row.body) as UserMessage);
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -674,23 +587,8 @@ export class SessionHub extends DurableObject<Env> {
     // between what is replayed and what is broadcast next. The replay is paged: a viewer gets at
     // most one page, then the socket closes and the client resumes from the last id it got, so
     // a long log is never read into memory at once.
-    const rows: StoredEvent[] = [];
-    let bytes = 0;
-    let more = false;
-    const cursor = this.sql.exec<{ id: string; type: string; data: string }>(
-      'SELECT id, type, data FROM events WHERE id > ? ORDER BY id LIMIT ?',
-      after ?? '',
-      REPLAY_PAGE_EVENTS + 1,
-    );
-    for (const row of cursor) {
-      if (rows.length >= REPLAY_PAGE_EVENTS || (rows.length > 0 && bytes + row.data.length > REPLAY_PAGE_BYTES)) {
-        more = true;
-        break;
-      }
-      rows.push({ id: row.id, type: row.type, data: row.data });
-      bytes += row.data.length;
-    }
-    for (const frame of toViewerFrames(rows)) server.send(frame);
+    const { events, more } = this.log.replayPage(after);
+    for (const frame of toViewerFrames(events)) server.send(frame);
     if (more) closeQuietly(server, VIEWER_CLOSE_REPLAY_PAGE, 'replay page sent; reconnect with Last-Event-ID for the next');
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
@@ -888,20 +786,18 @@ export class SessionHub extends DurableObject<Env> {
       launch.bootstrapRunnerId = hello.runnerId;
       this.saveMeta();
     }
-    const row = this.sql
-      .exec<{ acked_seq: number }>('SELECT acked_seq FROM runner_seqs WHERE runner_id = ?', hello.runnerId)
-      .toArray()[0];
-    const held = row?.acked_seq ?? 0;
+    const known = this.log.heldSeqOrNull(hello.runnerId);
+    const held = known ?? 0;
     if (hello.lastSeq < held) {
       return this.protocolError(ws, `hello.lastSeq ${hello.lastSeq} is below what the hub holds (${held})`);
     }
     let transcript: Transcript | undefined;
-    if (row === undefined && hello.lastSeq === 0 && this.meta.transcript !== null) {
-      transcript = await this.readTranscript(session.id);
+    if (known === null && hello.lastSeq === 0 && this.meta.transcript !== null) {
+      transcript = await readTranscript(this.env.TRANSCRIPTS, session.id, session.backend);
     }
     const token = await this.mint(launch, hello.runnerId);
     if (this.meta.launch?.id !== launch.id || ws.readyState !== OPEN) return;
-    if (row === undefined) this.sql.exec('INSERT INTO runner_seqs (runner_id, acked_seq) VALUES (?, 0)', hello.runnerId);
+    if (known === null) this.log.addRunner(hello.runnerId);
 
     // One runner link per session: older sockets (a dead link of this runner, or another
     // runner process of this launch) are closed.
@@ -929,7 +825,7 @@ export class SessionHub extends DurableObject<Env> {
     } else {
       const turn = this.meta.turn;
       if (turn !== null && !turn.delivered) {
-        const body = this.messageBody(turn.messageId);
+        const body = this.log.messageBody(turn.messageId);
         if (body !== null) {
           turn.sent = true;
           this.sendTo(ws, { type: 'user_message', messageId: turn.messageId, message: body });
@@ -943,19 +839,6 @@ export class SessionHub extends DurableObject<Env> {
     this.commit();
   }
 
-  private async readTranscript(sessionId: string): Promise<Transcript | undefined> {
-    try {
-      const obj = await this.env.TRANSCRIPTS.get(transcriptKey(sessionId));
-      if (obj === null) return undefined;
-      const parsed = TranscriptSchema.safeParse(await obj.json());
-      if (parsed.success && parsed.data.backend === this.meta.session?.backend) return parsed.data;
-      console.error('session hub: stored transcript is unreadable; the next runner starts without it');
-    } catch (err) {
-      console.error('session hub: transcript read failed:', errorText(err));
-    }
-    return undefined;
-  }
-
   /** `checkSeq`, closing the link on a gap. */
   private seqVerdict(ws: WebSocket, held: number, seq: number): 'dup' | 'next' | 'gap' {
     const verdict = checkSeq(held, seq);
@@ -963,14 +846,10 @@ export class SessionHub extends DurableObject<Env> {
     return verdict;
   }
 
-  private heldSeq(runnerId: string): number {
-    return this.sql.exec<{ acked_seq: number }>('SELECT acked_seq FROM runner_seqs WHERE runner_id = ?', runnerId).toArray()[0]?.acked_seq ?? 0;
-  }
-
   private onEvents(ws: WebSocket, runnerId: string, events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>): void {
     const forged = events.find((e) => HUB_ONLY_EVENTS.has(e.event.type));
     if (forged !== undefined) return this.protocolError(ws, `${forged.event.type} is the hub's to send, not a runner's`);
-    let held = this.heldSeq(runnerId);
+    let held = this.log.heldSeq(runnerId);
     const fresh: typeof events = [];
     for (const e of events) {
       const verdict = this.seqVerdict(ws, held, e.seq);
@@ -987,7 +866,7 @@ export class SessionHub extends DurableObject<Env> {
     const stored = this.append(
       fresh.map((e) => ({ event: e.event, messageId: e.messageId })),
       () => {
-        this.sql.exec('UPDATE runner_seqs SET acked_seq = ? WHERE runner_id = ?', held, runnerId);
+        this.log.setHeldSeq(runnerId, held);
         const turn = this.meta.turn;
         if (fresh.length > 0) this.meta.lastActivityAt = this.now;
         for (const e of fresh) {
@@ -1024,20 +903,16 @@ export class SessionHub extends DurableObject<Env> {
   private async onTranscript(ws: WebSocket, runnerId: string, seq: number, transcript: Transcript): Promise<void> {
     const session = this.meta.session;
     if (session === null) return;
-    const held = this.heldSeq(runnerId);
+    const held = this.log.heldSeq(runnerId);
     const verdict = this.seqVerdict(ws, held, seq);
     if (verdict === 'gap') return;
     if (verdict === 'next') {
       if (transcript.backend !== session.backend) {
         return this.protocolError(ws, `transcript for ${transcript.backend}; this session is ${session.backend}`);
       }
-      const key = transcriptKey(session.id);
-      await this.env.TRANSCRIPTS.put(key, JSON.stringify(transcript), {
-        httpMetadata: { contentType: 'application/json' },
-        customMetadata: { sha256: transcript.sha256, runnerId, seq: String(seq) },
-      });
-      this.ctx.storage.transactionSync(() => {
-        this.sql.exec('UPDATE runner_seqs SET acked_seq = ? WHERE runner_id = ?', seq, runnerId);
+      const key = await putTranscript(this.env.TRANSCRIPTS, session.id, transcript, { runnerId, seq });
+      this.log.transaction(() => {
+        this.log.setHeldSeq(runnerId, seq);
         this.meta.transcript = {
           key,
           sha256: transcript.sha256,
@@ -1057,7 +932,7 @@ export class SessionHub extends DurableObject<Env> {
       if (reply.accepted) {
         turn.delivered = true;
         if (!turn.announced) {
-          const body = this.messageBody(id);
+          const body = this.log.messageBody(id);
           if (body !== null) this.announce(turn, body);
         }
       } else {
@@ -1077,7 +952,7 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   private onBye(runnerId: string, bye: Extract<RunnerToHub, { type: 'bye' }>): void {
-    const outcome = byeOutcome(bye, this.heldSeq(runnerId), this.meta.launch?.stopReason ?? null);
+    const outcome = byeOutcome(bye, this.log.heldSeq(runnerId), this.meta.launch?.stopReason ?? null);
     if (outcome.lostEvents > 0) {
       this.emit({
         type: 'error',
