@@ -213,3 +213,15 @@ describe('the hub URL given to runners', () => {
     }
   });
 });
+
+describe('the hub RPC surface', () => {
+  it('exposes the Worker’s methods only: the tick and the internals cannot be called past the serialization', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const stub = hubStub(sid) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    expect(await stub.snapshot?.()).toMatchObject({ ok: true });
+    for (const name of ['tick', 'serialized', 'hub', 'frames', 'finish', 'commit', 'saveMeta', 'startLaunch', 'acceptRunner']) {
+      await expect(Promise.resolve().then(() => stub[name]?.()), name).rejects.toThrow();
+    }
+  });
+});

@@ -284,7 +284,7 @@ describe('runner link: tokens', () => {
     // The state a first hello leaves when its link dies before the welcome is sent (the window is
     // too short to hit reliably from outside): the launch is bound to runner-a, nobody welcomed.
     await runInDurableObject(hubStub(sid), (hub) => {
-      const h = hub as unknown as { meta: { launch: { bootstrapRunnerId?: string | null } | null }; saveMeta(): void };
+      const h = (hub as unknown as { hub: { meta: { launch: { bootstrapRunnerId?: string | null } | null }; saveMeta(): void } }).hub;
       if (h.meta.launch === null) throw new Error('no launch');
       h.meta.launch.bootstrapRunnerId = 'runner-a';
       h.saveMeta();
@@ -339,6 +339,24 @@ describe('messages and interrupts through the runner', () => {
     const um2 = await until(() => runner.of('user_message')[2], 'third user_message');
     runner.send({ type: 'accepted', inReplyTo: um2.messageId });
     expect((await retry).status).toBe(202);
+    runner.close();
+  });
+
+  it('a message waiting for the runner\'s answer is stored as sent (an eviction in the wait keeps a true record)', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const first = await acceptNext(runner);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], first);
+    await runner.waitAck(1);
+    const pending = postMessage(ctx, sid, 'second');
+    const um = await until(() => runner.of('user_message')[1], 'second user_message');
+    const stored = await runInDurableObject(hubStub(sid), (_h, state) =>
+      JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'hub'").one().v) as { turn: { messageId: string; sent: boolean } | null },
+    );
+    expect(stored.turn).toMatchObject({ messageId: um.messageId, sent: true });
+    runner.send({ type: 'accepted', inReplyTo: um.messageId });
+    expect((await pending).status).toBe(202);
     runner.close();
   });
 

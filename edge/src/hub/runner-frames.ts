@@ -1,0 +1,312 @@
+import {
+  RUNNER_LINK_PING,
+  RUNNER_LINK_PONG,
+  RunnerCloseCode,
+  RunnerToHubSchema,
+  type AgentEvent,
+  type RunnerToHub,
+  type Transcript,
+} from '@switchyard/protocol';
+import type { HubCore, Reply } from './hub-core.ts';
+import { byeOutcome, checkSeq, type LaunchRecord } from './lifecycle.ts';
+import { attachmentOf, BOOTSTRAP_SPENT, closeQuietly, isOpen, type RunnerAttachment } from './runner-sockets.ts';
+import { putTranscript, readTranscript } from './transcript-store.ts';
+import { nextUlid } from './ulid.ts';
+
+// The runner link as the hub speaks it (DESIGN "Runner link"): frame validation, hello (token
+// binding, the sequence ledger, the welcome and whatever waited for it), sequenced events and
+// transcripts (stored, broadcast, then acked), replies, status and bye.
+
+const utf8 = new TextEncoder();
+/** Only the hub says what state a session is in and what the user sent. */
+const HUB_ONLY_EVENTS = new Set<string>(['session.status', 'message.user']);
+
+export const LOG_FULL_MESSAGE = (max: number) =>
+  `this session's event log reached its limit (${Math.round(max / 1024 / 1024)} MiB); start a new session to continue`;
+
+export class RunnerFrames {
+  readonly #hub: HubCore;
+
+  constructor(hub: HubCore) {
+    this.#hub = hub;
+  }
+
+  /** A runner socket closed or failed: without another live link, the launch waits for a reconnect. */
+  onSocketGone(ws: WebSocket): void {
+    if (!this.#hub.ctx.getTags(ws).includes('runner')) return;
+    const a = attachmentOf(ws);
+    const launch = this.#hub.meta.launch;
+    if (a === null || launch === null || a.launchId !== launch.id || a.runnerId === null || a.runnerId !== launch.runnerId) return;
+    // Another socket of the same runner may already have taken over.
+    if (this.#hub.liveRunner(ws) !== undefined) return;
+    if (!launch.connected) return;
+    launch.connected = false;
+    launch.disconnectedAt = this.#hub.now;
+    launch.nextPollAt = this.#hub.now + this.#hub.timings.pollMs;
+    this.#hub.commit();
+  }
+
+  protocolError(ws: WebSocket, what: string): void {
+    console.warn('session hub: runner protocol error:', what);
+    closeQuietly(ws, RunnerCloseCode.protocolError, what);
+  }
+
+  /** One frame from a runner socket; the caller runs these one at a time, in arrival order. */
+  async onRunnerFrame(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    if (typeof message !== 'string') return this.protocolError(ws, 'binary frames are not part of the protocol');
+    if (message === RUNNER_LINK_PING) {
+      ws.send(RUNNER_LINK_PONG);
+      return;
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(message);
+    } catch {
+      return this.protocolError(ws, 'frame is not JSON');
+    }
+    const parsed = RunnerToHubSchema.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return this.protocolError(ws, `invalid frame: ${issue ? `${issue.path.join('.')} ${issue.message}` : 'invalid'}`);
+    }
+    const msg = parsed.data;
+    const a = attachmentOf(ws);
+    const launch = this.#hub.meta.launch;
+    if (a === null) return;
+    if (launch === null || a.launchId !== launch.id) {
+      closeQuietly(ws, launch === null ? RunnerCloseCode.sessionGone : RunnerCloseCode.superseded, 'no longer this session’s runner');
+      return;
+    }
+    if (msg.type === 'hello') return this.onHello(ws, a, launch, msg);
+    if (a.runnerId === null) return this.protocolError(ws, `${msg.type} before hello`);
+    if (a.runnerId !== launch.runnerId) {
+      closeQuietly(ws, RunnerCloseCode.superseded, 'another runner serves this session');
+      return;
+    }
+    switch (msg.type) {
+      case 'events':
+        return this.onEvents(ws, a.runnerId, msg.events);
+      case 'transcript':
+        return this.onTranscript(ws, a.runnerId, msg.seq, msg.transcript);
+      case 'status':
+        if (msg.state === 'stopping' && launch.stoppingSince === null) {
+          launch.stoppingSince = this.#hub.now;
+          launch.stopReason = msg.reason ?? 'the runner is stopping';
+          this.#hub.commit();
+        }
+        return;
+      case 'accepted':
+        return this.onReply(msg.inReplyTo, { accepted: true, ...(msg.duplicate === true && { duplicate: true }) });
+      case 'reject':
+        return this.onReply(msg.inReplyTo, { accepted: false, error: msg.error });
+      case 'bye':
+        return this.onBye(a.runnerId, msg);
+      case 'ping':
+        ws.send(RUNNER_LINK_PONG);
+        return;
+    }
+  }
+
+  async onHello(ws: WebSocket, a: RunnerAttachment, launch: LaunchRecord, hello: Extract<RunnerToHub, { type: 'hello' }>): Promise<void> {
+    const session = this.#hub.meta.session;
+    if (session === null) return;
+    if (a.runnerId !== null) return this.protocolError(ws, 'second hello on one link');
+    if (hello.sessionId !== session.id) return this.protocolError(ws, `hello for session ${hello.sessionId} on ${session.id}'s link`);
+    if (hello.backend !== session.backend) {
+      return this.protocolError(ws, `hello for backend ${hello.backend}; this session is pinned to ${session.backend}`);
+    }
+    // Token replay: whoever can read the launch request (ECS DescribeTasks, CloudTrail) holds the
+    // bootstrap token. It binds to the first runner id that says hello with it and dies at the
+    // welcome; later links need the credential, which names its runner.
+    const auth = a.auth ?? { kind: 'bootstrap' };
+    if (auth.kind === 'credential' && auth.runnerId !== hello.runnerId) {
+      closeQuietly(ws, RunnerCloseCode.unauthorized, 'this credential belongs to another runner');
+      return;
+    }
+    if (auth.kind === 'bootstrap') {
+      if (launch.welcomedAt !== null) {
+        closeQuietly(ws, RunnerCloseCode.unauthorized, BOOTSTRAP_SPENT);
+        return;
+      }
+      const bound = launch.bootstrapRunnerId ?? null;
+      if (bound !== null && bound !== hello.runnerId) {
+        closeQuietly(ws, RunnerCloseCode.unauthorized, 'the launch token is bound to another runner');
+        return;
+      }
+      launch.bootstrapRunnerId = hello.runnerId;
+      this.#hub.saveMeta();
+    }
+    const known = this.#hub.log.heldSeqOrNull(hello.runnerId);
+    const held = known ?? 0;
+    if (hello.lastSeq < held) {
+      return this.protocolError(ws, `hello.lastSeq ${hello.lastSeq} is below what the hub holds (${held})`);
+    }
+    let transcript: Transcript | undefined;
+    if (known === null && hello.lastSeq === 0 && this.#hub.meta.transcript !== null) {
+      transcript = await readTranscript(this.#hub.env.TRANSCRIPTS, session.id, session.backend);
+    }
+    const token = await this.#hub.mint(launch, { kind: 'credential', runnerId: hello.runnerId });
+    if (this.#hub.meta.launch?.id !== launch.id || !isOpen(ws)) return;
+    if (known === null) this.#hub.log.addRunner(hello.runnerId);
+
+    // One runner link per session: older sockets (a dead link of this runner, or another
+    // runner process of this launch) are closed.
+    for (const other of this.#hub.ctx.getWebSockets('runner')) {
+      if (other !== ws) closeQuietly(other, RunnerCloseCode.superseded, 'replaced by a newer link');
+    }
+    a.runnerId = hello.runnerId;
+    ws.serializeAttachment(a);
+    const now = this.#hub.now;
+    launch.runnerId = hello.runnerId;
+    launch.connected = true;
+    launch.welcomedAt ??= now;
+    launch.disconnectedAt = null;
+    launch.nextPollAt = null;
+    launch.tokenRenewAt = now + this.#hub.timings.tokenTtlMs / 2;
+    this.#hub.sendTo(ws, {
+      type: 'welcome',
+      ackedSeq: held,
+      ...(transcript !== undefined && { transcript }),
+      ...(token !== undefined && { runnerToken: token }),
+    });
+
+    if (launch.stoppingSince !== null) {
+      this.#hub.sendTo(ws, { type: 'shutdown', reason: launch.stopReason ?? 'stopping' });
+    } else {
+      const turn = this.#hub.meta.turn;
+      if (turn !== null && !turn.delivered) {
+        const body = this.#hub.log.messageBody(turn.messageId);
+        if (body !== null) {
+          this.#hub.sendTo(ws, { type: 'user_message', messageId: turn.messageId, message: body });
+          turn.sent = true;
+        }
+      }
+      if (turn !== null && turn.interruptQueued) {
+        turn.interruptQueued = false;
+        this.#hub.sendTo(ws, { type: 'interrupt', requestId: `i-${nextUlid(now, null)}` });
+      }
+    }
+    this.#hub.commit();
+  }
+
+  /** `checkSeq`, closing the link on a gap. */
+  seqVerdict(ws: WebSocket, held: number, seq: number): 'dup' | 'next' | 'gap' {
+    const verdict = checkSeq(held, seq);
+    if (verdict === 'gap') this.protocolError(ws, `gap: got seq ${seq} after ${held}`);
+    return verdict;
+  }
+
+  onEvents(ws: WebSocket, runnerId: string, events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>): void {
+    const forged = events.find((e) => HUB_ONLY_EVENTS.has(e.event.type));
+    if (forged !== undefined) return this.protocolError(ws, `${forged.event.type} is the hub's to send, not a runner's`);
+    let held = this.#hub.log.heldSeq(runnerId);
+    const fresh: typeof events = [];
+    for (const e of events) {
+      const verdict = this.seqVerdict(ws, held, e.seq);
+      if (verdict === 'gap') return;
+      if (verdict === 'next') {
+        fresh.push(e);
+        held = e.seq;
+      }
+    }
+    if (this.#hub.meta.logFull === true) return;
+    const incoming = fresh.reduce((n, e) => n + utf8.encode(JSON.stringify(e.event)).byteLength, 0);
+    if ((this.#hub.meta.logBytes ?? 0) + incoming > this.#hub.timings.logMaxBytes) return this.logFull();
+    let doneTurn = false;
+    const stored = this.#hub.append(
+      fresh.map((e) => ({ event: e.event, messageId: e.messageId })),
+      () => {
+        this.#hub.log.setHeldSeq(runnerId, held);
+        const turn = this.#hub.meta.turn;
+        if (fresh.length > 0) this.#hub.meta.lastActivityAt = this.#hub.now;
+        for (const e of fresh) {
+          if (e.event.type === 'turn.done' && turn !== null && (e.messageId === undefined || e.messageId === turn.messageId)) {
+            doneTurn = true;
+          }
+        }
+        if (doneTurn) {
+          this.#hub.meta.turn = null;
+          if (this.#hub.meta.launch !== null) this.#hub.meta.launch.turns += 1;
+        }
+      },
+    );
+    // Durable first, then out to viewers, then acked.
+    this.#hub.broadcast(stored);
+    this.#hub.sendTo(ws, { type: 'ack', seq: held });
+    if (doneTurn) this.#hub.commit();
+  }
+
+  /**
+   * The log is at its cap: the events that would pass it are dropped (never acked, so the runner
+   * does not count them as delivered), the turn ends with a coded error, the runner is stopped and
+   * new messages are refused. Reading the log (replay, transcript) keeps working.
+   */
+  logFull(): void {
+    this.#hub.meta.logFull = true;
+    const message = LOG_FULL_MESSAGE(this.#hub.timings.logMaxBytes);
+    this.#hub.emit({ type: 'error', code: 'session_log_full', message, retryable: false });
+    this.#hub.endTurn({ type: 'turn.done', stopReason: 'error', error: { code: 'session_log_full', message, retryable: false } });
+    this.#hub.stopRunner('the session event log is full');
+    this.#hub.commit();
+  }
+
+  async onTranscript(ws: WebSocket, runnerId: string, seq: number, transcript: Transcript): Promise<void> {
+    const session = this.#hub.meta.session;
+    if (session === null) return;
+    const held = this.#hub.log.heldSeq(runnerId);
+    const verdict = this.seqVerdict(ws, held, seq);
+    if (verdict === 'gap') return;
+    if (verdict === 'next') {
+      if (transcript.backend !== session.backend) {
+        return this.protocolError(ws, `transcript for ${transcript.backend}; this session is ${session.backend}`);
+      }
+      const key = await putTranscript(this.#hub.env.TRANSCRIPTS, session.id, transcript, { runnerId, seq });
+      this.#hub.log.transaction(() => {
+        this.#hub.log.setHeldSeq(runnerId, seq);
+        this.#hub.meta.transcript = {
+          key,
+          sha256: transcript.sha256,
+          bytes: transcript.bytes,
+          resumeId: transcript.resumeId,
+          storedAt: this.#hub.now,
+        };
+        this.#hub.saveMeta();
+      });
+    }
+    if (isOpen(ws)) this.#hub.sendTo(ws, { type: 'ack', seq: Math.max(held, seq) });
+  }
+
+  onReply(id: string, reply: Reply): void {
+    const turn = this.#hub.meta.turn;
+    if (turn !== null && turn.messageId === id) {
+      if (reply.accepted) {
+        turn.delivered = true;
+        if (!turn.announced) {
+          const body = this.#hub.log.messageBody(id);
+          if (body !== null) this.#hub.announce(turn, body);
+        }
+      } else {
+        this.#hub.endTurn({
+          type: 'turn.done',
+          stopReason: 'error',
+          error: { code: `runner_${reply.error.code}`, message: `the runner refused the message: ${reply.error.message}`, retryable: reply.error.retryable },
+        });
+      }
+      this.#hub.commit();
+    }
+    this.#hub.settle(id, reply);
+  }
+
+  onBye(runnerId: string, bye: Extract<RunnerToHub, { type: 'bye' }>): void {
+    const outcome = byeOutcome(bye, this.#hub.log.heldSeq(runnerId), this.#hub.meta.launch?.stopReason ?? null);
+    if (outcome.lostEvents > 0) {
+      this.#hub.emit({
+        type: 'error',
+        code: 'runner_events_lost',
+        message: `the runner stopped with ${outcome.lostEvents} events the hub never received`,
+        retryable: false,
+      });
+    }
+    this.#hub.finish(outcome.rest, outcome.reason, outcome.lost);
+  }
+}
