@@ -172,7 +172,7 @@ export class HubCore {
     this.ctx.waitUntil(this.runLauncher(session, launch));
   }
 
-  async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
+  private async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
     let ref: string;
     try {
       const runnerToken = await this.mint(launch, { kind: 'bootstrap' });

@@ -46,7 +46,7 @@ export class RunnerFrames {
     this.#hub.commit();
   }
 
-  protocolError(ws: WebSocket, what: string): void {
+  private protocolError(ws: WebSocket, what: string): void {
     console.warn('session hub: runner protocol error:', what);
     closeQuietly(ws, RunnerCloseCode.protocolError, what);
   }
@@ -107,7 +107,7 @@ export class RunnerFrames {
     }
   }
 
-  async onHello(ws: WebSocket, a: RunnerAttachment, launch: LaunchRecord, hello: Extract<RunnerToHub, { type: 'hello' }>): Promise<void> {
+  private async onHello(ws: WebSocket, a: RunnerAttachment, launch: LaunchRecord, hello: Extract<RunnerToHub, { type: 'hello' }>): Promise<void> {
     const session = this.#hub.meta.session;
     if (session === null) return;
     if (a.runnerId !== null) return this.protocolError(ws, 'second hello on one link');
@@ -190,13 +190,13 @@ export class RunnerFrames {
   }
 
   /** `checkSeq`, closing the link on a gap. */
-  seqVerdict(ws: WebSocket, held: number, seq: number): 'dup' | 'next' | 'gap' {
+  private seqVerdict(ws: WebSocket, held: number, seq: number): 'dup' | 'next' | 'gap' {
     const verdict = checkSeq(held, seq);
     if (verdict === 'gap') this.protocolError(ws, `gap: got seq ${seq} after ${held}`);
     return verdict;
   }
 
-  onEvents(ws: WebSocket, runnerId: string, events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>): void {
+  private onEvents(ws: WebSocket, runnerId: string, events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>): void {
     const forged = events.find((e) => HUB_ONLY_EVENTS.has(e.event.type));
     if (forged !== undefined) return this.protocolError(ws, `${forged.event.type} is the hub's to send, not a runner's`);
     let held = this.#hub.log.heldSeq(runnerId);
@@ -241,7 +241,7 @@ export class RunnerFrames {
    * does not count them as delivered), the turn ends with a coded error, the runner is stopped and
    * new messages are refused. Reading the log (replay, transcript) keeps working.
    */
-  logFull(): void {
+  private logFull(): void {
     this.#hub.meta.logFull = true;
     const message = LOG_FULL_MESSAGE(this.#hub.timings.logMaxBytes);
     this.#hub.emit({ type: 'error', code: 'session_log_full', message, retryable: false });
@@ -250,7 +250,7 @@ export class RunnerFrames {
     this.#hub.commit();
   }
 
-  async onTranscript(ws: WebSocket, runnerId: string, seq: number, transcript: Transcript): Promise<void> {
+  private async onTranscript(ws: WebSocket, runnerId: string, seq: number, transcript: Transcript): Promise<void> {
     const session = this.#hub.meta.session;
     if (session === null) return;
     const held = this.#hub.log.heldSeq(runnerId);
@@ -276,7 +276,7 @@ export class RunnerFrames {
     if (isOpen(ws)) this.#hub.sendTo(ws, { type: 'ack', seq: Math.max(held, seq) });
   }
 
-  onReply(id: string, reply: Reply): void {
+  private onReply(id: string, reply: Reply): void {
     const turn = this.#hub.meta.turn;
     if (turn !== null && turn.messageId === id) {
       if (reply.accepted) {
@@ -297,7 +297,7 @@ export class RunnerFrames {
     this.#hub.settle(id, reply);
   }
 
-  onBye(runnerId: string, bye: Extract<RunnerToHub, { type: 'bye' }>): void {
+  private onBye(runnerId: string, bye: Extract<RunnerToHub, { type: 'bye' }>): void {
     const outcome = byeOutcome(bye, this.#hub.log.heldSeq(runnerId), this.#hub.meta.launch?.stopReason ?? null);
     if (outcome.lostEvents > 0) {
       this.#hub.emit({
