@@ -2,10 +2,10 @@ import type { AgentEvent, ErrorInfo, RunnerStatus, RunnerToHub, Transcript } fro
 
 // The hub as the runner contract suite sees it. The suite starts real runner
 // processes pointed at `session.runnerEnv` and drives them only through this
-// interface, so the same suite runs against the in-test hub (test-hub.ts)
-// and, later, against the real SessionHub (an adapter over its HTTP API and
-// event log). Fault injection is optional: a hub that cannot cut links skips
-// those tests.
+// interface; test-hub.ts implements it in-process, with the fault injection
+// (cut links, withheld acks) the runner's rules are tested against. The real
+// SessionHub's side of the link is tested in edge/test/hub-runner.test.ts and,
+// with real runners, in test/e2e (DESIGN "Runner link").
 
 export type Reply = { accepted: true; duplicate?: boolean } | { accepted: false; error: ErrorInfo };
 
@@ -54,6 +54,6 @@ export interface HubFaults {
 export interface ContractHub {
   readonly name: string;
   newSession(): Promise<ContractSession>;
-  readonly faults?: HubFaults;
+  readonly faults: HubFaults;
   close(): Promise<void>;
 }

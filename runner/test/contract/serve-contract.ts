@@ -21,11 +21,7 @@ import {
 } from './fixture.ts';
 import { assertNoOrphans, type RunnerProcess } from './runner-process.ts';
 
-/**
- * The runner contract, run against one real CLI and the offline model, with
- * the hub behind ContractHub. Tests needing fault injection skip on a hub
- * without `faults`.
- */
+/** The runner contract, run against one real CLI and the offline model, with the hub behind ContractHub. */
 export function defineServeContract(backend: Backend, makeHub: () => Promise<ContractHub>): void {
   describe(`serve contract: ${backend}`, () => {
     let hub: ContractHub;
@@ -248,7 +244,6 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
 
     test('link loss: cut mid-stream three times, the hub log has every event exactly once, in order', async () => {
       const faults = hub.faults;
-      if (!faults) return;
       const { session, runner } = await start();
       await waitReady(session);
       // Lazy acks plus forgetting unacked frames on each cut forces real resends.
@@ -274,7 +269,6 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
 
     test('buffer overflow while the hub does not ack fails the session loudly (bye with error, exit 4)', async () => {
       const faults = hub.faults;
-      if (!faults) return;
       const { session, runner } = await start({ SWITCHYARD_BUFFER_MAX_EVENTS: '20', SWITCHYARD_SHUTDOWN_DEADLINE: '1s' });
       await waitReady(session);
       faults.pauseAcks(session.sessionId, true);
