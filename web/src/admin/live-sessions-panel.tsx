@@ -8,6 +8,12 @@ import { StateBadge } from '../ui/state-badge.tsx';
 
 type AdminSession = Schemas['AdminSession'];
 
+/** An ECS task ARN (or a local task id) shortened to its task id's head; the whole ref is the tooltip. */
+function shortRef(ref: string): string {
+  const id = ref.split('/').pop() ?? ref;
+  return id.length > 12 ? `${id.slice(0, 12)}…` : id;
+}
+
 /** Sessions across users; each opens read-only for an admin who is not its owner. */
 export function LiveSessionsPanel() {
   const [scope, setScope] = useState<'live' | 'all'>('live');
@@ -65,7 +71,12 @@ export function LiveSessionsPanel() {
                   <td>{s.backend}</td>
                   <td>
                     <StateBadge state={s.state} />
-                    {s.runnerRef !== null && <span class="muted mono"> {s.runnerRef}</span>}
+                    {s.runnerRef !== null && (
+                      <span class="muted mono" title={s.runnerRef}>
+                        {' '}
+                        {shortRef(s.runnerRef)}
+                      </span>
+                    )}
                   </td>
                   <td>{relativeTime(s.updatedAt)}</td>
                 </tr>
