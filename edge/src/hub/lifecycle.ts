@@ -228,6 +228,16 @@ export function byeOutcome(bye: Extract<RunnerToHub, { type: 'bye' }>, held: num
   };
 }
 
+/**
+ * Whether a batch of runner events closes the running turn: a `turn.done` tagged with its message
+ * id, or untagged. The runner sends exactly one per accepted message; the hub makes its own only
+ * when the runner cannot (`endTurn`), so the turn is cleared here to never add a second.
+ */
+export function closesTurn(turn: TurnRecord | null, events: Array<{ event: AgentEvent; messageId?: string | undefined }>): boolean {
+  if (turn === null) return false;
+  return events.some((e) => e.event.type === 'turn.done' && (e.messageId === undefined || e.messageId === turn.messageId));
+}
+
 /** Sequenced frames from a runner: a duplicate is dropped (and acked), a gap is a protocol error. */
 export function checkSeq(held: number, seq: number): 'dup' | 'next' | 'gap' {
   if (seq <= held) return 'dup';

@@ -8,7 +8,7 @@ import {
   type Transcript,
 } from '@switchyard/protocol';
 import type { HubCore, Reply } from './hub-core.ts';
-import { byeOutcome, checkSeq, type LaunchRecord } from './lifecycle.ts';
+import { byeOutcome, checkSeq, closesTurn, type LaunchRecord } from './lifecycle.ts';
 import { attachmentOf, BOOTSTRAP_SPENT, closeQuietly, isOpen, type RunnerAttachment } from './runner-sockets.ts';
 import { putTranscript, readTranscript } from './transcript-store.ts';
 import { nextUlid } from './ulid.ts';
@@ -217,13 +217,8 @@ export class RunnerFrames {
       fresh.map((e) => ({ event: e.event, messageId: e.messageId })),
       () => {
         this.#hub.log.setHeldSeq(runnerId, held);
-        const turn = this.#hub.meta.turn;
         if (fresh.length > 0) this.#hub.meta.lastActivityAt = this.#hub.now;
-        for (const e of fresh) {
-          if (e.event.type === 'turn.done' && turn !== null && (e.messageId === undefined || e.messageId === turn.messageId)) {
-            doneTurn = true;
-          }
-        }
+        doneTurn = closesTurn(this.#hub.meta.turn, fresh);
         if (doneTurn) {
           this.#hub.meta.turn = null;
           if (this.#hub.meta.launch !== null) this.#hub.meta.launch.turns += 1;

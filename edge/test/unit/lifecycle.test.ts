@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import {
   byeOutcome,
   checkSeq,
+  closesTurn,
   decideTick,
   deriveState,
   endsTurnWithLaunch,
@@ -277,5 +278,19 @@ describe('checkSeq (the sequence ledger)', () => {
     expect(checkSeq(5, 6)).toBe('next');
     expect(checkSeq(5, 7)).toBe('gap');
     expect(checkSeq(0, 1)).toBe('next');
+  });
+});
+
+describe('closesTurn (exactly one turn.done per message)', () => {
+  const done = { type: 'turn.done', stopReason: 'end_turn' } as const;
+  test('a turn.done for the running turn, or without a messageId, closes it', () => {
+    expect(closesTurn(newTurn('m1'), [{ event: done, messageId: 'm1' }])).toBe(true);
+    expect(closesTurn(newTurn('m1'), [{ event: { type: 'text.delta', index: 0, text: 'x' }, messageId: 'm1' }, { event: done }])).toBe(true);
+  });
+
+  test("another message's turn.done, other events, or no turn at all close nothing", () => {
+    expect(closesTurn(newTurn('m2'), [{ event: done, messageId: 'm1' }])).toBe(false);
+    expect(closesTurn(newTurn('m1'), [{ event: { type: 'text.delta', index: 0, text: 'x' }, messageId: 'm1' }])).toBe(false);
+    expect(closesTurn(null, [{ event: done, messageId: 'm1' }])).toBe(false);
   });
 });
