@@ -198,6 +198,39 @@ describe('SSE replay', () => {
     runner.close();
   });
 
+  it('tells every viewer who is watching when one joins or leaves (presence, not logged)', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const open = async (name: string) => {
+      const res = await hubStub(sid).fetch(`https://hub/viewer?name=${name}`, { headers: { Upgrade: 'websocket' } });
+      const ws = res.webSocket;
+      if (ws === null) throw new Error('no viewer socket');
+      const seen: Array<NonNullable<ViewerFrame['presence']>> = [];
+      ws.addEventListener('message', (e: MessageEvent) => {
+        const frame = JSON.parse(e.data as string) as ViewerFrame;
+        if (frame.presence !== undefined) seen.push(frame.presence);
+      });
+      ws.accept();
+      return { ws, seen };
+    };
+    const a = await open('ada');
+    await until(() => a.seen.length >= 1, 'first presence');
+    const b = await open('bob');
+    const c = await open('ada');
+    const both = { viewers: [{ name: 'ada', streams: 2 }, { name: 'bob', streams: 1 }] };
+    await until(() => JSON.stringify(a.seen.at(-1)) === JSON.stringify(both), 'ada sees three streams');
+    await until(() => JSON.stringify(b.seen.at(-1)) === JSON.stringify(both), 'bob sees three streams');
+    c.ws.close();
+    await until(() => JSON.stringify(b.seen.at(-1)) === JSON.stringify({ viewers: [{ name: 'ada', streams: 1 }, { name: 'bob', streams: 1 }] }), 'one tab of ada left');
+    expect(await logIds(sid)).toEqual([]);
+    a.ws.close();
+    b.ws.close();
+    // Over SSE only for clients that ask: presence frames carry no id.
+    const plain = await call(ctx.app, 'GET', `/api/sessions/${sid}/events?presence=yes`, { token: ctx.token });
+    expect(plain.status).toBe(400);
+    expect(plain.body.error.field).toBe('presence');
+  });
+
   it('refuses a malformed Last-Event-ID or ?after= with 400', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);

@@ -78,6 +78,16 @@ export type AgentEvent = z.infer<typeof AgentEventSchema>;
 export type AgentEventType = AgentEvent['type'];
 export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
 
+/**
+ * Who has a session open right now (not logged, not replayed): one entry per person with the
+ * number of streams (tabs, scripts) they hold. Sent over SSE as `event: presence` without an
+ * id whenever a viewer joins or leaves.
+ */
+export const PresenceSchema = z.object({
+  viewers: z.array(z.object({ name: z.string(), streams: z.number().int().positive() })),
+});
+export type Presence = z.infer<typeof PresenceSchema>;
+
 /** Tool output is capped so one huge `cat` cannot bloat the event log. */
 export const TOOL_OUTPUT_CAP = 16 * 1024;
 

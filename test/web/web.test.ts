@@ -247,6 +247,8 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     const second = await ctx.newPage();
     await second.goto(`${stack.url}/sessions/${id}`);
     await conversation(second).waitFor();
+    // Both pages know they are two streams of the same person.
+    for (const p of [page, second]) await p.getByLabel('Watching now: you (2 tabs)').waitFor();
     await send(page, `Offline test.\n${SLOW}`);
     await assistantSays(page, 'word2');
     await ctx.setOffline(true);
@@ -496,6 +498,10 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await turnsDone(adminView.page, 1);
     expect(await assistantTexts(adminView.page)).toEqual(['dave reply']);
     await adminView.page.getByText('Read-only').waitFor();
+    // The owner sees that an admin has the session open, and the admin sees the owner.
+    await page.getByLabel('Watching now: you, admin').waitFor();
+    await adminView.page.getByLabel('Watching now: you, dave').waitFor();
+    await screenshot(page, 'chat-watched-by-admin');
     expect(await adminView.page.getByLabel('Message').count()).toBe(0);
     expect(errors).toEqual([]);
     expect(adminView.errors).toEqual([]);

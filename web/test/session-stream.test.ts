@@ -89,6 +89,26 @@ describe('SessionStream', () => {
     }
   });
 
+  it('asks for presence only when it has a listener, and keeps it out of the event ids', async () => {
+    const body = `event: presence\ndata: {"viewers":[{"name":"ada","streams":2}]}\n\n${sse(['01A', delta('a')])}`;
+    const { fetch } = scriptedFetch([{ status: 200, body }]);
+    const events: StreamEvent[] = [];
+    const seen: unknown[] = [];
+    const stream = new SessionStream({ sessionId: 'S', fetch, onEvents: (e) => events.push(...e), onStatus: () => undefined, onPresence: (p) => seen.push(p) });
+    stream.start();
+    await vi.waitFor(() => expect(events.map((e) => e.id)).toEqual(['01A']));
+    expect(seen).toEqual([{ viewers: [{ name: 'ada', streams: 2 }] }]);
+    expect(String(vi.mocked(fetch).mock.calls[0]![0])).toBe('/api/sessions/S/events?presence=1');
+    expect(stream.lastEventId).toBe('01A');
+    stream.stop();
+    const plain = scriptedFetch([{ status: 200, body: 'open' }]);
+    const quiet = collect(plain.fetch);
+    quiet.stream.start();
+    await vi.waitFor(() => expect(vi.mocked(plain.fetch).mock.calls).toHaveLength(1));
+    expect(String(vi.mocked(plain.fetch).mock.calls[0]![0])).toBe('/api/sessions/S/events');
+    quiet.stream.stop();
+  });
+
   it('ends for good on 404 (session deleted) and on 401', async () => {
     for (const [status, reason] of [[404, 'gone'], [401, 'unauthenticated']] as const) {
       const { fetch, sent } = scriptedFetch([{ status }]);

@@ -8,7 +8,7 @@ import { closeQuietly, refusal, runnerAuthFrom, type RunnerAttachment, type Runn
 import { deleteTranscript } from './transcript-store.ts';
 import type { HubResult, HubSessionInfo, HubSnapshot, PostMessageInput, PostMessageResult, TranscriptEntry } from './types.ts';
 import { nextUlid } from './ulid.ts';
-import { toViewerFrames, VIEWER_CLOSE_REPLAY_PAGE, VIEWER_CLOSE_SESSION_GONE } from './viewer-frames.ts';
+import { presenceOf, toViewerFrames, VIEWER_CLOSE_REPLAY_PAGE, VIEWER_CLOSE_SESSION_GONE, type ViewerAttachment, type ViewerFrame } from './viewer-frames.ts';
 
 // One SessionHub per session (DESIGN.md "Data path"; decisions in "Session hub decisions").
 // This file is the Durable Object shell: the RPC methods the Worker calls, the socket hooks and
@@ -271,12 +271,12 @@ export class SessionHub extends DurableObject<Env> {
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
       return Response.json({ error: { code: 'invalid_request', message: 'WebSocket upgrade required' } }, { status: 426 });
     }
-    if (url.pathname === '/viewer') return this.#acceptViewer(url.searchParams.get('after'));
+    if (url.pathname === '/viewer') return this.#acceptViewer(url.searchParams.get('after'), url.searchParams.get('name') ?? 'someone');
     if (url.pathname === '/runner') return this.#acceptRunner(request.headers.get('X-Switchyard-Launch') ?? '', runnerAuthFrom(request.headers));
     return Response.json({ error: { code: 'not_found', message: 'not found' } }, { status: 404 });
   }
 
-  #acceptViewer(after: string | null): Response {
+  #acceptViewer(after: string | null, name: string): Response {
     if (this.hub.meta.session === null) {
       return Response.json({ error: { code: 'not_found', message: 'no such session' } }, { status: 404 });
     }
@@ -289,8 +289,31 @@ export class SessionHub extends DurableObject<Env> {
     // a long log is never read into memory at once.
     const { events, more } = this.hub.log.replayPage(after);
     for (const frame of toViewerFrames(events)) server.send(frame);
-    if (more) closeQuietly(server, VIEWER_CLOSE_REPLAY_PAGE, 'replay page sent; reconnect with Last-Event-ID for the next');
+    if (more) {
+      closeQuietly(server, VIEWER_CLOSE_REPLAY_PAGE, 'replay page sent; reconnect with Last-Event-ID for the next');
+    } else {
+      // A replay-page socket is gone at once: only a socket that stays counts as watching.
+      server.serializeAttachment({ kind: 'viewer', name } satisfies ViewerAttachment);
+      this.#publishPresence();
+    }
     return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** Tells every viewer who is watching (`gone`: a socket closing right now, not counted). */
+  #publishPresence(gone?: WebSocket): void {
+    const open = this.ctx.getWebSockets('viewer').filter((ws) => ws !== gone);
+    const names = open.flatMap((ws) => {
+      const a = ws.deserializeAttachment() as ViewerAttachment | null;
+      return a?.kind === 'viewer' ? [a.name] : [];
+    });
+    const frame = JSON.stringify({ events: [], presence: presenceOf(names) } satisfies ViewerFrame);
+    for (const ws of open) {
+      try {
+        ws.send(frame);
+      } catch {
+        // a viewer that went away; its own close publishes again
+      }
+    }
   }
 
   #acceptRunner(launchId: string, auth: RunnerAuth): Response {
@@ -320,10 +343,12 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   override async webSocketClose(ws: WebSocket): Promise<void> {
+    if (this.ctx.getTags(ws).includes('viewer')) return this.#publishPresence(ws);
     await this.#serialized(() => this.frames.onSocketGone(ws));
   }
 
   override async webSocketError(ws: WebSocket): Promise<void> {
+    if (this.ctx.getTags(ws).includes('viewer')) return this.#publishPresence(ws);
     await this.#serialized(() => this.frames.onSocketGone(ws));
   }
 }

@@ -2,6 +2,8 @@
 // Text frames, JSON: one or more events in log order. `data` is the event's JSON exactly as
 // stored, so the Worker writes it into the SSE `data:` line without re-encoding.
 
+import type { Presence } from '@switchyard/protocol';
+
 export interface StoredEvent {
   /** ULID, strictly increasing within the session. */
   id: string;
@@ -11,6 +13,21 @@ export interface StoredEvent {
 
 export interface ViewerFrame {
   events: StoredEvent[];
+  /** Set on the frame sent to every viewer when one joins or leaves. */
+  presence?: Presence;
+}
+
+/** A viewer socket's attachment: whose stream it carries. */
+export interface ViewerAttachment {
+  kind: 'viewer';
+  name: string;
+}
+
+/** Who is watching, from the names on the open viewer sockets: one entry per name, sorted. */
+export function presenceOf(names: readonly string[]): Presence {
+  const counts = new Map<string, number>();
+  for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
+  return { viewers: [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([name, streams]) => ({ name, streams })) };
 }
 
 /** Close code on a viewer socket when the session is deleted: the SSE stream ends for good. */

@@ -361,8 +361,10 @@ export function sessionRoutes(deps: AppDeps) {
     if (header !== undefined && header !== '' && !ULID_PATTERN.test(header)) {
       return apiError(c, 400, 'invalid_request', 'Last-Event-ID: must be an event id', 'Last-Event-ID');
     }
-    const after = header !== undefined && header !== '' ? header : (c.req.valid('query').after ?? null);
-    const res = await hubFor(c.env, row.id).fetch(`https://hub/viewer${after === null ? '' : `?after=${after}`}`, {
+    const query = c.req.valid('query');
+    const after = header !== undefined && header !== '' ? header : (query.after ?? null);
+    const viewer = new URLSearchParams({ name: c.get('auth').user.username, ...(after !== null && { after }) });
+    const res = await hubFor(c.env, row.id).fetch(`https://hub/viewer?${viewer}`, {
       headers: { Upgrade: 'websocket' },
     });
     const ws = res.webSocket;
@@ -371,6 +373,7 @@ export function sessionRoutes(deps: AppDeps) {
     const db = c.env.DB;
     const stream = sseFromViewer(ws, {
       after,
+      presence: query.presence === '1',
       heartbeatMs: heartbeatMs(c.env),
       signal: c.req.raw.signal,
       stillAllowed: async () => {

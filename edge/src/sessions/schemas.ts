@@ -107,6 +107,10 @@ export const EventsQuerySchema = z.strictObject({
     .regex(ULID_PATTERN, 'must be an event id')
     .optional()
     .openapi({ description: 'replay events after this id (Last-Event-ID wins when both are given)' }),
+  presence: z
+    .literal('1', { error: 'must be 1 when given' })
+    .optional()
+    .openapi({ description: 'also send `event: presence` (no id) with who is watching, whenever a viewer joins or leaves' }),
 });
 
 const TranscriptEntrySchema = z.discriminatedUnion('role', [

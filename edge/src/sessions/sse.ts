@@ -33,6 +33,8 @@ export function sseFromViewer(
   ws: WebSocket,
   opts: {
     after: string | null;
+    /** Pass the hub's presence frames on as `event: presence` (clients opt in: they carry no id). */
+    presence?: boolean;
     heartbeatMs: number;
     signal?: AbortSignal;
     /**
@@ -83,7 +85,8 @@ export function sseFromViewer(
     } catch {
       return;
     }
-    let out = '';
+    // Presence is not an event of the log: no id, so it never moves the client's Last-Event-ID.
+    let out = frame.presence === undefined || opts.presence !== true ? '' : `event: presence\ndata: ${JSON.stringify(frame.presence)}\n\n`;
     for (const ev of frame.events) {
       if (ev.id <= last) continue;
       last = ev.id;

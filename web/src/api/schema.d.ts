@@ -1764,6 +1764,8 @@ export interface paths {
                 query?: {
                     /** @description replay events after this id (Last-Event-ID wins when both are given) */
                     after?: string;
+                    /** @description also send `event: presence` (no id) with who is watching, whenever a viewer joins or leaves */
+                    presence?: "1";
                 };
                 header?: {
                     /** @description the last id the client has; wins over ?after= */

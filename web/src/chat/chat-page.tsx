@@ -1,5 +1,6 @@
 // One session: its header (title, backend, runner state, connection), the conversation folded
 // from the live event stream, and the composer for its owner.
+import type { Presence } from '@switchyard/protocol';
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
 import { useMe } from '../auth/me.ts';
@@ -8,6 +9,7 @@ import { refreshSessions, removeSession, upsertSession } from '../sessions/sessi
 import { sessionTitle } from '../sessions/session-sidebar.tsx';
 import type { StreamStatus } from '../stream/session-stream.ts';
 import { Confirm } from '../ui/confirm.tsx';
+import { EyeIcon } from '../ui/icons.tsx';
 import { StateBadge } from '../ui/state-badge.tsx';
 import { Composer } from './composer.tsx';
 import { ConversationLog } from './conversation-log.tsx';
@@ -50,7 +52,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   const [actionError, setActionError] = useState<string | null>(null);
   /** Sent, accepted, and not yet back as message.user: shown right away. */
   const [pending, setPending] = useState<Array<{ messageId: string; text: string }>>([]);
-  const { conv, link } = useConversation(sessionId);
+  const { conv, link, presence } = useConversation(sessionId);
 
   useEffect(() => {
     call(api.GET('/api/sessions/{id}', { params: { path: { id: sessionId } } }))
@@ -133,6 +135,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         <div class="chat-meta">
           <span class="backend-tag">{detail.backend}</span>
           {conv.model !== null && <span class="muted">{conv.model}</span>}
+          <Watching presence={presence} me={me.username} />
           <span class="runner-state">
             Runner: <StateBadge state={state} />
             {stateReason !== null && (state === 'failed' || state === 'stopped' || state === 'starting') && <span class="muted"> {stateReason}</span>}
@@ -162,6 +165,18 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         />
       )}
     </div>
+  );
+}
+
+/** Who has this session open: "Watching: you (2 tabs), dave". */
+function Watching({ presence, me }: { presence: Presence | null; me: string }) {
+  if (presence === null || presence.viewers.length === 0) return null;
+  const people = [...presence.viewers].sort((a, b) => Number(b.name === me) - Number(a.name === me));
+  const text = people.map((v) => `${v.name === me ? 'you' : v.name}${v.streams > 1 ? ` (${v.streams} tabs)` : ''}`).join(', ');
+  return (
+    <span class="watching" aria-label={`Watching now: ${text}`} title="who has this session open">
+      <EyeIcon /> {text}
+    </span>
   );
 }
 

@@ -2,13 +2,18 @@
 // folded into the view model. Events are queued as they arrive and folded once per animation
 // frame, so a burst of deltas costs one render.
 import { useEffect, useState } from 'preact/hooks';
+import type { Presence } from '@switchyard/protocol';
 import { SessionStream, type SessionStreamOptions, type StreamEvent, type StreamStatus } from '../stream/session-stream.ts';
 import { applyEvents, type Conversation, emptyConversation } from './conversation.ts';
 
 /** `fetch` is for the bench harness, which feeds a scripted stream through the same path. */
-export function useConversation(sessionId: string, streamOptions: Pick<SessionStreamOptions, 'fetch'> = {}): { conv: Conversation; link: StreamStatus } {
+export function useConversation(
+  sessionId: string,
+  streamOptions: Pick<SessionStreamOptions, 'fetch'> = {},
+): { conv: Conversation; link: StreamStatus; presence: Presence | null } {
   const [conv, setConv] = useState(emptyConversation);
   const [link, setLink] = useState<StreamStatus>({ state: 'connecting' });
+  const [presence, setPresence] = useState<Presence | null>(null);
   useEffect(() => {
     let queue: StreamEvent[] = [];
     let frame = 0;
@@ -28,6 +33,7 @@ export function useConversation(sessionId: string, streamOptions: Pick<SessionSt
         else if (frame === 0) frame = requestAnimationFrame(flush);
       },
       onStatus: setLink,
+      onPresence: setPresence,
     });
     stream.start();
     return () => {
@@ -35,5 +41,5 @@ export function useConversation(sessionId: string, streamOptions: Pick<SessionSt
       stream.stop();
     };
   }, [sessionId]);
-  return { conv, link };
+  return { conv, link, presence };
 }

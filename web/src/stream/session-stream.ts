@@ -4,7 +4,7 @@
 // last one delivered are dropped, so nothing is shown twice. Cut-offs are noticed three ways:
 // the body ends or errors, no byte (event or heartbeat comment) arrives within the heartbeat
 // deadline, or the browser reports it went offline.
-import type { AgentEvent } from '@switchyard/protocol';
+import type { AgentEvent, Presence } from '@switchyard/protocol';
 import { SseParser } from './sse-parser.ts';
 
 /** An event as the API sends it: the normalized event, its log id, and the message it answers. */
@@ -22,6 +22,8 @@ export interface SessionStreamOptions {
   after?: string | null;
   onEvents: (events: StreamEvent[]) => void;
   onStatus: (s: StreamStatus) => void;
+  /** Who is watching, each time someone joins or leaves. */
+  onPresence?: (p: Presence) => void;
   /** The server promises a heartbeat at least every 30 s; silence past this means a dead link. */
   silenceMs?: number;
   fetch?: typeof fetch;
@@ -108,7 +110,7 @@ export class SessionStream {
     if (!continuing) this.opts.onStatus({ state: 'connecting' });
     let res: Response;
     try {
-      res = await this.doFetch(`/api/sessions/${encodeURIComponent(this.opts.sessionId)}/events`, {
+      res = await this.doFetch(`/api/sessions/${encodeURIComponent(this.opts.sessionId)}/events${this.opts.onPresence ? '?presence=1' : ''}`, {
         headers: { Accept: 'text/event-stream', ...(this.lastId !== null && { 'Last-Event-ID': this.lastId }) },
         credentials: 'same-origin',
         cache: 'no-store',
@@ -140,6 +142,14 @@ export class SessionStream {
     this.opts.onStatus({ state: 'closed', reason });
   }
 
+  private presence(data: string): void {
+    try {
+      this.opts.onPresence?.(JSON.parse(data) as Presence);
+    } catch {
+      // a malformed presence line only costs the indicator
+    }
+  }
+
   /** Reads until the body ends or breaks; whether it delivered any new event. */
   private async read(body: ReadableStream<Uint8Array>, ctrl: AbortController): Promise<boolean> {
     let delivered = false;
@@ -154,7 +164,12 @@ export class SessionStream {
         this.armSilence(ctrl);
         const fresh: StreamEvent[] = [];
         for (const item of parser.push(decoder.decode(value, { stream: true }))) {
-          if (item.kind !== 'event' || item.id === null) continue;
+          if (item.kind !== 'event') continue;
+          if (item.event === 'presence' && item.id === null) {
+            this.presence(item.data);
+            continue;
+          }
+          if (item.id === null) continue;
           if (this.lastId !== null && item.id <= this.lastId) continue;
           let data: unknown;
           try {

@@ -16,3 +16,12 @@ export function PaperclipIcon() {
     </svg>
   );
 }
+
+export function EyeIcon() {
+  return (
+    <svg {...common} width={14} height={14}>
+      <path d="M2 12s3.5-7 10-7 10 7 10 7-3.5 7-10 7S2 12 2 12z" />
+      <circle cx="12" cy="12" r="3" />
+    </svg>
+  );
+}
