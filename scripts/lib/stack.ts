@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import { hostFetch } from '../../runner/src/host/client.ts';
 import { claimStateDir } from '../../runner/src/host/process-tree.ts';
 import { reapStaleTasks, type HostTaskSummary } from '../../runner/src/host/tasks.ts';
@@ -230,7 +231,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // 5. The edge.
     const port = requested === 0 ? await freePort() : requested;
     const url = `http://127.0.0.1:${port}`;
-    const hubUrl = `ws://127.0.0.1:${port}/internal/runner/connect`;
+    const hubUrl = `ws://127.0.0.1:${port}${RUNNER_CONNECT_PATH}`;
     // Secrets go through an env file (0600), not the command line.
     const secretsFile = path.join(devDir, 'edge.env');
     const secrets = {

@@ -1,3 +1,4 @@
+import { bearerToken } from '@switchyard/protocol';
 import type { MiddlewareHandler } from 'hono';
 import type { AppDeps, AppEnv } from '../context.ts';
 import { apiError } from '../errors.ts';
@@ -5,8 +6,6 @@ import { isUnsafeMethod, originAllowed } from './csrf.ts';
 import { readSessionCookie } from './session-cookie.ts';
 import { resolveToken, touchToken } from './token-store.ts';
 import { TOKEN_PATTERN } from './tokens.ts';
-
-const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
 
 /**
  * Resolves the caller from `Authorization: Bearer` or, failing that, the session cookie. A bearer
@@ -18,11 +17,11 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     let secret: string;
     let via: 'bearer' | 'cookie';
     if (header !== undefined) {
-      const m = BEARER.exec(header);
-      if (m?.[1] === undefined) {
+      const token = bearerToken(header);
+      if (token === undefined) {
         return apiError(c, 401, 'unauthenticated', 'Authorization header must be "Bearer <token>"');
       }
-      secret = m[1];
+      secret = token;
       via = 'bearer';
     } else {
       const cookie = readSessionCookie(c);

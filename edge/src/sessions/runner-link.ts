@@ -1,4 +1,4 @@
-import { RunnerCloseCode } from '@switchyard/protocol';
+import { RunnerCloseCode, bearerToken } from '@switchyard/protocol';
 import { Hono } from 'hono';
 import type { AppDeps, AppEnv } from '../context.ts';
 import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../hub/runner-token.ts';
@@ -7,8 +7,7 @@ import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../hub/runner-token.ts';
 // bad one never wakes a hub; a refusal is a WebSocket closed with a RunnerCloseCode (the runner
 // stops for good on those) rather than an HTTP status a proxy might rewrite.
 
-export const RUNNER_CONNECT_PATH = '/internal/runner/connect';
-const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
+export { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 
 function refuse(code: number, reason: string): Response {
   const pair = new WebSocketPair();
@@ -26,7 +25,7 @@ export function runnerLinkRoutes(deps: AppDeps) {
     }
     const secret = c.env.RUNNER_TOKEN_SECRET ?? '';
     if (secret.length < MIN_SECRET_LENGTH) return refuse(RunnerCloseCode.unauthorized, 'runner links are not configured');
-    const token = BEARER.exec(c.req.header('Authorization') ?? '')?.[1];
+    const token = bearerToken(c.req.header('Authorization'));
     if (token === undefined) return refuse(RunnerCloseCode.unauthorized, 'a runner token is required');
     const verdict = await verifyRunnerToken(secret, token, deps.clock());
     if (!verdict.ok) {
