@@ -4,6 +4,8 @@
 // that host (`/switchyard/probe`) with it. ECS calls themselves are signed by the AWS SDK.
 // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html
 
+import { toHex } from './encoding.ts';
+
 export interface SigV4Credentials {
   accessKeyId: string;
   secretAccessKey: string;
@@ -35,7 +37,7 @@ export const SIGV4_MAX_SKEW_MS = 5 * 60_000;
 const enc = new TextEncoder();
 // A copy backed by a plain ArrayBuffer, which is what WebCrypto's types accept (a Node Buffer may not be).
 const bytes = (x: Uint8Array | string): Uint8Array<ArrayBuffer> => new Uint8Array(typeof x === 'string' ? enc.encode(x) : x);
-const hex = (b: ArrayBuffer) => [...new Uint8Array(b)].map((x) => x.toString(16).padStart(2, '0')).join('');
+const hex = (b: ArrayBuffer) => toHex(new Uint8Array(b));
 
 async function sha256Hex(data: Uint8Array | string): Promise<string> {
   return hex(await crypto.subtle.digest('SHA-256', bytes(data)));

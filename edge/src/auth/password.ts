@@ -1,5 +1,6 @@
 import { constantTimeEqual } from './constant-time.ts';
-import { fromBase64, randomBytes, toBase64 } from './encoding.ts';
+import { fromBase64, toBase64 } from '@switchyard/protocol';
+import { randomBytes } from './encoding.ts';
 
 /**
  * workerd refuses PBKDF2 above 100,000 iterations (NotSupportedError; pinned by

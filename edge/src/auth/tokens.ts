@@ -1,4 +1,5 @@
-import { randomBytes, toBase64Url, toHex } from './encoding.ts';
+import { toBase64Url, toHex } from '@switchyard/protocol';
+import { randomBytes } from './encoding.ts';
 
 export type TokenKind = 'session' | 'api';
 
