@@ -4,7 +4,6 @@ import { loadCommonConfig, parseDuration } from './config.ts';
 import { ExitCode } from './errors.ts';
 import { runOnce, type OnceResult } from './once.ts';
 import { probe } from './probe.ts';
-import { serve } from './serve/lifecycle.ts';
 
 const USAGE = `usage:
   switchyard-runner serve                      hold one session's CLI for the hub (configured by environment)

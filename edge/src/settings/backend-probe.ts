@@ -12,7 +12,7 @@ export type ProbeResult = z.infer<typeof ProbeResultSchema>;
 
 /**
  * Answers "can new sessions use this backend?": CLI present, its version, the sandbox guard
- * loads, its config is valid. The hub issue implements it on top of the runner's `probe` mode.
+ * loads, its config is valid. The launchers answer it by running the runner's `probe` mode.
  */
 export interface BackendProbe {
   probe(backend: Backend): Promise<ProbeResult>;

@@ -27,7 +27,7 @@ import {
   TARGET_PREFIX,
   taskId,
 } from './ecs-api.ts';
-import { TaskManager, type SandboxWrap, type TaskSpawn } from './tasks.ts';
+import { TaskManager, type TaskSpawn } from './tasks.ts';
 
 export interface RecordedEcsRequest {
   method: string;
@@ -59,7 +59,6 @@ export interface RunnerHostOptions {
   overrideNames?: readonly string[];
   stateDir: string;
   stopTimeoutMs?: number;
-  wrap?: SandboxWrap;
   log?: (line: string) => void;
   /** Called for every request (tests assert on exactly what the SDK sent). */
   onRequest?: (r: RecordedEcsRequest) => void;
@@ -90,7 +89,6 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
     baseEnv: opts.baseEnv,
     stateDir: opts.stateDir,
     stopTimeoutMs: opts.stopTimeoutMs ?? 30_000,
-    ...(opts.wrap && { wrap: opts.wrap }),
     ...(opts.log && { log: opts.log }),
     ...(opts.sampleIntervalMs !== undefined && { sampleIntervalMs: opts.sampleIntervalMs }),
   });
@@ -237,15 +235,14 @@ export interface HostProbeAnswer {
   stderrHead?: string;
 }
 
-/** Runs `<entrypoint> probe --backend B` with the task environment (and the sandbox wrap) and returns its report. */
+/** Runs `<entrypoint> probe --backend B` with the task environment and returns its report. */
 async function runProbe(opts: RunnerHostOptions, backend: string, timeoutMs: number): Promise<HostProbeAnswer> {
-  const base: TaskSpawn = {
+  const s: TaskSpawn = {
     command: opts.entrypoint.command,
     args: [...opts.entrypoint.args, 'probe', '--backend', backend],
     env: { ...opts.baseEnv },
     cwd: opts.stateDir,
   };
-  const s = opts.wrap ? await opts.wrap(base, { id: `probe-${backend}`, dir: opts.stateDir }) : base;
   const child = spawn(s.command, s.args, { cwd: s.cwd, env: s.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -17,13 +17,6 @@ export interface TaskSpawn {
   cwd: string;
 }
 
-/**
- * SEAM (sandbox issue, `runner/src/sandbox/`): turns a task's spawn into a sandboxed one
- * (bubblewrap with only the task's workspace writable, as a Fargate container would be).
- * The host calls it for every task and probe; the default runs the process as is.
- */
-export type SandboxWrap = (spawn: TaskSpawn, task: { id: string; dir: string }) => TaskSpawn | Promise<TaskSpawn>;
-
 export interface TaskManagerOptions {
   /** The "image entrypoint": the runner command and its leading arguments. */
   entrypoint: { command: string; args: string[] };
@@ -33,7 +26,6 @@ export interface TaskManagerOptions {
   stateDir: string;
   /** SIGTERM → SIGKILL grace, like ECS `stopTimeout` (default 30 s). */
   stopTimeoutMs: number;
-  wrap?: SandboxWrap;
   /** Lifecycle lines for the operator (never the environment). */
   log?: (line: string) => void;
   /** How often running tasks' process trees are sampled. */
@@ -152,14 +144,13 @@ export class TaskManager {
     try {
       mkdirSync(workspace, { recursive: true, mode: 0o700 });
       out = openSync(task.logPath, 'a', 0o600);
-      const base: TaskSpawn = {
+      const s: TaskSpawn = {
         command: this.opts.entrypoint.command,
         args: [...this.opts.entrypoint.args, ...(task.spec.command ?? ['serve'])],
         // The task definition's environment, then the overrides; a runner's default workspace is its cwd.
         env: { ...this.opts.baseEnv, SWITCHYARD_WORKSPACE: workspace, ...task.spec.env },
         cwd: workspace,
       };
-      const s = this.opts.wrap ? await this.opts.wrap(base, { id: task.id, dir: task.dir }) : base;
       if (stopRequested(task)) throw new Error('stopped before it started');
       const child = spawn(s.command, s.args, { cwd: s.cwd, env: s.env, detached: true, stdio: ['ignore', out, out] });
       task.child = child;
@@ -172,7 +163,7 @@ export class TaskManager {
       task.startedAt = Date.now();
       if (task.lastStatus === 'PROVISIONING') task.lastStatus = 'RUNNING';
       this.persist(task);
-      this.opts.log?.(`task ${task.id} RUNNING pid ${task.pid} (${base.args.slice(this.opts.entrypoint.args.length).join(' ')}); log ${task.logPath}`);
+      this.opts.log?.(`task ${task.id} RUNNING pid ${task.pid} (${s.args.slice(this.opts.entrypoint.args.length).join(' ')}); log ${task.logPath}`);
       child.once('exit', (code, signal) => void this.exited(task, code, signal));
       this.ensureSampler();
       // A StopTask that arrived while spawning.
