@@ -8,6 +8,7 @@ export * from './jsonl.ts';
 export * from './wire.ts';
 export * from './http.ts';
 export * from './encoding.ts';
+export * from './launch-env.ts';
 export * from './provider-errors.ts';
 export { INHERITED_ENV, allowListedEnv } from './env.ts';
 export { claudeTranscriptPath, CLAUDE_DEFAULT_TOOLS } from './claude/spawn.ts';

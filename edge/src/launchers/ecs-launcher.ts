@@ -6,7 +6,7 @@ import {
   type KeyValuePair,
   type Task,
 } from '@aws-sdk/client-ecs';
-import { signSigV4, type Backend } from '@switchyard/protocol';
+import { launchEnvironment, signSigV4, type Backend } from '@switchyard/protocol';
 import type { ProbeResult } from '../settings/backend-probe.ts';
 import { loadEcsLauncherConfig, type EcsLauncherConfig } from './ecs-config.ts';
 import type { LaunchRequest, Launcher, RunnerDescription } from './launcher.ts';
@@ -51,18 +51,17 @@ export class EcsLauncher implements Launcher {
 
   /** Environment of the runner container: everything a runner needs to dial its hub. */
   static containerEnvironment(r: LaunchRequest): KeyValuePair[] {
-    const env: [string, string][] = [
-      ['SWITCHYARD_HUB_URL', r.hubUrl],
-      ['SWITCHYARD_SESSION_ID', r.sessionId],
-      ['SWITCHYARD_BACKEND', r.backend],
-      ['SWITCHYARD_RUNNER_ID', r.launchId],
-      ['SWITCHYARD_IDLE_TIMEOUT', `${Math.round(r.limits.idleMs)}ms`],
-      ['SWITCHYARD_MAX_LIFETIME', `${Math.round(r.limits.maxLifetimeMs)}ms`],
-      // The one per-session secret: short-lived and scoped to this session (DESIGN.md "Runner").
-      ['SWITCHYARD_RUNNER_TOKEN', r.runnerToken],
-    ];
-    if (r.model !== null) env.push(['SWITCHYARD_MODEL', r.model]);
-    return env.map(([name, value]) => ({ name, value }));
+    const env = launchEnvironment({
+      hubUrl: r.hubUrl,
+      sessionId: r.sessionId,
+      backend: r.backend,
+      runnerId: r.launchId,
+      idleMs: r.limits.idleMs,
+      maxLifetimeMs: r.limits.maxLifetimeMs,
+      runnerToken: r.runnerToken,
+      model: r.model,
+    });
+    return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
   }
 
   private runTaskInput(command: string[] | undefined, environment: KeyValuePair[], startedBy: string, clientToken: string | undefined, tags: { key: string; value: string }[]) {

@@ -4,6 +4,7 @@
 // `{"__type": "...", "message": "..."}` with a 4xx status. Only the fields the
 // launcher sends are modelled; unknown fields are accepted and ignored, as ECS
 // ignores nothing but the SDK never sends what it does not know.
+import { LAUNCH_ENV_NAMES } from '@switchyard/protocol';
 import { z } from 'zod';
 
 export const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
@@ -115,22 +116,13 @@ export interface EcsTask {
 }
 
 /**
- * The container-override environment names the edge's launcher sets (EcsLauncher.containerEnvironment):
+ * The container-override environment names the edge's launcher sets (protocol's LaunchEnvSchema):
  * per-session values only. Everything else a runner gets comes from the "task definition" (the
  * host's own allow-listed environment). The host runs tasks as the developer, so an override is
  * code execution or a redirect of the model key: NODE_OPTIONS, SWITCHYARD_SANDBOX,
  * SWITCHYARD_CLI_EXECUTABLE, SWITCHYARD_MODEL_URL and any name not listed here are refused.
  */
-export const LAUNCHER_OVERRIDES = [
-  'SWITCHYARD_HUB_URL',
-  'SWITCHYARD_SESSION_ID',
-  'SWITCHYARD_BACKEND',
-  'SWITCHYARD_RUNNER_ID',
-  'SWITCHYARD_IDLE_TIMEOUT',
-  'SWITCHYARD_MAX_LIFETIME',
-  'SWITCHYARD_RUNNER_TOKEN',
-  'SWITCHYARD_MODEL',
-] as const;
+export const LAUNCHER_OVERRIDES = LAUNCH_ENV_NAMES;
 
 /** The commands a task may be started with: the image's default (`serve`) and the launcher's probe. */
 function allowedCommand(command: string[]): boolean {

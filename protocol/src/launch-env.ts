@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { BackendSchema, type Backend } from './backend.ts';
+
+// The per-session environment a launcher gives a runner (ECS container overrides, or the local
+// runner host's RunTask overrides). The edge builds it with launchEnvironment; the local host
+// accepts exactly these names as overrides; the runner's `serve` config reads them with its own
+// defaults and stricter rules (runner/src/config.ts).
+
+const millis = z.string().regex(/^\d+ms$/, 'must be a whole number of milliseconds, e.g. 900000ms');
+
+export const LaunchEnvSchema = z.strictObject({
+  /** The runner link URL (`ws(s)://<edge>` + RUNNER_CONNECT_PATH). */
+  SWITCHYARD_HUB_URL: z.string().min(1),
+  SWITCHYARD_SESSION_ID: z.string().min(1),
+  SWITCHYARD_BACKEND: BackendSchema,
+  SWITCHYARD_RUNNER_ID: z.string().min(1),
+  SWITCHYARD_IDLE_TIMEOUT: millis,
+  SWITCHYARD_MAX_LIFETIME: millis,
+  /** The one per-session secret: short-lived and scoped to this session and launch. */
+  SWITCHYARD_RUNNER_TOKEN: z.string().min(1),
+  /** Absent: the CLI's own default model. */
+  SWITCHYARD_MODEL: z.string().optional(),
+});
+export type LaunchEnv = z.infer<typeof LaunchEnvSchema>;
+
+/** Every name a launcher may set, and nothing else (the local host's override allow-list). */
+export const LAUNCH_ENV_NAMES = Object.keys(LaunchEnvSchema.shape) as readonly (keyof LaunchEnv)[];
+
+export interface LaunchEnvInput {
+  hubUrl: string;
+  sessionId: string;
+  backend: Backend;
+  runnerId: string;
+  idleMs: number;
+  maxLifetimeMs: number;
+  runnerToken: string;
+  model: string | null;
+}
+
+/** The launch environment for one runner, validated (throws on a value the runner would refuse). */
+export function launchEnvironment(r: LaunchEnvInput): LaunchEnv {
+  return LaunchEnvSchema.parse({
+    SWITCHYARD_HUB_URL: r.hubUrl,
+    SWITCHYARD_SESSION_ID: r.sessionId,
+    SWITCHYARD_BACKEND: r.backend,
+    SWITCHYARD_RUNNER_ID: r.runnerId,
+    SWITCHYARD_IDLE_TIMEOUT: `${Math.round(r.idleMs)}ms`,
+    SWITCHYARD_MAX_LIFETIME: `${Math.round(r.maxLifetimeMs)}ms`,
+    SWITCHYARD_RUNNER_TOKEN: r.runnerToken,
+    ...(r.model !== null && { SWITCHYARD_MODEL: r.model }),
+  });
+}
