@@ -11,7 +11,7 @@ export * from './encoding.ts';
 export * from './launch-env.ts';
 export * from './provider-errors.ts';
 export { INHERITED_ENV, allowListedEnv } from './env.ts';
-export { claudeTranscriptPath, CLAUDE_DEFAULT_TOOLS } from './claude/spawn.ts';
+export { claudeHookCommand, claudeTranscriptPath, CLAUDE_DEFAULT_TOOLS } from './claude/spawn.ts';
 export { PI_DEFAULT_TOOLS, PI_DEFAULT_MODEL } from './pi/spawn.ts';
 export { ClaudeCodec } from './claude/codec.ts';
 export { PiCodec } from './pi/codec.ts';

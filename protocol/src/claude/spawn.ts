@@ -30,10 +30,7 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
   const files: SpawnSpec['files'] = [];
   if (o.guard) {
     const settingsPath = `${o.configDir}/switchyard-settings.json`;
-    // claude runs the command with /bin/sh -c and treats any exit but 0 and 2
-    // as a non-blocking error: a guard that crashes would fail OPEN. `|| exit 2`
-    // turns every failure to run it (missing node, syntax error, signal) into a block.
-    const command = `${shellQuote(o.guard.node)} ${shellQuote(o.guard.file)} || exit 2`;
+    const command = claudeHookCommand(o.guard);
     files.push({
       path: settingsPath,
       content: JSON.stringify({
@@ -66,4 +63,14 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
 /** claude keeps transcripts at $CLAUDE_CONFIG_DIR/projects/<cwd, non-alphanumerics as '-'>/<id>.jsonl */
 export function claudeTranscriptPath(configDir: string, workspace: string, sessionId: string): string {
   return `${configDir}/projects/${workspace.replace(/[^A-Za-z0-9]/g, '-')}/${sessionId}.jsonl`;
+}
+
+/**
+ * The PreToolUse hook command the settings file gives claude (the runner's guard self-test runs
+ * exactly this). claude runs it with /bin/sh -c and treats any exit but 0 and 2 as a
+ * non-blocking error: a guard that crashes would fail OPEN. `|| exit 2` turns every failure to
+ * run it (missing node, syntax error, signal) into a block.
+ */
+export function claudeHookCommand(guard: { node: string; file: string }): string {
+  return `${shellQuote(guard.node)} ${shellQuote(guard.file)} || exit 2`;
 }

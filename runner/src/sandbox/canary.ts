@@ -13,7 +13,7 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
+import { adapterFor, claudeHookCommand, type AgentEvent, type Backend } from '@switchyard/protocol';
 import { CliProcess } from '../cli/cli-process.ts';
 import type { CliExecutable } from '../cli/locate.ts';
 import { startOfflineModel } from '../offline-model/index.ts';
@@ -43,7 +43,7 @@ async function claudeHookBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<
   const guard = sandbox.guardOption('claude');
   if (!guard) return { ok: false, problem: 'the guard is disabled' };
   const input = JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: '/proc/self/environ' }, cwd: policy.workspace });
-  const command = `'${guard.node.replaceAll("'", `'\\''`)}' '${guard.file.replaceAll("'", `'\\''`)}' || exit 2`;
+  const command = claudeHookCommand(guard);
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', command], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...policyEnv(policy) }, stdio: ['pipe', 'ignore', 'pipe'] });
     let stderr = '';
