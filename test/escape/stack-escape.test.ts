@@ -14,53 +14,35 @@
 // written by NODE_OPTIONS, nothing recorded by the model. The script's own model proxy must
 // answer, so a shell without network tools cannot pass for a wall.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listProcs } from '../../runner/src/host/process-tree.ts';
 import { MODEL_URL } from '../../runner/src/sandbox/bwrap.ts';
-import { startStack, type Stack } from '../../scripts/start.ts';
+import type { Stack } from '../../scripts/start.ts';
 import { Api, type SseStream } from '../helpers/sse-client.ts';
+import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
-const READY_MS = 240_000;
 const TURN_MS = 120_000;
 const r = randomBytes(6).toString('hex');
 const MARKER = join(tmpdir(), `sy-stack-escape-${r}`);
 const EXFIL = `EXFIL-${r}`;
 
+let running: TestStack;
 let stack: Stack;
 let admin: Api;
-let dir: string;
-const serviceLog: string[] = [];
 const streams: SseStream[] = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'switchyard-stack-escape-'));
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.ANTHROPIC_API_KEY;
-  delete env.SWITCHYARD_MODEL_URL;
-  delete env.SWITCHYARD_ADMIN_PASSWORD;
-  stack = await startStack({
-    port: 0,
-    frozenEdge: true,
-    devDir: join(dir, 'dev'),
-    persistTo: join(dir, 'state'),
-    env,
-    readyTimeoutMs: READY_MS,
-    output: (name, _s, line) => {
-      serviceLog.push(`[${name}] ${line}`);
-      if (serviceLog.length > 4000) serviceLog.splice(0, 1000);
-    },
-    log: (line) => serviceLog.push(line),
-  });
+  running = await startTestStack('stack-escape');
+  stack = running.stack;
   admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
-}, READY_MS + 60_000);
+}, STACK_READY_MS + 60_000);
 
 afterAll(async () => {
   await Promise.all(streams.map((s) => s.close()));
-  await stack?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await running?.stop();
   rmSync(MARKER, { force: true });
 }, 120_000);
 
@@ -222,7 +204,7 @@ describe('an agent in a session of the npm start stack, going after loopback ser
         expect((await turn(victim, `still there after the ${backend} attack?`)).done.data.stopReason).toBe('end_turn');
         expect((await stack.runners()).filter((t) => t.sessionId === victim).map((t) => t.taskArn)).toEqual([victimArn]);
       } catch (err) {
-        throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${serviceLog.slice(-40).join('\n')}`);
+        throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${running.log.slice(-40).join('\n')}`);
       }
     },
     600_000,

@@ -30,7 +30,7 @@ export class Api {
     return { ...(this.token !== undefined && { authorization: `Bearer ${this.token}` }), ...extra };
   }
 
-  async call<T = any>(method: string, path: string, body?: unknown, extra: { headers?: Record<string, string>; raw?: string } = {}): Promise<ApiResponse<T>> {
+  async call<T = unknown>(method: string, path: string, body?: unknown, extra: { headers?: Record<string, string>; raw?: string } = {}): Promise<ApiResponse<T>> {
     const hasBody = body !== undefined || extra.raw !== undefined;
     const res = await fetch(`${this.base}${path}`, {
       method,

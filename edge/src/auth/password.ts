@@ -1,6 +1,6 @@
 import { constantTimeEqual } from './constant-time.ts';
 import { fromBase64, toBase64 } from '@switchyard/protocol';
-import { randomBytes } from './encoding.ts';
+import { randomBytes } from './random.ts';
 
 /**
  * workerd refuses PBKDF2 above 100,000 iterations (NotSupportedError; pinned by

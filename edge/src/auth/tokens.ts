@@ -1,5 +1,5 @@
 import { toBase64Url, toHex } from '@switchyard/protocol';
-import { randomBytes } from './encoding.ts';
+import { randomBytes } from './random.ts';
 
 export type TokenKind = 'session' | 'api';
 

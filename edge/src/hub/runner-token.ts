@@ -1,4 +1,4 @@
-import { fromBase64, toBase64Url } from '../auth/encoding.ts';
+import { fromBase64Url, toBase64Url } from '@switchyard/protocol';
 
 // Runner tokens: `syr1.<payload>.<mac>`, both parts base64url. The payload is the JSON
 // `{"s":sessionId,"l":launchId,"e":expiresAtSeconds,"k":"b"|"c","r"?:runnerId}`; the mac is
@@ -35,12 +35,6 @@ function keyFor(secret: string): Promise<CryptoKey> {
     keys.set(secret, key);
   }
   return key;
-}
-
-function fromBase64Url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
-  const b64 = text.replaceAll('-', '+').replaceAll('_', '/');
-  return fromBase64(b64 + '='.repeat((4 - (b64.length % 4)) % 4));
 }
 
 export async function mintRunnerToken(secret: string, claims: RunnerClaims): Promise<string> {

@@ -55,7 +55,7 @@ export async function call<T>(p: Promise<Result<T>>): Promise<T> {
   let r: Result<T>;
   try {
     r = await p;
-  } catch (err) {
+  } catch {
     throw { status: 0, code: 'network', message: 'cannot reach the server; check your connection' } satisfies ApiError;
   }
   if (r.error !== undefined || !r.response.ok) throw errorFrom(r.response.status, r.error, r.response);

@@ -151,7 +151,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
           sessionId={sessionId}
           running={running}
           maxMessageBytes={maxBytes}
-          onSent={(messageId, text) => setPending((ps) => [...ps, { messageId, text }])}
+          onSent={(messageId, text) => setPending((ps) => [...ps.filter((p) => !shown.has(p.messageId)), { messageId, text }])}
         />
       )}
       {confirmDelete && (
