@@ -30,13 +30,22 @@ async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   // `echo pw | ...` adds one newline that is not part of the password.
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /** SQL string literal; the inputs are already constrained, this is belt and braces. */
 const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
-function buildSql(o: { id: string; username: string; hash: string; role: string; now: number; reset: boolean }): string {
+function buildSql(o: {
+  id: string;
+  username: string;
+  hash: string;
+  role: string;
+  now: number;
+  reset: boolean;
+}): string {
   const user = `(SELECT id FROM users WHERE username = ${lit(o.username)})`;
   const after = JSON.stringify({ username: o.username, role: o.role, disabled: false, via: 'admin:create' });
   const lines = [
@@ -115,9 +124,13 @@ async function main() {
     mkdirSync(path.dirname(outFile), { recursive: true, mode: 0o700 });
     writeFileSync(outFile, `${JSON.stringify({ username: username.data, password }, null, 2)}\n`, { mode: 0o600 });
     chmodSync(outFile, 0o600); // an existing file keeps its old mode on overwrite
-    console.log(`${role.data} ${username.data} ready on the ${target.remote ? 'remote' : 'local'} database; password written to ${outFile} (mode 0600)`);
+    console.log(
+      `${role.data} ${username.data} ready on the ${target.remote ? 'remote' : 'local'} database; password written to ${outFile} (mode 0600)`,
+    );
   } else {
-    console.log(`${role.data} ${username.data} ready on the ${target.remote ? 'remote' : 'local'} database; password as given on stdin`);
+    console.log(
+      `${role.data} ${username.data} ready on the ${target.remote ? 'remote' : 'local'} database; password as given on stdin`,
+    );
   }
 }
 

@@ -60,7 +60,9 @@ try {
       `(wrangler: ${reported[1]} KiB / gzip ${reported[2]} KiB) = ${(share * 100).toFixed(1)}% of the ${limitKiB} KiB limit`,
   );
   if (share >= FAIL_AT) {
-    console.error(`worker:check: FAIL: the compressed Worker is at ${(share * 100).toFixed(1)}% of the ${limitKiB} KiB Workers size limit (fails at ${FAIL_AT * 100}%)`);
+    console.error(
+      `worker:check: FAIL: the compressed Worker is at ${(share * 100).toFixed(1)}% of the ${limitKiB} KiB Workers size limit (fails at ${FAIL_AT * 100}%)`,
+    );
     process.exit(1);
   }
 } finally {

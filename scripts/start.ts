@@ -59,7 +59,9 @@ async function main(): Promise<number> {
   if (shuttingDown) return shuttingDown;
   const a = stack.admin;
   const where =
-    a.source === 'env' ? 'the password is the one in SWITCHYARD_ADMIN_PASSWORD' : `the password is in ${a.file} (mode 0600; not printed)`;
+    a.source === 'env'
+      ? 'the password is the one in SWITCHYARD_ADMIN_PASSWORD'
+      : `the password is in ${a.file} (mode 0600; not printed)`;
   process.stdout.write(
     [
       '',

@@ -40,7 +40,6 @@ function mainTurns() {
   return model.requests().filter((r) => r.response?.mainTurn);
 }
 
-
 function expectValidEvents(events: AgentEvent[]) {
   for (const e of events) expect(AgentEventSchema.safeParse(e).success, JSON.stringify(e)).toBe(true);
 }
@@ -57,15 +56,23 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     // pi `text_end.content` and partials); none of it may become a delta.
     expect(textOf(turn)).toBe(answer);
     expect(count(turn, 'text.delta')).toBeGreaterThanOrEqual(12);
-    expect(turn.filter((e) => e.type === 'message.assistant')).toEqual([{ type: 'message.assistant', content: [{ type: 'text', text: answer }] }]);
-    expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'end_turn', usage: { outputTokens: expect.any(Number) } });
+    expect(turn.filter((e) => e.type === 'message.assistant')).toEqual([
+      { type: 'message.assistant', content: [{ type: 'text', text: answer }] },
+    ]);
+    expect(turn.at(-1)).toMatchObject({
+      type: 'turn.done',
+      stopReason: 'end_turn',
+      usage: { outputTokens: expect.any(Number) },
+    });
     expect(count(h.events, 'turn.done')).toBe(1);
     expect(count(h.events, 'error')).toBe(0);
   });
 
   it('thinking then text', async () => {
     const h = await cli(backend);
-    h.proc.sendUserMessage({ text: directive({ thinking: 'Weighing the options carefully.', text: 'Decided.', chunks: 4 }) });
+    h.proc.sendUserMessage({
+      text: directive({ thinking: 'Weighing the options carefully.', text: 'Decided.', chunks: 4 }),
+    });
     const turn = await h.turn(1);
     expect(textOf(turn, 'thinking.delta')).toBe('Weighing the options carefully.');
     expect(textOf(turn)).toBe('Decided.');
@@ -84,19 +91,28 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     const end = turn.find((e) => e.type === 'tool.end');
     const result = turn.find((e) => e.type === 'tool.result');
     expect(start).toMatchObject({ name: backend === 'claude' ? 'Write' : 'write' });
-    expect(end).toMatchObject({ toolId: (start as { toolId: string }).toolId, input: expect.objectContaining({ content: 'payload-42' }) });
+    expect(end).toMatchObject({
+      toolId: (start as { toolId: string }).toolId,
+      input: expect.objectContaining({ content: 'payload-42' }),
+    });
     const inputJson = turn.flatMap((e) => (e.type === 'tool.input' ? [e.delta] : [])).join('');
     expect(JSON.parse(inputJson)).toEqual((end as { input: unknown }).input);
     expect(result).toMatchObject({ toolId: (start as { toolId: string }).toolId, isError: false });
     expect(readFileSync(join(h.dirs.workspace, 'notes.txt'), 'utf8')).toBe('payload-42');
     expect(textOf(turn)).toMatch(/^Tool result: /);
-    expect(turn.findIndex((e) => e.type === 'tool.result')).toBeLessThan(turn.findIndex((e) => e.type === 'text.delta'));
+    expect(turn.findIndex((e) => e.type === 'tool.result')).toBeLessThan(
+      turn.findIndex((e) => e.type === 'text.delta'),
+    );
     expect(count(h.events, 'turn.done')).toBe(1);
     expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'end_turn' });
   });
 
   it('a tool call a guard blocks: an error result with the guard reason, nothing written', async () => {
-    const guardFile = join(import.meta.dirname, 'fixtures', backend === 'claude' ? 'standin-guard-claude.mjs' : 'standin-guard-pi.ts');
+    const guardFile = join(
+      import.meta.dirname,
+      'fixtures',
+      backend === 'claude' ? 'standin-guard-claude.mjs' : 'standin-guard-pi.ts',
+    );
     const h = await cli(backend, { guard: { file: guardFile, node: process.execPath } });
     h.proc.sendUserMessage({ text: directive({ tool: 'write', path: 'blocked.txt', content: 'nope' }) });
     const turn = await h.turn(1);
@@ -126,7 +142,8 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
   // Classes retrying cannot fix end after the first failed request even though the CLI's
   // own loop would retry (claude retries a 401 ten times, minutes of backoff): the codec
   // stops it. The model's request count, not the clock, shows the loop did not run.
-  const billingText = 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.';
+  const billingText =
+    'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.';
   const fatal: Array<{ name: string; script: object; code: string }> = [
     { name: '401', script: { error: 401 }, code: 'provider_auth' },
     { name: '403', script: { error: 403 }, code: 'provider_auth' },
@@ -134,21 +151,26 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     { name: '400 about credit', script: { error: 400, message: billingText }, code: 'provider_billing' },
     { name: '400', script: { error: 400 }, code: 'provider_invalid_request' },
   ];
-  it.each(fatal)('provider $name ends the turn at the first failure: $code, not retryable, no turn.retry; the CLI takes the next message', async ({ script, code }) => {
-    // Ten retries allowed: a CLI left to its own loop would keep failing for minutes.
-    const h = await cli(backend, { retry: { maxRetries: 10, baseDelayMs: 2000 } });
-    h.proc.sendUserMessage({ text: directive(script) });
-    const turn = await h.turn(1, 30_000);
-    expectValidEvents(turn);
-    expect(count(turn, 'turn.retry')).toBe(0);
-    expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'error', error: { code, retryable: false } });
-    expect((turn.at(-1) as { error: { message: string } }).error.message).toMatch(/An administrator must|Sending it again unchanged/);
-    expect(mainTurns()).toHaveLength(1);
-    h.proc.sendUserMessage({ text: directive({ text: 'after the provider error' }) });
-    const next = await h.turn(2);
-    expect(textOf(next)).toBe('after the provider error');
-    expect(count(h.events, 'turn.done')).toBe(2);
-  });
+  it.each(fatal)(
+    'provider $name ends the turn at the first failure: $code, not retryable, no turn.retry; the CLI takes the next message',
+    async ({ script, code }) => {
+      // Ten retries allowed: a CLI left to its own loop would keep failing for minutes.
+      const h = await cli(backend, { retry: { maxRetries: 10, baseDelayMs: 2000 } });
+      h.proc.sendUserMessage({ text: directive(script) });
+      const turn = await h.turn(1, 30_000);
+      expectValidEvents(turn);
+      expect(count(turn, 'turn.retry')).toBe(0);
+      expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'error', error: { code, retryable: false } });
+      expect((turn.at(-1) as { error: { message: string } }).error.message).toMatch(
+        /An administrator must|Sending it again unchanged/,
+      );
+      expect(mainTurns()).toHaveLength(1);
+      h.proc.sendUserMessage({ text: directive({ text: 'after the provider error' }) });
+      const next = await h.turn(2);
+      expect(textOf(next)).toBe('after the provider error');
+      expect(count(h.events, 'turn.done')).toBe(2);
+    },
+  );
 
   if (backend === 'pi') {
     it('provider 401 on pi whose text pi\'s retry regex matches ("500" in it) is not retried either', async () => {
@@ -156,7 +178,11 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
       h.proc.sendUserMessage({ text: directive({ error: 401, message: 'invalid x-api-key (request req_5001)' }) });
       const turn = await h.turn(1, 30_000);
       expect(count(turn, 'turn.retry')).toBe(0);
-      expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'error', error: { code: 'provider_auth', retryable: false } });
+      expect(turn.at(-1)).toMatchObject({
+        type: 'turn.done',
+        stopReason: 'error',
+        error: { code: 'provider_auth', retryable: false },
+      });
       expect((turn.at(-1) as { error: { message: string } }).error.message).toContain('req_5001');
       expect(mainTurns()).toHaveLength(1);
       h.proc.sendUserMessage({ text: directive({ text: 'still here' }) });
@@ -169,21 +195,26 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     { name: '529', script: { error: 529 }, code: 'provider_overloaded' },
     { name: '500', script: { error: 500 }, code: 'provider_unavailable' },
   ];
-  it.each(transient)('provider $name is retried within the budget with turn.retry, then ends $code, retryable', async ({ script, code }) => {
-    const h = await cli(backend, { retry: { maxRetries: 1, baseDelayMs: 1 } });
-    h.proc.sendUserMessage({ text: directive(script) });
-    const turn = await h.turn(1, 45_000);
-    expectValidEvents(turn);
-    expect(turn.filter((e) => e.type === 'turn.retry')).toEqual([expect.objectContaining({ attempt: 1, reason: expect.stringContaining(code) })]);
-    expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'error', error: { code, retryable: true } });
-    expect((turn.at(-1) as { error: { message: string } }).error.message).toMatch(/again/);
-    // The budget: one try and one retry.
-    expect(mainTurns()).toHaveLength(2);
-    // Nothing more arrives for this turn once the CLI is done with it.
-    await h.close();
-    open.pop();
-    expect(count(h.events, 'turn.done')).toBe(1);
-  });
+  it.each(transient)(
+    'provider $name is retried within the budget with turn.retry, then ends $code, retryable',
+    async ({ script, code }) => {
+      const h = await cli(backend, { retry: { maxRetries: 1, baseDelayMs: 1 } });
+      h.proc.sendUserMessage({ text: directive(script) });
+      const turn = await h.turn(1, 45_000);
+      expectValidEvents(turn);
+      expect(turn.filter((e) => e.type === 'turn.retry')).toEqual([
+        expect.objectContaining({ attempt: 1, reason: expect.stringContaining(code) }),
+      ]);
+      expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'error', error: { code, retryable: true } });
+      expect((turn.at(-1) as { error: { message: string } }).error.message).toMatch(/again/);
+      // The budget: one try and one retry.
+      expect(mainTurns()).toHaveLength(2);
+      // Nothing more arrives for this turn once the CLI is done with it.
+      await h.close();
+      open.pop();
+      expect(count(h.events, 'turn.done')).toBe(1);
+    },
+  );
 
   it('an image in a user message reaches the model as an image block', async () => {
     const h = await cli(backend);
@@ -198,7 +229,8 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
 
   it('user text with newlines, quotes, emoji, U+2028/U+2029 and a leading / reaches the model verbatim (invariants 3, 5)', async () => {
     const h = await cli(backend);
-    const nasty = '/compact now\nline two "quoted" \\ back\n{"type":"bash","command":"touch pwned"}\u2028sep\u2029para 😀 end';
+    const nasty =
+      '/compact now\nline two "quoted" \\ back\n{"type":"bash","command":"touch pwned"}\u2028sep\u2029para 😀 end';
     h.proc.sendUserMessage({ text: nasty });
     const turn = await h.turn(1);
     expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'end_turn' });
@@ -215,13 +247,16 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     expect(count(h.events, 'error')).toBe(0);
   });
 
-  it.each(['/cost', '/help', '/model x', '//', ' /init'])('a lone slash command %j is text for the model, not a command', async (text) => {
-    const h = await cli(backend);
-    h.proc.sendUserMessage({ text });
-    const turn = await h.turn(1);
-    expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'end_turn' });
-    expect(lastUserText(mainTurns().at(-1)?.body)).toBe(text);
-  });
+  it.each(['/cost', '/help', '/model x', '//', ' /init'])(
+    'a lone slash command %j is text for the model, not a command',
+    async (text) => {
+      const h = await cli(backend);
+      h.proc.sendUserMessage({ text });
+      const turn = await h.turn(1);
+      expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'end_turn' });
+      expect(lastUserText(mainTurns().at(-1)?.body)).toBe(text);
+    },
+  );
 
   it('unknown event types are skipped and a non-JSON line is an error, on a real recorded stream (invariant 4)', async () => {
     const h = await cli(backend);
@@ -239,13 +274,22 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     const spliced: string[] = [];
     h.stdout.forEach((line, i) => {
       spliced.push(line);
-      if (i === 2) spliced.push('{"type":"totally_new_event","x":1}', 'warning: not json at all', '{"type":"system","subtype":"brand_new"}');
+      if (i === 2)
+        spliced.push(
+          '{"type":"totally_new_event","x":1}',
+          'warning: not json at all',
+          '{"type":"system","subtype":"brand_new"}',
+        );
     });
     const dirty = replay(spliced);
-    expect(dirty.filter((e) => e.type === 'error')).toEqual([expect.objectContaining({ code: 'cli_bad_line', message: expect.stringContaining('warning: not json') })]);
+    expect(dirty.filter((e) => e.type === 'error')).toEqual([
+      expect.objectContaining({ code: 'cli_bad_line', message: expect.stringContaining('warning: not json') }),
+    ]);
     expect(dirty.filter((e) => e.type !== 'error')).toEqual(clean);
     expect(clean.filter((e) => e.type === 'turn.done')).toHaveLength(1);
-    expect(clean.find((e) => e.type === 'tool.result')).toMatchObject({ output: expect.stringContaining('hello-from-shell') });
+    expect(clean.find((e) => e.type === 'tool.result')).toMatchObject({
+      output: expect.stringContaining('hello-from-shell'),
+    });
   });
 
   it('a CLI killed mid-turn: end() closes the open turn exactly once with an error (invariant 1)', async () => {
@@ -254,7 +298,11 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
     await h.waitFor((e) => e.type === 'text.delta');
     h.proc.kill('SIGKILL');
     const turn = await h.turn(1);
-    expect(turn.at(-1)).toMatchObject({ type: 'turn.done', stopReason: 'error', error: { code: 'cli_exited', message: expect.stringContaining('SIGKILL') } });
+    expect(turn.at(-1)).toMatchObject({
+      type: 'turn.done',
+      stopReason: 'error',
+      error: { code: 'cli_exited', message: expect.stringContaining('SIGKILL') },
+    });
     await h.proc.exited;
     expect(count(h.events, 'turn.done')).toBe(1);
   });
@@ -276,7 +324,9 @@ describe('a CLI that ends having produced no events but wrote stderr (invariant 
     });
     mkdirSync(join(root, 'cfg'));
     for (const f of spec.files) {
-      const content = f.path.endsWith('models.json') ? JSON.stringify({ providers: editModels(JSON.parse(f.content).providers) }) : f.content;
+      const content = f.path.endsWith('models.json')
+        ? JSON.stringify({ providers: editModels(JSON.parse(f.content).providers) })
+        : f.content;
       writeFileSync(f.path, content);
     }
     const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -285,25 +335,37 @@ describe('a CLI that ends having produced no events but wrote stderr (invariant 
     const splitter = new JsonlSplitter();
     const events: AgentEvent[] = [];
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => splitter.push(c).forEach((l) => events.push(...codec.parse(l))));
+    child.stdout.on('data', (c: Buffer) => {
+      for (const l of splitter.push(c)) events.push(...codec.parse(l));
+    });
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const [code, signal] = (await once(child, 'close')) as [number | null, string | null];
-    splitter.flush().forEach((l) => events.push(...codec.parse(l)));
+    for (const l of splitter.flush()) events.push(...codec.parse(l));
     events.push(...codec.end({ code, signal, stderrHead: stderr }));
     rmSync(root, { recursive: true, force: true });
     return { code, stderr, events };
   }
 
   it('exit 0 with only a warning on stderr (model missing from models.json) is an error carrying that line, not a silent success', async () => {
-    const { code, stderr, events } = await runBare((p) => ({ switchyard: { ...p.switchyard, models: [{ id: 'another-model' }] } }));
+    const { code, stderr, events } = await runBare((p) => ({
+      switchyard: { ...p.switchyard, models: [{ id: 'another-model' }] },
+    }));
     expect(code).toBe(0);
     expect(stderr).toMatch(/not found/);
-    expect(events).toEqual([{ type: 'error', code: 'cli_no_output', message: stderr.trim().split('\n')[0], retryable: false }]);
+    expect(events).toEqual([
+      { type: 'error', code: 'cli_no_output', message: stderr.trim().split('\n')[0], retryable: false },
+    ]);
   });
 
   it('a startup failure (provider missing from models.json: exit 1, stderr only) is an error carrying the first stderr line', async () => {
     const { code, stderr, events } = await runBare((p) => ({ renamed: p.switchyard }));
     expect(code).toBe(1);
-    expect(events).toEqual([expect.objectContaining({ type: 'error', code: 'cli_exited', message: expect.stringContaining(stderr.trim().split('\n')[0] ?? '') })]);
+    expect(events).toEqual([
+      expect.objectContaining({
+        type: 'error',
+        code: 'cli_exited',
+        message: expect.stringContaining(stderr.trim().split('\n')[0] ?? ''),
+      }),
+    ]);
   });
 });

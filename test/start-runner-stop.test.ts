@@ -21,7 +21,6 @@ const tempDir = (name: string) => {
   return d;
 };
 
-
 it('StopTask mid-turn ends the runner and its CLI process groups: nothing left', async () => {
   const lines: string[] = [];
   let stack: Stack | undefined;
@@ -40,10 +39,16 @@ it('StopTask mid-turn ends the runner and its CLI process groups: nothing left',
     const s = stack;
     const json = { 'content-type': 'application/json' };
     const login = (await (
-      await fetch(`${s.url}/api/auth/login`, { method: 'POST', headers: json, body: JSON.stringify({ username: s.admin.username, password: s.admin.password }) })
+      await fetch(`${s.url}/api/auth/login`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ username: s.admin.username, password: s.admin.password }),
+      })
     ).json()) as { token: string };
     const auth = { ...json, authorization: `Bearer ${login.token}` };
-    const session = (await (await fetch(`${s.url}/api/sessions`, { method: 'POST', headers: auth, body: '{}' })).json()) as { id: string };
+    const session = (await (
+      await fetch(`${s.url}/api/sessions`, { method: 'POST', headers: auth, body: '{}' })
+    ).json()) as { id: string };
     expect(session.id).toBeTruthy();
 
     // Watch the session until the answer is streaming.
@@ -52,31 +57,47 @@ it('StopTask mid-turn ends the runner and its CLI process groups: nothing left',
     const reader = (async () => {
       const decoder = new TextDecoder();
       try {
-        for await (const chunk of events.body as unknown as AsyncIterable<Uint8Array>) text += decoder.decode(chunk, { stream: true });
+        for await (const chunk of events.body as unknown as AsyncIterable<Uint8Array>)
+          text += decoder.decode(chunk, { stream: true });
       } catch {
         // aborted
       }
     })();
     const slow = '#offline {"text":"a slow answer that streams for a long time","chunks":300,"delayMs":100}';
-    const sent = await fetch(`${s.url}/api/sessions/${session.id}/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ text: slow }) });
+    const sent = await fetch(`${s.url}/api/sessions/${session.id}/messages`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ text: slow }),
+    });
     expect(sent.status).toBe(202);
     await waitFor('a text.delta', () => (text.includes('event: text.delta') ? true : undefined), 120_000);
 
     // The runner for this session, and every process group the host has seen below it (the CLI's too).
     const runner = await waitFor(
       'the runner and its CLI group',
-      async () => (await s.runners()).find((t) => t.sessionId === session.id && t.lastStatus === 'RUNNING' && t.groups.length >= 2),
+      async () =>
+        (await s.runners()).find(
+          (t) => t.sessionId === session.id && t.lastStatus === 'RUNNING' && t.groups.length >= 2,
+        ),
       30_000,
     );
     const groups = runner.groups;
     expect(liveInGroups(groups).length).toBeGreaterThanOrEqual(2);
 
-    const ecs = new ECSClient({ region: 'us-east-1', endpoint: s.hostUrl, credentials: s.hostCredentials, maxAttempts: 1 });
-    await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: runner.taskArn, reason: 'test: stop mid-turn' }));
+    const ecs = new ECSClient({
+      region: 'us-east-1',
+      endpoint: s.hostUrl,
+      credentials: s.hostCredentials,
+      maxAttempts: 1,
+    });
+    await ecs.send(
+      new StopTaskCommand({ cluster: 'switchyard-local', task: runner.taskArn, reason: 'test: stop mid-turn' }),
+    );
     const stopped = await waitFor(
       'STOPPED',
       async () => {
-        const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [runner.taskArn] }))).tasks?.[0];
+        const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [runner.taskArn] })))
+          .tasks?.[0];
         return t?.lastStatus === 'STOPPED' ? t : undefined;
       },
       60_000,
@@ -88,7 +109,9 @@ it('StopTask mid-turn ends the runner and its CLI process groups: nothing left',
     sse.abort();
     await reader;
   } catch (err) {
-    throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${lines.slice(-60).join('\n')}`);
+    throw new Error(
+      `${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${lines.slice(-60).join('\n')}`,
+    );
   } finally {
     sse.abort();
     await stack?.stop();

@@ -25,7 +25,6 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-
 async function healthy(url: string): Promise<true | undefined> {
   try {
     const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
@@ -36,7 +35,10 @@ async function healthy(url: string): Promise<true | undefined> {
 }
 
 /** A real runner task on the stack's host, dialling a hub that never answers: it runs until stopped. */
-async function startRunnerTask(hostUrl: string, credentials: { accessKeyId: string; secretAccessKey: string }): Promise<number> {
+async function startRunnerTask(
+  hostUrl: string,
+  credentials: { accessKeyId: string; secretAccessKey: string },
+): Promise<number> {
   const ecs = new ECSClient({ region: 'us-east-1', endpoint: hostUrl, credentials, maxAttempts: 1 });
   const out = await ecs.send(
     new RunTaskCommand({
@@ -75,7 +77,11 @@ describe('npm start', () => {
     const port = await freePort();
     const devDir = tempDir('dev');
     const persistTo = tempDir('state');
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SWITCHYARD_DEV_DIR: devDir, SWITCHYARD_PERSIST_TO: persistTo,
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(port),
+      SWITCHYARD_DEV_DIR: devDir,
+      SWITCHYARD_PERSIST_TO: persistTo,
       // Serve one bundle: edits others make to edge/src meanwhile must not restart the Worker mid-test.
       SWITCHYARD_FROZEN_EDGE: '1',
     };
@@ -83,12 +89,19 @@ describe('npm start', () => {
     delete env.SWITCHYARD_MODEL_URL;
     delete env.SWITCHYARD_ADMIN_PASSWORD;
     // Its own process group, like a terminal's foreground job: SIGINT to the group = Ctrl-C.
-    const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const npm = spawn('npm', ['start', '--silent'], {
+      cwd: ROOT,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     npm.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     npm.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => npm.once('exit', (code, signal) => r({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+      npm.once('exit', (code, signal) => r({ code, signal })),
+    );
     let groups: Set<number> = new Set();
     try {
       const url = `http://127.0.0.1:${port}`;
@@ -98,7 +111,10 @@ describe('npm start', () => {
       const credentials = join(devDir, 'dev-admin.json');
       expect(stdout).toContain(`admin login: admin — the password is in ${credentials} (mode 0600; not printed)`);
       expect(statSync(credentials).mode & 0o777).toBe(0o600);
-      const { username, password } = JSON.parse(readFileSync(credentials, 'utf8')) as { username: string; password: string };
+      const { username, password } = JSON.parse(readFileSync(credentials, 'utf8')) as {
+        username: string;
+        password: string;
+      };
       expect(stdout + stderr).not.toContain(password);
 
       // The admin can log in: migrations applied, account created, edge serving.
@@ -118,7 +134,9 @@ describe('npm start', () => {
       });
       expect(toPi.status, await toPi.clone().text()).toBe(200);
       expect(((await toPi.json()) as { llmBackend: string }).llmBackend).toBe('pi');
-      const settings = (await (await fetch(`${url}/api/settings`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      const settings = (await (
+        await fetch(`${url}/api/settings`, { headers: { authorization: `Bearer ${token}` } })
+      ).json()) as {
         backends: { name: string; available: boolean; version?: string }[];
       };
       expect(settings.backends.find((b) => b.name === 'pi')).toMatchObject({ available: true, version: '0.73.1' });
@@ -127,10 +145,26 @@ describe('npm start', () => {
       const hostUrl = /local runner host (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1] as string;
       expect(hostUrl).toBeDefined();
       // Signed with this start's credentials, which the edge got through its env file.
-      const edgeEnv = Object.fromEntries(readFileSync(join(devDir, 'edge.env'), 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-      const hostCredentials = { accessKeyId: edgeEnv.AWS_ACCESS_KEY_ID as string, secretAccessKey: edgeEnv.AWS_SECRET_ACCESS_KEY as string };
-      expect((await fetch(`${hostUrl}/switchyard/probe`, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) })).status).toBe(400);
-      const probe = (await (await hostFetch(hostUrl, '/switchyard/probe', hostCredentials, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) })).json()) as {
+      const edgeEnv = Object.fromEntries(
+        readFileSync(join(devDir, 'edge.env'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
+      const hostCredentials = {
+        accessKeyId: edgeEnv.AWS_ACCESS_KEY_ID as string,
+        secretAccessKey: edgeEnv.AWS_SECRET_ACCESS_KEY as string,
+      };
+      expect(
+        (await fetch(`${hostUrl}/switchyard/probe`, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) }))
+          .status,
+      ).toBe(400);
+      const probe = (await (
+        await hostFetch(hostUrl, '/switchyard/probe', hostCredentials, {
+          method: 'POST',
+          body: JSON.stringify({ backend: 'pi' }),
+        })
+      ).json()) as {
         exitCode: number;
         report: { backends: { usable: boolean; credentials: { source: string } }[] };
       };
@@ -148,7 +182,10 @@ describe('npm start', () => {
       process.kill(-(npm.pid as number), 'SIGINT');
       const exit = await waitFor('npm start to exit', () => exited, 90_000);
       // start.ts exits 0; npm itself, having been sent SIGINT too, re-raises it once its child is done.
-      expect([{ code: 0, signal: null }, { code: null, signal: 'SIGINT' }]).toContainEqual(exit);
+      expect([
+        { code: 0, signal: null },
+        { code: null, signal: 'SIGINT' },
+      ]).toContainEqual(exit);
       expect(stderr).toContain('SIGINT: stopping the runner host');
       expect(stderr).toContain('all stopped');
       // Everything that was below npm start is gone, in every process group it used.
@@ -156,7 +193,9 @@ describe('npm start', () => {
       expect(liveInGroups(groups)).toEqual([]);
       expect(await healthy(url)).toBeUndefined();
     } catch (err) {
-      throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- npm start stdout:\n${stdout}\n--- stderr:\n${stderr.slice(-4000)}`);
+      throw new Error(
+        `${err instanceof Error ? err.message : String(err)}\n--- npm start stdout:\n${stdout}\n--- stderr:\n${stderr.slice(-4000)}`,
+      );
     } finally {
       // On failure: Ctrl-C first (an orderly stop), then force, then what the records name.
       if (npm.exitCode === null && npm.signalCode === null) {

@@ -87,17 +87,25 @@ function spawnJson(args: string[]): Promise<{ child: ChildProcess; url: string }
 }
 
 async function firstDeltaViaHttp(api: Api, backend: string): Promise<number[]> {
-  const s = (await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: `bench first delta ${backend}` })).body;
+  const s = (
+    await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: `bench first delta ${backend}` })
+  ).body;
   if (s.backend !== backend) throw new Error(`session backend ${s.backend}, wanted ${backend}`);
   const sse = await api.events(s.id);
   const times: number[] = [];
   try {
     for (let i = 0; i <= RUNS; i++) {
       const t0 = now();
-      const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text: `bench message ${i}` });
+      const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, {
+        text: `bench message ${i}`,
+      });
       if (r.status !== 202) throw new Error(`message: ${r.status} ${r.text}`);
       const mid = r.body.messageId;
-      const first = await sse.waitFor('first delta', (e) => e.event === 'text.delta' && e.data.messageId === mid, TURN_MS);
+      const first = await sse.waitFor(
+        'first delta',
+        (e) => e.event === 'text.delta' && e.data.messageId === mid,
+        TURN_MS,
+      );
       if (i > 0) times.push(first.receivedAt - t0); // message 0 starts the runner: cold, not counted
       await sse.turnDone(mid, TURN_MS);
     }
@@ -126,7 +134,25 @@ async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promi
   return times;
 }
 
-async function viewerLatency(api: Api, n: number, workerdPids: number[], edgeGroups: Set<number>): Promise<{ edgeCpu: string; p50: number; p99: number; spreadP50: number; spreadP99: number; pairs: number; openMs: number; lagP99: number; lagMax: number; clientCpuMs: number; workerdCpuMs: number; turnMs: number }> {
+async function viewerLatency(
+  api: Api,
+  n: number,
+  workerdPids: number[],
+  edgeGroups: Set<number>,
+): Promise<{
+  edgeCpu: string;
+  p50: number;
+  p99: number;
+  spreadP50: number;
+  spreadP99: number;
+  pairs: number;
+  openMs: number;
+  lagP99: number;
+  lagMax: number;
+  clientCpuMs: number;
+  workerdCpuMs: number;
+  turnMs: number;
+}> {
   const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench ${n} viewers` })).body;
   // Warm the runner first, so the measured turn is not a cold start.
   const warm = await api.events(s.id);
@@ -137,7 +163,9 @@ async function viewerLatency(api: Api, n: number, workerdPids: number[], edgeGro
   const t0 = now();
   const viewers: SseStream[] = [];
   for (let i = 0; i < n; i += 50) {
-    viewers.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => api.events(s.id, { after })))));
+    viewers.push(
+      ...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => api.events(s.id, { after })))),
+    );
   }
   const openMs = now() - t0;
   const bad = viewers.filter((v) => v.status !== 200).length;
@@ -165,7 +193,9 @@ async function viewerLatency(api: Api, n: number, workerdPids: number[], edgeGro
     const lat: number[] = [];
     const spread: number[] = [];
     const firstById = new Map<string, number>();
-    for (const v of viewers) for (const e of v.events) if (e.event === 'text.delta') firstById.set(e.id, Math.min(firstById.get(e.id) ?? Infinity, e.receivedAt));
+    for (const v of viewers)
+      for (const e of v.events)
+        if (e.event === 'text.delta') firstById.set(e.id, Math.min(firstById.get(e.id) ?? Infinity, e.receivedAt));
     for (const v of viewers) {
       const deltas = v.events.filter((e) => e.event === 'text.delta' && e.data.messageId === mid);
       if (deltas.length !== DELTAS) throw new Error(`a viewer got ${deltas.length} of ${DELTAS} deltas`);
@@ -176,7 +206,20 @@ async function viewerLatency(api: Api, n: number, workerdPids: number[], edgeGro
         spread.push(e.receivedAt - (firstById.get(e.id) as number));
       }
     }
-    return { edgeCpu, p50: median(lat), p99: quantile(lat, 0.99), spreadP50: median(spread), spreadP99: quantile(spread, 0.99), pairs: lat.length, openMs, lagP99: lag.percentile(99) / 1e6, lagMax: lag.max / 1e6, clientCpuMs, workerdCpuMs, turnMs };
+    return {
+      edgeCpu,
+      p50: median(lat),
+      p99: quantile(lat, 0.99),
+      spreadP50: median(spread),
+      spreadP99: quantile(spread, 0.99),
+      pairs: lat.length,
+      openMs,
+      lagP99: lag.percentile(99) / 1e6,
+      lagMax: lag.max / 1e6,
+      clientCpuMs,
+      workerdCpuMs,
+      turnMs,
+    };
   } finally {
     await Promise.all(viewers.map((v) => v.close()));
     await api.call('DELETE', `/api/sessions/${s.id}`);
@@ -193,18 +236,28 @@ async function memory(stack: Stack, api: Api, backend: string, workerdRss: () =>
       const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench mem ${backend} ${i}` })).body;
       sessions.push(s.id);
       const sse = await api.events(s.id);
-      const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text: `memory ${i}` });
+      const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, {
+        text: `memory ${i}`,
+      });
       await sse.turnDone(r.body.messageId, TURN_MS);
       await sse.close();
     }
-    const tasks = (await stack.runners()).filter((t) => t.sessionId !== null && sessions.includes(t.sessionId) && t.lastStatus === 'RUNNING');
+    const tasks = (await stack.runners()).filter(
+      (t) => t.sessionId !== null && sessions.includes(t.sessionId) && t.lastStatus === 'RUNNING',
+    );
     const procs = listProcs();
     for (const t of tasks) {
       perRunner.push(rssKb(t.pid as number));
       perGroup.push(procs.filter((p) => t.groups.includes(p.pgid)).reduce((a, p) => a + rssKb(p.pid), 0));
     }
     const after = workerdRss();
-    return { runnerKb: median(perRunner), groupKb: median(perGroup), workerdPerSessionKb: (after - before) / SESSIONS, workerdKb: after, n: tasks.length };
+    return {
+      runnerKb: median(perRunner),
+      groupKb: median(perGroup),
+      workerdPerSessionKb: (after - before) / SESSIONS,
+      workerdKb: after,
+      n: tasks.length,
+    };
   } finally {
     for (const id of sessions) await api.call('DELETE', `/api/sessions/${id}`);
   }
@@ -220,12 +273,23 @@ async function main() {
   let stack: Stack | undefined;
   const lines: string[] = [];
   try {
-    stack = await startStack({ port: 0, frozenEdge: true, devDir: join(dir, 'dev'), persistTo: join(dir, 'state'), env, readyTimeoutMs: 240_000, output: () => {}, log: () => {} });
+    stack = await startStack({
+      port: 0,
+      frozenEdge: true,
+      devDir: join(dir, 'dev'),
+      persistTo: join(dir, 'state'),
+      env,
+      readyTimeoutMs: 240_000,
+      output: () => {},
+      log: () => {},
+    });
     const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
     for (const s of stack.services) s.sample();
     const edgeGroups = new Set(stack.services.find((s) => s.name === 'edge')?.groups ?? []);
     // wrangler dev runs two workerd processes (its proxy and the Worker); both count.
-    const workerds = liveInGroups(edgeGroups).filter((p) => comm(p.pid) === 'workerd').map((p) => p.pid);
+    const workerds = liveInGroups(edgeGroups)
+      .filter((p) => comm(p.pid) === 'workerd')
+      .map((p) => p.pid);
     if (workerds.length === 0) throw new Error('no workerd process under the edge service');
     const workerdRss = () => workerds.reduce((a, p) => a + rssKb(p), 0);
     const workerdStart = workerdRss();
@@ -233,7 +297,9 @@ async function main() {
       lines.push(l);
       console.log(l);
     };
-    out(`machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} every ${PACE_MS} ms, sessions=${SESSIONS}`);
+    out(
+      `machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} every ${PACE_MS} ms, sessions=${SESSIONS}`,
+    );
 
     const latency: Record<string, Awaited<ReturnType<typeof viewerLatency>>> = {};
     for (const backend of ['claude', 'pi'] as const) {
@@ -243,16 +309,24 @@ async function main() {
       }
       const http = await firstDeltaViaHttp(api, backend);
       const bare = await firstDeltaBare(backend, proxy.url);
-      out(`(1) ${backend}: first text.delta, warm — SSE client ${f1(median(http))} ms (min ${f1(Math.min(...http))}) vs bare CLI ${f1(median(bare))} ms (min ${f1(Math.min(...bare))}) → ratio ${f2(median(http) / median(bare))}x (+${f1(median(http) - median(bare))} ms)`);
+      out(
+        `(1) ${backend}: first text.delta, warm — SSE client ${f1(median(http))} ms (min ${f1(Math.min(...http))}) vs bare CLI ${f1(median(bare))} ms (min ${f1(Math.min(...bare))}) → ratio ${f2(median(http) / median(bare))}x (+${f1(median(http) - median(bare))} ms)`,
+      );
       const mem = await memory(stack, api, backend, workerdRss);
-      out(`(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (both workerd processes ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`);
+      out(
+        `(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (both workerd processes ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`,
+      );
       if (backend === 'claude') {
         for (const n of VIEWERS) {
           latency[n] = await viewerLatency(api, n, workerds, edgeGroups);
           const l = latency[n];
           const base = latency[VIEWERS[0] as number];
-          out(`(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`);
-          out(`    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms); edge processes: ${l.edgeCpu}`);
+          out(
+            `(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`,
+          );
+          out(
+            `    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms); edge processes: ${l.edgeCpu}`,
+          );
         }
       }
     }

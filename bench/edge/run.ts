@@ -39,7 +39,12 @@ function freePort(): Promise<number> {
 }
 
 function npmScript(args: string[], stdin?: string): void {
-  const res = spawnSync(process.execPath, args, { cwd: ROOT, env: ENV, input: stdin ?? '', stdio: ['pipe', 'ignore', 'inherit'] });
+  const res = spawnSync(process.execPath, args, {
+    cwd: ROOT,
+    env: ENV,
+    input: stdin ?? '',
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
   if (res.status !== 0) throw new Error(`${args.join(' ')} failed (${res.status})`);
 }
 
@@ -81,8 +86,23 @@ async function main() {
     npmScript(['scripts/admin-create.ts', '--username', 'bench', '--role', 'user', '--persist-to', state], PASSWORD);
     dev = spawn(
       path.join(BIN, 'wrangler'),
-      ['dev', 'edge/bench/worker.ts', '--config', 'wrangler.toml', '--persist-to', state, '--ip', '127.0.0.1',
-        '--port', String(port), '--inspector-port', String(inspector), '--show-interactive-dev-session=false', '--log-level', 'warn'],
+      [
+        'dev',
+        'edge/bench/worker.ts',
+        '--config',
+        'wrangler.toml',
+        '--persist-to',
+        state,
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--inspector-port',
+        String(inspector),
+        '--show-interactive-dev-session=false',
+        '--log-level',
+        'warn',
+      ],
       { cwd: ROOT, env: ENV, stdio: ['ignore', 'ignore', 'inherit'], detached: true },
     );
     await waitReady(base, dev);
@@ -101,7 +121,11 @@ async function main() {
     const routes = {
       bare: { req: () => fetch(`${base}/api/__bench/bare`), status: 200, n: samples },
       healthz: { req: () => fetch(`${base}/healthz`), status: 200, n: samples },
-      me: { req: () => fetch(`${base}/api/me`, { headers: { Authorization: `Bearer ${token}` } }), status: 200, n: samples },
+      me: {
+        req: () => fetch(`${base}/api/me`, { headers: { Authorization: `Bearer ${token}` } }),
+        status: 200,
+        n: samples,
+      },
       pbkdf2: { req: () => fetch(`${base}/api/__bench/pbkdf2`), status: 200, n: Math.ceil(samples / 3) },
       login: { req: login, status: 200, n: Math.ceil(samples / 3) },
     };
@@ -133,9 +157,13 @@ async function main() {
       );
     }
     console.log(`ratio login / bare route            ${(med('login') / bare).toFixed(1)}`);
-    console.log(`ratio authenticated GET / bare      ${(med('me') / bare).toFixed(2)} (+${(med('me') - bare).toFixed(2)} ms per request for auth)`);
+    console.log(
+      `ratio authenticated GET / bare      ${(med('me') / bare).toFixed(2)} (+${(med('me') - bare).toFixed(2)} ms per request for auth)`,
+    );
     console.log(`ratio login / authenticated GET     ${(med('login') / med('me')).toFixed(1)}`);
-    console.log(`share of login spent in PBKDF2      ${((100 * (med('pbkdf2') - bare)) / (med('login') - bare)).toFixed(0)}%`);
+    console.log(
+      `share of login spent in PBKDF2      ${((100 * (med('pbkdf2') - bare)) / (med('login') - bare)).toFixed(0)}%`,
+    );
   } finally {
     // Only the process group this script started.
     if (dev?.pid !== undefined && dev.exitCode === null) process.kill(-dev.pid, 'SIGTERM');

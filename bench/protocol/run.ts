@@ -9,10 +9,16 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 async function record(backend: Backend, modelUrl: string): Promise<string[]> {
   const h = await startCli(backend, modelUrl);
-  const script = { thinking: 'Considering the request. '.repeat(40), text: 'Streaming answer words. '.repeat(400), chunks: 800 };
+  const script = {
+    thinking: 'Considering the request. '.repeat(40),
+    text: 'Streaming answer words. '.repeat(400),
+    chunks: 800,
+  };
   h.proc.sendUserMessage({ text: `#offline ${JSON.stringify(script)}` });
   await h.turn(1, 120_000);
-  h.proc.sendUserMessage({ text: `#offline ${JSON.stringify({ tool: 'shell', command: 'seq 1 200', text: 'Running it.', chunks: 50 })}` });
+  h.proc.sendUserMessage({
+    text: `#offline ${JSON.stringify({ tool: 'shell', command: 'seq 1 200', text: 'Running it.', chunks: 50 })}`,
+  });
   await h.turn(2, 120_000);
   const lines = [...h.stdout];
   await h.close();
@@ -46,12 +52,23 @@ function measure(backend: Backend, recorded: string[]) {
   }
   const b = median(bare);
   const c = median(codecTimes);
-  return { backend, lines: lines.length, mb: bytes / 1e6, bareMs: b, codecMs: c, ratio: c / b, codecMBps: bytes / 1e6 / (c / 1000), sink };
+  return {
+    backend,
+    lines: lines.length,
+    mb: bytes / 1e6,
+    bareMs: b,
+    codecMs: c,
+    ratio: c / b,
+    codecMBps: bytes / 1e6 / (c / 1000),
+    sink,
+  };
 }
 
 const model = await startOfflineModel();
 try {
-  console.log(`bench/protocol: ${TARGET_LINES} lines per backend, median of ${ROUNDS} rounds (target: codec <= 1.5x JSON.parse)`);
+  console.log(
+    `bench/protocol: ${TARGET_LINES} lines per backend, median of ${ROUNDS} rounds (target: codec <= 1.5x JSON.parse)`,
+  );
   for (const backend of ['claude', 'pi'] as const) {
     const recorded = await record(backend, model.url);
     const r = measure(backend, recorded);

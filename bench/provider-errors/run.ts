@@ -21,7 +21,14 @@ const CLASSES: Array<{ name: string; script: Record<string, unknown> }> = [
   { name: 'auth 401', script: { error: 401 } },
   { name: 'auth 403', script: { error: 403 } },
   { name: 'billing 402', script: { error: 402 } },
-  { name: 'billing 400 credit', script: { error: 400, message: 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.' } },
+  {
+    name: 'billing 400 credit',
+    script: {
+      error: 400,
+      message:
+        'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.',
+    },
+  },
   { name: 'invalid 400', script: { error: 400 } },
   { name: 'rate 429', script: { error: 429 } },
   { name: 'overloaded 529', script: { error: 529 } },
@@ -45,7 +52,9 @@ if (process.argv.includes('--turn')) {
   const retryArg = arg('--retry') ?? '5/500';
   const [n, b] = retryArg.split('/').map(Number);
   const retry = retryArg === 'cli' ? undefined : { maxRetries: n ?? 5, baseDelayMs: b ?? 500 };
-  console.log(`| backend | class | message → turn.done ms | code | retryable | turn.retry events | model requests | (retry ${retryArg}) |`);
+  console.log(
+    `| backend | class | message → turn.done ms | code | retryable | turn.retry events | model requests | (retry ${retryArg}) |`,
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const backend of backends as Backend[]) {
     for (const c of classes) {
@@ -61,7 +70,9 @@ if (process.argv.includes('--turn')) {
       const error = done?.type === 'turn.done' ? done.error : undefined;
       const retries = turn.filter((e) => e.type === 'turn.retry').length;
       const requests = model.requests().filter((r) => r.response?.mainTurn).length;
-      console.log(`| ${backend} | ${c.name} | ${Math.round(ms)} | ${error?.code ?? '-'} | ${error?.retryable ?? '-'} | ${retries} | ${requests} | |`);
+      console.log(
+        `| ${backend} | ${c.name} | ${Math.round(ms)} | ${error?.code ?? '-'} | ${error?.retryable ?? '-'} | ${retries} | ${requests} | |`,
+      );
       await h.close();
     }
   }
@@ -79,7 +90,18 @@ for (const backend of backends) {
     const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
       const child = spawn(
         process.execPath,
-        [RUNNER_BIN, 'once', '--backend', backend, '--prompt', `fail please\n#offline ${JSON.stringify(c.script)}`, '--workspace', ws, '--timeout', timeout],
+        [
+          RUNNER_BIN,
+          'once',
+          '--backend',
+          backend,
+          '--prompt',
+          `fail please\n#offline ${JSON.stringify(c.script)}`,
+          '--workspace',
+          ws,
+          '--timeout',
+          timeout,
+        ],
         { env: { ...process.env, SWITCHYARD_MODEL_URL: model.url }, stdio: ['ignore', 'pipe', 'ignore'] },
       );
       let out = '';
@@ -96,7 +118,9 @@ for (const backend of backends) {
       error = { code: `unparsable: ${stdout.slice(0, 80)}` };
     }
     const requests = model.requests().filter((r) => r.response?.mainTurn).length;
-    console.log(`| ${backend} | ${c.name} | ${Math.round(ms)} | ${error.code ?? '-'} | ${error.retryable ?? '-'} | ${requests} | ${code} |`);
+    console.log(
+      `| ${backend} | ${c.name} | ${Math.round(ms)} | ${error.code ?? '-'} | ${error.retryable ?? '-'} | ${requests} | ${code} |`,
+    );
     if (process.argv.includes('--messages')) console.log(`|   | message | ${error.message ?? ''} | | | | |`);
   }
 }

@@ -54,7 +54,10 @@ function bareSpec(backend: Backend, model: OfflineModel, dir: string): SpawnSpec
 
 const isDelta = (line: string) => line.includes('"text_delta"');
 
-async function bare(backend: Backend, model: OfflineModel): Promise<{ readyMs: number[]; firstDeltaMs: number[]; cliRssKb: number }> {
+async function bare(
+  backend: Backend,
+  model: OfflineModel,
+): Promise<{ readyMs: number[]; firstDeltaMs: number[]; cliRssKb: number }> {
   const readyMs: number[] = [];
   const firstDeltaMs: number[] = [];
   let cliRssKb = 0;
@@ -70,7 +73,10 @@ async function bare(backend: Backend, model: OfflineModel): Promise<{ readyMs: n
     const readiness = readinessFor(backend);
     const t0 = now();
     const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'ignore'] });
-    const ready = lineWhere(child, (l) => readiness.isReady(l, undefined) || (backend === 'pi' && l.includes('"command":"get_state"')));
+    const ready = lineWhere(
+      child,
+      (l) => readiness.isReady(l, undefined) || (backend === 'pi' && l.includes('"command":"get_state"')),
+    );
     for (const line of [...codec.initLines(), ...readiness.lines]) child.stdin.write(line);
     await ready;
     readyMs.push(now() - t0);
@@ -87,7 +93,12 @@ async function bare(backend: Backend, model: OfflineModel): Promise<{ readyMs: n
   return { readyMs, firstDeltaMs, cliRssKb };
 }
 
-async function viaRunner(backend: Backend, model: OfflineModel, hub: TestHub, env: Record<string, string>): Promise<{ readyMs: number[]; firstDeltaMs: number[]; runnerRssKb: number }> {
+async function viaRunner(
+  backend: Backend,
+  model: OfflineModel,
+  hub: TestHub,
+  env: Record<string, string>,
+): Promise<{ readyMs: number[]; firstDeltaMs: number[]; runnerRssKb: number }> {
   const readyMs: number[] = [];
   const firstDeltaMs: number[] = [];
   let runnerRssKb = 0;
@@ -100,9 +111,15 @@ async function viaRunner(backend: Backend, model: OfflineModel, hub: TestHub, en
     // Several turns on one runner: the first is the cold one, like the bare CLI's.
     const t1 = now();
     const { messageId } = await session.sendMessage(`bench ${i}`);
-    await session.waitFor(() => session.events().some((e) => e.messageId === messageId && e.event.type === 'text.delta'), 'first delta');
+    await session.waitFor(
+      () => session.events().some((e) => e.messageId === messageId && e.event.type === 'text.delta'),
+      'first delta',
+    );
     firstDeltaMs.push(now() - t1);
-    await session.waitFor(() => session.events().some((e) => e.messageId === messageId && e.event.type === 'turn.done'), 'turn.done');
+    await session.waitFor(
+      () => session.events().some((e) => e.messageId === messageId && e.event.type === 'turn.done'),
+      'turn.done',
+    );
     runnerRssKb = Math.max(runnerRssKb, rssKb(served.runner.pid));
     await stopRunner(served.runner);
   }
@@ -123,7 +140,9 @@ const hub = await TestHub.start();
 const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 console.log(`bench/runner — medians of ${runs} runs each, offline model on loopback, one run side by side`);
-console.log('runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy)\n');
+console.log(
+  'runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy)\n',
+);
 for (const backend of ['pi', 'claude'] as const) {
   const b = await bare(backend, model);
   const plain = await viaRunner(backend, model, hub, { SWITCHYARD_SANDBOX: 'none' });
@@ -131,9 +150,15 @@ for (const backend of ['pi', 'claude'] as const) {
   const bareReady = median(b.readyMs);
   const bareDelta = median(b.firstDeltaMs);
   console.log(`${backend}`);
-  console.log(`  (1) start → CLI ready       bare ${fmt(bareReady)} | runner(none) ${fmt(median(plain.readyMs))} ${ratio(median(plain.readyMs), bareReady)} | runner(default) ${fmt(median(full.readyMs))} ${ratio(median(full.readyMs), bareReady)}`);
-  console.log(`  (2) message → first delta   bare ${fmt(bareDelta)} | runner(none) ${fmt(median(plain.firstDeltaMs))} ${ratio(median(plain.firstDeltaMs), bareDelta)} | runner(default) ${fmt(median(full.firstDeltaMs))} ${ratio(median(full.firstDeltaMs), bareDelta)}`);
-  console.log(`  (3) runner RSS, CLI excluded: none ${(plain.runnerRssKb / 1024).toFixed(1)} MiB, default ${(full.runnerRssKb / 1024).toFixed(1)} MiB (the CLI itself ${(b.cliRssKb / 1024).toFixed(1)} MiB; ratio ${ratio(full.runnerRssKb, b.cliRssKb)})`);
+  console.log(
+    `  (1) start → CLI ready       bare ${fmt(bareReady)} | runner(none) ${fmt(median(plain.readyMs))} ${ratio(median(plain.readyMs), bareReady)} | runner(default) ${fmt(median(full.readyMs))} ${ratio(median(full.readyMs), bareReady)}`,
+  );
+  console.log(
+    `  (2) message → first delta   bare ${fmt(bareDelta)} | runner(none) ${fmt(median(plain.firstDeltaMs))} ${ratio(median(plain.firstDeltaMs), bareDelta)} | runner(default) ${fmt(median(full.firstDeltaMs))} ${ratio(median(full.firstDeltaMs), bareDelta)}`,
+  );
+  console.log(
+    `  (3) runner RSS, CLI excluded: none ${(plain.runnerRssKb / 1024).toFixed(1)} MiB, default ${(full.runnerRssKb / 1024).toFixed(1)} MiB (the CLI itself ${(b.cliRssKb / 1024).toFixed(1)} MiB; ratio ${ratio(full.runnerRssKb, b.cliRssKb)})`,
+  );
 }
 await hub.close();
 await model.close();

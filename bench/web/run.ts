@@ -18,14 +18,20 @@ const VITE = path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js');
 const BUDGET_GZIP_BYTES = 150 * 1024;
 
 function build(args: string[], env: NodeJS.ProcessEnv = {}): void {
-  const r = spawnSync(process.execPath, [VITE, 'build', '--logLevel', 'warn', ...args], { cwd: path.join(ROOT, 'web'), env: { ...process.env, ...env }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [VITE, 'build', '--logLevel', 'warn', ...args], {
+    cwd: path.join(ROOT, 'web'),
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`vite build failed:\n${r.stderr}${r.stdout}`);
 }
 
 /** Every script index.html loads before the app runs (entry + module preloads), gzipped. */
 function initialJs(dist: string): { files: string[]; raw: number; gzip: number } {
   const html = readFileSync(path.join(dist, 'index.html'), 'utf8');
-  const files = [...html.matchAll(/<(?:script[^>]*\bsrc|link[^>]*rel="modulepreload"[^>]*\bhref)="([^"]+\.js)"/g)].map((m) => m[1]!);
+  const files = [...html.matchAll(/<(?:script[^>]*\bsrc|link[^>]*rel="modulepreload"[^>]*\bhref)="([^"]+\.js)"/g)].map(
+    (m) => m[1]!,
+  );
   let raw = 0;
   let gzip = 0;
   for (const f of files) {
@@ -49,10 +55,15 @@ function serve(dir: string): Promise<{ url: string; close: () => void }> {
       res.writeHead(404).end();
     }
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
-    const a = server.address();
-    resolve({ url: `http://127.0.0.1:${typeof a === 'object' && a !== null ? a.port : 0}`, close: () => server.close() });
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const a = server.address();
+      resolve({
+        url: `http://127.0.0.1:${typeof a === 'object' && a !== null ? a.port : 0}`,
+        close: () => server.close(),
+      });
+    }),
+  );
 }
 
 const pct = (xs: number[], p: number) => {
@@ -61,18 +72,26 @@ const pct = (xs: number[], p: number) => {
 };
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
-type Bench = { streamAnswer(perFrame: number, frames: number): Promise<number[]>; history(turns: number): Promise<number> };
+type Bench = {
+  streamAnswer(perFrame: number, frames: number): Promise<number[]>;
+  history(turns: number): Promise<number>;
+};
 
 async function run(page: Page, url: string, mode: 'chat' | 'raw', perFrame: number, frames: number): Promise<number[]> {
   await page.goto(`${url}/?mode=${mode}`);
   await page.waitForFunction(() => 'bench' in window);
-  return page.evaluate(([p, f]) => (window as unknown as { bench: Bench }).bench.streamAnswer(p, f), [perFrame, frames] as const);
+  return page.evaluate(([p, f]) => (window as unknown as { bench: Bench }).bench.streamAnswer(p, f), [
+    perFrame,
+    frames,
+  ] as const);
 }
 
 async function main(): Promise<void> {
   build([]);
   const app = initialJs(path.join(ROOT, 'web', 'dist'));
-  console.log(`initial JS of the chat page: ${(app.gzip / 1024).toFixed(1)} KB gzip (${(app.raw / 1024).toFixed(1)} KB raw) in ${app.files.join(', ')}; budget ${BUDGET_GZIP_BYTES / 1024} KB -> ${app.gzip <= BUDGET_GZIP_BYTES ? 'within' : 'OVER'}`);
+  console.log(
+    `initial JS of the chat page: ${(app.gzip / 1024).toFixed(1)} KB gzip (${(app.raw / 1024).toFixed(1)} KB raw) in ${app.files.join(', ')}; budget ${BUDGET_GZIP_BYTES / 1024} KB -> ${app.gzip <= BUDGET_GZIP_BYTES ? 'within' : 'OVER'}`,
+  );
 
   const out = mkdtempSync(path.join(tmpdir(), 'switchyard-web-bench-'));
   const browser = await launchBrowser();
@@ -81,7 +100,10 @@ async function main(): Promise<void> {
     const server = await serve(out);
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     console.log('\ndelta -> painted (median / p99), chat path vs baseline (<pre> append) in the same page:');
-    for (const [perFrame, frames] of [[1, 300], [20, 100]] as const) {
+    for (const [perFrame, frames] of [
+      [1, 300],
+      [20, 100],
+    ] as const) {
       const base = await run(page, server.url, 'raw', perFrame, frames);
       const chat = await run(page, server.url, 'chat', perFrame, frames);
       const [bm, bp, cm, cp] = [pct(base, 50), pct(base, 99), pct(chat, 50), pct(chat, 99)];
@@ -95,7 +117,9 @@ async function main(): Promise<void> {
     await page.goto(`${server.url}/?mode=raw`);
     await page.waitForFunction(() => 'bench' in window);
     const rawHistoryMs = await page.evaluate(() => (window as unknown as { bench: Bench }).bench.history(500));
-    console.log(`\n500-turn history replayed at once -> painted: chat ${ms(historyMs)}; baseline ${ms(rawHistoryMs)}; ratio ${(historyMs / rawHistoryMs).toFixed(1)}x`);
+    console.log(
+      `\n500-turn history replayed at once -> painted: chat ${ms(historyMs)}; baseline ${ms(rawHistoryMs)}; ratio ${(historyMs / rawHistoryMs).toFixed(1)}x`,
+    );
     server.close();
   } finally {
     await browser.close();

@@ -13,7 +13,9 @@ const reference = new Hono();
 // The floor: a bare Hono route, no middleware, no D1.
 reference.get('/api/__bench/bare', (c) => c.json({ ok: true }));
 // PBKDF2 alone (one verification at the production iteration count), to split login's cost.
-reference.get('/api/__bench/pbkdf2', async (c) => c.json({ ok: await verifyPassword('bench password', DUMMY_PASSWORD_HASH) }));
+reference.get('/api/__bench/pbkdf2', async (c) =>
+  c.json({ ok: await verifyPassword('bench password', DUMMY_PASSWORD_HASH) }),
+);
 
 export default {
   fetch(request, env, ctx) {

@@ -44,7 +44,9 @@ const healthRoute = createRoute({
   path: '/healthz',
   tags: ['ops'],
   summary: 'Liveness',
-  responses: { 200: { description: 'alive', content: { 'application/json': { schema: z.object({ ok: z.literal(true) }) } } } },
+  responses: {
+    200: { description: 'alive', content: { 'application/json': { schema: z.object({ ok: z.literal(true) }) } } },
+  },
 });
 
 export function createApp(overrides: Partial<AppDeps> = {}) {

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { HTTPException } from 'hono/http-exception';
+import type { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 export const ErrorCodeSchema = z.enum([
@@ -65,7 +65,10 @@ const descriptions: Record<number, string> = {
 
 /** OpenAPI response entries for the error statuses a route can answer. */
 export function errorResponses<S extends number>(...statuses: S[]) {
-  const out = {} as Record<S, { description: string; content: { 'application/json': { schema: typeof ErrorBodySchema } } }>;
+  const out = {} as Record<
+    S,
+    { description: string; content: { 'application/json': { schema: typeof ErrorBodySchema } } }
+  >;
   for (const s of statuses) {
     out[s] = { description: descriptions[s] ?? 'error', content: { 'application/json': { schema: ErrorBodySchema } } };
   }

@@ -14,7 +14,8 @@ export function serveOpenApi(app: OpenAPIHono<AppEnv>): void {
     type: 'apiKey',
     in: 'cookie',
     name: '__Host-sy_session',
-    description: "set by login (named `sy_session` on plain-http loopback origins); unsafe methods must carry this app's Origin",
+    description:
+      "set by login (named `sy_session` on plain-http loopback origins); unsafe methods must carry this app's Origin",
   });
   app.doc31(OPENAPI_PATH, {
     openapi: '3.1.0',

@@ -14,11 +14,20 @@ beforeAll(async () => {
   // Seven entries: five settings changes and two user creations, one minute apart.
   for (const minutes of [20, 21, 22, 23, 24]) {
     clock.advance(60_000);
-    expect((await call(app, 'PUT', '/api/admin/settings', { token, body: { sessionIdleMinutes: minutes } })).status).toBe(200);
+    expect(
+      (await call(app, 'PUT', '/api/admin/settings', { token, body: { sessionIdleMinutes: minutes } })).status,
+    ).toBe(200);
   }
   for (const name of ['audited-one', 'audited-two']) {
     clock.advance(60_000);
-    expect((await call(app, 'POST', '/api/admin/users', { token, body: { username: name, password: 'long enough password' } })).status).toBe(201);
+    expect(
+      (
+        await call(app, 'POST', '/api/admin/users', {
+          token,
+          body: { username: name, password: 'long enough password' },
+        })
+      ).status,
+    ).toBe(201);
   }
 });
 
@@ -57,7 +66,10 @@ describe('GET /api/admin/audit', () => {
 
   it('filters by action', async () => {
     const r = await call(app, 'GET', '/api/admin/audit?action=user.create', { token });
-    expect(r.body.entries.map((e: { after: { username: string } }) => e.after.username)).toEqual(['audited-two', 'audited-one']);
+    expect(r.body.entries.map((e: { after: { username: string } }) => e.after.username)).toEqual([
+      'audited-two',
+      'audited-one',
+    ]);
     expect(r.body.nextCursor).toBeNull();
   });
 
@@ -72,7 +84,9 @@ describe('GET /api/admin/audit', () => {
 
   it('is for admins only', async () => {
     const user = await userWithToken(clock);
-    expect(expectError(await call(app, 'GET', '/api/admin/audit', { token: user.token }), 403).message).toBe('admin access required');
+    expect(expectError(await call(app, 'GET', '/api/admin/audit', { token: user.token }), 403).message).toBe(
+      'admin access required',
+    );
     expectError(await call(app, 'GET', '/api/admin/audit'), 401);
   });
 });

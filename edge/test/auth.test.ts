@@ -54,9 +54,18 @@ describe('POST /api/auth/login', () => {
     const { app } = makeApp();
     const u = await createUser();
     const d = await createUser({ disabled: true });
-    const wrong = await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: 'nope' }, address: '10.0.0.1' });
-    const unknown = await call(app, 'POST', '/api/auth/login', { body: { username: uniq('ghost'), password: 'nope' }, address: '10.0.0.2' });
-    const disabled = await call(app, 'POST', '/api/auth/login', { body: { username: d.username, password: d.password }, address: '10.0.0.3' });
+    const wrong = await call(app, 'POST', '/api/auth/login', {
+      body: { username: u.username, password: 'nope' },
+      address: '10.0.0.1',
+    });
+    const unknown = await call(app, 'POST', '/api/auth/login', {
+      body: { username: uniq('ghost'), password: 'nope' },
+      address: '10.0.0.2',
+    });
+    const disabled = await call(app, 'POST', '/api/auth/login', {
+      body: { username: d.username, password: d.password },
+      address: '10.0.0.3',
+    });
     const errs = [wrong, unknown, disabled].map((r) => expectError(r, 401, 'invalid_credentials'));
     expect(new Set(errs.map((e) => e.message)).size).toBe(1);
     expect(wrong.headers.get('Set-Cookie')).toBeNull();
@@ -64,9 +73,19 @@ describe('POST /api/auth/login', () => {
 
   it('answers 400 naming the field for invalid bodies', async () => {
     const { app } = makeApp();
-    expect(expectError(await call(app, 'POST', '/api/auth/login', { body: { username: 'a' } }), 400, 'invalid_request').field).toBe('password');
-    expect(expectError(await call(app, 'POST', '/api/auth/login', { body: { username: 5, password: 'x' } }), 400).field).toBe('username');
-    expect(expectError(await call(app, 'POST', '/api/auth/login', { body: { username: 'a', password: 'b', admin: true } }), 400).field).toBe('admin');
+    expect(
+      expectError(await call(app, 'POST', '/api/auth/login', { body: { username: 'a' } }), 400, 'invalid_request')
+        .field,
+    ).toBe('password');
+    expect(
+      expectError(await call(app, 'POST', '/api/auth/login', { body: { username: 5, password: 'x' } }), 400).field,
+    ).toBe('username');
+    expect(
+      expectError(
+        await call(app, 'POST', '/api/auth/login', { body: { username: 'a', password: 'b', admin: true } }),
+        400,
+      ).field,
+    ).toBe('admin');
     expectError(await call(app, 'POST', '/api/auth/login', { body: [1, 2] }), 400, 'invalid_request');
     expectError(await call(app, 'POST', '/api/auth/login', { raw: '{"username":' }), 400, 'invalid_json');
     expectError(await call(app, 'POST', '/api/auth/login'), 400, 'invalid_request');
@@ -74,7 +93,14 @@ describe('POST /api/auth/login', () => {
 
   it('answers 415 for a non-JSON body and 413 for a huge one', async () => {
     const { app } = makeApp();
-    expectError(await call(app, 'POST', '/api/auth/login', { raw: 'username=a&password=b', contentType: 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
+    expectError(
+      await call(app, 'POST', '/api/auth/login', {
+        raw: 'username=a&password=b',
+        contentType: 'application/x-www-form-urlencoded',
+      }),
+      415,
+      'unsupported_media_type',
+    );
     const big = JSON.stringify({ username: 'a', password: 'x'.repeat(MAX_JSON_BODY_BYTES) });
     expectError(await call(app, 'POST', '/api/auth/login', { raw: big }), 413, 'payload_too_large');
   });
@@ -83,7 +109,11 @@ describe('POST /api/auth/login', () => {
     const { app } = makeApp();
     const u = await createUser();
     const body = { username: u.username, password: u.password };
-    expectError(await call(app, 'POST', '/api/auth/login', { body, origin: 'https://evil.test' }), 403, 'csrf_rejected');
+    expectError(
+      await call(app, 'POST', '/api/auth/login', { body, origin: 'https://evil.test' }),
+      403,
+      'csrf_rejected',
+    );
     expect((await call(app, 'POST', '/api/auth/login', { body, origin: null })).status).toBe(200);
     expect((await call(app, 'POST', '/api/auth/login', { body, origin: 'http://localhost' })).status).toBe(200);
   });
@@ -116,10 +146,18 @@ describe('GET /api/me', () => {
     const u = await createUser();
     const good = await tokenFor(u.id, clock);
     expectError(await call(app, 'GET', '/api/me'), 401, 'unauthenticated');
-    expectError(await call(app, 'GET', '/api/me', { headers: { Authorization: 'Basic Zm9vOmJhcg==' } }), 401, 'unauthenticated');
-    expectError(await call(app, 'GET', '/api/me', { token: 'sy_' + 'A'.repeat(43) }), 401, 'unauthenticated');
+    expectError(
+      await call(app, 'GET', '/api/me', { headers: { Authorization: 'Basic Zm9vOmJhcg==' } }),
+      401,
+      'unauthenticated',
+    );
+    expectError(await call(app, 'GET', '/api/me', { token: `sy_${'A'.repeat(43)}` }), 401, 'unauthenticated');
     expectError(await call(app, 'GET', '/api/me', { token: 'short' }), 401, 'unauthenticated');
-    expectError(await call(app, 'GET', '/api/me', { token: 'sy_' + 'A'.repeat(43), cookie: good }), 401, 'unauthenticated');
+    expectError(
+      await call(app, 'GET', '/api/me', { token: `sy_${'A'.repeat(43)}`, cookie: good }),
+      401,
+      'unauthenticated',
+    );
     expectError(await call(app, 'GET', '/api/me', { cookie: 'garbage' }), 401, 'unauthenticated');
   });
 
@@ -138,7 +176,9 @@ describe('GET /api/me', () => {
     const { app, clock } = makeApp();
     const u = await createUser();
     const token = await tokenFor(u.id, clock);
-    await env.DB.prepare('UPDATE auth_tokens SET expires_at = ? WHERE user_id = ?').bind(clock.now() - 1, u.id).run();
+    await env.DB.prepare('UPDATE auth_tokens SET expires_at = ? WHERE user_id = ?')
+      .bind(clock.now() - 1, u.id)
+      .run();
     expectError(await call(app, 'GET', '/api/me', { token }), 401);
   });
 
@@ -155,7 +195,11 @@ describe('GET /api/me', () => {
     const u = await createUser();
     const token = await tokenFor(u.id, clock);
     const lastUsed = async () =>
-      (await env.DB.prepare('SELECT last_used_at FROM auth_tokens WHERE user_id = ?').bind(u.id).first<{ last_used_at: number | null }>())?.last_used_at;
+      (
+        await env.DB.prepare('SELECT last_used_at FROM auth_tokens WHERE user_id = ?')
+          .bind(u.id)
+          .first<{ last_used_at: number | null }>()
+      )?.last_used_at;
     await call(app, 'GET', '/api/me', { token });
     const first = clock.now();
     expect(await lastUsed()).toBe(first);
@@ -196,7 +240,11 @@ describe('POST /api/auth/logout', () => {
     const u = await createUser();
     const cookie = await tokenFor(u.id, clock);
     expectError(await call(app, 'POST', '/api/auth/logout'), 401);
-    expectError(await call(app, 'POST', '/api/auth/logout', { cookie, origin: 'https://evil.test' }), 403, 'csrf_rejected');
+    expectError(
+      await call(app, 'POST', '/api/auth/logout', { cookie, origin: 'https://evil.test' }),
+      403,
+      'csrf_rejected',
+    );
     expect((await call(app, 'GET', '/api/me', { cookie })).status).toBe(200);
   });
 });
@@ -221,7 +269,10 @@ describe('the __Host- cookie prefix over https', () => {
     const { app, clock } = makeApp();
     const u = await createUser();
     const base = 'https://switchyard.test';
-    const r = await call(app, 'POST', '/api/auth/login', { base, body: { username: u.username, password: u.password } });
+    const r = await call(app, 'POST', '/api/auth/login', {
+      base,
+      body: { username: u.username, password: u.password },
+    });
     const setCookie = r.headers.get('Set-Cookie') ?? '';
     expect(setCookie).toMatch(/^__Host-sy_session=/);
     expect(setCookie).toMatch(/Secure/);
@@ -243,9 +294,17 @@ describe('audit of failed logins', () => {
   it('records each evaluated failure with the name and address, never the password', async () => {
     const { app } = makeApp();
     const u = await createUser();
-    await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: 'hunter2-guess' }, address: '10.60.0.1' });
-    await call(app, 'POST', '/api/auth/login', { body: { username: 'nobody-here', password: 'hunter2-guess' }, address: '10.60.0.2' });
-    const { results } = await env.DB.prepare("SELECT target, after FROM audit_log WHERE action = 'auth.login_failed' AND (target = ? OR target = ?) ORDER BY id")
+    await call(app, 'POST', '/api/auth/login', {
+      body: { username: u.username, password: 'hunter2-guess' },
+      address: '10.60.0.1',
+    });
+    await call(app, 'POST', '/api/auth/login', {
+      body: { username: 'nobody-here', password: 'hunter2-guess' },
+      address: '10.60.0.2',
+    });
+    const { results } = await env.DB.prepare(
+      "SELECT target, after FROM audit_log WHERE action = 'auth.login_failed' AND (target = ? OR target = ?) ORDER BY id",
+    )
       .bind(`user:${u.id}`, 'account:nobody-here')
       .all<{ target: string; after: string }>();
     expect(results.map((r) => [r.target, JSON.parse(r.after)])).toEqual([

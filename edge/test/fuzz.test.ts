@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCodeSchema } from '../src/errors.ts';
-import { adminWithToken, call, createUser, DEFAULT_PASSWORD, makeApp, SpyProbe, tokenFor, type CallOptions } from './helpers.ts';
+import {
+  adminWithToken,
+  call,
+  createUser,
+  DEFAULT_PASSWORD,
+  makeApp,
+  SpyProbe,
+  tokenFor,
+  type CallOptions,
+} from './helpers.ts';
 
 /**
  * Random and malformed bodies at every route: nothing may answer 5xx, and every error must be
@@ -37,16 +46,63 @@ class Gen {
   }
 
   static readonly KEYS = [
-    'username', 'password', 'role', 'disabled', 'name', 'expiresInDays', 'llmBackend', 'defaultModel',
-    'currentPassword', 'newPassword', 'claude', 'pi', 'sessionIdleMinutes', 'sessionMaxMinutes', 'maxMessageBytes', 'maxLiveRunnersPerUser', 'maxLiveRunners', '__proto__',
-    'constructor', 'prototype', '', ' ', 'ID', 'admin', '\u0000',
+    'username',
+    'password',
+    'role',
+    'disabled',
+    'name',
+    'expiresInDays',
+    'llmBackend',
+    'defaultModel',
+    'currentPassword',
+    'newPassword',
+    'claude',
+    'pi',
+    'sessionIdleMinutes',
+    'sessionMaxMinutes',
+    'maxMessageBytes',
+    'maxLiveRunnersPerUser',
+    'maxLiveRunners',
+    '__proto__',
+    'constructor',
+    'prototype',
+    '',
+    ' ',
+    'ID',
+    'admin',
+    '\u0000',
   ] as const;
 
   static readonly STRINGS = [
-    '', ' ', 'claude', 'pi', 'admin', 'user', 'Claude', 'PI', 'null', 'true', '0', '-1', '1e309',
-    "' OR 1=1 --", '"; DROP TABLE users; --', '<script>alert(1)</script>', '../../etc/passwd',
-    '\u0000', '\u2028\u2029', '😀'.repeat(40), '\uD800', 'a'.repeat(300), 'correct horse battery staple',
-    '01J00000000000000000000000', 'sy_' + 'A'.repeat(43), '%00', '\\', '{}', '[]',
+    '',
+    ' ',
+    'claude',
+    'pi',
+    'admin',
+    'user',
+    'Claude',
+    'PI',
+    'null',
+    'true',
+    '0',
+    '-1',
+    '1e309',
+    "' OR 1=1 --",
+    '"; DROP TABLE users; --',
+    '<script>alert(1)</script>',
+    '../../etc/passwd',
+    '\u0000',
+    '\u2028\u2029',
+    '😀'.repeat(40),
+    '\uD800',
+    'a'.repeat(300),
+    'correct horse battery staple',
+    '01J00000000000000000000000',
+    `sy_${'A'.repeat(43)}`,
+    '%00',
+    '\\',
+    '{}',
+    '[]',
   ] as const;
 
   string(): string {
@@ -61,20 +117,45 @@ class Gen {
 
   number(): number {
     return this.pick([
-      0, -0, 1, -1, 1.5, 2, 12, 15, 59, 60, 365, 366, 1024, 4096, 2 ** 31, 2 ** 53 + 1, -1e308, 1e308,
-      Number.MIN_VALUE, 0.1 + 0.2, this.int(1e6), -this.int(1e6),
+      0,
+      -0,
+      1,
+      -1,
+      1.5,
+      2,
+      12,
+      15,
+      59,
+      60,
+      365,
+      366,
+      1024,
+      4096,
+      2 ** 31,
+      2 ** 53 + 1,
+      -1e308,
+      1e308,
+      Number.MIN_VALUE,
+      0.1 + 0.2,
+      this.int(1e6),
+      -this.int(1e6),
     ]);
   }
 
   json(depth = 0): unknown {
     const kind = this.int(depth > 3 ? 5 : 7);
     switch (kind) {
-      case 0: return null;
-      case 1: return this.chance(0.5);
-      case 2: return this.number();
+      case 0:
+        return null;
+      case 1:
+        return this.chance(0.5);
+      case 2:
+        return this.number();
       case 3:
-      case 4: return this.string();
-      case 5: return Array.from({ length: this.int(4) }, () => this.json(depth + 1));
+      case 4:
+        return this.string();
+      case 5:
+        return Array.from({ length: this.int(4) }, () => this.json(depth + 1));
       default: {
         const o: Record<string, unknown> = {};
         for (let i = this.int(5); i > 0; i--) o[this.pick(Gen.KEYS)] = this.json(depth + 1);
@@ -89,12 +170,22 @@ class Gen {
     for (let n = 1 + this.int(3); n > 0; n--) {
       const keys = Object.keys(body);
       switch (this.int(6)) {
-        case 0: if (keys.length > 0) delete body[this.pick(keys)]; break;
-        case 1: if (keys.length > 0) body[this.pick(keys)] = this.json(1); break;
-        case 2: body[this.pick(Gen.KEYS)] = this.json(1); break;
-        case 3: return this.chance(0.5) ? [body] : this.json();
-        case 4: body = JSON.parse(`{"__proto__": ${JSON.stringify(this.json(2)) ?? 'null'}}`) as Record<string, unknown>; break;
-        default: break; // Sometimes the body stays valid: valid paths must not 5xx either.
+        case 0:
+          if (keys.length > 0) delete body[this.pick(keys)];
+          break;
+        case 1:
+          if (keys.length > 0) body[this.pick(keys)] = this.json(1);
+          break;
+        case 2:
+          body[this.pick(Gen.KEYS)] = this.json(1);
+          break;
+        case 3:
+          return this.chance(0.5) ? [body] : this.json();
+        case 4:
+          body = JSON.parse(`{"__proto__": ${JSON.stringify(this.json(2)) ?? 'null'}}`) as Record<string, unknown>;
+          break;
+        default:
+          break; // Sometimes the body stays valid: valid paths must not 5xx either.
       }
     }
     return body;
@@ -104,21 +195,48 @@ class Gen {
   raw(valid: Record<string, unknown>): string {
     const text = JSON.stringify(valid);
     switch (this.int(8)) {
-      case 0: return text.slice(0, this.int(text.length));
-      case 1: return `${text}${this.pick(['}', ',', ' garbage', '\u0000'])}`;
-      case 2: return this.pick(['', ' ', 'null', 'true', '0', '"str"', 'NaN', 'undefined', "{'a':1}", '{"a":1,}', '\uFEFF{}']);
-      case 3: return '['.repeat(1 + this.int(2000)) + ']'.repeat(this.int(2000));
-      case 4: return `{"${'k'.repeat(10)}": ${'{"a":'.repeat(200)}1${'}'.repeat(200)}}`;
-      case 5: return JSON.stringify({ ...valid, pad: 'x'.repeat(70_000) });
-      case 6: return Array.from({ length: this.int(64) }, () => String.fromCharCode(this.int(256))).join('');
-      default: return JSON.stringify(this.json());
+      case 0:
+        return text.slice(0, this.int(text.length));
+      case 1:
+        return `${text}${this.pick(['}', ',', ' garbage', '\u0000'])}`;
+      case 2:
+        return this.pick([
+          '',
+          ' ',
+          'null',
+          'true',
+          '0',
+          '"str"',
+          'NaN',
+          'undefined',
+          "{'a':1}",
+          '{"a":1,}',
+          '\uFEFF{}',
+        ]);
+      case 3:
+        return '['.repeat(1 + this.int(2000)) + ']'.repeat(this.int(2000));
+      case 4:
+        return `{"${'k'.repeat(10)}": ${'{"a":'.repeat(200)}1${'}'.repeat(200)}}`;
+      case 5:
+        return JSON.stringify({ ...valid, pad: 'x'.repeat(70_000) });
+      case 6:
+        return Array.from({ length: this.int(64) }, () => String.fromCharCode(this.int(256))).join('');
+      default:
+        return JSON.stringify(this.json());
     }
   }
 
   contentType(): string | null {
     return this.pick([
-      'application/json', 'application/json', 'application/json', 'application/json; charset=utf-8',
-      'application/vnd.api+json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', null,
+      'application/json',
+      'application/json',
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/vnd.api+json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data',
+      null,
     ]);
   }
 }
@@ -152,28 +270,91 @@ function encode(s: string): string {
 const headerSafe = (s: string) => s.replace(/[^\x20-\x7e]/g, '');
 
 const randomId = (g: Gen, ctx: Ctx, real: string) =>
-  g.pick([real, ctx.victimId, ctx.ownTokenId, '01J00000000000000000000000', encode(g.string()).slice(0, 200) || 'x', '%2e%2e', '0', '%ZZ']);
+  g.pick([
+    real,
+    ctx.victimId,
+    ctx.ownTokenId,
+    '01J00000000000000000000000',
+    encode(g.string()).slice(0, 200) || 'x',
+    '%2e%2e',
+    '0',
+    '%ZZ',
+  ]);
 
 const ROUTES: Route[] = [
-  { method: 'POST', path: () => '/api/auth/login', auth: 'none', valid: (g) => ({ username: g.pick(['fuzz-admin', 'nobody', g.string()]), password: g.string() }) },
+  {
+    method: 'POST',
+    path: () => '/api/auth/login',
+    auth: 'none',
+    valid: (g) => ({ username: g.pick(['fuzz-admin', 'nobody', g.string()]), password: g.string() }),
+  },
   { method: 'POST', path: () => '/api/auth/logout', auth: 'fresh', valid: () => ({}) },
   { method: 'GET', path: () => '/api/me', auth: 'user', valid: () => ({}) },
   // With the fuzzer's API tokens valid bodies end at 403 (minting needs a login session), so
   // the random cases stay cheap; tokens.test.ts covers the password path.
-  { method: 'POST', path: () => '/api/tokens', auth: 'user', valid: (g) => ({ name: `n${g.int(1e9)}`, expiresInDays: 1 + g.int(365), currentPassword: g.pick([DEFAULT_PASSWORD, 'wrong']) }) },
-  { method: 'POST', path: () => '/api/me/password', auth: 'user', valid: (g) => ({ currentPassword: g.pick([DEFAULT_PASSWORD, 'wrong']), newPassword: 'another long password' }) },
+  {
+    method: 'POST',
+    path: () => '/api/tokens',
+    auth: 'user',
+    valid: (g) => ({
+      name: `n${g.int(1e9)}`,
+      expiresInDays: 1 + g.int(365),
+      currentPassword: g.pick([DEFAULT_PASSWORD, 'wrong']),
+    }),
+  },
+  {
+    method: 'POST',
+    path: () => '/api/me/password',
+    auth: 'user',
+    valid: (g) => ({ currentPassword: g.pick([DEFAULT_PASSWORD, 'wrong']), newPassword: 'another long password' }),
+  },
   { method: 'GET', path: () => '/api/tokens', auth: 'user', valid: () => ({}) },
   { method: 'GET', path: (g, c) => `/api/tokens/${randomId(g, c, c.ownTokenId)}`, auth: 'user', valid: () => ({}) },
-  { method: 'DELETE', path: (g, c) => `/api/tokens/${randomId(g, c, '01J00000000000000000000001')}`, auth: 'user', valid: () => ({}) },
+  {
+    method: 'DELETE',
+    path: (g, c) => `/api/tokens/${randomId(g, c, '01J00000000000000000000001')}`,
+    auth: 'user',
+    valid: () => ({}),
+  },
   { method: 'GET', path: () => '/api/settings', auth: 'user', valid: () => ({}) },
   { method: 'GET', path: () => '/api/admin/users', auth: 'admin', valid: () => ({}) },
-  { method: 'POST', path: () => '/api/admin/users', auth: 'admin', valid: (g) => ({ username: `f${g.int(1e9)}`, password: 'long enough password', role: g.pick(['admin', 'user']) }) },
+  {
+    method: 'POST',
+    path: () => '/api/admin/users',
+    auth: 'admin',
+    valid: (g) => ({ username: `f${g.int(1e9)}`, password: 'long enough password', role: g.pick(['admin', 'user']) }),
+  },
   { method: 'GET', path: (g, c) => `/api/admin/users/${randomId(g, c, c.victimId)}`, auth: 'admin', valid: () => ({}) },
-  { method: 'PATCH', path: (g, c) => `/api/admin/users/${randomId(g, c, c.victimId)}`, auth: 'admin', valid: (g) => ({ role: g.pick(['admin', 'user']), disabled: g.chance(0.5) }) },
-  { method: 'DELETE', path: (g, c) => `/api/admin/users/${randomId(g, c, '01J00000000000000000000002')}`, auth: 'admin', valid: () => ({}) },
+  {
+    method: 'PATCH',
+    path: (g, c) => `/api/admin/users/${randomId(g, c, c.victimId)}`,
+    auth: 'admin',
+    valid: (g) => ({ role: g.pick(['admin', 'user']), disabled: g.chance(0.5) }),
+  },
+  {
+    method: 'DELETE',
+    path: (g, c) => `/api/admin/users/${randomId(g, c, '01J00000000000000000000002')}`,
+    auth: 'admin',
+    valid: () => ({}),
+  },
   { method: 'GET', path: () => '/api/admin/settings', auth: 'admin', valid: () => ({}) },
-  { method: 'PUT', path: () => '/api/admin/settings', auth: 'admin', valid: (g) => ({ llmBackend: g.pick(['claude', 'pi']), sessionIdleMinutes: 1 + g.int(60), defaultModel: { pi: g.pick([null, 'm-1']) } }) },
-  { method: 'GET', path: (g) => `/api/admin/audit?limit=${g.pick(['1', '50', '0', '-1', 'x', '1e3', ''])}${g.chance(0.3) ? `&cursor=${encode(g.string())}` : ''}`, auth: 'admin', valid: () => ({}) },
+  {
+    method: 'PUT',
+    path: () => '/api/admin/settings',
+    auth: 'admin',
+    valid: (g) => ({
+      llmBackend: g.pick(['claude', 'pi']),
+      sessionIdleMinutes: 1 + g.int(60),
+      defaultModel: { pi: g.pick([null, 'm-1']) },
+    }),
+  },
+  {
+    method: 'GET',
+    path: (g) =>
+      `/api/admin/audit?limit=${g.pick(['1', '50', '0', '-1', 'x', '1e3', ''])}${g.chance(0.3) ? `&cursor=${encode(g.string())}` : ''}`,
+    auth: 'admin',
+    valid: () => ({}),
+  },
   { method: 'GET', path: () => '/healthz', auth: 'none', valid: () => ({}) },
 ];
 
@@ -209,13 +390,18 @@ describe('fuzz: random and malformed bodies at every route', async () => {
       const statuses = new Map<number, number>();
       for (let i = 0; i < CASES_PER_ROUTE; i++) {
         // Random probe outcomes so the backend switch sees every branch.
-        probe.answers.pi = g.pick([{ available: true }, { available: false, reason: 'r', fix: 'f' }, () => Promise.reject(new Error('x'))]);
+        probe.answers.pi = g.pick([
+          { available: true },
+          { available: false, reason: 'r', fix: 'f' },
+          () => Promise.reject(new Error('x')),
+        ]);
         const valid = route.valid(g, ctx);
         const opts: CallOptions = { address: `10.${g.int(4)}.${g.int(256)}.${g.int(256)}` };
         let path = route.path(g, ctx);
         if (route.method === 'GET') {
           // fetch cannot send a GET body; the malformed input of a GET is its query string.
-          if (g.chance(0.7)) path += `${path.includes('?') ? '&' : '?'}${encode(g.string())}=${encode(JSON.stringify(g.json()) ?? '')}`;
+          if (g.chance(0.7))
+            path += `${path.includes('?') ? '&' : '?'}${encode(g.string())}=${encode(JSON.stringify(g.json()) ?? '')}`;
           if (g.chance(0.2)) opts.headers = { 'Content-Type': g.contentType() ?? 'x/y' };
         } else {
           const style = g.int(10);
@@ -230,7 +416,10 @@ describe('fuzz: random and malformed bodies at every route', async () => {
         if (authRoll === 0) {
           // Unauthenticated.
         } else if (authRoll === 1) {
-          opts.headers = { ...opts.headers, Authorization: headerSafe(g.pick(['Bearer', 'Bearer  ', 'Basic x', `Bearer ${g.string()}`, 'bearer sy_x'])) };
+          opts.headers = {
+            ...opts.headers,
+            Authorization: headerSafe(g.pick(['Bearer', 'Bearer  ', 'Basic x', `Bearer ${g.string()}`, 'bearer sy_x'])),
+          };
         } else if (authRoll === 2) {
           opts.cookie = ctx.userToken;
           opts.origin = g.pick(['https://evil.test', null, 'null', 'http://localhost']);
@@ -259,7 +448,8 @@ describe('fuzz: random and malformed bodies at every route', async () => {
       }
       // Guards the harness itself: a fuzzer that only ever reaches one branch (say, 401) proves little.
       const seen = [...statuses.keys()];
-      if (route.path(new Gen(0), ctx) !== '/healthz') expect(seen.length, JSON.stringify([...statuses])).toBeGreaterThan(1);
+      if (route.path(new Gen(0), ctx) !== '/healthz')
+        expect(seen.length, JSON.stringify([...statuses])).toBeGreaterThan(1);
       if (route.method !== 'GET' && route.path(new Gen(0), ctx) !== '/api/auth/logout') expect(seen).toContain(400);
       if (route.auth !== 'none') expect(seen).toContain(401);
     });

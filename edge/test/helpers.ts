@@ -60,7 +60,9 @@ export async function createUser(
   const password = opts.password ?? DEFAULT_PASSWORD;
   const role = opts.role ?? 'user';
   const hash =
-    password === DEFAULT_PASSWORD ? await (defaultHash ??= hashPassword(DEFAULT_PASSWORD)) : await hashPassword(password);
+    password === DEFAULT_PASSWORD
+      ? await (defaultHash ??= hashPassword(DEFAULT_PASSWORD))
+      : await hashPassword(password);
   const now = opts.now ?? Date.UTC(2027, 0, 1);
   const id = newId(now);
   await env.DB.prepare(
@@ -117,6 +119,7 @@ export interface CallResult {
   headers: Headers;
   // `any` on purpose, test-only: every route answers a different JSON shape, and each test
   // reads the fields it asserts on (a mistyped field fails the assertion, not the compiler).
+  // biome-ignore lint/suspicious/noExplicitAny: see the comment above.
   body: any;
   text: string;
 }
@@ -126,7 +129,8 @@ export async function call(app: TestApp, method: string, path: string, opts: Cal
   let body: string | undefined;
   if (opts.raw !== undefined) body = opts.raw;
   else if (opts.body !== undefined) body = JSON.stringify(opts.body);
-  if (body !== undefined && opts.contentType !== null) headers.set('Content-Type', opts.contentType ?? 'application/json');
+  if (body !== undefined && opts.contentType !== null)
+    headers.set('Content-Type', opts.contentType ?? 'application/json');
   if (opts.token !== undefined) headers.set('Authorization', `Bearer ${opts.token}`);
   // The name the app uses for that origin: `__Host-` over https.
   const cookieName = (opts.base ?? ORIGIN).startsWith('https:') ? '__Host-sy_session' : 'sy_session';
@@ -150,10 +154,15 @@ export async function call(app: TestApp, method: string, path: string, opts: Cal
 }
 
 /** Asserts the API's error shape and returns it. */
-export function expectError(r: CallResult, status: number, code?: string): { code: string; message: string; field?: string } {
+export function expectError(
+  r: CallResult,
+  status: number,
+  code?: string,
+): { code: string; message: string; field?: string } {
   if (r.status !== status) throw new Error(`expected ${status}, got ${r.status}: ${r.text}`);
   const err = r.body?.error;
-  if (typeof err?.code !== 'string' || typeof err?.message !== 'string') throw new Error(`not an error body: ${r.text}`);
+  if (typeof err?.code !== 'string' || typeof err?.message !== 'string')
+    throw new Error(`not an error body: ${r.text}`);
   if (code !== undefined && err.code !== code) throw new Error(`expected code ${code}, got ${err.code}: ${r.text}`);
   return err;
 }

@@ -6,7 +6,16 @@ import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { transcriptKey } from '../src/hub/transcript-store.ts';
 import { REPLAY_PAGE_EVENTS } from '../src/hub/viewer-frames.ts';
 import { adminWithToken, expectError } from './helpers.ts';
-import { call, createSession, hubContext, hubStub, launchAndConnect, postMessage, SseReader, until } from './hub-helpers.ts';
+import {
+  call,
+  createSession,
+  hubContext,
+  hubStub,
+  launchAndConnect,
+  postMessage,
+  SseReader,
+  until,
+} from './hub-helpers.ts';
 
 // Attacks on the hub by a runner that misbehaves (a compromised CLI host) and by sheer log size.
 
@@ -14,7 +23,10 @@ afterEach(() => setHubRuntimeForTests({}));
 
 async function logTypes(sessionId: string): Promise<string[]> {
   return runInDurableObject(hubStub(sessionId), (_hub, state) =>
-    state.storage.sql.exec<{ type: string }>('SELECT type FROM events ORDER BY id').toArray().map((r) => r.type),
+    state.storage.sql
+      .exec<{ type: string }>('SELECT type FROM events ORDER BY id')
+      .toArray()
+      .map((r) => r.type),
   );
 }
 
@@ -33,7 +45,11 @@ describe('hub-only event types', () => {
       runner.events([forged], messageId);
       expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
       expect(await logTypes(sid)).toEqual(before);
-      expect(sse.events.filter((e) => JSON.stringify(e.data).includes('not really') || JSON.stringify(e.data).includes('never wrote'))).toEqual([]);
+      expect(
+        sse.events.filter(
+          (e) => JSON.stringify(e.data).includes('not really') || JSON.stringify(e.data).includes('never wrote'),
+        ),
+      ).toEqual([]);
       await sse.close();
     });
   }
@@ -52,8 +68,9 @@ describe('log size cap', () => {
     const deltas = types.filter((t) => t === 'text.delta').length;
     expect(deltas).toBeGreaterThan(5);
     expect(deltas).toBeLessThan(16);
-    const bytes = await runInDurableObject(hubStub(sid), (_hub, state) =>
-      state.storage.sql.exec<{ n: number }>('SELECT sum(length(data)) AS n FROM events').one().n,
+    const bytes = await runInDurableObject(
+      hubStub(sid),
+      (_hub, state) => state.storage.sql.exec<{ n: number }>('SELECT sum(length(data)) AS n FROM events').one().n,
     );
     // The cap plus the hub's own closing events (error, turn.done, status).
     expect(bytes).toBeLessThan(16 * 1024 + 2048);
@@ -76,7 +93,10 @@ describe('paged reads', () => {
     runner.send({ type: 'accepted', inReplyTo: messageId });
     const total = REPLAY_PAGE_EVENTS + 300;
     for (let b = 0; b < total / 100; b++) {
-      runner.events(Array.from({ length: 100 }, (_, i) => ({ type: 'text.delta' as const, index: 0, text: `${b * 100 + i}` })), messageId);
+      runner.events(
+        Array.from({ length: 100 }, (_, i) => ({ type: 'text.delta' as const, index: 0, text: `${b * 100 + i}` })),
+        messageId,
+      );
     }
     await runner.waitAck(total);
     const first = await SseReader.open(ctx, sid);
@@ -110,13 +130,21 @@ describe('paged reads', () => {
     expect(page1.status).toBe(200);
     expect(page1.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
     expect(page1.body.nextCursor).toBe(page1.body.messages[1].eventId);
-    const page2 = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=2&after=${page1.body.nextCursor}`, { token: ctx.token });
+    const page2 = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=2&after=${page1.body.nextCursor}`, {
+      token: ctx.token,
+    });
     expect(page2.body.messages.map((m: { role: string }) => m.role)).toEqual(['assistant', 'turn']);
     expect(page2.body.nextCursor).toBeNull();
     const whole = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: ctx.token });
     expect(whole.body.messages).toHaveLength(4);
-    expect(expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=0`, { token: ctx.token }), 400).field).toBe('limit');
-    expect(expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?after=nope`, { token: ctx.token }), 400).field).toBe('after');
+    expect(
+      expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=0`, { token: ctx.token }), 400)
+        .field,
+    ).toBe('limit');
+    expect(
+      expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?after=nope`, { token: ctx.token }), 400)
+        .field,
+    ).toBe('after');
     runner.close();
   });
 });
@@ -169,11 +197,28 @@ describe('open SSE streams re-check who is reading', () => {
     const other = await adminWithToken(ctx.clock);
     const own = await SseReader.open(ctx, sid, { envOverride: fast });
     const watching = await SseReader.open(ctx, sid, { envOverride: fast, token: other.token });
-    await until(() => (own.comments.includes('heartbeat') && watching.comments.includes('heartbeat')) || undefined, 'heartbeats');
-    expect((await call(ctx.app, 'PATCH', `/api/admin/users/${ctx.user.id}`, { token: admin.token, body: { disabled: true } })).status).toBe(200);
+    await until(
+      () => (own.comments.includes('heartbeat') && watching.comments.includes('heartbeat')) || undefined,
+      'heartbeats',
+    );
+    expect(
+      (
+        await call(ctx.app, 'PATCH', `/api/admin/users/${ctx.user.id}`, {
+          token: admin.token,
+          body: { disabled: true },
+        })
+      ).status,
+    ).toBe(200);
     await until(() => own.done || undefined, 'the disabled user’s stream to end');
     expect(watching.done).toBe(false);
-    expect((await call(ctx.app, 'PATCH', `/api/admin/users/${other.user.id}`, { token: admin.token, body: { role: 'user' } })).status).toBe(200);
+    expect(
+      (
+        await call(ctx.app, 'PATCH', `/api/admin/users/${other.user.id}`, {
+          token: admin.token,
+          body: { role: 'user' },
+        })
+      ).status,
+    ).toBe(200);
     await until(() => watching.done || undefined, 'the demoted admin’s stream to end');
   });
 });
@@ -201,12 +246,25 @@ describe('the hub URL given to runners', () => {
       ['http://edge.example.test', {}, 'wss://edge.example.test/internal/runner/connect'],
       ['https://edge.example.test', {}, 'wss://edge.example.test/internal/runner/connect'],
       ['http://localhost', {}, 'ws://localhost/internal/runner/connect'],
-      ['http://localhost', { RUNNER_HUB_URL: 'ws://hub.example.test/internal/runner/connect' }, 'wss://hub.example.test/internal/runner/connect'],
-      ['http://localhost', { RUNNER_HUB_URL: 'ws://127.0.0.1:8787/internal/runner/connect' }, 'ws://127.0.0.1:8787/internal/runner/connect'],
+      [
+        'http://localhost',
+        { RUNNER_HUB_URL: 'ws://hub.example.test/internal/runner/connect' },
+        'wss://hub.example.test/internal/runner/connect',
+      ],
+      [
+        'http://localhost',
+        { RUNNER_HUB_URL: 'ws://127.0.0.1:8787/internal/runner/connect' },
+        'ws://127.0.0.1:8787/internal/runner/connect',
+      ],
     ];
     for (const [base, extra, expected] of cases) {
       const sid = await createSession(ctx);
-      const r = await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { base, token: ctx.token, body: { text: 'x' }, env: extra });
+      const r = await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
+        base,
+        token: ctx.token,
+        body: { text: 'x' },
+        env: extra,
+      });
       expect(r.status, r.text).toBe(202);
       const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
       expect(launch.hubUrl, `${base} ${JSON.stringify(extra)}`).toBe(expected);
@@ -220,8 +278,21 @@ describe('the hub RPC surface', () => {
     const sid = await createSession(ctx);
     const stub = hubStub(sid) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     expect(await stub.snapshot?.()).toMatchObject({ ok: true });
-    for (const name of ['tick', 'serialized', 'hub', 'frames', 'finish', 'commit', 'saveMeta', 'startLaunch', 'acceptRunner']) {
-      await expect(Promise.resolve().then(() => stub[name]?.()), name).rejects.toThrow();
+    for (const name of [
+      'tick',
+      'serialized',
+      'hub',
+      'frames',
+      'finish',
+      'commit',
+      'saveMeta',
+      'startLaunch',
+      'acceptRunner',
+    ]) {
+      await expect(
+        Promise.resolve().then(() => stub[name]?.()),
+        name,
+      ).rejects.toThrow();
     }
   });
 });

@@ -9,13 +9,17 @@ import {
 } from '@switchyard/protocol';
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
 import { setHubRuntimeForTests, timingsFromEnv, type HubTimings } from '../src/hub/runtime.ts';
-import { call, FakeClock, makeApp, userWithToken, type TestApp } from './helpers.ts';
+import { call, type FakeClock, makeApp, userWithToken, type TestApp } from './helpers.ts';
 
 // Helpers for the session hub tests: a fake Launcher that records calls, a fake runner that
 // speaks the wire schemas over a real WebSocket through the Worker, and an SSE reader.
 // Nothing here sleeps to synchronize: `until` polls a condition against a deadline.
 
-export async function until<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
+export async function until<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -81,7 +85,13 @@ export async function createSession(ctx: HubTestContext, token = ctx.token): Pro
   return r.body.id as string;
 }
 
-export async function postMessage(ctx: HubTestContext, sessionId: string, text: string, extra: Record<string, unknown> = {}, token = ctx.token) {
+export async function postMessage(
+  ctx: HubTestContext,
+  sessionId: string,
+  text: string,
+  extra: Record<string, unknown> = {},
+  token = ctx.token,
+) {
   return call(ctx.app, 'POST', `/api/sessions/${sessionId}/messages`, { token, body: { text, ...extra } });
 }
 
@@ -116,7 +126,10 @@ export class FakeRunner {
     });
   }
 
-  static async connect(app: TestApp, opts: { token: string; sessionId?: string; runnerId?: string; envOverride?: Partial<Env> }): Promise<FakeRunner> {
+  static async connect(
+    app: TestApp,
+    opts: { token: string; sessionId?: string; runnerId?: string; envOverride?: Partial<Env> },
+  ): Promise<FakeRunner> {
     const q = opts.sessionId === undefined ? '' : `?session=${opts.sessionId}`;
     const res = await app.request(
       `http://localhost/internal/runner/connect${q}`,
@@ -165,7 +178,11 @@ export class FakeRunner {
     return this.received.filter((m): m is Extract<HubToRunner, { type: T }> => m.type === type);
   }
 
-  async waitFor<T extends HubToRunner['type']>(type: T, pred: (m: Extract<HubToRunner, { type: T }>) => boolean = () => true, what = type): Promise<Extract<HubToRunner, { type: T }>> {
+  async waitFor<T extends HubToRunner['type']>(
+    type: T,
+    pred: (m: Extract<HubToRunner, { type: T }>) => boolean = () => true,
+    what = type,
+  ): Promise<Extract<HubToRunner, { type: T }>> {
     return until(() => this.of(type).find(pred), `runner to receive ${what}`);
   }
 
@@ -187,7 +204,11 @@ export class FakeRunner {
 }
 
 /** Launch (by posting a message) and connect a fake runner that says hello and gets welcome. */
-export async function launchAndConnect(ctx: HubTestContext, sessionId: string, text = 'hello'): Promise<{ runner: FakeRunner; messageId: string; launch: LaunchRequest }> {
+export async function launchAndConnect(
+  ctx: HubTestContext,
+  sessionId: string,
+  text = 'hello',
+): Promise<{ runner: FakeRunner; messageId: string; launch: LaunchRequest }> {
   const r = await postMessage(ctx, sessionId, text);
   if (r.status !== 202) throw new Error(`post message: ${r.status} ${r.text}`);
   const launch = await until(() => ctx.launcher.startsFor(sessionId).at(-1), 'a launch');
@@ -222,11 +243,19 @@ export class SseReader {
     this.pump = this.run();
   }
 
-  static async open(ctx: HubTestContext, sessionId: string, opts: { after?: string; lastEventId?: string; token?: string; envOverride?: Partial<Env> } = {}): Promise<SseReader> {
+  static async open(
+    ctx: HubTestContext,
+    sessionId: string,
+    opts: { after?: string; lastEventId?: string; token?: string; envOverride?: Partial<Env> } = {},
+  ): Promise<SseReader> {
     const headers: Record<string, string> = { Authorization: `Bearer ${opts.token ?? ctx.token}` };
     if (opts.lastEventId !== undefined) headers['Last-Event-ID'] = opts.lastEventId;
     const q = opts.after === undefined ? '' : `?after=${opts.after}`;
-    const res = await ctx.app.request(`http://localhost/api/sessions/${sessionId}/events${q}`, { headers }, { ...env, ...opts.envOverride });
+    const res = await ctx.app.request(
+      `http://localhost/api/sessions/${sessionId}/events${q}`,
+      { headers },
+      { ...env, ...opts.envOverride },
+    );
     if (res.status !== 200) throw new Error(`events: ${res.status} ${await res.text()}`);
     return new SseReader(res);
   }

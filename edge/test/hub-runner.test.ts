@@ -28,7 +28,9 @@ const SECRET = 'test-only-runner-token-secret-0123456789';
 
 async function logIds(sessionId: string): Promise<Array<{ id: string; type: string; data: string }>> {
   return runInDurableObject(hubStub(sessionId), (_hub, state) =>
-    state.storage.sql.exec<{ id: string; type: string; data: string }>('SELECT id, type, data FROM events ORDER BY id').toArray(),
+    state.storage.sql
+      .exec<{ id: string; type: string; data: string }>('SELECT id, type, data FROM events ORDER BY id')
+      .toArray(),
   );
 }
 
@@ -43,14 +45,24 @@ const answered = new WeakMap<FakeRunner, Set<string>>();
 async function acceptNext(runner: FakeRunner): Promise<string> {
   const seen = answered.get(runner) ?? new Set<string>();
   answered.set(runner, seen);
-  const um = await until(() => runner.of('user_message').find((m) => !seen.has(m.messageId)), 'an unanswered user_message');
+  const um = await until(
+    () => runner.of('user_message').find((m) => !seen.has(m.messageId)),
+    'an unanswered user_message',
+  );
   seen.add(um.messageId);
   runner.send({ type: 'accepted', inReplyTo: um.messageId });
   return um.messageId;
 }
 
 function transcriptFixture(resumeId = 'abc.jsonl'): Transcript {
-  return { backend: 'claude', resumeId, encoding: 'gzip+base64', data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==', sha256: 'a'.repeat(64), bytes: 5 };
+  return {
+    backend: 'claude',
+    resumeId,
+    encoding: 'gzip+base64',
+    data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==',
+    sha256: 'a'.repeat(64),
+    bytes: 5,
+  };
 }
 
 describe('runner link: hello, welcome, sequencing', () => {
@@ -58,7 +70,12 @@ describe('runner link: hello, welcome, sequencing', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     const { runner, messageId, launch } = await launchAndConnect(ctx, sid);
-    expect(launch).toMatchObject({ sessionId: sid, backend: 'claude', hubUrl: 'ws://localhost/internal/runner/connect', model: null });
+    expect(launch).toMatchObject({
+      sessionId: sid,
+      backend: 'claude',
+      hubUrl: 'ws://localhost/internal/runner/connect',
+      model: null,
+    });
     expect(launch.limits).toEqual({ idleMs: 15 * 60_000, maxLifetimeMs: 480 * 60_000 });
     const welcome = runner.of('welcome')[0];
     expect(welcome?.ackedSeq).toBe(0);
@@ -76,12 +93,22 @@ describe('runner link: hello, welcome, sequencing', () => {
     const sid = await createSession(ctx);
     const { runner } = await launchAndConnect(ctx, sid);
     const mid = await acceptNext(runner);
-    runner.events([{ type: 'text.delta', index: 0, text: 'a' }, { type: 'text.delta', index: 0, text: 'b' }], mid);
+    runner.events(
+      [
+        { type: 'text.delta', index: 0, text: 'a' },
+        { type: 'text.delta', index: 0, text: 'b' },
+      ],
+      mid,
+    );
     await runner.waitAck(2);
     // Resend 1..2 together with 3: 1 and 2 are duplicates, only 3 is new.
     runner.send({
       type: 'events',
-      events: [1, 2, 3].map((seq) => ({ seq, event: { type: 'text.delta' as const, index: 0, text: `r${seq}` }, messageId: mid })),
+      events: [1, 2, 3].map((seq) => ({
+        seq,
+        event: { type: 'text.delta' as const, index: 0, text: `r${seq}` },
+        messageId: mid,
+      })),
     });
     runner.seq = 3;
     await runner.waitAck(3);
@@ -100,16 +127,23 @@ describe('runner link: hello, welcome, sequencing', () => {
     const sse = await SseReader.open(ctx, sid);
     await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'busy', 'busy');
     // Make the next write fail.
-    await runInDurableObject(hubStub(sid), (_h, state) => state.storage.sql.exec('ALTER TABLE events RENAME TO events_away'));
+    await runInDurableObject(hubStub(sid), (_h, state) =>
+      state.storage.sql.exec('ALTER TABLE events RENAME TO events_away'),
+    );
     runner.events([{ type: 'text.delta', index: 0, text: 'lost?' }], mid);
     // A frame after it that the hub answers in order: a resend of seq 0..0 is impossible, so
     // use a ping frame sent as JSON through the handler (not the auto-response string).
     runner.sendRaw('{"type":"ping" }');
     await until(() => runner.received.filter((m) => m.type === 'pong').length >= 1, 'pong after the failed frame');
     expect(runner.of('ack').filter((a) => a.seq >= 1)).toEqual([]);
-    await runInDurableObject(hubStub(sid), (_h, state) => state.storage.sql.exec('ALTER TABLE events_away RENAME TO events'));
+    await runInDurableObject(hubStub(sid), (_h, state) =>
+      state.storage.sql.exec('ALTER TABLE events_away RENAME TO events'),
+    );
     // The runner resends seq 1 (it was never acked).
-    runner.send({ type: 'events', events: [{ seq: 1, event: { type: 'text.delta', index: 0, text: 'lost?' }, messageId: mid }] });
+    runner.send({
+      type: 'events',
+      events: [{ seq: 1, event: { type: 'text.delta', index: 0, text: 'lost?' }, messageId: mid }],
+    });
     await runner.waitAck(1);
     expect(runner.of('ack').filter((a) => a.seq >= 1)).toHaveLength(1);
     await sse.waitFor((e) => e.event === 'text.delta', 'the delta, once stored');
@@ -124,7 +158,10 @@ describe('runner link: hello, welcome, sequencing', () => {
     const sid = await createSession(ctx);
     const { runner } = await launchAndConnect(ctx, sid);
     const mid = await acceptNext(runner);
-    runner.events([1, 2, 3].map((i) => ({ type: 'text.delta' as const, index: 0, text: `${i}` })), mid);
+    runner.events(
+      [1, 2, 3].map((i) => ({ type: 'text.delta' as const, index: 0, text: `${i}` })),
+      mid,
+    );
     await runner.waitAck(3);
     const token = runner.of('welcome')[0]?.runnerToken ?? '';
     runner.ws.close(1001, 'going away');
@@ -137,7 +174,11 @@ describe('runner link: hello, welcome, sequencing', () => {
     expect(welcome.transcript).toBeUndefined();
     again.send({
       type: 'events',
-      events: [4, 5].map((seq) => ({ seq, event: { type: 'text.delta' as const, index: 0, text: `${seq}` }, messageId: mid })),
+      events: [4, 5].map((seq) => ({
+        seq,
+        event: { type: 'text.delta' as const, index: 0, text: `${seq}` },
+        messageId: mid,
+      })),
     });
     await again.waitAck(5);
     const deltas = (await logIds(sid)).filter((e) => e.type === 'text.delta').map((e) => JSON.parse(e.data).text);
@@ -200,18 +241,32 @@ describe('runner link: tokens', () => {
     const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
 
     const wrongSession = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: other });
-    expect(await wrongSession.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token is for another session' });
+    expect(await wrongSession.waitClosed()).toMatchObject({
+      code: RunnerCloseCode.unauthorized,
+      reason: 'runner token is for another session',
+    });
 
-    const forged = await mintRunnerToken('another-secret-that-is-long-enough-000000', { sessionId: sid, launchId: launch.launchId, expiresAt: ctx.clock.now() + 60_000, kind: 'bootstrap' });
+    const forged = await mintRunnerToken('another-secret-that-is-long-enough-000000', {
+      sessionId: sid,
+      launchId: launch.launchId,
+      expiresAt: ctx.clock.now() + 60_000,
+      kind: 'bootstrap',
+    });
     const bad = await FakeRunner.connect(ctx.app, { token: forged, sessionId: sid });
-    expect(await bad.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token invalid' });
+    expect(await bad.waitClosed()).toMatchObject({
+      code: RunnerCloseCode.unauthorized,
+      reason: 'runner token invalid',
+    });
 
     const none = await FakeRunner.connect(ctx.app, { token: 'garbage', sessionId: sid });
     expect((await none.waitClosed()).code).toBe(RunnerCloseCode.unauthorized);
 
     ctx.clock.advance(31 * 60_000); // default token lifetime is 30 min
     const late = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
-    expect(await late.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner token expired' });
+    expect(await late.waitClosed()).toMatchObject({
+      code: RunnerCloseCode.unauthorized,
+      reason: 'runner token expired',
+    });
   });
 
   it('refuses a runner of a replaced launch (4409) and any runner once the session has none (4404)', async () => {
@@ -234,9 +289,17 @@ describe('runner link: tokens', () => {
   it('refuses every runner link when RUNNER_TOKEN_SECRET is missing, and the launch fails saying so', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    const token = await mintRunnerToken(SECRET, { sessionId: sid, launchId: 'x', expiresAt: ctx.clock.now() + 60_000, kind: 'bootstrap' });
+    const token = await mintRunnerToken(SECRET, {
+      sessionId: sid,
+      launchId: 'x',
+      expiresAt: ctx.clock.now() + 60_000,
+      kind: 'bootstrap',
+    });
     const r = await FakeRunner.connect(ctx.app, { token, sessionId: sid, envOverride: { RUNNER_TOKEN_SECRET: '' } });
-    expect(await r.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'runner links are not configured' });
+    expect(await r.waitClosed()).toMatchObject({
+      code: RunnerCloseCode.unauthorized,
+      reason: 'runner links are not configured',
+    });
   });
 
   it('token replay: the launch token is spent by the first welcome; a second runner id is refused 4401 and gets nothing', async () => {
@@ -245,11 +308,19 @@ describe('runner link: tokens', () => {
     const { runner, launch, messageId } = await launchAndConnect(ctx, sid, 'secret plans');
     await runner.waitFor('user_message');
     // The attacker read the RunTask overrides (DescribeTasks, CloudTrail): the bootstrap token.
-    const thief = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'attacker' });
+    const thief = await FakeRunner.connect(ctx.app, {
+      token: launch.runnerToken,
+      sessionId: sid,
+      runnerId: 'attacker',
+    });
     thief.hello(sid);
     expect(await thief.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized });
     // Even claiming the real runner's id (it is in the overrides too) does not help.
-    const impostor = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: runner.runnerId });
+    const impostor = await FakeRunner.connect(ctx.app, {
+      token: launch.runnerToken,
+      sessionId: sid,
+      runnerId: runner.runnerId,
+    });
     impostor.hello(sid);
     expect((await impostor.waitClosed()).code).toBe(RunnerCloseCode.unauthorized);
     for (const t of [thief, impostor]) {
@@ -267,12 +338,22 @@ describe('runner link: tokens', () => {
     const credential = runner.of('welcome')[0]?.runnerToken ?? '';
     const claims = await verifyRunnerToken(SECRET, credential, ctx.clock.now());
     expect(claims).toMatchObject({ ok: true, claims: { kind: 'credential', runnerId: runner.runnerId } });
-    const withCredential = await FakeRunner.connect(ctx.app, { token: credential, sessionId: sid, runnerId: 'attacker-2' });
+    const withCredential = await FakeRunner.connect(ctx.app, {
+      token: credential,
+      sessionId: sid,
+      runnerId: 'attacker-2',
+    });
     withCredential.hello(sid);
-    expect(await withCredential.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'this credential belongs to another runner' });
+    expect(await withCredential.waitClosed()).toMatchObject({
+      code: RunnerCloseCode.unauthorized,
+      reason: 'this credential belongs to another runner',
+    });
     expect(runner.closed).toBeUndefined();
     // The launch request carried only the bootstrap token, never a credential.
-    expect(await verifyRunnerToken(SECRET, launch.runnerToken, ctx.clock.now())).toMatchObject({ ok: true, claims: { kind: 'bootstrap' } });
+    expect(await verifyRunnerToken(SECRET, launch.runnerToken, ctx.clock.now())).toMatchObject({
+      ok: true,
+      claims: { kind: 'bootstrap' },
+    });
     runner.close();
   });
 
@@ -284,17 +365,30 @@ describe('runner link: tokens', () => {
     // The state a first hello leaves when its link dies before the welcome is sent (the window is
     // too short to hit reliably from outside): the launch is bound to runner-a, nobody welcomed.
     await runInDurableObject(hubStub(sid), (hub) => {
-      const h = (hub as unknown as { hub: { meta: { launch: { bootstrapRunnerId?: string | null } | null }; saveMeta(): void } }).hub;
+      const h = (
+        hub as unknown as { hub: { meta: { launch: { bootstrapRunnerId?: string | null } | null }; saveMeta(): void } }
+      ).hub;
       if (h.meta.launch === null) throw new Error('no launch');
       h.meta.launch.bootstrapRunnerId = 'runner-a';
       h.saveMeta();
     });
-    const other = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'runner-b' });
+    const other = await FakeRunner.connect(ctx.app, {
+      token: launch.runnerToken,
+      sessionId: sid,
+      runnerId: 'runner-b',
+    });
     other.hello(sid);
-    expect(await other.waitClosed()).toMatchObject({ code: RunnerCloseCode.unauthorized, reason: 'the launch token is bound to another runner' });
+    expect(await other.waitClosed()).toMatchObject({
+      code: RunnerCloseCode.unauthorized,
+      reason: 'the launch token is bound to another runner',
+    });
     expect(other.of('welcome')).toEqual([]);
     // The runner it is bound to may retry with it until its first welcome.
-    const retry = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'runner-a' });
+    const retry = await FakeRunner.connect(ctx.app, {
+      token: launch.runnerToken,
+      sessionId: sid,
+      runnerId: 'runner-a',
+    });
     retry.hello(sid);
     await retry.waitFor('welcome');
     retry.close();
@@ -342,7 +436,7 @@ describe('messages and interrupts through the runner', () => {
     runner.close();
   });
 
-  it('a message waiting for the runner\'s answer is stored as sent (an eviction in the wait keeps a true record)', async () => {
+  it("a message waiting for the runner's answer is stored as sent (an eviction in the wait keeps a true record)", async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     const { runner } = await launchAndConnect(ctx, sid);
@@ -351,8 +445,12 @@ describe('messages and interrupts through the runner', () => {
     await runner.waitAck(1);
     const pending = postMessage(ctx, sid, 'second');
     const um = await until(() => runner.of('user_message')[1], 'second user_message');
-    const stored = await runInDurableObject(hubStub(sid), (_h, state) =>
-      JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'hub'").one().v) as { turn: { messageId: string; sent: boolean } | null },
+    const stored = await runInDurableObject(
+      hubStub(sid),
+      (_h, state) =>
+        JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'hub'").one().v) as {
+          turn: { messageId: string; sent: boolean } | null;
+        },
     );
     expect(stored.turn).toMatchObject({ messageId: um.messageId, sent: true });
     runner.send({ type: 'accepted', inReplyTo: um.messageId });
@@ -465,7 +563,10 @@ describe('lifecycle', () => {
     const shutdown = await runner.waitFor('shutdown');
     expect(shutdown.reason).toBe('idle for 15 min');
     runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 1 });
-    await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'stopped', 'stopped');
+    await sse.waitFor(
+      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'stopped',
+      'stopped',
+    );
     expect(statusStates(sse.events)).toEqual(['starting', 'busy', 'idle', 'stopping', 'stopped']);
     await until(() => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'), 'launcher.stop');
     expect(launch.launchId).toBeTruthy();
@@ -499,7 +600,10 @@ describe('lifecycle', () => {
     await until(async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1', 'the ref recorded');
     ctx.clock.advance(180_000 + 1);
     await runDurableObjectAlarm(hubStub(sid));
-    const failed = await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'failed', 'failed');
+    const failed = await sse.waitFor(
+      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'failed',
+      'failed',
+    );
     expect((failed.data as { reason: string }).reason).toBe('the runner did not connect within 180 s');
     const done = sse.ofType('turn.done');
     expect(done.map((e) => e.data)).toEqual([
@@ -521,7 +625,11 @@ describe('lifecycle', () => {
     const sid = await createSession(ctx);
     await postMessage(ctx, sid, 'hello?');
     await until(async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1', 'the ref recorded');
-    ctx.launcher.states.set('fake-task-1', { state: 'stopped', exitCode: 3, reason: 'Essential container in task exited' });
+    ctx.launcher.states.set('fake-task-1', {
+      state: 'stopped',
+      exitCode: 3,
+      reason: 'Essential container in task exited',
+    });
     ctx.clock.advance(5_001);
     await runDurableObjectAlarm(hubStub(sid));
     const s = await snapshot(ctx, sid);
@@ -591,7 +699,12 @@ describe('lifecycle', () => {
     const mid = await acceptNext(runner);
     runner.events([{ type: 'text.delta', index: 0, text: 'a' }], mid);
     await runner.waitAck(1);
-    runner.send({ type: 'bye', reason: 'buffer_overflow', lastSeq: 4, error: { code: 'buffer_overflow', message: 'event buffer full', retryable: false } });
+    runner.send({
+      type: 'bye',
+      reason: 'buffer_overflow',
+      lastSeq: 4,
+      error: { code: 'buffer_overflow', message: 'event buffer full', retryable: false },
+    });
     await until(async () => (await snapshot(ctx, sid)).state === 'failed', 'failed');
     const log = (await logIds(sid)).map((e) => JSON.parse(e.data));
     expect(log.find((e) => e.type === 'error')).toMatchObject({ code: 'runner_events_lost' });

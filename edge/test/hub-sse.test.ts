@@ -27,7 +27,10 @@ afterEach(() => setHubRuntimeForTests({}));
 
 async function logIds(sessionId: string): Promise<string[]> {
   return runInDurableObject(hubStub(sessionId), (_h, state) =>
-    state.storage.sql.exec<{ id: string }>('SELECT id FROM events ORDER BY id').toArray().map((r) => r.id),
+    state.storage.sql
+      .exec<{ id: string }>('SELECT id FROM events ORDER BY id')
+      .toArray()
+      .map((r) => r.id),
   );
 }
 
@@ -47,7 +50,8 @@ function deltas(n: number, from = 0): AgentEvent[] {
 
 function expectStrictlyIncreasing(ids: string[]): void {
   for (let i = 1; i < ids.length; i++) {
-    if (!((ids[i] ?? '') > (ids[i - 1] ?? ''))) throw new Error(`ids not strictly increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
+    if (!((ids[i] ?? '') > (ids[i - 1] ?? '')))
+      throw new Error(`ids not strictly increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
   }
 }
 
@@ -58,20 +62,38 @@ describe('SSE framing', () => {
     const sse = await SseReader.open(ctx, sid);
     expect(sse.response.headers.get('Content-Type')).toBe('text/event-stream; charset=utf-8');
     expect(sse.response.headers.get('Cache-Control')).toBe('no-store');
-    runner.events([{ type: 'text.delta', index: 0, text: 'line one\nline two \u2028 "quoted"' }, { type: 'turn.done', stopReason: 'end_turn' }], mid);
+    runner.events(
+      [
+        { type: 'text.delta', index: 0, text: 'line one\nline two \u2028 "quoted"' },
+        { type: 'turn.done', stopReason: 'end_turn' },
+      ],
+      mid,
+    );
     await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle', 'idle');
     expect(sse.raw.startsWith(': connected\n\n')).toBe(true);
     // Each event block is exactly three lines; data is one line of JSON (U+2028 is not an SSE
     // line break, so it may stay raw; CR and LF never appear raw).
     const blocks = sse.raw.split('\n\n').filter((b) => b !== '' && !b.startsWith(':'));
     for (const b of blocks) expect(b).toMatch(/^id: [0-9A-HJKMNP-TV-Z]{26}\nevent: [a-z.]+\ndata: \{[^\r\n]*\}$/);
-    expect(sse.events.map((e) => e.event)).toEqual(['message.user', 'session.status', 'session.status', 'text.delta', 'turn.done', 'session.status']);
+    expect(sse.events.map((e) => e.event)).toEqual([
+      'message.user',
+      'session.status',
+      'session.status',
+      'text.delta',
+      'turn.done',
+      'session.status',
+    ]);
     for (const e of sse.events) {
       expect(e.id).toMatch(ULID_PATTERN);
       expect(AgentEventSchema.safeParse(e.data).success).toBe(true);
       expect((e.data as { type: string }).type).toBe(e.event);
     }
-    expect(sse.ofType('text.delta')[0]?.data).toEqual({ type: 'text.delta', index: 0, text: 'line one\nline two \u2028 "quoted"', messageId: mid });
+    expect(sse.ofType('text.delta')[0]?.data).toEqual({
+      type: 'text.delta',
+      index: 0,
+      text: 'line one\nline two \u2028 "quoted"',
+      messageId: mid,
+    });
     expectStrictlyIncreasing(sse.events.map((e) => e.id));
     expect(sse.events.map((e) => e.id)).toEqual(await logIds(sid));
     await sse.close();
@@ -152,18 +174,33 @@ describe('SSE replay', () => {
       const sse = await SseReader.open(ctx, sid, last === undefined ? {} : { lastEventId: last });
       // Read a little (or whatever is left), then drop the connection mid-stream.
       const want = 1 + (reconnects % 5);
-      await until(() => sse.events.length >= want || (!producing && sse.events.some((e: SseEvent) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle')), 'some events');
+      await until(
+        () =>
+          sse.events.length >= want ||
+          (!producing &&
+            sse.events.some(
+              (e: SseEvent) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle',
+            )),
+        'some events',
+      );
       await sse.close();
       received.push(...sse.events);
       last = sse.events.at(-1)?.id ?? last;
       reconnects += 1;
-      if (!producing && received.some((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle')) break;
+      if (
+        !producing &&
+        received.some((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle')
+      )
+        break;
     }
     await producer;
     // Drain whatever is left after the last reconnect.
     const tail = await SseReader.open(ctx, sid, last === undefined ? {} : { lastEventId: last });
     const full = await logIds(sid);
-    await until(() => (received.at(-1)?.id ?? '') === full.at(-1) || tail.events.at(-1)?.id === full.at(-1), 'the end of the log');
+    await until(
+      () => (received.at(-1)?.id ?? '') === full.at(-1) || tail.events.at(-1)?.id === full.at(-1),
+      'the end of the log',
+    );
     await tail.close();
     received.push(...tail.events);
 
@@ -181,7 +218,9 @@ describe('SSE replay', () => {
     runner.events(deltas(3), mid);
     await runner.waitAck(3);
     const before = await logIds(sid);
-    const res = await hubStub(sid).fetch(`https://hub/viewer?after=${before[2]}`, { headers: { Upgrade: 'websocket' } });
+    const res = await hubStub(sid).fetch(`https://hub/viewer?after=${before[2]}`, {
+      headers: { Upgrade: 'websocket' },
+    });
     const ws = res.webSocket;
     if (ws === null) throw new Error('no viewer socket');
     const got: string[] = [];
@@ -217,11 +256,26 @@ describe('SSE replay', () => {
     await until(() => a.seen.length >= 1, 'first presence');
     const b = await open('bob');
     const c = await open('ada');
-    const both = { viewers: [{ name: 'ada', streams: 2 }, { name: 'bob', streams: 1 }] };
+    const both = {
+      viewers: [
+        { name: 'ada', streams: 2 },
+        { name: 'bob', streams: 1 },
+      ],
+    };
     await until(() => JSON.stringify(a.seen.at(-1)) === JSON.stringify(both), 'ada sees three streams');
     await until(() => JSON.stringify(b.seen.at(-1)) === JSON.stringify(both), 'bob sees three streams');
     c.ws.close();
-    await until(() => JSON.stringify(b.seen.at(-1)) === JSON.stringify({ viewers: [{ name: 'ada', streams: 1 }, { name: 'bob', streams: 1 }] }), 'one tab of ada left');
+    await until(
+      () =>
+        JSON.stringify(b.seen.at(-1)) ===
+        JSON.stringify({
+          viewers: [
+            { name: 'ada', streams: 1 },
+            { name: 'bob', streams: 1 },
+          ],
+        }),
+      'one tab of ada left',
+    );
     expect(await logIds(sid)).toEqual([]);
     a.ws.close();
     b.ws.close();
@@ -234,7 +288,10 @@ describe('SSE replay', () => {
   it('refuses a malformed Last-Event-ID or ?after= with 400', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    const bad = await call(ctx.app, 'GET', `/api/sessions/${sid}/events`, { token: ctx.token, headers: { 'Last-Event-ID': 'nope' } });
+    const bad = await call(ctx.app, 'GET', `/api/sessions/${sid}/events`, {
+      token: ctx.token,
+      headers: { 'Last-Event-ID': 'nope' },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: 'invalid_request', field: 'Last-Event-ID' });
     const q = await call(ctx.app, 'GET', `/api/sessions/${sid}/events?after=nope`, { token: ctx.token });
@@ -273,7 +330,10 @@ describe('fan-out', () => {
     await sse.waitFor((e) => e.event === 'text.delta' && (e.data as { text: string }).text === 't3', 'after eviction');
     await runner.waitAck(4);
     runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
-    await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle', 'idle after eviction');
+    await sse.waitFor(
+      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle',
+      'idle after eviction',
+    );
     const ids = sse.events.map((e) => e.id);
     expectStrictlyIncreasing(ids);
     expect(ids).toEqual(await logIds(sid));

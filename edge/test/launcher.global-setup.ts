@@ -18,7 +18,11 @@ export default async function setup(project: TestProject) {
   const host = await startRunnerHost({
     entrypoint: { command: process.execPath, args: [RUNNER_BIN] },
     // The "task definition" env: a model endpoint that is never called (probe only checks config).
-    baseEnv: { PATH: process.env.PATH ?? '', SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9', SWITCHYARD_LINK_BACKOFF_MAX: '1s' },
+    baseEnv: {
+      PATH: process.env.PATH ?? '',
+      SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9',
+      SWITCHYARD_LINK_BACKOFF_MAX: '1s',
+    },
     // The pair launcher.test.ts gives the launcher (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY).
     credentials: { accessKeyId: 'AKIDWORKERDTEST', secretAccessKey: 'workerd-secret-key' },
     stateDir,

@@ -46,7 +46,12 @@ const request = (over: Partial<LaunchRequest> = {}): LaunchRequest => ({
   ...over,
 });
 
-async function until(launcher: Launcher, ref: string, done: (d: RunnerDescription) => boolean, deadlineMs = 40_000): Promise<RunnerDescription> {
+async function until(
+  launcher: Launcher,
+  ref: string,
+  done: (d: RunnerDescription) => boolean,
+  deadlineMs = 40_000,
+): Promise<RunnerDescription> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const d = await launcher.describe(ref);
@@ -56,7 +61,8 @@ async function until(launcher: Launcher, ref: string, done: (d: RunnerDescriptio
   }
 }
 
-const SIGV4 = /^AWS4-HMAC-SHA256 Credential=AKIDWORKERDTEST\/\d{8}\/eu-central-1\/ecs\/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=[0-9a-f]{64}$/;
+const SIGV4 =
+  /^AWS4-HMAC-SHA256 Credential=AKIDWORKERDTEST\/\d{8}\/eu-central-1\/ecs\/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=[0-9a-f]{64}$/;
 
 describe('EcsLauncher in workerd against the local runner host', () => {
   it('start sends exactly one signed RunTask: Fargate, awsvpc, the container override env with the token', async () => {
@@ -73,7 +79,9 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     expect(run?.headers['content-type']).toBe('application/x-amz-json-1.1');
     const signed = SIGV4.exec(run?.headers.authorization ?? '');
     expect(signed, run?.headers.authorization).not.toBeNull();
-    expect(signed?.[1]?.split(';')).toEqual(expect.arrayContaining(['host', 'x-amz-date', 'x-amz-target', 'content-type']));
+    expect(signed?.[1]?.split(';')).toEqual(
+      expect.arrayContaining(['host', 'x-amz-date', 'x-amz-target', 'content-type']),
+    );
     expect(run?.headers['x-amz-date']).toMatch(/^\d{8}T\d{6}Z$/);
     expect(run?.body).toEqual({
       cluster: 'switchyard-local',
@@ -82,7 +90,13 @@ describe('EcsLauncher in workerd against the local runner host', () => {
       count: 1,
       startedBy: 'switchyard',
       clientToken: '01JF6Q00000000000000LAUNCH',
-      networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-0a1b', 'subnet-2c3d'], securityGroups: ['sg-0e4f'], assignPublicIp: 'DISABLED' } },
+      networkConfiguration: {
+        awsvpcConfiguration: {
+          subnets: ['subnet-0a1b', 'subnet-2c3d'],
+          securityGroups: ['sg-0e4f'],
+          assignPublicIp: 'DISABLED',
+        },
+      },
       overrides: {
         containerOverrides: [
           {
@@ -131,7 +145,11 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     // `serve` refuses a hub URL that is not ws(s): configuration error, exit 2.
     const ref = await launcher.start(request({ hubUrl: 'http://127.0.0.1:9/not-a-websocket' }));
     const d = await until(launcher, ref, (x) => x.state === 'stopped');
-    expect(d).toEqual({ state: 'stopped', exitCode: 2, reason: 'EssentialContainerExited: Essential container in task exited' });
+    expect(d).toEqual({
+      state: 'stopped',
+      exitCode: 2,
+      reason: 'EssentialContainerExited: Essential container in task exited',
+    });
   });
 
   it('stop is idempotent; an unknown task is `unknown`', async () => {
@@ -148,7 +166,9 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     const probe = (await requests()).find((r) => r.path === '/switchyard/probe');
     expect(probe?.headers.authorization).toMatch(SIGV4);
     // The host starts a process per probe: a launcher without the host's secret is refused.
-    await expect(ecsLauncherFromEnv({ ...VARS, AWS_SECRET_ACCESS_KEY: 'guessed' }).probe?.('pi')).rejects.toThrow('the runner host answered 403 to the probe');
+    await expect(ecsLauncherFromEnv({ ...VARS, AWS_SECRET_ACCESS_KEY: 'guessed' }).probe?.('pi')).rejects.toThrow(
+      'the runner host answered 403 to the probe',
+    );
   });
 
   it('probe (task mode, as in production): a one-off RunTask of `probe --backend pi`, answered by its exit code', async () => {
@@ -157,7 +177,9 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     expect(launcher).toBeInstanceOf(EcsLauncher);
     expect(await launcher.probe?.('pi')).toEqual({ available: true });
     const run = (await requests()).find((r) => r.target === 'AmazonEC2ContainerServiceV20141113.RunTask');
-    expect(run?.body.overrides).toEqual({ containerOverrides: [{ name: 'runner', command: ['probe', '--backend', 'pi'] }] });
+    expect(run?.body.overrides).toEqual({
+      containerOverrides: [{ name: 'runner', command: ['probe', '--backend', 'pi'] }],
+    });
     expect(run?.body.startedBy).toBe('switchyard-probe');
   });
 

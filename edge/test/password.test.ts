@@ -61,7 +61,9 @@ describe('password hashes', () => {
     await env.DB.prepare('UPDATE users SET password_hash = ? WHERE id = ?').bind(weak, u.id).run();
     const r = await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: u.password } });
     expect(r.status).toBe(200);
-    const row = await env.DB.prepare('SELECT password_hash FROM users WHERE id = ?').bind(u.id).first<{ password_hash: string }>();
+    const row = await env.DB.prepare('SELECT password_hash FROM users WHERE id = ?')
+      .bind(u.id)
+      .first<{ password_hash: string }>();
     expect(row?.password_hash).toMatch(/^pbkdf2-sha256\$100000\$/);
     expect(await verifyPassword(u.password, row?.password_hash ?? '')).toBe(true);
   });

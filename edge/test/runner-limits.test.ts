@@ -2,7 +2,15 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { CREATE_SESSION_RULE } from '../src/sessions/routes.ts';
 import { adminWithToken, expectError, userWithToken } from './helpers.ts';
-import { call, createSession, hubContext, launchAndConnect, postMessage, until, type HubTestContext } from './hub-helpers.ts';
+import {
+  call,
+  createSession,
+  hubContext,
+  launchAndConnect,
+  postMessage,
+  until,
+  type HubTestContext,
+} from './hub-helpers.ts';
 
 async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) {
   const admin = await adminWithToken(ctx.clock);
@@ -27,13 +35,20 @@ describe('settings maxLiveRunnersPerUser and maxLiveRunners', () => {
     await put({ maxLiveRunnersPerUser: 5, maxLiveRunners: 50 });
     const got = await call(ctx.app, 'GET', '/api/admin/settings', { token: admin.token });
     expect(got.body).toMatchObject({ maxLiveRunnersPerUser: 5, maxLiveRunners: 50 });
-    expect(expectError(await put({ maxLiveRunnersPerUser: 0 }), 400, 'invalid_request').field).toBe('maxLiveRunnersPerUser');
+    expect(expectError(await put({ maxLiveRunnersPerUser: 0 }), 400, 'invalid_request').field).toBe(
+      'maxLiveRunnersPerUser',
+    );
     expect(expectError(await put({ maxLiveRunners: 1.5 }), 400).field).toBe('maxLiveRunners');
     expect(expectError(await put({ maxLiveRunners: 'many' }), 400).field).toBe('maxLiveRunners');
     expect(expectError(await put({ maxLiveRunnersPerUser: 60 }), 400).field).toBe('maxLiveRunnersPerUser');
     expect((await put({ maxLiveRunnersPerUser: 3 })).status).toBe(200);
-    const audit = await env.DB.prepare("SELECT before, after FROM audit_log WHERE action = 'settings.update' ORDER BY id DESC LIMIT 1").first<{ before: string; after: string }>();
-    expect([JSON.parse(audit!.before), JSON.parse(audit!.after)]).toEqual([{ maxLiveRunnersPerUser: 5 }, { maxLiveRunnersPerUser: 3 }]);
+    const audit = await env.DB.prepare(
+      "SELECT before, after FROM audit_log WHERE action = 'settings.update' ORDER BY id DESC LIMIT 1",
+    ).first<{ before: string; after: string }>();
+    expect([JSON.parse(audit!.before), JSON.parse(audit!.after)]).toEqual([
+      { maxLiveRunnersPerUser: 5 },
+      { maxLiveRunnersPerUser: 3 },
+    ]);
   });
 });
 

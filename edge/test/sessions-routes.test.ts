@@ -5,7 +5,15 @@ import { transcriptKey } from '../src/hub/transcript-store.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { ULID_PATTERN } from '../src/ids.ts';
 import { adminWithToken, createUser, expectError, tokenFor, userWithToken } from './helpers.ts';
-import { call, createSession, hubContext, launchAndConnect, postMessage, until, type HubTestContext } from './hub-helpers.ts';
+import {
+  call,
+  createSession,
+  hubContext,
+  launchAndConnect,
+  postMessage,
+  until,
+  type HubTestContext,
+} from './hub-helpers.ts';
 
 // Every session route: success and each 4xx it can answer (DESIGN.md "HTTP API").
 
@@ -47,14 +55,32 @@ describe('POST /api/sessions', () => {
 
   it('400 for bad input, 401 without auth, 403 for a cross-site cookie request, 413 for a huge body', async () => {
     const ctx = await hubContext();
-    expectError(await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { title: '' } }), 400, 'invalid_request');
-    const unknown = expectError(await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { name: 'x' } }), 400);
+    expectError(
+      await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { title: '' } }),
+      400,
+      'invalid_request',
+    );
+    const unknown = expectError(
+      await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { name: 'x' } }),
+      400,
+    );
     expect(unknown.field).toBe('name');
-    expect(expectError(await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { title: 'a\u0007b' } }), 400).field).toBe('title');
+    expect(
+      expectError(await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { title: 'a\u0007b' } }), 400)
+        .field,
+    ).toBe('title');
     expectError(await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, raw: '{nope' }), 400, 'invalid_json');
     expectError(await call(ctx.app, 'POST', '/api/sessions', {}), 401, 'unauthenticated');
-    expectError(await call(ctx.app, 'POST', '/api/sessions', { cookie: ctx.token, origin: 'https://evil.example' }), 403, 'csrf_rejected');
-    expectError(await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { title: 'x'.repeat(70_000) } }), 413, 'payload_too_large');
+    expectError(
+      await call(ctx.app, 'POST', '/api/sessions', { cookie: ctx.token, origin: 'https://evil.example' }),
+      403,
+      'csrf_rejected',
+    );
+    expectError(
+      await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { title: 'x'.repeat(70_000) } }),
+      413,
+      'payload_too_large',
+    );
     // A same-origin cookie request works.
     expect((await call(ctx.app, 'POST', '/api/sessions', { cookie: ctx.token })).status).toBe(201);
   });
@@ -68,14 +94,37 @@ describe('PATCH /api/sessions/:id', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ id, title: 'renamed' });
     expect((await call(ctx.app, 'GET', '/api/sessions', { token: ctx.token })).body.sessions[0].title).toBe('renamed');
-    expect((await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: null } })).body.title).toBeNull();
-    expect(expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: '' } }), 400).field).toBe('title');
-    expect(expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: {} }), 400).field).toBe('title');
+    expect(
+      (await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: null } })).body.title,
+    ).toBeNull();
+    expect(
+      expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: '' } }), 400)
+        .field,
+    ).toBe('title');
+    expect(
+      expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: {} }), 400).field,
+    ).toBe('title');
     const other = await otherUser(ctx);
-    expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: other.token, body: { title: 'x' } }), 404, 'not_found');
+    expectError(
+      await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: other.token, body: { title: 'x' } }),
+      404,
+      'not_found',
+    );
     const admin = await adminWithToken(ctx.clock);
-    expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: admin.token, body: { title: 'x' } }), 403, 'forbidden');
-    expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { cookie: ctx.token, origin: 'https://evil.example', body: { title: 'x' } }), 403, 'csrf_rejected');
+    expectError(
+      await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: admin.token, body: { title: 'x' } }),
+      403,
+      'forbidden',
+    );
+    expectError(
+      await call(ctx.app, 'PATCH', `/api/sessions/${id}`, {
+        cookie: ctx.token,
+        origin: 'https://evil.example',
+        body: { title: 'x' },
+      }),
+      403,
+      'csrf_rejected',
+    );
     expect((await call(ctx.app, 'GET', `/api/sessions/${id}`, { token: ctx.token })).body.title).toBeNull();
   });
 });
@@ -89,7 +138,9 @@ describe('GET /api/sessions and /api/sessions/:id', () => {
     const page1 = await call(ctx.app, 'GET', '/api/sessions?limit=2', { token: ctx.token });
     expect(page1.status).toBe(200);
     expect(page1.body.sessions.map((s: { id: string }) => s.id)).toEqual([mine[2], mine[1]]);
-    const page2 = await call(ctx.app, 'GET', `/api/sessions?limit=2&cursor=${page1.body.nextCursor}`, { token: ctx.token });
+    const page2 = await call(ctx.app, 'GET', `/api/sessions?limit=2&cursor=${page1.body.nextCursor}`, {
+      token: ctx.token,
+    });
     expect(page2.body.sessions.map((s: { id: string }) => s.id)).toEqual([mine[0]]);
     expect(page2.body.nextCursor).toBeNull();
     expectError(await call(ctx.app, 'GET', '/api/sessions?limit=0', { token: ctx.token }), 400);
@@ -113,7 +164,11 @@ describe('GET /api/sessions and /api/sessions/:id', () => {
 
     await postMessage(ctx, sid, 'go');
     const busy = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
-    expect(busy.body).toMatchObject({ state: 'starting', turn: { messageId: expect.any(String) }, runner: { connected: false } });
+    expect(busy.body).toMatchObject({
+      state: 'starting',
+      turn: { messageId: expect.any(String) },
+      runner: { connected: false },
+    });
     expect(busy.body.lastEventId).toMatch(ULID_PATTERN);
   });
 });
@@ -127,7 +182,11 @@ describe('DELETE /api/sessions/:id', () => {
     await env.TRANSCRIPTS.put(transcriptKey(sid), '{}');
     const other = await otherUser(ctx);
     expectError(await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: other.token }), 404);
-    expectError(await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { cookie: ctx.token, origin: null }), 403, 'csrf_rejected');
+    expectError(
+      await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { cookie: ctx.token, origin: null }),
+      403,
+      'csrf_rejected',
+    );
     const r = await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: ctx.token });
     expect(r.status).toBe(204);
     expect(runner.of('shutdown')).toHaveLength(1);
@@ -136,7 +195,10 @@ describe('DELETE /api/sessions/:id', () => {
     expect(await env.TRANSCRIPTS.get(transcriptKey(sid))).toBeNull();
     expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token }), 404);
     expectError(await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: ctx.token }), 404);
-    expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, body: { text: 'x' } }), 404);
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, body: { text: 'x' } }),
+      404,
+    );
   });
 
   it('an admin may delete another user’s session', async () => {
@@ -152,13 +214,36 @@ describe('POST /api/sessions/:id/messages', () => {
   it('202 with a messageId; 400 for bad input naming the field; 415 for non-JSON', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    expect(expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, body: {} }), 400).field).toBe('text');
+    expect(
+      expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, body: {} }), 400)
+        .field,
+    ).toBe('text');
     expect(expectError(await postMessage(ctx, sid, ''), 400).field).toBe('text');
     expect(expectError(await postMessage(ctx, sid, 'x', { extra: 1 }), 400).field).toBe('extra');
-    expect(expectError(await postMessage(ctx, sid, 'x', { images: [{ mediaType: 'image/bmp', data: 'AAAA' }] }), 400).field).toBe('images.0.mediaType');
-    expect(expectError(await postMessage(ctx, sid, 'x', { clientMessageId: 'has space' }), 400).field).toBe('clientMessageId');
-    expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, raw: 'text=hi', contentType: 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
-    expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, raw: '{"text":', contentType: 'application/json' }), 400, 'invalid_json');
+    expect(
+      expectError(await postMessage(ctx, sid, 'x', { images: [{ mediaType: 'image/bmp', data: 'AAAA' }] }), 400).field,
+    ).toBe('images.0.mediaType');
+    expect(expectError(await postMessage(ctx, sid, 'x', { clientMessageId: 'has space' }), 400).field).toBe(
+      'clientMessageId',
+    );
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
+        token: ctx.token,
+        raw: 'text=hi',
+        contentType: 'application/x-www-form-urlencoded',
+      }),
+      415,
+      'unsupported_media_type',
+    );
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
+        token: ctx.token,
+        raw: '{"text":',
+        contentType: 'application/json',
+      }),
+      400,
+      'invalid_json',
+    );
     const ok = await postMessage(ctx, sid, 'hi', { images: [{ mediaType: 'image/png', data: 'iVBORw0KGgo=' }] });
     expect(ok.status).toBe(202);
     expect(ok.body).toEqual({ messageId: expect.stringMatching(ULID_PATTERN), duplicate: false });
@@ -185,7 +270,10 @@ describe('POST /api/sessions/:id/messages', () => {
     const err = expectError(await postMessage(ctx, sid, 'x'.repeat(3000)), 413, 'payload_too_large');
     expect(err.message).toMatch(/2048/);
     // Not JSON at all, but too big: still 413 (the size is checked first).
-    expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, raw: '#'.repeat(5000) }), 413);
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { token: ctx.token, raw: '#'.repeat(5000) }),
+      413,
+    );
     expect((await postMessage(ctx, sid, 'x'.repeat(1900))).status).toBe(202);
     await setSettings(ctx, { maxMessageBytes: 1024 * 1024 });
   });
@@ -193,8 +281,18 @@ describe('POST /api/sessions/:id/messages', () => {
   it('a cookie-authenticated message needs this app’s Origin', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { cookie: ctx.token, origin: null, body: { text: 'x' } }), 403, 'csrf_rejected');
-    expect((await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { cookie: ctx.token, body: { text: 'x' } })).status).toBe(202);
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
+        cookie: ctx.token,
+        origin: null,
+        body: { text: 'x' },
+      }),
+      403,
+      'csrf_rejected',
+    );
+    expect(
+      (await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { cookie: ctx.token, body: { text: 'x' } })).status,
+    ).toBe(202);
   });
 });
 
@@ -223,7 +321,11 @@ describe('GET /api/sessions/:id/events and /transcript', () => {
     expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/events`, { token: other.token }), 404);
     expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/events`), 401);
     const admin = await adminWithToken(ctx.clock);
-    const res = await ctx.app.request(`http://localhost/api/sessions/${sid}/events`, { headers: { Authorization: `Bearer ${admin.token}` } }, env);
+    const res = await ctx.app.request(
+      `http://localhost/api/sessions/${sid}/events`,
+      { headers: { Authorization: `Bearer ${admin.token}` } },
+      env,
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('Content-Type')).toMatch(/^text\/event-stream/);
     await res.body?.cancel();
@@ -238,7 +340,13 @@ describe('GET /api/sessions/:id/events and /transcript', () => {
     runner.events(
       [
         { type: 'text.delta', index: 0, text: 'Sure' },
-        { type: 'message.assistant', content: [{ type: 'text', text: 'Sure' }, { type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'ls' } }] },
+        {
+          type: 'message.assistant',
+          content: [
+            { type: 'text', text: 'Sure' },
+            { type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'ls' } },
+          ],
+        },
         { type: 'tool.result', toolId: 't1', isError: false, output: 'a.txt' },
         { type: 'message.assistant', content: [{ type: 'text', text: 'One file.' }] },
         { type: 'turn.done', stopReason: 'end_turn' },
@@ -249,9 +357,20 @@ describe('GET /api/sessions/:id/events and /transcript', () => {
     const r = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: ctx.token });
     expect(r.status).toBe(200);
     expect(r.body.backend).toBe('claude');
-    expect(r.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'turn']);
+    expect(r.body.messages.map((m: { role: string }) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'turn',
+    ]);
     expect(r.body.messages[0]).toMatchObject({ role: 'user', text: 'list files', messageId: um.messageId });
-    expect(r.body.messages[1].content[1]).toEqual({ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'ls' } });
+    expect(r.body.messages[1].content[1]).toEqual({
+      type: 'tool_use',
+      id: 't1',
+      name: 'Bash',
+      input: { command: 'ls' },
+    });
     expect(r.body.messages[4]).toMatchObject({ role: 'turn', stopReason: 'end_turn', messageId: um.messageId });
     const other = await otherUser(ctx);
     expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: other.token }), 404);

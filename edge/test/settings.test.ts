@@ -21,11 +21,17 @@ async function setup(probe = new SpyProbe(), extra: { probeTimeoutMs?: number } 
 }
 
 async function settingsAudit() {
-  const { results } = await env.DB.prepare("SELECT * FROM audit_log WHERE action = 'settings.update' ORDER BY id").all<Record<string, unknown>>();
+  const { results } = await env.DB.prepare("SELECT * FROM audit_log WHERE action = 'settings.update' ORDER BY id").all<
+    Record<string, unknown>
+  >();
   return results.map((r) => ({ ...r, before: JSON.parse(String(r.before)), after: JSON.parse(String(r.after)) }));
 }
 
-const unusable = { available: false, reason: 'pi is not installed in the runner image', fix: 'rebuild the runner image with pi' };
+const unusable = {
+  available: false,
+  reason: 'pi is not installed in the runner image',
+  fix: 'rebuild the runner image with pi',
+};
 
 /** Polls D1 until both backends have a stored answer (background probes run after the response). */
 async function storedAnswers(n = 2): Promise<void> {
@@ -70,7 +76,10 @@ describe('GET /api/settings', () => {
     });
     // An admin also sees how to fix an unusable backend.
     const asAdmin = await call(app, 'GET', '/api/settings', { token });
-    expect(asAdmin.body.backends.find((b: { name: string }) => b.name === 'pi')).toMatchObject({ name: 'pi', ...unusable });
+    expect(asAdmin.body.backends.find((b: { name: string }) => b.name === 'pi')).toMatchObject({
+      name: 'pi',
+      ...unusable,
+    });
   });
 
   it('an admin read reuses a stored answer within the cache window and refreshes it after', async () => {
@@ -91,7 +100,9 @@ describe('GET /api/settings', () => {
     const gate = deferred<{ available: boolean }>();
     const probe = new SpyProbe({ claude: () => gate.promise, pi: () => gate.promise });
     const { app, clock, token, userToken } = await setup(probe, { probeTimeoutMs: 60_000 });
-    const users = await Promise.all(Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token: userToken })));
+    const users = await Promise.all(
+      Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token: userToken })),
+    );
     expect(users.every((r) => r.status === 200)).toBe(true);
     expect(probe.calls).toEqual([]);
 
@@ -99,7 +110,11 @@ describe('GET /api/settings', () => {
     expect(admins.every((r) => r.status === 200)).toBe(true);
     expect(probe.calls.sort()).toEqual(['claude', 'pi']);
     // While they run, a switch to pi cannot start a second pi probe.
-    const busy = expectError(await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }), 409, 'conflict');
+    const busy = expectError(
+      await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
+      409,
+      'conflict',
+    );
     expect(busy.field).toBe('llmBackend');
     gate.resolve({ available: true });
     await storedAnswers();
@@ -107,7 +122,9 @@ describe('GET /api/settings', () => {
 
     // A probe whose isolate died leaves its lease behind; it expires after the timeout and a margin.
     clock.advance(5 * 60_000);
-    await env.DB.prepare("INSERT INTO probe_lease (name, lease_id, until) VALUES ('pi', 'dead', ?)").bind(clock.now() + 1000).run();
+    await env.DB.prepare("INSERT INTO probe_lease (name, lease_id, until) VALUES ('pi', 'dead', ?)")
+      .bind(clock.now() + 1000)
+      .run();
     await call(app, 'GET', '/api/settings', { token });
     expect(probe.calls.filter((b) => b === 'pi')).toHaveLength(1);
     clock.advance(1000);
@@ -132,8 +149,13 @@ describe('GET /api/admin/settings', () => {
 
   it('serves defaults for stored values that are unreadable, field by field', async () => {
     const { app, token } = await setup();
-    await env.DB.prepare('UPDATE settings SET value = ?').bind(JSON.stringify({ sessionIdleMinutes: 'abc', maxMessageBytes: 4096 })).run();
-    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual({ ...DEFAULT_SETTINGS, maxMessageBytes: 4096 });
+    await env.DB.prepare('UPDATE settings SET value = ?')
+      .bind(JSON.stringify({ sessionIdleMinutes: 'abc', maxMessageBytes: 4096 }))
+      .run();
+    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual({
+      ...DEFAULT_SETTINGS,
+      maxMessageBytes: 4096,
+    });
     await env.DB.prepare("UPDATE settings SET value = 'not json'").run();
     expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
   });
@@ -161,15 +183,27 @@ describe('PUT /api/admin/settings', () => {
   it('audits every change and nothing for a no-op', async () => {
     const { app, token } = await setup();
     await call(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
-    await call(app, 'PUT', '/api/admin/settings', { token, body: { defaultModel: { pi: 'anthropic/claude-sonnet-4' } } });
-    await call(app, 'PUT', '/api/admin/settings', { token, body: { defaultModel: { claude: 'opus' }, sessionMaxMinutes: 60 } });
+    await call(app, 'PUT', '/api/admin/settings', {
+      token,
+      body: { defaultModel: { pi: 'anthropic/claude-sonnet-4' } },
+    });
+    await call(app, 'PUT', '/api/admin/settings', {
+      token,
+      body: { defaultModel: { claude: 'opus' }, sessionMaxMinutes: 60 },
+    });
     await call(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
     const audit = await settingsAudit();
     expect(audit.map((a) => [a.before, a.after])).toEqual([
       [{ maxMessageBytes: DEFAULT_SETTINGS.maxMessageBytes }, { maxMessageBytes: 2048 }],
-      [{ defaultModel: { claude: null, pi: null } }, { defaultModel: { claude: null, pi: 'anthropic/claude-sonnet-4' } }],
       [
-        { defaultModel: { claude: null, pi: 'anthropic/claude-sonnet-4' }, sessionMaxMinutes: DEFAULT_SETTINGS.sessionMaxMinutes },
+        { defaultModel: { claude: null, pi: null } },
+        { defaultModel: { claude: null, pi: 'anthropic/claude-sonnet-4' } },
+      ],
+      [
+        {
+          defaultModel: { claude: null, pi: 'anthropic/claude-sonnet-4' },
+          sessionMaxMinutes: DEFAULT_SETTINGS.sessionMaxMinutes,
+        },
         { defaultModel: { claude: 'opus', pi: 'anthropic/claude-sonnet-4' }, sessionMaxMinutes: 60 },
       ],
     ]);
@@ -180,7 +214,11 @@ describe('PUT /api/admin/settings', () => {
   it('answers 400 naming llmBackend and echoing the value for anything but claude or pi', async () => {
     const { app, probe, token } = await setup();
     for (const value of ['gpt', 'Claude', '', 5, null, ['pi']]) {
-      const err = expectError(await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: value } }), 400, 'invalid_request');
+      const err = expectError(
+        await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: value } }),
+        400,
+        'invalid_request',
+      );
       expect(err.field).toBe('llmBackend');
       expect(err.message).toContain('claude, pi');
       expect(err.message).toContain(JSON.stringify(value));
@@ -191,7 +229,8 @@ describe('PUT /api/admin/settings', () => {
 
   it('answers 400 naming the field for other invalid input', async () => {
     const { app, token } = await setup();
-    const bad = async (body: unknown) => expectError(await call(app, 'PUT', '/api/admin/settings', { token, body }), 400, 'invalid_request');
+    const bad = async (body: unknown) =>
+      expectError(await call(app, 'PUT', '/api/admin/settings', { token, body }), 400, 'invalid_request');
     expect((await bad({})).message).toMatch(/at least one/);
     expect((await bad({ llmBacknd: 'pi' })).field).toBe('llmBacknd');
     expect((await bad({ sessionIdleMinutes: 0 })).field).toBe('sessionIdleMinutes');
@@ -209,25 +248,41 @@ describe('PUT /api/admin/settings', () => {
 
   it('answers 413 for a huge body and 415 for a non-JSON one', async () => {
     const { app, token } = await setup();
-    expectError(await call(app, 'PUT', '/api/admin/settings', { token, raw: JSON.stringify({ defaultModel: { pi: 'x'.repeat(70_000) } }) }), 413);
-    expectError(await call(app, 'PUT', '/api/admin/settings', { token, raw: 'llmBackend=pi', contentType: 'text/plain' }), 415);
+    expectError(
+      await call(app, 'PUT', '/api/admin/settings', {
+        token,
+        raw: JSON.stringify({ defaultModel: { pi: 'x'.repeat(70_000) } }),
+      }),
+      413,
+    );
+    expectError(
+      await call(app, 'PUT', '/api/admin/settings', { token, raw: 'llmBackend=pi', contentType: 'text/plain' }),
+      415,
+    );
   });
 });
 
 describe('the backend switch', () => {
   it('to pi: probes pi once and switches when it is usable', async () => {
-    const { app, probe, admin, token, userToken } = await setup(new SpyProbe({ pi: { available: true, version: '0.73.1' } }));
+    const { app, probe, admin, token, userToken } = await setup(
+      new SpyProbe({ pi: { available: true, version: '0.73.1' } }),
+    );
     const r = await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } });
     expect(r.status).toBe(200);
     expect(r.body.llmBackend).toBe('pi');
     expect(probe.calls).toEqual(['pi']);
     expect((await call(app, 'GET', '/api/settings', { token: userToken })).body.llmBackend).toBe('pi');
-    expect(await settingsAudit()).toMatchObject([{ actor_id: admin.user.id, before: { llmBackend: 'claude' }, after: { llmBackend: 'pi' } }]);
+    expect(await settingsAudit()).toMatchObject([
+      { actor_id: admin.user.id, before: { llmBackend: 'claude' }, after: { llmBackend: 'pi' } },
+    ]);
   });
 
   it('to pi: answers 400 with the probe’s reason and fix when pi is unusable, and changes nothing', async () => {
     const { app, probe, token, userToken } = await setup(new SpyProbe({ pi: unusable }));
-    const r = await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi', sessionIdleMinutes: 20 } });
+    const r = await call(app, 'PUT', '/api/admin/settings', {
+      token,
+      body: { llmBackend: 'pi', sessionIdleMinutes: 20 },
+    });
     const err = expectError(r, 400, 'backend_unavailable');
     expect(err.field).toBe('llmBackend');
     expect(err.message).toContain(unusable.reason);
@@ -237,7 +292,12 @@ describe('the backend switch', () => {
     expect(await settingsAudit()).toEqual([]);
     // Users see the fresh answer without another probe.
     const pub = await call(app, 'GET', '/api/settings', { token: userToken });
-    expect(pub.body.backends.find((b: { name: string }) => b.name === 'pi')).toEqual({ name: 'pi', available: false, reason: unusable.reason, checkedAt: expect.any(String) });
+    expect(pub.body.backends.find((b: { name: string }) => b.name === 'pi')).toEqual({
+      name: 'pi',
+      available: false,
+      reason: unusable.reason,
+      checkedAt: expect.any(String),
+    });
   });
 
   it('to pi: a probe that throws, hangs or answers garbage is "unusable" with a reason, not a 5xx', async () => {
@@ -248,7 +308,11 @@ describe('the backend switch', () => {
     ];
     for (const [answer, pattern] of cases) {
       const { app, token } = await setup(new SpyProbe({ pi: answer }), { probeTimeoutMs: 20 });
-      const err = expectError(await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }), 400, 'backend_unavailable');
+      const err = expectError(
+        await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
+        400,
+        'backend_unavailable',
+      );
       expect(err.message).toMatch(pattern);
     }
   });
@@ -257,7 +321,11 @@ describe('the backend switch', () => {
     const slowPi = () => new Promise<{ available: boolean }>(() => {});
     const { app, token } = await setup(new SpyProbe({ pi: slowPi }), { probeTimeoutMs: 60_000 });
     const err = expectError(
-      await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' }, env: { PROBE_TIMEOUT_SECONDS: '0.02' } }),
+      await call(app, 'PUT', '/api/admin/settings', {
+        token,
+        body: { llmBackend: 'pi' },
+        env: { PROBE_TIMEOUT_SECONDS: '0.02' },
+      }),
       400,
       'backend_unavailable',
     );
@@ -270,7 +338,9 @@ describe('the backend switch', () => {
       pi: { available: true },
     });
     const { app, token } = await setup(probe);
-    await env.DB.prepare('UPDATE settings SET value = ?').bind(JSON.stringify({ llmBackend: 'pi' })).run();
+    await env.DB.prepare('UPDATE settings SET value = ?')
+      .bind(JSON.stringify({ llmBackend: 'pi' }))
+      .run();
     const r = await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'claude' } });
     expect(r.status).toBe(200);
     expect(r.body.llmBackend).toBe('claude');
@@ -281,8 +351,13 @@ describe('the backend switch', () => {
   it('to pi while already on pi: not a switch, no probe', async () => {
     const probe = new SpyProbe({ pi: unusable });
     const { app, token } = await setup(probe);
-    await env.DB.prepare('UPDATE settings SET value = ?').bind(JSON.stringify({ llmBackend: 'pi' })).run();
-    const r = await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi', sessionIdleMinutes: 45 } });
+    await env.DB.prepare('UPDATE settings SET value = ?')
+      .bind(JSON.stringify({ llmBackend: 'pi' }))
+      .run();
+    const r = await call(app, 'PUT', '/api/admin/settings', {
+      token,
+      body: { llmBackend: 'pi', sessionIdleMinutes: 45 },
+    });
     expect(r.status).toBe(200);
     expect(probe.calls).toEqual([]);
   });
@@ -291,7 +366,7 @@ describe('the backend switch', () => {
     const probe = new SpyProbe({
       pi: async () => {
         // Another admin's write lands between our read and our write.
-        await env.DB.prepare("UPDATE settings SET value = '{\"sessionIdleMinutes\":99}', version = version + 1").run();
+        await env.DB.prepare('UPDATE settings SET value = \'{"sessionIdleMinutes":99}\', version = version + 1').run();
         return { available: true };
       },
     });

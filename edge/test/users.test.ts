@@ -9,8 +9,14 @@ async function setup() {
 }
 
 async function auditFor(target: string) {
-  const { results } = await env.DB.prepare('SELECT * FROM audit_log WHERE target = ? ORDER BY id').bind(target).all<Record<string, unknown>>();
-  return results.map((r) => ({ ...r, before: r.before === null ? null : JSON.parse(String(r.before)), after: r.after === null ? null : JSON.parse(String(r.after)) }));
+  const { results } = await env.DB.prepare('SELECT * FROM audit_log WHERE target = ? ORDER BY id')
+    .bind(target)
+    .all<Record<string, unknown>>();
+  return results.map((r) => ({
+    ...r,
+    before: r.before === null ? null : JSON.parse(String(r.before)),
+    after: r.after === null ? null : JSON.parse(String(r.after)),
+  }));
 }
 
 describe('admin gate', () => {
@@ -34,7 +40,10 @@ describe('admin gate', () => {
       expectError(await call(app, method, path, { body }), 401, 'unauthenticated');
     }
     // Nothing changed behind the refusals.
-    expect((await call(app, 'GET', `/api/admin/users/${target.id}`, { token: (await adminWithToken(clock)).token })).body.role).toBe('user');
+    expect(
+      (await call(app, 'GET', `/api/admin/users/${target.id}`, { token: (await adminWithToken(clock)).token })).body
+        .role,
+    ).toBe('user');
   });
 });
 
@@ -42,27 +51,39 @@ describe('POST /api/admin/users', () => {
   it('creates a user who can log in, and audits it without the password', async () => {
     const { app, admin, token } = await setup();
     const username = uniq('new');
-    const r = await call(app, 'POST', '/api/admin/users', { token, body: { username, password: 'a fine long password' } });
+    const r = await call(app, 'POST', '/api/admin/users', {
+      token,
+      body: { username, password: 'a fine long password' },
+    });
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({ username, role: 'user', disabled: false });
     const login = await call(app, 'POST', '/api/auth/login', { body: { username, password: 'a fine long password' } });
     expect(login.status).toBe(200);
     const audit = await auditFor(`user:${r.body.id}`);
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ action: 'user.create', actor_id: admin.user.id, before: null, after: { username, role: 'user', disabled: false } });
+    expect(audit[0]).toMatchObject({
+      action: 'user.create',
+      actor_id: admin.user.id,
+      before: null,
+      after: { username, role: 'user', disabled: false },
+    });
     expect(JSON.stringify(audit)).not.toContain('a fine long password');
   });
 
   it('answers 409 for a taken username, case-insensitively', async () => {
     const { app, token } = await setup();
     const existing = await createUser({ username: uniq('Taken') });
-    const r = await call(app, 'POST', '/api/admin/users', { token, body: { username: existing.username.toLowerCase(), password: 'a fine long password' } });
+    const r = await call(app, 'POST', '/api/admin/users', {
+      token,
+      body: { username: existing.username.toLowerCase(), password: 'a fine long password' },
+    });
     expect(expectError(r, 409, 'username_taken').field).toBe('username');
   });
 
   it('answers 400 naming the field', async () => {
     const { app, token } = await setup();
-    const bad = async (body: unknown) => expectError(await call(app, 'POST', '/api/admin/users', { token, body }), 400, 'invalid_request').field;
+    const bad = async (body: unknown) =>
+      expectError(await call(app, 'POST', '/api/admin/users', { token, body }), 400, 'invalid_request').field;
     expect(await bad({ password: 'a fine long password' })).toBe('username');
     expect(await bad({ username: 'ab', password: 'a fine long password' })).toBe('username');
     expect(await bad({ username: 'has space', password: 'a fine long password' })).toBe('username');
@@ -100,7 +121,13 @@ describe('PATCH /api/admin/users/:id', () => {
     expect(r.status).toBe(200);
     expect(r.body.role).toBe('admin');
     const audit = await auditFor(`user:${u.id}`);
-    expect(audit.at(-1)).toMatchObject({ action: 'user.update', actor_id: admin.user.id, actor_username: admin.user.username, before: { role: 'user' }, after: { role: 'admin' } });
+    expect(audit.at(-1)).toMatchObject({
+      action: 'user.update',
+      actor_id: admin.user.id,
+      actor_username: admin.user.username,
+      before: { role: 'user' },
+      after: { role: 'admin' },
+    });
   });
 
   it('resets a password: the old password, login sessions and API tokens stop working, nothing secret is audited', async () => {
@@ -108,15 +135,33 @@ describe('PATCH /api/admin/users/:id', () => {
     const u = await createUser();
     const session = await tokenFor(u.id, clock);
     const api = await tokenFor(u.id, clock, { kind: 'api' });
-    const r = await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { password: 'the brand new password' } });
+    const r = await call(app, 'PATCH', `/api/admin/users/${u.id}`, {
+      token,
+      body: { password: 'the brand new password' },
+    });
     expect(r.status).toBe(200);
     expectError(await call(app, 'GET', '/api/me', { token: session }), 401);
     expectError(await call(app, 'GET', '/api/me', { token: api }), 401);
-    expectError(await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: u.password }, address: '10.7.0.1' }), 401);
-    expect((await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: 'the brand new password' } })).status).toBe(200);
+    expectError(
+      await call(app, 'POST', '/api/auth/login', {
+        body: { username: u.username, password: u.password },
+        address: '10.7.0.1',
+      }),
+      401,
+    );
+    expect(
+      (
+        await call(app, 'POST', '/api/auth/login', {
+          body: { username: u.username, password: 'the brand new password' },
+        })
+      ).status,
+    ).toBe(200);
     const audit = await auditFor(`user:${u.id}`);
     // The failed login with the old password is audited too (auth.login_failed).
-    expect(audit.filter((e) => (e as Record<string, unknown>).action === 'user.update').at(-1)).toMatchObject({ action: 'user.update', after: { passwordChanged: true } });
+    expect(audit.filter((e) => (e as Record<string, unknown>).action === 'user.update').at(-1)).toMatchObject({
+      action: 'user.update',
+      after: { passwordChanged: true },
+    });
     expect(JSON.stringify(audit)).not.toContain('brand new');
   });
 
@@ -124,10 +169,20 @@ describe('PATCH /api/admin/users/:id', () => {
     const { app, clock, token } = await setup();
     const u = await createUser();
     const api = await tokenFor(u.id, clock, { kind: 'api' });
-    expect((await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: true } })).body.disabled).toBe(true);
+    expect(
+      (await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: true } })).body.disabled,
+    ).toBe(true);
     expectError(await call(app, 'GET', '/api/me', { token: api }), 401);
-    expectError(await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: u.password }, address: '10.7.0.2' }), 401);
-    expect((await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: false } })).body.disabled).toBe(false);
+    expectError(
+      await call(app, 'POST', '/api/auth/login', {
+        body: { username: u.username, password: u.password },
+        address: '10.7.0.2',
+      }),
+      401,
+    );
+    expect(
+      (await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: false } })).body.disabled,
+    ).toBe(false);
     expect((await call(app, 'GET', '/api/me', { token: api })).status).toBe(200);
   });
 
@@ -135,22 +190,46 @@ describe('PATCH /api/admin/users/:id', () => {
     const { app, clock } = makeApp();
     await env.DB.prepare("UPDATE users SET role = 'user' WHERE role = 'admin'").run();
     const only = await adminWithToken(clock);
-    expectError(await call(app, 'PATCH', `/api/admin/users/${only.user.id}`, { token: only.token, body: { role: 'user' } }), 409, 'last_admin');
-    expectError(await call(app, 'PATCH', `/api/admin/users/${only.user.id}`, { token: only.token, body: { disabled: true } }), 409, 'last_admin');
-    expectError(await call(app, 'DELETE', `/api/admin/users/${only.user.id}`, { token: only.token }), 409, 'last_admin');
+    expectError(
+      await call(app, 'PATCH', `/api/admin/users/${only.user.id}`, { token: only.token, body: { role: 'user' } }),
+      409,
+      'last_admin',
+    );
+    expectError(
+      await call(app, 'PATCH', `/api/admin/users/${only.user.id}`, { token: only.token, body: { disabled: true } }),
+      409,
+      'last_admin',
+    );
+    expectError(
+      await call(app, 'DELETE', `/api/admin/users/${only.user.id}`, { token: only.token }),
+      409,
+      'last_admin',
+    );
     expect(await auditFor(`user:${only.user.id}`)).toEqual([]);
     // With a second admin, the first may step down.
     const second = await adminWithToken(clock);
-    expect((await call(app, 'PATCH', `/api/admin/users/${only.user.id}`, { token: second.token, body: { role: 'user' } })).status).toBe(200);
+    expect(
+      (await call(app, 'PATCH', `/api/admin/users/${only.user.id}`, { token: second.token, body: { role: 'user' } }))
+        .status,
+    ).toBe(200);
   });
 
   it('answers 400, 404 as it should and changes nothing for a no-op', async () => {
     const { app, token } = await setup();
     const u = await createUser();
-    expect(expectError(await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: {} }), 400).message).toMatch(/at least one/);
-    expect(expectError(await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { role: 'god' } }), 400).field).toBe('role');
-    expect(expectError(await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { username: 'x' } }), 400).field).toBe('username');
-    expectError(await call(app, 'PATCH', '/api/admin/users/01J00000000000000000000000', { token, body: { role: 'user' } }), 404);
+    expect(expectError(await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: {} }), 400).message).toMatch(
+      /at least one/,
+    );
+    expect(
+      expectError(await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { role: 'god' } }), 400).field,
+    ).toBe('role');
+    expect(
+      expectError(await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { username: 'x' } }), 400).field,
+    ).toBe('username');
+    expectError(
+      await call(app, 'PATCH', '/api/admin/users/01J00000000000000000000000', { token, body: { role: 'user' } }),
+      404,
+    );
     expect((await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { role: 'user' } })).status).toBe(200);
     expect(await auditFor(`user:${u.id}`)).toEqual([]);
   });
@@ -164,9 +243,16 @@ describe('DELETE /api/admin/users/:id', () => {
     expect((await call(app, 'DELETE', `/api/admin/users/${u.id}`, { token })).status).toBe(204);
     expectError(await call(app, 'GET', `/api/admin/users/${u.id}`, { token }), 404);
     expectError(await call(app, 'GET', '/api/me', { token: api }), 401);
-    const left = await env.DB.prepare('SELECT COUNT(*) AS n FROM auth_tokens WHERE user_id = ?').bind(u.id).first<{ n: number }>();
+    const left = await env.DB.prepare('SELECT COUNT(*) AS n FROM auth_tokens WHERE user_id = ?')
+      .bind(u.id)
+      .first<{ n: number }>();
     expect(left?.n).toBe(0);
-    expect((await auditFor(`user:${u.id}`)).at(-1)).toMatchObject({ action: 'user.delete', actor_id: admin.user.id, before: { username: u.username }, after: null });
+    expect((await auditFor(`user:${u.id}`)).at(-1)).toMatchObject({
+      action: 'user.delete',
+      actor_id: admin.user.id,
+      before: { username: u.username },
+      after: null,
+    });
     expectError(await call(app, 'DELETE', `/api/admin/users/${u.id}`, { token }), 404);
     expect(expectError(await call(app, 'DELETE', '/api/admin/users/bad', { token }), 400).field).toBe('id');
   });

@@ -8,7 +8,13 @@ import { createUser } from './helpers.ts';
 describe('the Worker entry', () => {
   it('reports pi unavailable with a clear reason while the launcher is not configured, and refuses to switch to it', async () => {
     const admin = await createUser({ role: 'admin' });
-    const { secret } = await issueToken(env.DB, { userId: admin.id, kind: 'session', name: null, now: Date.now(), ttlMs: 60_000 });
+    const { secret } = await issueToken(env.DB, {
+      userId: admin.id,
+      kind: 'session',
+      name: null,
+      now: Date.now(),
+      ttlMs: 60_000,
+    });
     const headers = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
 
     // An admin's read starts the probe in the background and answers the stored state at once;

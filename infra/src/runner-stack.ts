@@ -12,7 +12,12 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import type { Construct } from 'constructs';
 import {
-  CONTAINER_NAME, DROPPED_CAPS, STOP_TIMEOUT_SECONDS, TASK_CPU_UNITS, TASK_MEMORY_MIB, VOLUMES,
+  CONTAINER_NAME,
+  DROPPED_CAPS,
+  STOP_TIMEOUT_SECONDS,
+  TASK_CPU_UNITS,
+  TASK_MEMORY_MIB,
+  VOLUMES,
 } from './runner-container.ts';
 
 export interface RunnerStackProps extends StackProps {
@@ -27,8 +32,13 @@ export interface RunnerStackProps extends StackProps {
 
 /** The `[env.production.vars]` of wrangler.toml this stack determines, in the order they are printed. */
 export const WRANGLER_VARS = [
-  'ECS_CLUSTER', 'ECS_TASK_DEFINITION', 'ECS_CONTAINER_NAME', 'ECS_SUBNETS', 'ECS_SECURITY_GROUPS',
-  'ECS_ASSIGN_PUBLIC_IP', 'AWS_REGION',
+  'ECS_CLUSTER',
+  'ECS_TASK_DEFINITION',
+  'ECS_CONTAINER_NAME',
+  'ECS_SUBNETS',
+  'ECS_SECURITY_GROUPS',
+  'ECS_ASSIGN_PUBLIC_IP',
+  'AWS_REGION',
 ] as const;
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -56,7 +66,12 @@ export class RunnerStack extends Stack {
         { name: 'runners', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 20 },
       ],
       // Agent code runs in these subnets: keep a record of where it connected.
-      flowLogs: { all: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: ec2.FlowLogTrafficType.ALL } },
+      flowLogs: {
+        all: {
+          destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs),
+          trafficType: ec2.FlowLogTrafficType.ALL,
+        },
+      },
     });
 
     // No inbound rule at all; out only HTTPS (the hub's wss://, the model API, what the
@@ -96,7 +111,10 @@ export class RunnerStack extends Stack {
       family: `${prefix}-runner`,
       cpu: TASK_CPU_UNITS,
       memoryLimitMiB: TASK_MEMORY_MIB,
-      runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+      runtimePlatform: {
+        cpuArchitecture: ecs.CpuArchitecture.X86_64,
+        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
+      },
       taskRole,
       executionRole,
       // Task-local volumes on the task's ephemeral storage (20 GiB, the Fargate minimum), seeded
@@ -112,7 +130,9 @@ export class RunnerStack extends Stack {
 
     const container = this.taskDefinition.addContainer('Runner', {
       containerName: CONTAINER_NAME,
-      image: props.image ?? ecs.ContainerImage.fromAsset(repoRoot, { file: 'runner/Dockerfile', platform: Platform.LINUX_AMD64 }),
+      image:
+        props.image ??
+        ecs.ContainerImage.fromAsset(repoRoot, { file: 'runner/Dockerfile', platform: Platform.LINUX_AMD64 }),
       essential: true,
       // The image's ENTRYPOINT (tini → setpriv → switchyard-runner) and CMD (serve) as built.
       // No `user`: tini must start as root so setpriv can drop the runner to uid 10001 with four
@@ -126,7 +146,9 @@ export class RunnerStack extends Stack {
       logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: 'runner' }),
     });
     container.linuxParameters?.dropCapabilities(...DROPPED_CAPS.map((c) => ecs.Capability[c]));
-    container.addMountPoints(...VOLUMES.map((v) => ({ sourceVolume: v.name, containerPath: v.containerPath, readOnly: false })));
+    container.addMountPoints(
+      ...VOLUMES.map((v) => ({ sourceVolume: v.name, containerPath: v.containerPath, readOnly: false })),
+    );
 
     // The edge Worker's identity. Cloudflare Workers have no identity AWS can federate
     // (no OIDC token to exchange), so it is an IAM user whose access key becomes two Worker
@@ -134,10 +156,14 @@ export class RunnerStack extends Stack {
     // through CloudFormation.
     this.edgeUser = new iam.User(this, 'EdgeUser', { userName: `${prefix}-edge` });
     const taskDefinitionFamilyArn = Stack.of(this).formatArn({
-      service: 'ecs', resource: 'task-definition', resourceName: `${this.taskDefinition.family}:*`,
+      service: 'ecs',
+      resource: 'task-definition',
+      resourceName: `${this.taskDefinition.family}:*`,
     });
     const clusterTasksArn = Stack.of(this).formatArn({
-      service: 'ecs', resource: 'task', resourceName: `${prefix}/*`,
+      service: 'ecs',
+      resource: 'task',
+      resourceName: `${prefix}/*`,
     });
     const edgePolicy = new iam.ManagedPolicy(this, 'EdgePolicy', {
       description: 'Switchyard edge Worker: start, stop and describe runner tasks, nothing else',
@@ -183,35 +209,46 @@ export class RunnerStack extends Stack {
       AWS_REGION: Aws.REGION,
     };
     for (const name of WRANGLER_VARS) {
-      new CfnOutput(this, name.replaceAll('_', ''), { value: values[name], description: `wrangler.toml [env.production.vars] ${name}` });
+      new CfnOutput(this, name.replaceAll('_', ''), {
+        value: values[name],
+        description: `wrangler.toml [env.production.vars] ${name}`,
+      });
     }
     new CfnOutput(this, 'WranglerProductionVars', {
       description: 'paste into wrangler.toml [env.production.vars]',
-      value: Fn.join('', WRANGLER_VARS.flatMap((name) => [`\n${name} = "`, values[name], '"'])),
+      value: Fn.join(
+        '',
+        WRANGLER_VARS.flatMap((name) => [`\n${name} = "`, values[name], '"']),
+      ),
     });
 
     // Acknowledged cdk-nag findings, each with its reason; nothing else may be reported
     // (test/nag.test.ts, and `cdk synth` fails on any unacknowledged one).
     Validations.of(modelKey).acknowledge({
       id: 'AwsSolutions-SMG4',
-      reason: 'A provider API key is rotated at the provider, then stored with put-secret-value; no rotation Lambda can mint one.',
+      reason:
+        'A provider API key is rotated at the provider, then stored with put-secret-value; no rotation Lambda can mint one.',
     });
     Validations.of(executionRole).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'ecr:GetAuthorizationToken has no resource-level permissions; the other grants name the image repository, the log group and the secret.',
+      reason:
+        'ecr:GetAuthorizationToken has no resource-level permissions; the other grants name the image repository, the log group and the secret.',
     });
     Validations.of(edgePolicy).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/${this.taskDefinition.family}:*]`,
-      reason: 'RunTask on any revision of the one runner family: the edge names the family, so a new image (a new revision) needs no Worker change.',
+      reason:
+        'RunTask on any revision of the one runner family: the edge names the family, so a new image (a new revision) needs no Worker change.',
     });
     Validations.of(edgePolicy).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/${prefix}/*]`,
-      reason: 'Stop, describe and tag the tasks of the one runner cluster; task ids are random, so the cluster is the narrowest scope.',
+      reason:
+        'Stop, describe and tag the tasks of the one runner cluster; task ids are random, so the cluster is the narrowest scope.',
     });
     if (props.modelUrl !== undefined) {
       Validations.of(this.taskDefinition).acknowledge({
         id: 'AwsSolutions-ECS2',
-        reason: 'The one plain environment value is SWITCHYARD_MODEL_URL, a non-secret endpoint; the key is a secrets entry.',
+        reason:
+          'The one plain environment value is SWITCHYARD_MODEL_URL, a non-secret endpoint; the key is a secrets entry.',
       });
     }
   }

@@ -6,19 +6,34 @@ import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  DROPPED_CAPS, KEPT_CAPS, RUNNER_SHUTDOWN_BOUND_SECONDS, STOP_TIMEOUT_SECONDS, TASK_CPU_UNITS, TASK_MEMORY_MIB, VOLUMES,
+  DROPPED_CAPS,
+  KEPT_CAPS,
+  RUNNER_SHUTDOWN_BOUND_SECONDS,
+  STOP_TIMEOUT_SECONDS,
+  TASK_CPU_UNITS,
+  TASK_MEMORY_MIB,
+  VOLUMES,
 } from '../src/runner-container.ts';
 import { RunnerStack, WRANGLER_VARS } from '../src/runner-stack.ts';
 
 // Every promise of the stack, read off the synthesized CloudFormation template.
 
-type Statement = { Sid?: string; Effect: string; Action: string | string[]; Resource: unknown; Condition?: Record<string, unknown> };
+type Statement = {
+  Sid?: string;
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: Record<string, unknown>;
+};
 const actions = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 const resources = (s: Statement): unknown[] => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
 
 let template: Template;
 let dockerImages: { source: Record<string, unknown> }[];
-let json: { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>; Outputs: Record<string, { Value: unknown; Description: string }> };
+let json: {
+  Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+  Outputs: Record<string, { Value: unknown; Description: string }>;
+};
 const ofType = (type: string) => Object.entries(json.Resources).filter(([, r]) => r.Type === type);
 const only = (type: string) => {
   const all = ofType(type);
@@ -36,7 +51,9 @@ beforeAll(() => {
   new RunnerStack(app, 'SwitchyardRunners');
   const artifact = app.synth().getStackByName('SwitchyardRunners');
   template = Template.fromJSON(artifact.template as Record<string, unknown>);
-  const manifest = JSON.parse(readFileSync(join(app.outdir, 'SwitchyardRunners.assets.json'), 'utf8')) as { dockerImages: Record<string, { source: Record<string, unknown> }> };
+  const manifest = JSON.parse(readFileSync(join(app.outdir, 'SwitchyardRunners.assets.json'), 'utf8')) as {
+    dockerImages: Record<string, { source: Record<string, unknown> }>;
+  };
   dockerImages = Object.values(manifest.dockerImages);
   rmSync(app.outdir, { recursive: true, force: true });
   json = template.toJSON() as typeof json;
@@ -46,11 +63,17 @@ describe('network', () => {
   it('private subnets without public IPs, their default route through a NAT gateway', () => {
     template.resourceCountIs('AWS::EC2::NatGateway', 1);
     const privateSubnets = ofType('AWS::EC2::Subnet').filter(([, r]) =>
-      (r.Properties.Tags as { Key: string; Value: string }[]).some((t) => t.Key === 'aws-cdk:subnet-type' && t.Value === 'Private'),
+      (r.Properties.Tags as { Key: string; Value: string }[]).some(
+        (t) => t.Key === 'aws-cdk:subnet-type' && t.Value === 'Private',
+      ),
     );
     expect(privateSubnets).toHaveLength(2);
     for (const [, s] of privateSubnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(false);
-    template.resourcePropertiesCountIs('AWS::EC2::Route', { DestinationCidrBlock: '0.0.0.0/0', NatGatewayId: Match.anyValue() }, 2);
+    template.resourcePropertiesCountIs(
+      'AWS::EC2::Route',
+      { DestinationCidrBlock: '0.0.0.0/0', NatGatewayId: Match.anyValue() },
+      2,
+    );
     template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL', LogDestinationType: 'cloud-watch-logs' });
   });
 
@@ -99,7 +122,9 @@ describe('cluster and task definition', () => {
     expect(JSON.stringify(c.Image)).toMatch(/container-assets/);
     expect(c.EntryPoint).toBeUndefined();
     expect(c.Command).toBeUndefined();
-    expect(dockerImages.map((i) => i.source)).toEqual([{ directory: expect.any(String), dockerFile: 'runner/Dockerfile', platform: 'linux/amd64' }]);
+    expect(dockerImages.map((i) => i.source)).toEqual([
+      { directory: expect.any(String), dockerFile: 'runner/Dockerfile', platform: 'linux/amd64' },
+    ]);
   });
 
   it('read-only root, not privileged, no `user` (tini starts as root and setpriv drops), every default capability but the four dropped', () => {
@@ -116,14 +141,21 @@ describe('cluster and task definition', () => {
   it('the runner keeps exactly the capabilities the image entrypoint raises', () => {
     const dockerfile = readFileSync(fileURLToPath(new URL('../../runner/Dockerfile', import.meta.url)), 'utf8');
     const ambient = /"--ambient-caps", "([^"]+)"/.exec(dockerfile)?.[1];
-    expect(ambient?.split(',').map((c) => c.replace(/^\+/, '').toUpperCase()).sort()).toEqual([...KEPT_CAPS].sort());
+    expect(
+      ambient
+        ?.split(',')
+        .map((c) => c.replace(/^\+/, '').toUpperCase())
+        .sort(),
+    ).toEqual([...KEPT_CAPS].sort());
   });
 
   it('writable volumes only for /workspace, /home/switchyard and /tmp, task-local (no host path, no EFS)', () => {
     const { td, c } = container();
     expect(VOLUMES.map((v) => v.containerPath)).toEqual(['/workspace', '/home/switchyard', '/tmp']);
     expect(td.Volumes).toEqual(VOLUMES.map((v) => ({ Name: v.name })));
-    expect(c.MountPoints).toEqual(VOLUMES.map((v) => ({ SourceVolume: v.name, ContainerPath: v.containerPath, ReadOnly: false })));
+    expect(c.MountPoints).toEqual(
+      VOLUMES.map((v) => ({ SourceVolume: v.name, ContainerPath: v.containerPath, ReadOnly: false })),
+    );
   });
 
   it('stopTimeout above the runner shutdown deadline', () => {
@@ -138,7 +170,11 @@ describe('cluster and task definition', () => {
     const logGroup = logicalId('AWS::Logs::LogGroup', (p) => p.LogGroupName === '/switchyard/runner');
     expect(c.LogConfiguration).toEqual({
       LogDriver: 'awslogs',
-      Options: { 'awslogs-group': { Ref: logGroup }, 'awslogs-stream-prefix': 'runner', 'awslogs-region': { Ref: 'AWS::Region' } },
+      Options: {
+        'awslogs-group': { Ref: logGroup },
+        'awslogs-stream-prefix': 'runner',
+        'awslogs-region': { Ref: 'AWS::Region' },
+      },
     });
     template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/switchyard/runner', RetentionInDays: 30 });
   });
@@ -153,14 +189,21 @@ describe('cluster and task definition', () => {
   it('a model gateway URL is the one plain environment value', () => {
     const t = Template.fromStack(new RunnerStack(new App(), 'S', { modelUrl: 'https://gateway.example/anthropic' }));
     t.hasResourceProperties('AWS::ECS::TaskDefinition', {
-      ContainerDefinitions: [Match.objectLike({ Environment: [{ Name: 'SWITCHYARD_MODEL_URL', Value: 'https://gateway.example/anthropic' }] })],
+      ContainerDefinitions: [
+        Match.objectLike({
+          Environment: [{ Name: 'SWITCHYARD_MODEL_URL', Value: 'https://gateway.example/anthropic' }],
+        }),
+      ],
     });
   });
 });
 
 describe('IAM', () => {
   const roleId = (description: RegExp) => logicalId('AWS::IAM::Role', (p) => description.test(String(p.Description)));
-  const policiesOf = (role: string) => ofType('AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: role }]));
+  const policiesOf = (role: string) =>
+    ofType('AWS::IAM::Policy').filter(
+      ([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: role }]),
+    );
 
   it('the task role has no permission at all', () => {
     const task = roleId(/task role/);
@@ -168,7 +211,9 @@ describe('IAM', () => {
     expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     expect(role.Properties.Policies).toBeUndefined();
     expect(policiesOf(task)).toEqual([]);
-    expect(ofType('AWS::IAM::ManagedPolicy').filter(([, p]) => JSON.stringify(p.Properties.Roles ?? []).includes(task))).toEqual([]);
+    expect(
+      ofType('AWS::IAM::ManagedPolicy').filter(([, p]) => JSON.stringify(p.Properties.Roles ?? []).includes(task)),
+    ).toEqual([]);
   });
 
   it('the execution role: pull the image, write its log stream, read the one secret', () => {
@@ -184,9 +229,14 @@ describe('IAM', () => {
       for (const a of actions(s)) granted.set(a, resources(s));
     }
     expect([...granted.keys()].sort()).toEqual([
-      'ecr:BatchCheckLayerAvailability', 'ecr:BatchGetImage', 'ecr:GetAuthorizationToken', 'ecr:GetDownloadUrlForLayer',
-      'logs:CreateLogStream', 'logs:PutLogEvents',
-      'secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue',
+      'ecr:BatchCheckLayerAvailability',
+      'ecr:BatchGetImage',
+      'ecr:GetAuthorizationToken',
+      'ecr:GetDownloadUrlForLayer',
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+      'secretsmanager:DescribeSecret',
+      'secretsmanager:GetSecretValue',
     ]);
     expect(granted.get('ecr:GetAuthorizationToken')).toEqual(['*']);
     for (const a of ['ecr:BatchGetImage', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchCheckLayerAvailability']) {
@@ -202,20 +252,52 @@ describe('IAM', () => {
     expect(user.Properties.ManagedPolicyArns).toBeUndefined();
     expect(user.Properties.Policies).toBeUndefined();
     template.resourceCountIs('AWS::IAM::AccessKey', 0);
-    expect(ofType('AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Users ?? []).includes(userId))).toEqual([]);
+    expect(
+      ofType('AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Users ?? []).includes(userId)),
+    ).toEqual([]);
     const [, policy] = only('AWS::IAM::ManagedPolicy');
     expect(policy.Properties.Users).toEqual([{ Ref: userId }]);
     const cluster = only('AWS::ECS::Cluster')[0];
     const arn = (resource: string) => ({
-      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ecs:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, `:${resource}`]],
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':ecs:',
+          { Ref: 'AWS::Region' },
+          ':',
+          { Ref: 'AWS::AccountId' },
+          `:${resource}`,
+        ],
+      ],
     });
     const tasks = arn('task/switchyard/*');
     expect((policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement).toEqual([
-      { Sid: 'RunRunnerTasks', Effect: 'Allow', Action: 'ecs:RunTask', Resource: arn('task-definition/switchyard-runner:*'), Condition: { ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } } } },
-      { Sid: 'StopAndDescribeRunnerTasks', Effect: 'Allow', Action: ['ecs:StopTask', 'ecs:DescribeTasks'], Resource: tasks },
-      { Sid: 'TagTasksAtLaunch', Effect: 'Allow', Action: 'ecs:TagResource', Resource: tasks, Condition: { StringEquals: { 'ecs:CreateAction': 'RunTask' } } },
       {
-        Sid: 'PassRunnerRoles', Effect: 'Allow', Action: 'iam:PassRole',
+        Sid: 'RunRunnerTasks',
+        Effect: 'Allow',
+        Action: 'ecs:RunTask',
+        Resource: arn('task-definition/switchyard-runner:*'),
+        Condition: { ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } } },
+      },
+      {
+        Sid: 'StopAndDescribeRunnerTasks',
+        Effect: 'Allow',
+        Action: ['ecs:StopTask', 'ecs:DescribeTasks'],
+        Resource: tasks,
+      },
+      {
+        Sid: 'TagTasksAtLaunch',
+        Effect: 'Allow',
+        Action: 'ecs:TagResource',
+        Resource: tasks,
+        Condition: { StringEquals: { 'ecs:CreateAction': 'RunTask' } },
+      },
+      {
+        Sid: 'PassRunnerRoles',
+        Effect: 'Allow',
+        Action: 'iam:PassRole',
         Resource: [{ 'Fn::GetAtt': [roleId(/task role/), 'Arn'] }, { 'Fn::GetAtt': [roleId(/execution role/), 'Arn'] }],
         Condition: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
       },
@@ -223,7 +305,9 @@ describe('IAM', () => {
   });
 
   it('nothing anywhere is granted on Resource "*" but ecr:GetAuthorizationToken', () => {
-    const docs = [...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::ManagedPolicy')].flatMap(([, p]) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const docs = [...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::ManagedPolicy')].flatMap(
+      ([, p]) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement,
+    );
     const star = docs.filter((s) => resources(s).includes('*')).flatMap(actions);
     expect(star).toEqual(['ecr:GetAuthorizationToken']);
   });
@@ -233,7 +317,8 @@ describe('outputs', () => {
   it('one output per wrangler var the stack determines, plus the paste-able block', () => {
     const byDescription = Object.fromEntries(Object.values(json.Outputs).map((o) => [o.Description, o.Value]));
     expect(Object.keys(json.Outputs)).toHaveLength(WRANGLER_VARS.length + 1);
-    for (const name of WRANGLER_VARS) expect(byDescription[`wrangler.toml [env.production.vars] ${name}`], name).toBeDefined();
+    for (const name of WRANGLER_VARS)
+      expect(byDescription[`wrangler.toml [env.production.vars] ${name}`], name).toBeDefined();
     expect(byDescription['wrangler.toml [env.production.vars] ECS_TASK_DEFINITION']).toBe('switchyard-runner');
     expect(byDescription['wrangler.toml [env.production.vars] ECS_CONTAINER_NAME']).toBe('runner');
     expect(byDescription['wrangler.toml [env.production.vars] ECS_ASSIGN_PUBLIC_IP']).toBe('DISABLED');
@@ -241,7 +326,9 @@ describe('outputs', () => {
     const privateSubnets = ofType('AWS::EC2::Subnet')
       .filter(([, r]) => (r.Properties.Tags as { Key: string; Value: string }[]).some((t) => t.Value === 'Private'))
       .map(([id]) => ({ Ref: id }));
-    expect(byDescription['wrangler.toml [env.production.vars] ECS_SUBNETS']).toEqual({ 'Fn::Join': [',', privateSubnets] });
+    expect(byDescription['wrangler.toml [env.production.vars] ECS_SUBNETS']).toEqual({
+      'Fn::Join': [',', privateSubnets],
+    });
     // Resolved the way CloudFormation will (references stand in as <LogicalId>), the block is
     // one `NAME = "value"` line per var, in order, each value the var's own output.
     const resolve = (v: unknown): string => {
@@ -258,7 +345,9 @@ describe('outputs', () => {
     const block = resolve(byDescription['paste into wrangler.toml [env.production.vars]']);
     expect(block.split('\n')).toEqual([
       '',
-      ...WRANGLER_VARS.map((name) => `${name} = "${resolve(byDescription[`wrangler.toml [env.production.vars] ${name}`])}"`),
+      ...WRANGLER_VARS.map(
+        (name) => `${name} = "${resolve(byDescription[`wrangler.toml [env.production.vars] ${name}`])}"`,
+      ),
     ]);
   });
 

@@ -17,12 +17,22 @@ it('npx cdk synth works offline and passes the AwsSolutions checks', () => {
     const r = spawnSync('npx', ['cdk', 'synth', '--no-notices', '--quiet', '--output', out], {
       cwd: infra,
       encoding: 'utf8',
-      env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true', HTTPS_PROXY: dead, HTTP_PROXY: dead, https_proxy: dead, http_proxy: dead, NO_PROXY: '' },
+      env: {
+        ...process.env,
+        CDK_DISABLE_CLI_TELEMETRY: 'true',
+        HTTPS_PROXY: dead,
+        HTTP_PROXY: dead,
+        https_proxy: dead,
+        http_proxy: dead,
+        NO_PROXY: '',
+      },
     });
     const ms = performance.now() - started;
     expect(`${r.stdout}${r.stderr}`).not.toMatch(/AwsSolutions-/);
     expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
-    const template = JSON.parse(readFileSync(join(out, 'SwitchyardRunners.template.json'), 'utf8')) as { Resources: Record<string, { Type: string }> };
+    const template = JSON.parse(readFileSync(join(out, 'SwitchyardRunners.template.json'), 'utf8')) as {
+      Resources: Record<string, { Type: string }>;
+    };
     expect(Object.values(template.Resources).filter((x) => x.Type === 'AWS::ECS::TaskDefinition')).toHaveLength(1);
     console.log(`cdk synth (CLI, offline): ${(ms / 1000).toFixed(1)} s`);
   } finally {

@@ -6,7 +6,10 @@ import { IMAGE_MEDIA_TYPES, MAX_IMAGES_PER_MESSAGE } from './limits.ts';
 export const ImageSchema = z.object({
   mediaType: z.enum(IMAGE_MEDIA_TYPES),
   /** base64, no data: prefix */
-  data: z.string().min(1).regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64'),
+  data: z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64'),
 });
 export type Image = z.infer<typeof ImageSchema>;
 
@@ -41,7 +44,12 @@ export const SpawnOptionsSchema = z.object({
   guard: z.object({ file: z.string().min(1), node: z.string().min(1) }).optional(),
   /** The runner's environment; only allow-listed names are copied. */
   // Copied first: zod rejects exotic objects such as Node's process.env.
-  baseEnv: z.preprocess((v) => (typeof v === 'object' && v !== null ? { ...v } : v), z.record(z.string(), z.string().optional())).default({}),
+  baseEnv: z
+    .preprocess(
+      (v) => (typeof v === 'object' && v !== null ? { ...v } : v),
+      z.record(z.string(), z.string().optional()),
+    )
+    .default({}),
   /** Retry policy for provider errors, honoured by both CLIs. */
   retry: z.object({ maxRetries: z.number().int().min(0).max(10), baseDelayMs: z.number().int().min(0) }).optional(),
 });

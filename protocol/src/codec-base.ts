@@ -56,7 +56,10 @@ export class TurnTracker {
       return [{ type: 'turn.done', ...rest, stopReason: 'interrupted' }];
     }
     // The CLI reports the stop the codec asked for as its own interruption or failure.
-    if (stoppedFor && (done.stopReason === 'error' || done.stopReason === 'interrupted' || done.stopReason === 'unknown')) {
+    if (
+      stoppedFor &&
+      (done.stopReason === 'error' || done.stopReason === 'interrupted' || done.stopReason === 'unknown')
+    ) {
       return [{ type: 'turn.done', ...done, stopReason: 'error', error: stoppedFor }];
     }
     return [{ type: 'turn.done', ...done }];
@@ -76,7 +79,14 @@ export class TurnTracker {
   }
 
   private badLine(line: string): AgentEvent[] {
-    return [{ type: 'error', code: 'cli_bad_line', message: `CLI wrote a line that is not JSON: ${head(line, 200)}`, retryable: false }];
+    return [
+      {
+        type: 'error',
+        code: 'cli_bad_line',
+        message: `CLI wrote a line that is not JSON: ${head(line, 200)}`,
+        retryable: false,
+      },
+    ];
   }
 
   end(exit: CliExit): AgentEvent[] {
@@ -94,7 +104,14 @@ export class TurnTracker {
       return [{ type: 'error', code: 'cli_no_output', message: stderrHead, retryable: false }];
     }
     if (exit.code !== 0 && !this.interruptRequested && exit.signal !== 'SIGTERM') {
-      return [{ type: 'error', code: 'cli_exited', message: stderrHead ? `CLI ${how}: ${stderrHead}` : `CLI ${how}`, retryable: true }];
+      return [
+        {
+          type: 'error',
+          code: 'cli_exited',
+          message: stderrHead ? `CLI ${how}: ${stderrHead}` : `CLI ${how}`,
+          retryable: true,
+        },
+      ];
     }
     return [];
   }

@@ -49,7 +49,8 @@ export const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     types: ['billing_error'],
     text: /credit balance|billing|purchase credits|payment required|usage credits are required/i,
     summary: 'The model provider refused the request for a billing reason',
-    action: 'An administrator must add credit or fix billing on the provider account the runners use; retrying will not help until then.',
+    action:
+      'An administrator must add credit or fix billing on the provider account the runners use; retrying will not help until then.',
   },
   {
     code: 'provider_auth',
@@ -58,7 +59,8 @@ export const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     types: ['authentication_error', 'permission_error', 'authentication_failed', 'oauth_org_not_allowed'],
     text: /invalid api key|invalid x-api-key|authentication|unauthori[sz]ed|permission/i,
     summary: 'The model provider rejected the API key',
-    action: 'An administrator must give the runners a valid key with access to this model (ANTHROPIC_API_KEY, or the credentials of the SWITCHYARD_MODEL_URL endpoint); retrying will not help.',
+    action:
+      'An administrator must give the runners a valid key with access to this model (ANTHROPIC_API_KEY, or the credentials of the SWITCHYARD_MODEL_URL endpoint); retrying will not help.',
   },
   {
     code: 'provider_rate_limited',
@@ -84,7 +86,8 @@ export const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     statuses: [400, 404, 413, 422],
     types: ['invalid_request_error', 'not_found_error', 'request_too_large', 'invalid_request', 'model_not_found'],
     summary: 'The model provider rejected the request as invalid',
-    action: 'Sending it again unchanged will fail the same way: shorten the message or its attachments, or have an administrator check the configured model (SWITCHYARD_MODEL).',
+    action:
+      'Sending it again unchanged will fail the same way: shorten the message or its attachments, or have an administrator check the configured model (SWITCHYARD_MODEL).',
   },
   {
     code: 'provider_unavailable',
@@ -93,7 +96,8 @@ export const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     types: ['api_error', 'timeout_error', 'server_error'],
     text: /server.?error|service.?unavailable|bad gateway|timed? ?out|terminated|fetch failed|connection (?:error|refused|reset|lost)|socket hang up|ECONNREFUSED|ECONNRESET/i,
     summary: 'The model provider failed or could not be reached',
-    action: 'Send the message again shortly; if it persists, check the provider status page or the SWITCHYARD_MODEL_URL endpoint.',
+    action:
+      'Send the message again shortly; if it persists, check the provider status page or the SWITCHYARD_MODEL_URL endpoint.',
   },
 ];
 
@@ -104,7 +108,12 @@ function classOf(f: ProviderErrorFacts): ProviderErrorClass | undefined {
   const type = f.type?.toLowerCase();
   const text = f.message ?? '';
   const billing = byCode.get('provider_billing');
-  if (billing && ((status !== undefined && billing.statuses.includes(status)) || (type !== undefined && billing.types.includes(type)) || billing.text?.test(text))) {
+  if (
+    billing &&
+    ((status !== undefined && billing.statuses.includes(status)) ||
+      (type !== undefined && billing.types.includes(type)) ||
+      billing.text?.test(text))
+  ) {
     return billing;
   }
   if (status !== undefined) {
@@ -154,7 +163,10 @@ export function parseProviderErrorText(text: string): ProviderErrorFacts {
       return { status, message: lead[2] };
     }
   }
-  const status = /^(\d{3})\b/.exec(trimmed)?.[1] ?? /^API Error:\s*(\d{3})\b/i.exec(trimmed)?.[1] ?? /^API Error:[^(]*\((\d{3})\)/i.exec(trimmed)?.[1];
+  const status =
+    /^(\d{3})\b/.exec(trimmed)?.[1] ??
+    /^API Error:\s*(\d{3})\b/i.exec(trimmed)?.[1] ??
+    /^API Error:[^(]*\((\d{3})\)/i.exec(trimmed)?.[1];
   return { ...(status !== undefined && { status: Number(status) }), ...(trimmed && { message: trimmed }) };
 }
 

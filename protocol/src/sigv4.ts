@@ -23,20 +23,26 @@ export interface SigV4Request {
 export type SigV4Failure = {
   ok: false;
   /** The AWS error type a real endpoint answers with. */
-  type: 'MissingAuthenticationTokenException' | 'IncompleteSignatureException' | 'InvalidSignatureException' | 'UnrecognizedClientException';
+  type:
+    | 'MissingAuthenticationTokenException'
+    | 'IncompleteSignatureException'
+    | 'InvalidSignatureException'
+    | 'UnrecognizedClientException';
   message: string;
 };
 export type SigV4Result = { ok: true; accessKeyId: string; region: string; service: string } | SigV4Failure;
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
-const AUTH = /^AWS4-HMAC-SHA256 Credential=([^/\s,]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+const AUTH =
+  /^AWS4-HMAC-SHA256 Credential=([^/\s,]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 const AMZ_DATE = /^(\d{8})T\d{6}Z$/;
 /** How far X-Amz-Date may be from the verifier's clock, as AWS allows. */
 export const SIGV4_MAX_SKEW_MS = 5 * 60_000;
 
 const enc = new TextEncoder();
 // A copy backed by a plain ArrayBuffer, which is what WebCrypto's types accept (a Node Buffer may not be).
-const bytes = (x: Uint8Array | string): Uint8Array<ArrayBuffer> => new Uint8Array(typeof x === 'string' ? enc.encode(x) : x);
+const bytes = (x: Uint8Array | string): Uint8Array<ArrayBuffer> =>
+  new Uint8Array(typeof x === 'string' ? enc.encode(x) : x);
 const hex = (b: ArrayBuffer) => toHex(new Uint8Array(b));
 
 async function sha256Hex(data: Uint8Array | string): Promise<string> {
@@ -66,18 +72,33 @@ function canonicalTarget(target: string): { path: string; query: string } {
   const rawPath = q === -1 ? target : target.slice(0, q);
   const rawQuery = q === -1 ? '' : target.slice(q + 1);
   // Non-S3 services sign the path with each segment escaped (the SDK's `uriEscapePath`).
-  const path = rawPath === '' ? '/' : rawPath.split('/').map((seg) => uriEncode(safeDecode(seg))).join('/');
-  const pairs = rawQuery === '' ? [] : rawQuery.split('&').map((p) => {
-    const i = p.indexOf('=');
-    const k = i === -1 ? p : p.slice(0, i);
-    const v = i === -1 ? '' : p.slice(i + 1);
-    return [uriEncode(safeDecode(k.replace(/\+/g, ' '))), uriEncode(safeDecode(v.replace(/\+/g, ' ')))] as const;
-  });
+  const path =
+    rawPath === ''
+      ? '/'
+      : rawPath
+          .split('/')
+          .map((seg) => uriEncode(safeDecode(seg)))
+          .join('/');
+  const pairs =
+    rawQuery === ''
+      ? []
+      : rawQuery.split('&').map((p) => {
+          const i = p.indexOf('=');
+          const k = i === -1 ? p : p.slice(0, i);
+          const v = i === -1 ? '' : p.slice(i + 1);
+          return [uriEncode(safeDecode(k.replace(/\+/g, ' '))), uriEncode(safeDecode(v.replace(/\+/g, ' ')))] as const;
+        });
   pairs.sort(([a, av], [b, bv]) => (a < b ? -1 : a > b ? 1 : av < bv ? -1 : av > bv ? 1 : 0));
   return { path, query: pairs.map(([k, v]) => `${k}=${v}`).join('&') };
 }
 
-async function signature(r: SigV4Request, signed: string[], amzDate: string, scope: { date: string; region: string; service: string }, secret: string): Promise<string> {
+async function signature(
+  r: SigV4Request,
+  signed: string[],
+  amzDate: string,
+  scope: { date: string; region: string; service: string },
+  secret: string,
+): Promise<string> {
   const { path, query } = canonicalTarget(r.target);
   const canonicalHeaders = signed.map((h) => `${h}:${(r.headers[h] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
   const payload = r.headers['x-amz-content-sha256'] ?? (await sha256Hex(r.body));
@@ -103,31 +124,70 @@ function sameHex(a: string, b: string): boolean {
  * date within SIGV4_MAX_SKEW_MS of `now`, and the signature itself over method, path, query,
  * signed headers and the body's SHA-256.
  */
-export async function verifySigV4(r: SigV4Request, credentials: SigV4Credentials, o: { service: string; now?: number }): Promise<SigV4Result> {
+export async function verifySigV4(
+  r: SigV4Request,
+  credentials: SigV4Credentials,
+  o: { service: string; now?: number },
+): Promise<SigV4Result> {
   const auth = r.headers.authorization;
-  if (auth === undefined || auth === '') return { ok: false, type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' };
+  if (auth === undefined || auth === '')
+    return { ok: false, type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' };
   const m = AUTH.exec(auth);
-  if (!m) return { ok: false, type: 'IncompleteSignatureException', message: 'Authorization header is not a well-formed AWS4-HMAC-SHA256 signature' };
+  if (!m)
+    return {
+      ok: false,
+      type: 'IncompleteSignatureException',
+      message: 'Authorization header is not a well-formed AWS4-HMAC-SHA256 signature',
+    };
   const [, accessKeyId = '', date = '', region = '', service = '', signedList = '', given = ''] = m;
-  if (service !== o.service) return { ok: false, type: 'InvalidSignatureException', message: `Credential should be scoped to correct service: '${o.service}', not '${service}'` };
+  if (service !== o.service)
+    return {
+      ok: false,
+      type: 'InvalidSignatureException',
+      message: `Credential should be scoped to correct service: '${o.service}', not '${service}'`,
+    };
   const amzDate = r.headers['x-amz-date'];
   const dm = amzDate === undefined ? null : AMZ_DATE.exec(amzDate);
-  if (amzDate === undefined || !dm) return { ok: false, type: 'IncompleteSignatureException', message: 'X-Amz-Date header is missing or malformed' };
-  if (dm[1] !== date) return { ok: false, type: 'InvalidSignatureException', message: 'Credential date does not match X-Amz-Date' };
+  if (amzDate === undefined || !dm)
+    return { ok: false, type: 'IncompleteSignatureException', message: 'X-Amz-Date header is missing or malformed' };
+  if (dm[1] !== date)
+    return { ok: false, type: 'InvalidSignatureException', message: 'Credential date does not match X-Amz-Date' };
   const signed = signedList.split(';');
-  if (!signed.includes('host') || !signed.includes('x-amz-date')) return { ok: false, type: 'InvalidSignatureException', message: 'SignedHeaders must include host and x-amz-date' };
+  if (!signed.includes('host') || !signed.includes('x-amz-date'))
+    return { ok: false, type: 'InvalidSignatureException', message: 'SignedHeaders must include host and x-amz-date' };
   if (r.headers['x-amz-security-token'] !== undefined && !signed.includes('x-amz-security-token')) {
     return { ok: false, type: 'InvalidSignatureException', message: 'X-Amz-Security-Token must be signed' };
   }
-  const at = Date.UTC(+amzDate.slice(0, 4), +amzDate.slice(4, 6) - 1, +amzDate.slice(6, 8), +amzDate.slice(9, 11), +amzDate.slice(11, 13), +amzDate.slice(13, 15));
+  const at = Date.UTC(
+    +amzDate.slice(0, 4),
+    +amzDate.slice(4, 6) - 1,
+    +amzDate.slice(6, 8),
+    +amzDate.slice(9, 11),
+    +amzDate.slice(11, 13),
+    +amzDate.slice(13, 15),
+  );
   if (Math.abs((o.now ?? Date.now()) - at) > SIGV4_MAX_SKEW_MS) {
-    return { ok: false, type: 'InvalidSignatureException', message: `Signature expired or not yet current: ${amzDate} is more than 5 minutes from the server's time` };
+    return {
+      ok: false,
+      type: 'InvalidSignatureException',
+      message: `Signature expired or not yet current: ${amzDate} is more than 5 minutes from the server's time`,
+    };
   }
   // The key id is compared only after the cheap checks; unknown keys answer like AWS does.
-  if (accessKeyId !== credentials.accessKeyId) return { ok: false, type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
+  if (accessKeyId !== credentials.accessKeyId)
+    return {
+      ok: false,
+      type: 'UnrecognizedClientException',
+      message: 'The security token included in the request is invalid.',
+    };
   const expected = await signature(r, signed, amzDate, { date, region, service }, credentials.secretAccessKey);
   if (!sameHex(expected, given)) {
-    return { ok: false, type: 'InvalidSignatureException', message: 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.' };
+    return {
+      ok: false,
+      type: 'InvalidSignatureException',
+      message:
+        'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.',
+    };
   }
   return { ok: true, accessKeyId, region, service };
 }
@@ -149,7 +209,13 @@ export async function signSigV4(
   headers['x-amz-date'] = amzDate;
   if (headers.host === undefined) throw new Error('signSigV4: the host header is required');
   const signed = Object.keys(headers).sort();
-  const sig = await signature({ ...r, headers }, signed, amzDate, { date, region: o.region, service: o.service }, credentials.secretAccessKey);
+  const sig = await signature(
+    { ...r, headers },
+    signed,
+    amzDate,
+    { date, region: o.region, service: o.service },
+    credentials.secretAccessKey,
+  );
   return {
     'x-amz-date': amzDate,
     authorization: `${ALGORITHM} Credential=${credentials.accessKeyId}/${date}/${o.region}/${o.service}/aws4_request, SignedHeaders=${signed.join(';')}, Signature=${sig}`,

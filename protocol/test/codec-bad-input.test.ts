@@ -14,7 +14,12 @@ describe.each(backends)('%s codec, bad input', (backend) => {
     codec.encodeUserMessage({ text: 'hi' });
     const events = codec.parse('Segmentation fault (core dumped) while printing a very long line');
     expect(events).toEqual([
-      expect.objectContaining({ type: 'error', code: 'cli_bad_line', retryable: false, message: expect.stringContaining('Segmentation fault') }),
+      expect.objectContaining({
+        type: 'error',
+        code: 'cli_bad_line',
+        retryable: false,
+        message: expect.stringContaining('Segmentation fault'),
+      }),
     ]);
     expect(codec.turnOpen).toBe(true);
     expect(codec.parse('[1,2]')).toEqual([expect.objectContaining({ type: 'error', code: 'cli_bad_line' })]);
@@ -40,7 +45,9 @@ describe.each(backends)('%s codec, bad input', (backend) => {
   it('exit 0 with no events but stderr is a failure carrying the first stderr line', () => {
     const codec = adapterFor(backend).createCodec();
     const events = codec.end({ code: 0, signal: null, stderrHead: 'No API key found for provider\nsecond line\n' });
-    expect(events).toEqual([{ type: 'error', code: 'cli_no_output', message: 'No API key found for provider', retryable: false }]);
+    expect(events).toEqual([
+      { type: 'error', code: 'cli_no_output', message: 'No API key found for provider', retryable: false },
+    ]);
   });
 
   it('exit 0 with no events mid-turn closes the turn as an error with the stderr head', () => {
@@ -48,7 +55,11 @@ describe.each(backends)('%s codec, bad input', (backend) => {
     codec.encodeUserMessage({ text: 'hi' });
     const events = codec.end({ code: 0, signal: null, stderrHead: 'Error: model not found\n  at foo' });
     expect(events).toEqual([
-      expect.objectContaining({ type: 'turn.done', stopReason: 'error', error: expect.objectContaining({ message: expect.stringContaining('Error: model not found') }) }),
+      expect.objectContaining({
+        type: 'turn.done',
+        stopReason: 'error',
+        error: expect.objectContaining({ message: expect.stringContaining('Error: model not found') }),
+      }),
     ]);
   });
 
@@ -56,15 +67,25 @@ describe.each(backends)('%s codec, bad input', (backend) => {
     const codec = adapterFor(backend).createCodec();
     codec.encodeUserMessage({ text: 'hi' });
     const first = codec.end({ code: null, signal: 'SIGKILL', stderrHead: '' });
-    expect(first).toEqual([expect.objectContaining({ type: 'turn.done', stopReason: 'error', error: expect.objectContaining({ code: 'cli_exited' }) })]);
-    expect(codec.end({ code: null, signal: 'SIGKILL', stderrHead: '' })).toEqual([expect.objectContaining({ type: 'error' })]);
+    expect(first).toEqual([
+      expect.objectContaining({
+        type: 'turn.done',
+        stopReason: 'error',
+        error: expect.objectContaining({ code: 'cli_exited' }),
+      }),
+    ]);
+    expect(codec.end({ code: null, signal: 'SIGKILL', stderrHead: '' })).toEqual([
+      expect.objectContaining({ type: 'error' }),
+    ]);
   });
 
   it('a CLI killed after an interrupt ends the turn as interrupted', () => {
     const codec = adapterFor(backend).createCodec();
     codec.encodeUserMessage({ text: 'hi' });
     codec.encodeInterrupt();
-    expect(codec.end({ code: null, signal: 'SIGKILL', stderrHead: '' })).toEqual([{ type: 'turn.done', stopReason: 'interrupted' }]);
+    expect(codec.end({ code: null, signal: 'SIGKILL', stderrHead: '' })).toEqual([
+      { type: 'turn.done', stopReason: 'interrupted' },
+    ]);
   });
 
   it('a clean exit with no turn open and no stderr says nothing', () => {

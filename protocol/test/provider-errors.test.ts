@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { classifyProviderError, parseProviderErrorText, PROVIDER_ERROR_CODES, type ProviderErrorFacts } from '../src/provider-errors.ts';
+import {
+  classifyProviderError,
+  parseProviderErrorText,
+  PROVIDER_ERROR_CODES,
+  type ProviderErrorFacts,
+} from '../src/provider-errors.ts';
 
 // The one classification table, fed the facts each CLI really reports
 // (claude 2.1.197 api_retry/result fields, pi 0.73.1 errorMessage text, seen
@@ -12,9 +17,28 @@ const cases: Array<[name: string, facts: ProviderErrorFacts, code: string, retry
   ['claude result text only', { message: 'Invalid API key · Fix external API key' }, 'provider_auth', false],
   ['claude category only', { type: 'authentication_failed' }, 'provider_auth', false],
   ['402', { status: 402 }, 'provider_billing', false],
-  ['claude billing category on a 400', { status: 400, type: 'billing_error', message: 'Credit balance is too low' }, 'provider_billing', false],
-  ['400 whose text is about credit', { status: 400, type: 'invalid_request_error', message: 'Your credit balance is too low to access the Anthropic API.' }, 'provider_billing', false],
-  ['400', { status: 400, type: 'invalid_request_error', message: 'messages: field required' }, 'provider_invalid_request', false],
+  [
+    'claude billing category on a 400',
+    { status: 400, type: 'billing_error', message: 'Credit balance is too low' },
+    'provider_billing',
+    false,
+  ],
+  [
+    '400 whose text is about credit',
+    {
+      status: 400,
+      type: 'invalid_request_error',
+      message: 'Your credit balance is too low to access the Anthropic API.',
+    },
+    'provider_billing',
+    false,
+  ],
+  [
+    '400',
+    { status: 400, type: 'invalid_request_error', message: 'messages: field required' },
+    'provider_invalid_request',
+    false,
+  ],
   ['404 model', { status: 404, type: 'model_not_found' }, 'provider_invalid_request', false],
   ['413', { status: 413 }, 'provider_invalid_request', false],
   ['another 4xx', { status: 418 }, 'provider_invalid_request', false],
@@ -23,13 +47,23 @@ const cases: Array<[name: string, facts: ProviderErrorFacts, code: string, retry
   ['529', { status: 529 }, 'provider_overloaded', true],
   // claude labels a 529's synthetic message server_error; the status decides.
   ['529 with claude server_error category', { status: 529, type: 'server_error' }, 'provider_overloaded', true],
-  ['claude gives up on repeated 529 (no status)', { type: 'server_error', message: 'API Error: Repeated 529 Overloaded errors' }, 'provider_overloaded', true],
+  [
+    'claude gives up on repeated 529 (no status)',
+    { type: 'server_error', message: 'API Error: Repeated 529 Overloaded errors' },
+    'provider_overloaded',
+    true,
+  ],
   ['500', { status: 500, type: 'api_error' }, 'provider_unavailable', true],
   ['503', { status: 503 }, 'provider_unavailable', true],
   ['another 5xx', { status: 599 }, 'provider_unavailable', true],
   ['408', { status: 408 }, 'provider_unavailable', true],
   ['a cut stream (pi)', { message: 'terminated' }, 'provider_unavailable', true],
-  ['connection refused', { message: 'Connection error: connect ECONNREFUSED 127.0.0.1:9' }, 'provider_unavailable', true],
+  [
+    'connection refused',
+    { message: 'Connection error: connect ECONNREFUSED 127.0.0.1:9' },
+    'provider_unavailable',
+    true,
+  ],
 ];
 
 describe('classifyProviderError', () => {
@@ -47,7 +81,9 @@ describe('classifyProviderError', () => {
     expect(e?.message).toBe(
       'The model provider rejected the API key (401 authentication_error invalid x-api-key). An administrator must give the runners a valid key with access to this model (ANTHROPIC_API_KEY, or the credentials of the SWITCHYARD_MODEL_URL endpoint); retrying will not help.',
     );
-    expect(classifyProviderError({ status: 429 })?.message).toMatch(/^The model provider is rate-limiting this account \(429\)\. Wait a minute/);
+    expect(classifyProviderError({ status: 429 })?.message).toMatch(
+      /^The model provider is rate-limiting this account \(429\)\. Wait a minute/,
+    );
   });
 
   it('a very long provider text is cut, the advice is kept', () => {
@@ -66,7 +102,11 @@ describe('classifyProviderError', () => {
 
 describe('parseProviderErrorText', () => {
   it('pi: status and the Anthropic error body', () => {
-    expect(parseProviderErrorText('401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}')).toEqual({
+    expect(
+      parseProviderErrorText(
+        '401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
+      ),
+    ).toEqual({
       status: 401,
       type: 'authentication_error',
       message: 'invalid x-api-key',

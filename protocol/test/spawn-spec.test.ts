@@ -61,7 +61,15 @@ describe('spawnSpec arguments', () => {
       guard: { file: "/g/it's guard.ts", node: '/n/node' },
     });
     const a = spec.args;
-    expect(a.slice(0, 7)).toEqual(['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--include-partial-messages']);
+    expect(a.slice(0, 7)).toEqual([
+      '-p',
+      '--input-format',
+      'stream-json',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--include-partial-messages',
+    ]);
     expect(a).toContain('--resume');
     expect(a[a.indexOf('--resume') + 1]).toBe('abc-123');
     expect(a[a.indexOf('--model') + 1]).toBe('m1');
@@ -78,10 +86,15 @@ describe('spawnSpec arguments', () => {
   });
 
   it('pi: rpc mode, nothing but the guard loads, session file resume or session dir', () => {
-    const fresh = adapterFor('pi').spawnSpec({ ...base, executable: { command: 'node', prefixArgs: ['/pi/cli.js'] }, guard: { file: '/g/guard.ts', node: 'node' } });
+    const fresh = adapterFor('pi').spawnSpec({
+      ...base,
+      executable: { command: 'node', prefixArgs: ['/pi/cli.js'] },
+      guard: { file: '/g/guard.ts', node: 'node' },
+    });
     expect(fresh.command).toBe('node');
     expect(fresh.args[0]).toBe('/pi/cli.js');
-    for (const flag of ['--no-extensions', '--no-skills', '--no-prompt-templates', '--no-context-files']) expect(fresh.args).toContain(flag);
+    for (const flag of ['--no-extensions', '--no-skills', '--no-prompt-templates', '--no-context-files'])
+      expect(fresh.args).toContain(flag);
     expect(fresh.args[fresh.args.indexOf('-e') + 1]).toBe('/g/guard.ts');
     expect(fresh.args[fresh.args.indexOf('--session-dir') + 1]).toBe('/w/cfg/sessions');
     const resumed = adapterFor('pi').spawnSpec({ ...base, resume: '/w/cfg/sessions/s.jsonl' });

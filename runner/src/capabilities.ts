@@ -35,7 +35,11 @@ export async function sandboxSetup(env: Record<string, string | undefined>): Pro
       capabilities: { guard: selfTest.ok ? 'loaded' : 'missing', sandbox: mode },
       guard: (backend) => sandbox.guardOption(backend),
       prepare: async (spec, paths) => {
-        if (!selfTest.ok) throw new SandboxError('guard_missing', `the tool-call guard failed its self-test, so no CLI is started: ${selfTest.problem}`);
+        if (!selfTest.ok)
+          throw new SandboxError(
+            'guard_missing',
+            `the tool-call guard failed its self-test, so no CLI is started: ${selfTest.problem}`,
+          );
         return sandbox.prepare(spec, paths);
       },
       sandbox,

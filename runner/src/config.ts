@@ -42,7 +42,13 @@ const ExecutableOverride = z
       return z.NEVER;
     }
   })
-  .pipe(z.object({ command: z.string().min(1), prefixArgs: z.array(z.string()).default([]), version: z.string().default('override') }));
+  .pipe(
+    z.object({
+      command: z.string().min(1),
+      prefixArgs: z.array(z.string()).default([]),
+      version: z.string().default('override'),
+    }),
+  );
 
 /** Model selection and CLI settings shared by serve, once and probe. */
 const CommonEnv = z.object({

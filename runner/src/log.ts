@@ -16,7 +16,11 @@ export interface Logger {
   redact(secret: string): void;
 }
 
-export function createLogger(opts: { level: LogLevel; write?: (line: string) => void; base?: Record<string, unknown> }): Logger {
+export function createLogger(opts: {
+  level: LogLevel;
+  write?: (line: string) => void;
+  base?: Record<string, unknown>;
+}): Logger {
   const secrets: string[] = [];
   const write = opts.write ?? ((line: string) => process.stderr.write(line));
   const log = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {

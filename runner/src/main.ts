@@ -2,8 +2,7 @@ import { parseArgs } from 'node:util';
 import { BackendSchema, type Backend } from '@switchyard/protocol';
 import { loadCommonConfig, parseDuration } from './config.ts';
 import { ExitCode } from './errors.ts';
-import { runOnce, type OnceResult } from './once.ts';
-import { probe } from './probe.ts';
+import type { OnceResult } from './once.ts';
 
 const USAGE = `usage:
   switchyard-runner serve                      hold one session's CLI for the hub (configured by environment)
@@ -19,7 +18,8 @@ export async function main(argv: string[]): Promise<number> {
   const [mode, ...rest] = argv;
   switch (mode) {
     case 'serve':
-      if (rest.length > 0) return usage(`serve takes no arguments (got ${rest.join(' ')}); it is configured by environment`);
+      if (rest.length > 0)
+        return usage(`serve takes no arguments (got ${rest.join(' ')}); it is configured by environment`);
       return (await import('./serve/lifecycle.ts')).serve(process.env);
     case 'once':
       return once(rest);
@@ -46,7 +46,12 @@ async function once(args: string[]): Promise<number> {
   });
   // Every outcome of `once`, bad arguments included, is one JSON object on stdout.
   const fail = (message: string): number => {
-    printJson({ ok: false, text: '', stopReason: null, error: { code: 'usage', message, retryable: false } } satisfies OnceResult);
+    printJson({
+      ok: false,
+      text: '',
+      stopReason: null,
+      error: { code: 'usage', message, retryable: false },
+    } satisfies OnceResult);
     return ExitCode.usage;
   };
   if (!parsed.ok) return fail(parsed.message);
@@ -90,7 +95,10 @@ async function probeMode(args: string[]): Promise<number> {
 
 type Options = Record<string, { type: 'string' | 'boolean' }>;
 
-function safeParseArgs(args: string[], options: Options): { ok: true; values: Record<string, string | boolean | undefined> } | { ok: false; message: string } {
+function safeParseArgs(
+  args: string[],
+  options: Options,
+): { ok: true; values: Record<string, string | boolean | undefined> } | { ok: false; message: string } {
   try {
     const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
     return { ok: true, values: values as Record<string, string | boolean | undefined> };

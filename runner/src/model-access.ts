@@ -24,14 +24,21 @@ export function resolveModelAccess(model: ModelSelection): Result<ModelAccess> {
     case 'endpoint':
       return {
         ok: true,
-        value: { baseUrl: model.baseUrl, apiKey: model.apiKey ?? DUMMY_API_KEY, credential: model.apiKey ? 'endpoint_key' : 'none' },
+        value: {
+          baseUrl: model.baseUrl,
+          apiKey: model.apiKey ?? DUMMY_API_KEY,
+          credential: model.apiKey ? 'endpoint_key' : 'none',
+        },
       };
     case 'provider':
       return { ok: true, value: { baseUrl: ANTHROPIC_BASE_URL, apiKey: model.apiKey, credential: 'provider_key' } };
     case 'none':
       return {
         ok: false,
-        error: runnerError('no_model', 'no model configured: set SWITCHYARD_MODEL_URL (an Anthropic-Messages endpoint) or ANTHROPIC_API_KEY'),
+        error: runnerError(
+          'no_model',
+          'no model configured: set SWITCHYARD_MODEL_URL (an Anthropic-Messages endpoint) or ANTHROPIC_API_KEY',
+        ),
       };
   }
 }

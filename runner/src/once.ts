@@ -1,7 +1,15 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { adapterFor, type AgentEvent, type Backend, type ErrorInfo, type EventOf, type StopReason, type Usage } from '@switchyard/protocol';
+import {
+  adapterFor,
+  type AgentEvent,
+  type Backend,
+  type ErrorInfo,
+  type EventOf,
+  type StopReason,
+  type Usage,
+} from '@switchyard/protocol';
 import { sandboxSetup } from './capabilities.ts';
 import { CliProcess } from './cli/cli-process.ts';
 import { locateCli } from './cli/locate.ts';
@@ -80,7 +88,11 @@ export async function runOnce(o: OnceOptions): Promise<OnceResult> {
   }
 }
 
-async function drive(spec: Parameters<typeof CliProcess.start>[0], codec: Parameters<typeof CliProcess.start>[1], o: OnceOptions): Promise<OnceResult> {
+async function drive(
+  spec: Parameters<typeof CliProcess.start>[0],
+  codec: Parameters<typeof CliProcess.start>[1],
+  o: OnceOptions,
+): Promise<OnceResult> {
   let done: EventOf<'turn.done'> | undefined;
   let lastAssistantText: string | undefined;
   let deltas = '';
@@ -93,7 +105,8 @@ async function drive(spec: Parameters<typeof CliProcess.start>[0], codec: Parame
     else if (event.type === 'message.assistant') {
       const text = event.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
       if (text) lastAssistantText = text;
-    } else if (event.type === 'error') firstError ??= { code: event.code, message: event.message, retryable: event.retryable };
+    } else if (event.type === 'error')
+      firstError ??= { code: event.code, message: event.message, retryable: event.retryable };
     else if (event.type === 'turn.done') {
       done ??= event;
       answered();
@@ -128,18 +141,34 @@ async function drive(spec: Parameters<typeof CliProcess.start>[0], codec: Parame
   };
   if (!done) {
     // No silent empty success: a CLI that said nothing fails with what it wrote to stderr.
-    const error = firstError ?? runnerError('cli_no_answer', stderrFirst || `the CLI exited (${exit.signal ?? exit.code}) without answering`);
+    const error =
+      firstError ??
+      runnerError('cli_no_answer', stderrFirst || `the CLI exited (${exit.signal ?? exit.code}) without answering`);
     return { ok: false, text, stopReason: null, error };
   }
   if (timedOut) {
-    return { ok: false, text, stopReason: done.stopReason, ...extras, error: runnerError('timeout', `no answer within ${o.timeoutMs} ms`, true) };
+    return {
+      ok: false,
+      text,
+      stopReason: done.stopReason,
+      ...extras,
+      error: runnerError('timeout', `no answer within ${o.timeoutMs} ms`, true),
+    };
   }
   if (done.stopReason !== 'end_turn' && done.stopReason !== 'max_tokens') {
-    const error = done.error ?? runnerError(done.stopReason, `the turn ended with ${done.stopReason}${stderrFirst ? `: ${stderrFirst}` : ''}`);
+    const error =
+      done.error ??
+      runnerError(done.stopReason, `the turn ended with ${done.stopReason}${stderrFirst ? `: ${stderrFirst}` : ''}`);
     return { ok: false, text, stopReason: done.stopReason, ...extras, error };
   }
   if (!text.trim()) {
-    return { ok: false, text, stopReason: done.stopReason, ...extras, error: runnerError('empty_answer', stderrFirst || 'the CLI answered with no text') };
+    return {
+      ok: false,
+      text,
+      stopReason: done.stopReason,
+      ...extras,
+      error: runnerError('empty_answer', stderrFirst || 'the CLI answered with no text'),
+    };
   }
   return { ok: true, text, stopReason: done.stopReason, ...extras };
 }

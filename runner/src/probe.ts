@@ -33,7 +33,11 @@ export interface ProbeReport {
 
 const READY_TIMEOUT_MS = 30_000;
 
-export async function probe(backends: Backend[], config: CommonConfig, baseEnv: Record<string, string | undefined>): Promise<ProbeReport> {
+export async function probe(
+  backends: Backend[],
+  config: CommonConfig,
+  baseEnv: Record<string, string | undefined>,
+): Promise<ProbeReport> {
   // Sequential: two CLIs starting at once on a small box would slow each other's handshake.
   const reports: BackendReport[] = [];
   const sandbox = await sandboxSetup(baseEnv);
@@ -41,8 +45,14 @@ export async function probe(backends: Backend[], config: CommonConfig, baseEnv: 
   return { ok: reports.every((r) => r.usable), backends: reports };
 }
 
-async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<string, string | undefined>, setup: Result<SandboxSetup>): Promise<BackendReport> {
-  const source = config.model.kind === 'endpoint' ? 'model_url' : config.model.kind === 'provider' ? 'anthropic_api_key' : 'none';
+async function probeOne(
+  backend: Backend,
+  config: CommonConfig,
+  baseEnv: Record<string, string | undefined>,
+  setup: Result<SandboxSetup>,
+): Promise<BackendReport> {
+  const source =
+    config.model.kind === 'endpoint' ? 'model_url' : config.model.kind === 'provider' ? 'anthropic_api_key' : 'none';
   const report: BackendReport = {
     backend,
     installed: false,
@@ -111,7 +121,11 @@ async function probeOne(backend: Backend, config: CommonConfig, baseEnv: Record<
 }
 
 /** Starts the CLI with the real configuration and waits for its readiness answer; returns a problem or undefined. */
-async function handshake(backend: Backend, spec: Parameters<typeof CliProcess.start>[0], codec: Parameters<typeof CliProcess.start>[1]): Promise<string | undefined> {
+async function handshake(
+  backend: Backend,
+  spec: Parameters<typeof CliProcess.start>[0],
+  codec: Parameters<typeof CliProcess.start>[1],
+): Promise<string | undefined> {
   const readiness = readinessFor(backend);
   let ready!: () => void;
   const isReady = new Promise<void>((r) => (ready = r));
@@ -122,7 +136,10 @@ async function handshake(backend: Backend, spec: Parameters<typeof CliProcess.st
   };
   let proc: CliProcess;
   try {
-    proc = await CliProcess.start(spec, codec, { onEvent, onLine: (dir, line) => dir === 'out' && readiness.isReady(line, undefined) && ready() });
+    proc = await CliProcess.start(spec, codec, {
+      onEvent,
+      onLine: (dir, line) => dir === 'out' && readiness.isReady(line, undefined) && ready(),
+    });
   } catch (err) {
     return `cannot start the CLI: ${messageOf(err)}`;
   }
@@ -139,6 +156,7 @@ async function handshake(backend: Backend, spec: Parameters<typeof CliProcess.st
   const exit = await proc.exited;
   if (outcome === 'ready') return undefined;
   const stderr = exit.stderrHead.trim().split('\n', 1)[0] ?? '';
-  if (outcome === 'timeout') return `the CLI did not answer its readiness handshake within ${READY_TIMEOUT_MS / 1000} s`;
+  if (outcome === 'timeout')
+    return `the CLI did not answer its readiness handshake within ${READY_TIMEOUT_MS / 1000} s`;
   return `the CLI exited during startup${stderr ? `: ${stderr}` : errors[0] ? `: ${errors[0]}` : ''}`;
 }

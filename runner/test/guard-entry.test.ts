@@ -20,10 +20,17 @@ writeFileSync(join(ws, 'ok.txt'), 'ok');
 const policy: GuardPolicy = { v: 1, backend: 'claude', workspace: ws, tools: ['Read', 'Write', 'Bash'] };
 
 /** Runs the hook exactly as claude does: /bin/sh -c "<node> <file> || exit 2", hook JSON on stdin. */
-function runHook(stdin: string | Buffer, env: Record<string, string> = policyEnv(policy), file = join(GUARD_DIR, 'claude-hook.ts')) {
+function runHook(
+  stdin: string | Buffer,
+  env: Record<string, string> = policyEnv(policy),
+  file = join(GUARD_DIR, 'claude-hook.ts'),
+) {
   const command = `'${process.execPath}' '${file}' || exit 2`;
   return new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
-    const child = spawn('/bin/sh', ['-c', command], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', command], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stderr = '';
     let stdout = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -39,12 +46,18 @@ const hookInput = (tool_name: unknown, tool_input: unknown, extra: object = {}) 
 
 describe('claude hook: exit 0 allows, exit 2 blocks with the reason on stderr', () => {
   it('allows a read inside the workspace with no output at all', async () => {
-    expect(await runHook(hookInput('Read', { file_path: join(ws, 'ok.txt') }))).toEqual({ code: 0, stderr: '', stdout: '' });
+    expect(await runHook(hookInput('Read', { file_path: join(ws, 'ok.txt') }))).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: '',
+    });
   });
   it('blocks a read outside it, naming why', async () => {
     const r = await runHook(hookInput('Read', { file_path: '/etc/passwd' }));
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^switchyard guard: Read: \/etc\/passwd resolves to \/etc\/passwd, outside the session workspace/);
+    expect(r.stderr).toMatch(
+      /^switchyard guard: Read: \/etc\/passwd resolves to \/etc\/passwd, outside the session workspace/,
+    );
   });
   it('lets the shell through to the OS wall', async () => {
     expect((await runHook(hookInput('Bash', { command: 'ls' }))).code).toBe(0);
@@ -62,15 +75,19 @@ describe('claude hook never fails open', () => {
     ['tool_name not a string', hookInput(7, {})],
     ['tool_input a string', hookInput('Read', '/etc/passwd')],
     ['path not a string', hookInput('Read', { file_path: ['/etc/passwd'] })],
-    ['deeply nested input', hookInput('Write', JSON.parse('{"a":'.repeat(500) + '1' + '}'.repeat(500)))],
+    ['deeply nested input', hookInput('Write', JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`))],
     ['invalid UTF-8', Buffer.from([0xff, 0xfe, 0x7b, 0x00])],
     ['tool off the allow-list', hookInput('WebFetch', { url: 'https://example.com' })],
     ['policy missing', hookInput('Read', { file_path: join(ws, 'ok.txt') }), {}],
     ['policy not JSON', hookInput('Read', { file_path: join(ws, 'ok.txt') }), { [POLICY_ENV]: '{' }],
-    ['policy for a workspace that does not exist', hookInput('Read', { file_path: '/nope/x' }), policyEnv({ ...policy, workspace: '/nope' })],
+    [
+      'policy for a workspace that does not exist',
+      hookInput('Read', { file_path: '/nope/x' }),
+      policyEnv({ ...policy, workspace: '/nope' }),
+    ],
   ];
   it('deeply nested input is refused as such', async () => {
-    const r = await runHook(hookInput('Write', JSON.parse('{"a":'.repeat(500) + '1' + '}'.repeat(500))));
+    const r = await runHook(hookInput('Write', JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`)));
     expect(r).toMatchObject({ code: 2, stderr: expect.stringMatching(/nested too deeply/) });
   });
   it.each(cases)('%s → exit 2', async (_name, stdin, env) => {
@@ -158,8 +175,14 @@ describe('pi extension', () => {
     const [h, ...rest] = load(piPolicy);
     expect(rest).toEqual([]);
     expect(h?.({ toolName: 'read', input: { path: 'ok.txt' } }, { cwd: ws })).toBeUndefined();
-    expect(h?.({ toolName: 'read', input: { path: '../../etc/passwd' } }, { cwd: ws })).toEqual({ block: true, reason: expect.stringMatching(/^switchyard guard: read: .*outside/) });
-    expect(h?.({ toolName: 'write', input: { path: 'x' } }, { cwd: ws })).toEqual({ block: true, reason: expect.stringMatching(/allow-list/) });
+    expect(h?.({ toolName: 'read', input: { path: '../../etc/passwd' } }, { cwd: ws })).toEqual({
+      block: true,
+      reason: expect.stringMatching(/^switchyard guard: read: .*outside/),
+    });
+    expect(h?.({ toolName: 'write', input: { path: 'x' } }, { cwd: ws })).toEqual({
+      block: true,
+      reason: expect.stringMatching(/allow-list/),
+    });
   });
   it('refuses to load without a valid policy (pi then exits before reading a command)', () => {
     expect(() => load(undefined)).toThrow(/switchyard guard: no policy/);

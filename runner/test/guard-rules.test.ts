@@ -53,17 +53,31 @@ const fs = fakeFs({
   '/ws/loop-b': '-> loop-a',
   '/ws/proc-link': '-> /proc/self/environ',
   '/ws/locked': 'EACCES',
-  "/ws/it\u2019s/": '',
+  '/ws/it\u2019s/': '',
   '/etc/passwd': 'root',
   '/etc/ssl/': '',
   '/other/secret.txt': 'x',
 });
 
-const claude: GuardPolicy = { v: 1, backend: 'claude', workspace: '/ws', tools: ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep', 'WebFetch'] };
-const pi: GuardPolicy = { v: 1, backend: 'pi', workspace: '/ws', tools: ['read', 'write', 'edit', 'bash', 'grep', 'find', 'ls'] };
+const claude: GuardPolicy = {
+  v: 1,
+  backend: 'claude',
+  workspace: '/ws',
+  tools: ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep', 'WebFetch'],
+};
+const pi: GuardPolicy = {
+  v: 1,
+  backend: 'pi',
+  workspace: '/ws',
+  tools: ['read', 'write', 'edit', 'bash', 'grep', 'find', 'ls'],
+};
 
 const read = (p: unknown, policy = claude, cwd?: string) =>
-  decide({ tool: policy === claude ? 'Read' : 'read', input: policy === claude ? { file_path: p } : { path: p }, cwd }, policy, fs);
+  decide(
+    { tool: policy === claude ? 'Read' : 'read', input: policy === claude ? { file_path: p } : { path: p }, cwd },
+    policy,
+    fs,
+  );
 const allowed = { allow: true };
 const denied = (re: RegExp) => ({ allow: false, reason: expect.stringMatching(re) });
 
@@ -77,15 +91,25 @@ describe('resolveReal: the kernel view of a path', () => {
     expect(resolveReal('/ws/new/dir/file.txt', fs)).toEqual({ ok: true, path: '/ws/new/dir/file.txt', exists: false });
     expect(resolveReal('/ws/nope/../../etc/passwd', fs)).toEqual({ ok: true, path: '/etc/passwd', exists: true });
     // climbing back out of a missing dir re-enters real territory, where links count again
-    expect(resolveReal('/ws/nope/../dir-link/secret.txt', fs)).toEqual({ ok: true, path: '/other/secret.txt', exists: true });
+    expect(resolveReal('/ws/nope/../dir-link/secret.txt', fs)).toEqual({
+      ok: true,
+      path: '/other/secret.txt',
+      exists: true,
+    });
   });
   it('follows a dangling link to where a write would land', () => {
     expect(resolveReal('/ws/dangling', fs)).toEqual({ ok: true, path: '/outside/new.txt', exists: false });
   });
   it('refuses loops, /proc, paths through files, unreadable entries', () => {
-    expect(resolveReal('/ws/loop-a', fs)).toMatchObject({ ok: false, reason: expect.stringMatching(/too many symbolic links/) });
+    expect(resolveReal('/ws/loop-a', fs)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/too many symbolic links/),
+    });
     expect(resolveReal('/ws/proc-link', fs)).toMatchObject({ ok: false, proc: true });
-    expect(resolveReal('/ws/notes.txt/../.env', fs)).toMatchObject({ ok: false, reason: expect.stringMatching(/not a directory/) });
+    expect(resolveReal('/ws/notes.txt/../.env', fs)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/not a directory/),
+    });
     expect(resolveReal('/ws/locked', fs)).toMatchObject({ ok: false, reason: expect.stringMatching(/EACCES/) });
   });
 });
@@ -153,7 +177,9 @@ describe('decide: paths', () => {
 
 describe('decide: tools, globs, URLs', () => {
   it('denies tools not on the allow-list, with the list in the reason', () => {
-    expect(decide({ tool: 'Task', input: {} }, claude, fs)).toEqual(denied(/"Task" is not on this session's allow-list/));
+    expect(decide({ tool: 'Task', input: {} }, claude, fs)).toEqual(
+      denied(/"Task" is not on this session's allow-list/),
+    );
     expect(decide({ tool: 'mcp__x__y', input: {} }, claude, fs)).toEqual(denied(/allow-list/));
   });
   it('lets shell commands through to the OS wall', () => {
@@ -178,7 +204,9 @@ describe('decide: tools, globs, URLs', () => {
     expect(fetch('http://[::1]/')).toEqual(denied(/loopback/));
     expect(fetch('http://169.254.170.2/v2/credentials')).toEqual(denied(/link-local/));
     expect(fetch('http://localhost:3000')).toEqual(denied(/loopback/));
-    expect(decide({ tool: 'Write', input: { file_path: '/ws/a', content: ' FILE:///etc/shadow' } }, claude, fs)).toEqual(denied(/file: URLs/));
+    expect(
+      decide({ tool: 'Write', input: { file_path: '/ws/a', content: ' FILE:///etc/shadow' } }, claude, fs),
+    ).toEqual(denied(/file: URLs/));
     expect(internalHost('example.com')).toBeUndefined();
     expect(internalHost('10.0.3.4')).toMatch(/private/);
   });
@@ -191,8 +219,17 @@ describe('decide: tools, globs, URLs', () => {
         throw new TypeError('boom');
       },
     };
-    expect(decide({ tool: 'Read', input: { file_path: '/ws/a' } }, claude, broken)).toEqual(denied(/cannot be resolved/));
-    const hostile = new Proxy({}, { ownKeys: () => { throw new Error('hostile'); } });
+    expect(decide({ tool: 'Read', input: { file_path: '/ws/a' } }, claude, broken)).toEqual(
+      denied(/cannot be resolved/),
+    );
+    const hostile = new Proxy(
+      {},
+      {
+        ownKeys: () => {
+          throw new Error('hostile');
+        },
+      },
+    );
     expect(decide({ tool: 'Read', input: hostile }, claude, fs)).toEqual(denied(/internal error/));
     expect(decide({ tool: 'Read', input: 'x' }, claude, fs)).toEqual(denied(/not an object/));
     for (const d of [read(null), read(undefined)]) expect(d).toEqual(allowed); // absent optional path: the tool's default (cwd)

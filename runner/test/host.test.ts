@@ -4,7 +4,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DescribeTasksCommand, ECSClient, RunTaskCommand, StopTaskCommand, type RunTaskCommandInput } from '@aws-sdk/client-ecs';
+import {
+  DescribeTasksCommand,
+  ECSClient,
+  RunTaskCommand,
+  StopTaskCommand,
+  type RunTaskCommandInput,
+} from '@aws-sdk/client-ecs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { signSigV4 } from '@switchyard/protocol';
 import { taskBaseEnv } from '../src/host/cli.ts';
@@ -19,7 +25,11 @@ const RUNNER_BIN = resolve(import.meta.dirname, '..', 'bin', 'switchyard-runner.
 const TARGET = 'AmazonEC2ContainerServiceV20141113.';
 const TASK_ARN = /^arn:aws:ecs:us-east-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/;
 
-async function waitFor<T>(what: string, f: () => T | undefined | Promise<T | undefined>, deadlineMs = 30_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  f: () => T | undefined | Promise<T | undefined>,
+  deadlineMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const v = await f();
@@ -47,7 +57,13 @@ afterAll(() => {
 /** The pair the test hosts accept. */
 const CREDENTIALS = { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-secret' };
 /** The stand-in task (fixtures/host-task.ts) is steered by these, on top of what the launcher sets. */
-const FIXTURE_OVERRIDES = [...LAUNCHER_OVERRIDES, 'HOST_TASK_MODE', 'HOST_TASK_EXIT', 'HOST_TASK_REPORT', 'HOST_TASK_IGNORE_TERM'];
+const FIXTURE_OVERRIDES = [
+  ...LAUNCHER_OVERRIDES,
+  'HOST_TASK_MODE',
+  'HOST_TASK_EXIT',
+  'HOST_TASK_REPORT',
+  'HOST_TASK_IGNORE_TERM',
+];
 
 function client(host: RunnerHost, region = 'us-east-1', credentials = CREDENTIALS) {
   return new ECSClient({ region, endpoint: host.url, credentials, maxAttempts: 1 });
@@ -59,8 +75,14 @@ const runInput = (env: Record<string, string>, extra: Partial<RunTaskCommandInpu
   launchType: 'FARGATE',
   count: 1,
   startedBy: 'switchyard',
-  networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-local'], securityGroups: ['sg-local'], assignPublicIp: 'DISABLED' } },
-  overrides: { containerOverrides: [{ name: 'runner', environment: Object.entries(env).map(([name, value]) => ({ name, value })) }] },
+  networkConfiguration: {
+    awsvpcConfiguration: { subnets: ['subnet-local'], securityGroups: ['sg-local'], assignPublicIp: 'DISABLED' },
+  },
+  overrides: {
+    containerOverrides: [
+      { name: 'runner', environment: Object.entries(env).map(([name, value]) => ({ name, value })) },
+    ],
+  },
   ...extra,
 });
 
@@ -94,7 +116,10 @@ describe('runner host with a stand-in task', () => {
   });
 
   it('receives exactly the RunTask the SDK sends: signed JSON 1.1 POST / with the target header', async () => {
-    const input = runInput({ HOST_TASK_MODE: 'exit', HOST_TASK_EXIT: '0', SWITCHYARD_SESSION_ID: 's1' }, { clientToken: 'launch-01' });
+    const input = runInput(
+      { HOST_TASK_MODE: 'exit', HOST_TASK_EXIT: '0', SWITCHYARD_SESSION_ID: 's1' },
+      { clientToken: 'launch-01' },
+    );
     const out = await ecs.send(new RunTaskCommand(input));
     expect(out.tasks?.[0]?.taskArn).toMatch(TASK_ARN);
     expect(out.tasks?.[0]?.lastStatus).toBe('PROVISIONING');
@@ -116,7 +141,7 @@ describe('runner host with a stand-in task', () => {
 
   it('the SDK adds a clientToken when none is given', async () => {
     await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'exit' })));
-    expect((requests[0]?.body as { clientToken?: string }).clientToken).toMatch(/^[0-9a-f-]{36}$/);
+    expect((requests[0]?.body as { clientToken?: string } | undefined)?.clientToken).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('DescribeTasks after the process exits reports STOPPED with its exit code', async () => {
@@ -140,18 +165,42 @@ describe('runner host with a stand-in task', () => {
   it('the task gets the task-definition env plus the overrides, in its own workspace', async () => {
     const report = join(tempDir(), 'report.json');
     const out = await ecs.send(
-      new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report, SWITCHYARD_SESSION_ID: 'sess-1', SWITCHYARD_RUNNER_TOKEN: 'tok-secret-123456' })),
+      new RunTaskCommand(
+        runInput({
+          HOST_TASK_MODE: 'tree',
+          HOST_TASK_REPORT: report,
+          SWITCHYARD_SESSION_ID: 'sess-1',
+          SWITCHYARD_RUNNER_TOKEN: 'tok-secret-123456',
+        }),
+      ),
     );
     const arn = out.tasks?.[0]?.taskArn as string;
-    const seen = await waitFor('report', () => (existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; env: Record<string, string>; cwd: string; argv: string[] }) : undefined));
+    const seen = await waitFor('report', () =>
+      existsSync(report)
+        ? (JSON.parse(readFileSync(report, 'utf8')) as {
+            pid: number;
+            env: Record<string, string>;
+            cwd: string;
+            argv: string[];
+          })
+        : undefined,
+    );
     expect(seen.env.SWITCHYARD_SESSION_ID).toBe('sess-1');
     expect(seen.env.SWITCHYARD_RUNNER_TOKEN).toBe('tok-secret-123456');
     expect(seen.env.SWITCHYARD_MODEL_URL).toBe('http://127.0.0.1:9');
     expect(seen.cwd).toBe(seen.env.SWITCHYARD_WORKSPACE);
     expect(seen.cwd.startsWith(stateDir)).toBe(true);
     expect(seen.argv).toEqual(['serve']);
-    const listed = ((await (await hostFetch(host.url, '/switchyard/tasks', CREDENTIALS)).json()) as { tasks: { taskArn: string; pid: number; sessionId: string; lastStatus: string }[] }).tasks;
-    expect(listed.find((t) => t.taskArn === arn)).toMatchObject({ sessionId: 'sess-1', lastStatus: 'RUNNING', pid: seen.pid });
+    const listed = (
+      (await (await hostFetch(host.url, '/switchyard/tasks', CREDENTIALS)).json()) as {
+        tasks: { taskArn: string; pid: number; sessionId: string; lastStatus: string }[];
+      }
+    ).tasks;
+    expect(listed.find((t) => t.taskArn === arn)).toMatchObject({
+      sessionId: 'sess-1',
+      lastStatus: 'RUNNING',
+      pid: seen.pid,
+    });
     expect(JSON.stringify(listed)).not.toContain('tok-secret-123456');
     await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
     await host.tasks.waitStopped(arn.split('/').at(-1) as string);
@@ -161,10 +210,14 @@ describe('runner host with a stand-in task', () => {
 
   it('StopTask: SIGTERM, then SIGKILL to every process group of the task after the stop timeout; no orphans', async () => {
     const report = join(tempDir(), 'report.json');
-    const out = await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report, HOST_TASK_IGNORE_TERM: '1' })));
+    const out = await ecs.send(
+      new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report, HOST_TASK_IGNORE_TERM: '1' })),
+    );
     const arn = out.tasks?.[0]?.taskArn as string;
     const { pid, children } = await waitFor('report', () =>
-      existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] }) : undefined,
+      existsSync(report)
+        ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] })
+        : undefined,
     );
     const id = arn.split('/').at(-1) as string;
     // The detached child leads its own group; the host must have seen it before it stops the task.
@@ -193,7 +246,9 @@ describe('runner host with a stand-in task', () => {
     const arn = out.tasks?.[0]?.taskArn as string;
     const id = arn.split('/').at(-1) as string;
     const { pid, children } = await waitFor('report', () =>
-      existsSync(report) ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] }) : undefined,
+      existsSync(report)
+        ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] })
+        : undefined,
     );
     await waitFor('the child group sampled', () => host.tasks.processes(id)?.groups.includes(children[0] as number));
     await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
@@ -206,10 +261,17 @@ describe('runner host with a stand-in task', () => {
 
   it('answers with ECS errors: unsigned, wrong service, wrong cluster, missing network, unknown task, unknown operation', async () => {
     const raw = (headers: Record<string, string>, body: unknown) =>
-      fetch(host.url, { method: 'POST', headers: { 'content-type': 'application/x-amz-json-1.1', ...headers }, body: JSON.stringify(body) });
+      fetch(host.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-amz-json-1.1', ...headers },
+        body: JSON.stringify(body),
+      });
     const unsigned = await raw({ 'x-amz-target': `${TARGET}DescribeTasks` }, { tasks: ['x'] });
     expect(unsigned.status).toBe(400);
-    expect(await unsigned.json()).toEqual({ __type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' });
+    expect(await unsigned.json()).toEqual({
+      __type: 'MissingAuthenticationTokenException',
+      message: 'Missing Authentication Token',
+    });
     const wrongService = await raw(
       {
         'x-amz-target': `${TARGET}DescribeTasks`,
@@ -220,13 +282,19 @@ describe('runner host with a stand-in task', () => {
     );
     expect(((await wrongService.json()) as { __type: string }).__type).toBe('InvalidSignatureException');
 
-    await expect(ecs.send(new RunTaskCommand(runInput({}, { cluster: 'prod' })))).rejects.toMatchObject({ name: 'ClusterNotFoundException' });
-    await expect(ecs.send(new RunTaskCommand(runInput({}, { networkConfiguration: undefined })))).rejects.toMatchObject({
-      name: 'InvalidParameterException',
-      message: expect.stringContaining('Network Configuration'),
+    await expect(ecs.send(new RunTaskCommand(runInput({}, { cluster: 'prod' })))).rejects.toMatchObject({
+      name: 'ClusterNotFoundException',
     });
+    await expect(ecs.send(new RunTaskCommand(runInput({}, { networkConfiguration: undefined })))).rejects.toMatchObject(
+      {
+        name: 'InvalidParameterException',
+        message: expect.stringContaining('Network Configuration'),
+      },
+    );
     await expect(
-      ecs.send(new RunTaskCommand(runInput({}, { overrides: { containerOverrides: [{ name: 'web', environment: [] }] } }))),
+      ecs.send(
+        new RunTaskCommand(runInput({}, { overrides: { containerOverrides: [{ name: 'web', environment: [] }] } })),
+      ),
     ).rejects.toMatchObject({ name: 'InvalidParameterException' });
     const missing = `arn:aws:ecs:us-east-1:000000000000:task/switchyard-local/${'a'.repeat(32)}`;
     await expect(ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: missing }))).rejects.toMatchObject({
@@ -236,8 +304,15 @@ describe('runner host with a stand-in task', () => {
     const d = await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [missing] }));
     expect(d.tasks).toEqual([]);
     expect(d.failures).toEqual([{ arn: missing, reason: 'MISSING' }]);
-    const listTasks = { host: new URL(host.url).host, 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `${TARGET}ListTasks` };
-    const signed = await signSigV4({ method: 'POST', target: '/', headers: listTasks, body: '{}' }, CREDENTIALS, { region: 'us-east-1', service: 'ecs' });
+    const listTasks = {
+      host: new URL(host.url).host,
+      'content-type': 'application/x-amz-json-1.1',
+      'x-amz-target': `${TARGET}ListTasks`,
+    };
+    const signed = await signSigV4({ method: 'POST', target: '/', headers: listTasks, body: '{}' }, CREDENTIALS, {
+      region: 'us-east-1',
+      service: 'ecs',
+    });
     const unknown = await raw({ 'x-amz-target': `${TARGET}ListTasks`, ...signed }, {});
     expect(((await unknown.json()) as { __type: string }).__type).toBe('UnknownOperationException');
   });
@@ -252,11 +327,16 @@ describe('runner host with a stand-in task', () => {
     });
     leader.unref();
     const { pid, children } = await waitFor('report', () =>
-      existsSync(join(dir, 'r.json')) ? (JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')) as { pid: number; children: number[] }) : undefined,
+      existsSync(join(dir, 'r.json'))
+        ? (JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')) as { pid: number; children: number[] })
+        : undefined,
     );
     mkdirSync(join(dir, 'running'), { recursive: true });
     const self = readProc(pid);
-    writeFileSync(join(dir, 'running', 'abc.json'), JSON.stringify({ id: 'abc', pid, startTime: self?.startTime, groups: [pid] }));
+    writeFileSync(
+      join(dir, 'running', 'abc.json'),
+      JSON.stringify({ id: 'abc', pid, startTime: self?.startTime, groups: [pid] }),
+    );
     expect(reapStaleTasks(dir)).toBe(1);
     await waitFor('all gone', () => [pid, ...children].every((p) => !alive(p)));
     expect(existsSync(join(dir, 'running', 'abc.json'))).toBe(false);
@@ -279,7 +359,13 @@ describe('the task-definition environment the host CLI derives from its own', ()
         AWS_SECRET_ACCESS_KEY: 'aws',
         GITHUB_TOKEN: 'gh',
       }),
-    ).toEqual({ PATH: '/bin', LANG: 'C.UTF-8', ANTHROPIC_API_KEY: 'sk-test', SWITCHYARD_MODEL_URL: 'http://127.0.0.1:1', SWITCHYARD_SANDBOX: 'bubblewrap' });
+    ).toEqual({
+      PATH: '/bin',
+      LANG: 'C.UTF-8',
+      ANTHROPIC_API_KEY: 'sk-test',
+      SWITCHYARD_MODEL_URL: 'http://127.0.0.1:1',
+      SWITCHYARD_SANDBOX: 'bubblewrap',
+    });
   });
 });
 
@@ -335,7 +421,12 @@ describe('runner host with the real switchyard-runner', () => {
     const stateDir = tempDir();
     const child = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir, '--stop-timeout', '5s'], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9', SWITCHYARD_HOST_ACCESS_KEY_ID: 'AKIDCLITEST', SWITCHYARD_HOST_SECRET_ACCESS_KEY: 'cli-secret-key' },
+      env: {
+        ...process.env,
+        SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9',
+        SWITCHYARD_HOST_ACCESS_KEY_ID: 'AKIDCLITEST',
+        SWITCHYARD_HOST_SECRET_ACCESS_KEY: 'cli-secret-key',
+      },
     });
     let stdout = '';
     let stderr = '';
@@ -344,14 +435,35 @@ describe('runner host with the real switchyard-runner', () => {
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     const spawned: ChildProcess[] = [child];
     try {
-      const ready = await waitFor('ready line', () => (stdout.includes('\n') ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number }) : undefined));
-      const forged = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKIDCLITEST', secretAccessKey: 'guessed' }, maxAttempts: 1 });
-      await expect(forged.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: ['x'] }))).rejects.toMatchObject({ name: 'InvalidSignatureException' });
-      const ecs = new ECSClient({ region: 'eu-west-1', endpoint: ready.url, credentials: { accessKeyId: 'AKIDCLITEST', secretAccessKey: 'cli-secret-key' }, maxAttempts: 1 });
+      const ready = await waitFor('ready line', () =>
+        stdout.includes('\n')
+          ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number })
+          : undefined,
+      );
+      const forged = new ECSClient({
+        region: 'eu-west-1',
+        endpoint: ready.url,
+        credentials: { accessKeyId: 'AKIDCLITEST', secretAccessKey: 'guessed' },
+        maxAttempts: 1,
+      });
+      await expect(
+        forged.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: ['x'] })),
+      ).rejects.toMatchObject({ name: 'InvalidSignatureException' });
+      const ecs = new ECSClient({
+        region: 'eu-west-1',
+        endpoint: ready.url,
+        credentials: { accessKeyId: 'AKIDCLITEST', secretAccessKey: 'cli-secret-key' },
+        maxAttempts: 1,
+      });
       // A real `serve` whose hub never answers keeps retrying: a long-lived runner.
       const out = await ecs.send(
         new RunTaskCommand(
-          runInput({ SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect', SWITCHYARD_SESSION_ID: 's', SWITCHYARD_BACKEND: 'pi', SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh' }),
+          runInput({
+            SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect',
+            SWITCHYARD_SESSION_ID: 's',
+            SWITCHYARD_BACKEND: 'pi',
+            SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh',
+          }),
         ),
       );
       const arn = out.tasks?.[0]?.taskArn as string;
@@ -363,7 +475,9 @@ describe('runner host with the real switchyard-runner', () => {
       const pid = Number(running.containers?.[0]?.runtimeId?.split('-').at(-1));
       expect(alive(pid)).toBe(true);
       // A second host on the same state directory would reap this one's tasks: it refuses.
-      const second = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const second = spawn(process.execPath, [RUNNER_BIN, 'host', '--state-dir', stateDir], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       spawned.push(second);
       let secondErr = '';
       second.stderr.setEncoding('utf8').on('data', (d: string) => (secondErr += d));
@@ -404,15 +518,28 @@ describe('forged requests to the runner host', () => {
     await host.close(1000);
     rmSync(marker, { force: true });
   });
-  const launcherEnv = { SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect', SWITCHYARD_SESSION_ID: 's', SWITCHYARD_BACKEND: 'pi', SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh' };
-  const post = (headers: Record<string, string>, body: string) => fetch(host.url, { method: 'POST', headers: { 'content-type': 'application/x-amz-json-1.1', ...headers }, body });
+  const launcherEnv = {
+    SWITCHYARD_HUB_URL: 'ws://127.0.0.1:9/internal/runner/connect',
+    SWITCHYARD_SESSION_ID: 's',
+    SWITCHYARD_BACKEND: 'pi',
+    SWITCHYARD_RUNNER_TOKEN: 'tok-abcdefgh',
+  };
+  const post = (headers: Record<string, string>, body: string) =>
+    fetch(host.url, { method: 'POST', headers: { 'content-type': 'application/x-amz-json-1.1', ...headers }, body });
   const runTaskBody = JSON.stringify(runInput(launcherEnv));
-  const runTaskHeaders = (h: RunnerHost) => ({ host: new URL(h.url).host, 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `${TARGET}RunTask` });
+  const runTaskHeaders = (h: RunnerHost) => ({
+    host: new URL(h.url).host,
+    'content-type': 'application/x-amz-json-1.1',
+    'x-amz-target': `${TARGET}RunTask`,
+  });
 
   it('RunTask unsigned, with a made-up signature, signed with a guessed secret or an unknown key: refused, no task', async () => {
     const unsigned = await post({ 'x-amz-target': `${TARGET}RunTask` }, runTaskBody);
     expect(unsigned.status).toBe(400);
-    expect(await unsigned.json()).toEqual({ __type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' });
+    expect(await unsigned.json()).toEqual({
+      __type: 'MissingAuthenticationTokenException',
+      message: 'Missing Authentication Token',
+    });
     const madeUp = await post(
       {
         'x-amz-target': `${TARGET}RunTask`,
@@ -422,46 +549,84 @@ describe('forged requests to the runner host', () => {
       runTaskBody,
     );
     expect(madeUp.status).toBe(403);
-    expect(await madeUp.json()).toMatchObject({ __type: 'InvalidSignatureException', message: expect.stringContaining('signature we calculated does not match') });
-    await expect(client(host, 'us-east-1', { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'guessed' }).send(new RunTaskCommand(runInput(launcherEnv)))).rejects.toMatchObject({
+    expect(await madeUp.json()).toMatchObject({
+      __type: 'InvalidSignatureException',
+      message: expect.stringContaining('signature we calculated does not match'),
+    });
+    await expect(
+      client(host, 'us-east-1', { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'guessed' }).send(
+        new RunTaskCommand(runInput(launcherEnv)),
+      ),
+    ).rejects.toMatchObject({
       name: 'InvalidSignatureException',
     });
-    await expect(client(host, 'us-east-1', { accessKeyId: 'AKIDOTHER', secretAccessKey: 'local-secret' }).send(new RunTaskCommand(runInput(launcherEnv)))).rejects.toMatchObject({
+    await expect(
+      client(host, 'us-east-1', { accessKeyId: 'AKIDOTHER', secretAccessKey: 'local-secret' }).send(
+        new RunTaskCommand(runInput(launcherEnv)),
+      ),
+    ).rejects.toMatchObject({
       name: 'UnrecognizedClientException',
     });
     expect(host.tasks.list()).toEqual([]);
   });
 
   it('a captured signature does not carry over to another body, and a stale one has expired', async () => {
-    const signed = await signSigV4({ method: 'POST', target: '/', headers: runTaskHeaders(host), body: runTaskBody }, CREDENTIALS, { region: 'us-east-1', service: 'ecs' });
+    const signed = await signSigV4(
+      { method: 'POST', target: '/', headers: runTaskHeaders(host), body: runTaskBody },
+      CREDENTIALS,
+      { region: 'us-east-1', service: 'ecs' },
+    );
     const evil = JSON.stringify(runInput({ ...launcherEnv, SWITCHYARD_SESSION_ID: 'other' }));
     const swapped = await post({ 'x-amz-target': `${TARGET}RunTask`, ...signed }, evil);
     expect(((await swapped.json()) as { __type: string }).__type).toBe('InvalidSignatureException');
-    const old = await signSigV4({ method: 'POST', target: '/', headers: runTaskHeaders(host), body: runTaskBody }, CREDENTIALS, { region: 'us-east-1', service: 'ecs', now: Date.now() - 10 * 60_000 });
+    const old = await signSigV4(
+      { method: 'POST', target: '/', headers: runTaskHeaders(host), body: runTaskBody },
+      CREDENTIALS,
+      { region: 'us-east-1', service: 'ecs', now: Date.now() - 10 * 60_000 },
+    );
     const stale = await post({ 'x-amz-target': `${TARGET}RunTask`, ...old }, runTaskBody);
-    expect(await stale.json()).toMatchObject({ __type: 'InvalidSignatureException', message: expect.stringContaining('expired') });
+    expect(await stale.json()).toMatchObject({
+      __type: 'InvalidSignatureException',
+      message: expect.stringContaining('expired'),
+    });
     expect(host.tasks.list()).toEqual([]);
   });
 
   it.each([
-    ['NODE_OPTIONS', `--import=data:text/javascript,import('node:fs').then(f=>f.writeFileSync(${JSON.stringify(marker)},'pwned'))`],
+    [
+      'NODE_OPTIONS',
+      `--import=data:text/javascript,import('node:fs').then(f=>f.writeFileSync(${JSON.stringify(marker)},'pwned'))`,
+    ],
     ['SWITCHYARD_SANDBOX', 'none'],
     ['SWITCHYARD_CLI_EXECUTABLE', '{"command":"/bin/sh","prefixArgs":["-c","id"]}'],
     ['SWITCHYARD_MODEL_URL', 'http://attacker.invalid'],
     ['LD_PRELOAD', '/tmp/evil.so'],
     ['SWITCHYARD_HOST_SECRET_ACCESS_KEY', 'x'],
-  ])('a properly signed RunTask overriding %s is refused with InvalidParameterException naming it; nothing runs', async (name, value) => {
-    await expect(client(host).send(new RunTaskCommand(runInput({ ...launcherEnv, [name]: value })))).rejects.toMatchObject({
-      name: 'InvalidParameterException',
-      message: expect.stringContaining(`${name} may not be overridden on the local runner host`),
-    });
-    expect(host.tasks.list()).toEqual([]);
-    expect(existsSync(marker)).toBe(false);
-  });
+  ])(
+    'a properly signed RunTask overriding %s is refused with InvalidParameterException naming it; nothing runs',
+    async (name, value) => {
+      await expect(
+        client(host).send(new RunTaskCommand(runInput({ ...launcherEnv, [name]: value }))),
+      ).rejects.toMatchObject({
+        name: 'InvalidParameterException',
+        message: expect.stringContaining(`${name} may not be overridden on the local runner host`),
+      });
+      expect(host.tasks.list()).toEqual([]);
+      expect(existsSync(marker)).toBe(false);
+    },
+  );
 
   it('a command other than serve or probe is refused', async () => {
     const input = runInput(launcherEnv);
-    const overrides = { containerOverrides: [{ name: 'runner', command: ['once', '--backend', 'pi', '--prompt', 'x'], environment: input.overrides?.containerOverrides?.[0]?.environment ?? [] }] };
+    const overrides = {
+      containerOverrides: [
+        {
+          name: 'runner',
+          command: ['once', '--backend', 'pi', '--prompt', 'x'],
+          environment: input.overrides?.containerOverrides?.[0]?.environment ?? [],
+        },
+      ],
+    };
     await expect(client(host).send(new RunTaskCommand({ ...input, overrides }))).rejects.toMatchObject({
       name: 'InvalidParameterException',
       message: expect.stringContaining('runs only `serve` and `probe --backend claude|pi`'),
@@ -470,19 +635,33 @@ describe('forged requests to the runner host', () => {
   });
 
   it('/switchyard/probe and /switchyard/tasks need a signature too', async () => {
-    for (const [method, path] of [['POST', '/switchyard/probe'], ['GET', '/switchyard/tasks']] as const) {
-      const res = await fetch(`${host.url}${path}`, { method, ...(method === 'POST' && { body: JSON.stringify({ backend: 'pi' }) }) });
+    for (const [method, path] of [
+      ['POST', '/switchyard/probe'],
+      ['GET', '/switchyard/tasks'],
+    ] as const) {
+      const res = await fetch(`${host.url}${path}`, {
+        method,
+        ...(method === 'POST' && { body: JSON.stringify({ backend: 'pi' }) }),
+      });
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({ __type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' });
+      expect(await res.json()).toEqual({
+        __type: 'MissingAuthenticationTokenException',
+        message: 'Missing Authentication Token',
+      });
     }
-    const forged = await hostFetch(host.url, '/switchyard/probe', { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'guessed' }, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) });
+    const forged = await hostFetch(
+      host.url,
+      '/switchyard/probe',
+      { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'guessed' },
+      { method: 'POST', body: JSON.stringify({ backend: 'pi' }) },
+    );
     expect(forged.status).toBe(403);
     expect(((await forged.json()) as { __type: string }).__type).toBe('InvalidSignatureException');
     const listed = await hostFetch(host.url, '/switchyard/tasks', CREDENTIALS);
     expect(await listed.json()).toEqual({ tasks: [] });
   });
 
-  it('the launcher\'s own RunTask is accepted', async () => {
+  it("the launcher's own RunTask is accepted", async () => {
     const out = await client(host).send(new RunTaskCommand(runInput(launcherEnv)));
     const arn = out.tasks?.[0]?.taskArn as string;
     expect(arn).toMatch(TASK_ARN);

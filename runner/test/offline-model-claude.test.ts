@@ -69,7 +69,16 @@ function startClaude(opts: { env?: Record<string, string>; args?: string[] } = {
     CLAUDE_CODE_MAX_RETRIES: '0',
     ...opts.env,
   };
-  const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--include-partial-messages', ...(opts.args ?? [])];
+  const args = [
+    '-p',
+    '--input-format',
+    'stream-json',
+    '--output-format',
+    'stream-json',
+    '--verbose',
+    '--include-partial-messages',
+    ...(opts.args ?? []),
+  ];
   const child = spawn(CLAUDE, args, { cwd: workspace, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   running.push(child);
 
@@ -78,7 +87,9 @@ function startClaude(opts: { env?: Record<string, string>; args?: string[] } = {
   let buf = '';
   let done = false;
   const waiters = new Set<() => void>();
-  const wake = (): void => waiters.forEach((w) => w());
+  const wake = (): void => {
+    for (const w of waiters) w();
+  };
   child.stdout!.on('data', (d: Buffer) => {
     buf += d.toString();
     let i: number;
@@ -100,7 +111,10 @@ function startClaude(opts: { env?: Record<string, string>; args?: string[] } = {
 
   const waitFor = (what: string, pred: (l: Line) => boolean): Promise<Line> =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`timed out waiting for ${what}; stderr: ${stderr}`)), DEADLINE_MS);
+      const timer = setTimeout(
+        () => finish(new Error(`timed out waiting for ${what}; stderr: ${stderr}`)),
+        DEADLINE_MS,
+      );
       const check = (): void => {
         const hit = lines.find(pred);
         if (hit) finish(undefined, hit);
@@ -144,16 +158,23 @@ const turns = (): RecordedRequest[] => model.requests().filter((r) => r.path ===
 const streamDeltas = (lines: Line[], type: string): string[] =>
   lines.flatMap((l) => {
     const ev = l.type === 'stream_event' ? (l.event as { type: string; delta?: Record<string, string> }) : undefined;
-    return ev?.type === 'content_block_delta' && ev.delta?.type === type ? [ev.delta.text ?? ev.delta.thinking ?? ''] : [];
+    return ev?.type === 'content_block_delta' && ev.delta?.type === type
+      ? [ev.delta.text ?? ev.delta.thinking ?? '']
+      : [];
   });
 type Body = { model: string; stream?: boolean; messages: { role: string; content: unknown }[] };
-const lastUser = (r: RecordedRequest): unknown => (r.body as Body).messages.filter((m) => m.role === 'user').at(-1)?.content;
+const lastUser = (r: RecordedRequest): unknown =>
+  (r.body as Body).messages.filter((m) => m.role === 'user').at(-1)?.content;
 
 describe('claude 2.1.197 against the offline model', () => {
   it('prints the default answer and sends what we expect on the wire', async () => {
     const run = await runClaude('hello offline world');
     expect(run.code).toBe(0);
-    expect(run.result).toMatchObject({ subtype: 'success', is_error: false, result: 'Offline model reply to: hello offline world' });
+    expect(run.result).toMatchObject({
+      subtype: 'success',
+      is_error: false,
+      result: 'Offline model reply to: hello offline world',
+    });
     expect(streamDeltas(run.lines, 'text_delta').join('')).toBe('Offline model reply to: hello offline world');
 
     const [head, ...rest] = model.requests();
@@ -169,7 +190,9 @@ describe('claude 2.1.197 against the offline model', () => {
       response: { status: 200, source: 'default', mainTurn: true },
     });
     expect(JSON.stringify(lastUser(req))).toContain('hello offline world');
-    expect((req.body as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(expect.arrayContaining(['Bash', 'Read', 'Write']));
+    expect((req.body as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['Bash', 'Read', 'Write']),
+    );
   });
 
   it('prints scripted text from a directive', async () => {
@@ -188,9 +211,12 @@ describe('claude 2.1.197 against the offline model', () => {
   });
 
   it('runs a scripted Write tool call; the follow-up request carries the tool_result', async () => {
-    const run = await runClaude('#offline {"tool":"write","path":"made-by-claude.txt","content":"written offline\\n"}', {
-      args: ['--allowedTools', 'Write'],
-    });
+    const run = await runClaude(
+      '#offline {"tool":"write","path":"made-by-claude.txt","content":"written offline\\n"}',
+      {
+        args: ['--allowedTools', 'Write'],
+      },
+    );
     expect(run.code).toBe(0);
     expect(readFileSync(join(run.workspace, 'made-by-claude.txt'), 'utf8')).toBe('written offline\n');
 
@@ -198,21 +224,29 @@ describe('claude 2.1.197 against the offline model', () => {
     expect(more).toEqual([]);
     expect(first!.response?.source).toBe('directive');
     expect(second!.response?.source).toBe('tool-result');
-    const result = (lastUser(second!) as { type: string; tool_use_id?: string; is_error?: boolean }[]).find((b) => b.type === 'tool_result');
+    const result = (lastUser(second!) as { type: string; tool_use_id?: string; is_error?: boolean }[]).find(
+      (b) => b.type === 'tool_result',
+    );
     expect(result).toMatchObject({ tool_use_id: expect.stringMatching(/^toolu_offline_/) });
     expect(result?.is_error).not.toBe(true);
     expect(run.result.result).toMatch(/^Tool result: File created successfully/);
   });
 
   it('runs a scripted shell command and the model sees its output', async () => {
-    const run = await runClaude('#offline {"tool":"shell","command":"printf shell-%s ok"}', { args: ['--allowedTools', 'Bash'] });
+    const run = await runClaude('#offline {"tool":"shell","command":"printf shell-%s ok"}', {
+      args: ['--allowedTools', 'Bash'],
+    });
     expect(run.result).toMatchObject({ is_error: false, result: 'Tool result: shell-ok' });
   });
 
   it('a 401 fails with an auth error', async () => {
     const run = await runClaude('#offline {"error":401}');
     expect(run.code).toBe(1);
-    expect(run.result).toMatchObject({ is_error: true, api_error_status: 401, result: expect.stringMatching(/Invalid API key/) });
+    expect(run.result).toMatchObject({
+      is_error: true,
+      api_error_status: 401,
+      result: expect.stringMatching(/Invalid API key/),
+    });
     expect(turns()).toHaveLength(1);
   });
 
@@ -223,7 +257,9 @@ describe('claude 2.1.197 against the offline model', () => {
     const run = await runClaude(`#offline ${directive}`, { env: { CLAUDE_CODE_MAX_RETRIES: '1' } });
     expect(run.code).toBe(1);
     const retries = run.lines.filter((l) => l.subtype === 'api_retry');
-    expect(retries).toEqual([expect.objectContaining({ attempt: 1, max_retries: 1, error_status: Number(status), error: label })]);
+    expect(retries).toEqual([
+      expect.objectContaining({ attempt: 1, max_retries: 1, error_status: Number(status), error: label }),
+    ]);
     expect(turns().map((r) => r.response?.status)).toEqual([Number(status), Number(status)]);
     expect(run.result).toMatchObject({ is_error: true, api_error_status: Number(status) });
   });
@@ -237,8 +273,17 @@ describe('claude 2.1.197 against the offline model', () => {
 
   it('an interrupt lands in the middle of a slow stream', async () => {
     const c = startClaude();
-    c.send({ type: 'user', message: { role: 'user', content: '#offline {"text":"0123456789012345678901234567890123456789","chunks":40,"delayMs":100}' } });
-    await c.waitFor('first text delta', (l) => l.type === 'stream_event' && (l.event as { type: string }).type === 'content_block_delta');
+    c.send({
+      type: 'user',
+      message: {
+        role: 'user',
+        content: '#offline {"text":"0123456789012345678901234567890123456789","chunks":40,"delayMs":100}',
+      },
+    });
+    await c.waitFor(
+      'first text delta',
+      (l) => l.type === 'stream_event' && (l.event as { type: string }).type === 'content_block_delta',
+    );
     const sent = Date.now();
     c.send({ type: 'control_request', request_id: 'interrupt-1', request: { subtype: 'interrupt' } });
     const result = await c.waitFor('result', (l) => l.type === 'result');
@@ -257,7 +302,11 @@ describe('claude 2.1.197 against the offline model', () => {
     const posts = turns();
     const side = posts.filter((r) => r.response?.source === 'side');
     expect(side).toHaveLength(1);
-    expect(side[0]!.body).toMatchObject({ stream: true, tools: [], output_config: { format: { type: 'json_schema' } } });
+    expect(side[0]!.body).toMatchObject({
+      stream: true,
+      tools: [],
+      output_config: { format: { type: 'json_schema' } },
+    });
     expect(posts.filter((r) => r.response?.mainTurn)).toHaveLength(1);
   });
 });

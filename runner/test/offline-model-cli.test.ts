@@ -19,11 +19,21 @@ afterEach(() => {
   }
 });
 
-type Proc = { child: ChildProcess; stdout: () => string; stderr: () => string; exited: Promise<number | null>; firstLine: Promise<string> };
+type Proc = {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+  firstLine: Promise<string>;
+};
 
 function start(args: string[], env: Record<string, string> = {}): Proc {
   // process.execPath: the Node 22 running vitest, so type stripping is available.
-  const child = spawn(process.execPath, [BIN, ...args], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', ...env } });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
   children.push(child);
   let out = '';
   let err = '';
@@ -57,7 +67,9 @@ describe('switchyard-offline-model CLI', () => {
       method: 'POST',
       body: JSON.stringify({ stream: false, tools: [{ name: 'bash' }], messages: [{ role: 'user', content: 'cli' }] }),
     });
-    expect(((await res.json()) as { content: { text: string }[] }).content[0]?.text).toBe('Offline model reply to: cli');
+    expect(((await res.json()) as { content: { text: string }[] }).content[0]?.text).toBe(
+      'Offline model reply to: cli',
+    );
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
     expect(p.stdout()).toBe(`${line}\n`); // exactly one line, ever
@@ -68,10 +80,14 @@ describe('switchyard-offline-model CLI', () => {
     const p = start([], { SWITCHYARD_OFFLINE_CONTROL_TOKEN: token });
     const { url } = JSON.parse(await p.firstLine) as { url: string };
     expect((await fetch(`${url}/_offline/requests`)).status).toBe(401);
-    expect((await fetch(`${url}/_offline/requests`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    expect((await fetch(`${url}/_offline/requests`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+      200,
+    );
     const closed = start([]);
     const other = JSON.parse(await closed.firstLine) as { url: string };
-    expect((await fetch(`${other.url}/_offline/requests`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+    expect(
+      (await fetch(`${other.url}/_offline/requests`, { headers: { authorization: `Bearer ${token}` } })).status,
+    ).toBe(401);
     p.child.kill('SIGTERM');
     closed.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);

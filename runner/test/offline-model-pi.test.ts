@@ -17,7 +17,12 @@ const DEADLINE_MS = 20_000;
 const FAST_RETRY = { retry: { enabled: true, maxRetries: 1, baseDelayMs: 1, provider: { maxRetries: 0 } } };
 
 type Event = { type: string; [k: string]: unknown };
-type AssistantMessage = { role: string; content: { type: string; text?: string; thinking?: string }[]; stopReason: string; errorMessage?: string };
+type AssistantMessage = {
+  role: string;
+  content: { type: string; text?: string; thinking?: string }[];
+  stopReason: string;
+  errorMessage?: string;
+};
 
 let model: OfflineModel;
 const running: ChildProcess[] = [];
@@ -51,10 +56,27 @@ function startPi(settings: unknown = FAST_RETRY) {
   for (const d of [agentDir, workspace, join(root, 'home')]) mkdirSync(d);
   writeFileSync(
     join(agentDir, 'models.json'),
-    JSON.stringify({ providers: { offline: { baseUrl: model.url, api: 'anthropic-messages', apiKey: API_KEY, models: [{ id: 'offline-1' }] } } }),
+    JSON.stringify({
+      providers: {
+        offline: { baseUrl: model.url, api: 'anthropic-messages', apiKey: API_KEY, models: [{ id: 'offline-1' }] },
+      },
+    }),
   );
   writeFileSync(join(agentDir, 'settings.json'), JSON.stringify(settings));
-  const args = [PI, '--mode', 'rpc', '--provider', 'offline', '--model', 'offline-1', '--no-session', '--no-extensions', '--no-skills', '--no-prompt-templates', '--no-context-files'];
+  const args = [
+    PI,
+    '--mode',
+    'rpc',
+    '--provider',
+    'offline',
+    '--model',
+    'offline-1',
+    '--no-session',
+    '--no-extensions',
+    '--no-skills',
+    '--no-prompt-templates',
+    '--no-context-files',
+  ];
   const env = {
     PATH: `${join(ROOT, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
     LANG: 'C.UTF-8',
@@ -71,7 +93,9 @@ function startPi(settings: unknown = FAST_RETRY) {
   let buf = '';
   let done = false;
   const waiters = new Set<() => void>();
-  const wake = (): void => waiters.forEach((w) => w());
+  const wake = (): void => {
+    for (const w of waiters) w();
+  };
   const send = (obj: unknown): void => {
     child.stdin!.write(`${JSON.stringify(obj)}\n`);
   };
@@ -101,7 +125,10 @@ function startPi(settings: unknown = FAST_RETRY) {
 
   const waitFor = (what: string, pred: (evs: Event[]) => boolean): Promise<void> =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`timed out waiting for ${what}; stderr: ${stderr}`)), DEADLINE_MS);
+      const timer = setTimeout(
+        () => finish(new Error(`timed out waiting for ${what}; stderr: ${stderr}`)),
+        DEADLINE_MS,
+      );
       const check = (): void => {
         if (pred(events)) finish();
         else if (done) finish(new Error(`pi exited before ${what}; stderr: ${stderr}`));
@@ -121,11 +148,22 @@ function startPi(settings: unknown = FAST_RETRY) {
     const end = evs.findLastIndex((e) => e.type === 'agent_end');
     if (end < 0) return false;
     const after = evs.slice(end + 1);
-    const probeAnswered = after.some((e) => e.type === 'response' && typeof e.id === 'string' && e.id.startsWith('settle-'));
+    const probeAnswered = after.some(
+      (e) => e.type === 'response' && typeof e.id === 'string' && e.id.startsWith('settle-'),
+    );
     return probeAnswered && !after.some((e) => e.type === 'auto_retry_start' || e.type === 'agent_start');
   };
 
-  return { events, send, waitFor, settled, exited, workspace, stderr: () => stderr, endInput: () => child.stdin!.end() };
+  return {
+    events,
+    send,
+    waitFor,
+    settled,
+    exited,
+    workspace,
+    stderr: () => stderr,
+    endInput: () => child.stdin!.end(),
+  };
 }
 
 /** One prompt; waits until pi has settled (retries included), then closes stdin (pi exits on EOF). */
@@ -142,7 +180,8 @@ async function runPi(message: string, settings?: unknown) {
 }
 
 const posts = (): RecordedRequest[] => model.requests().filter((r) => r.path === '/v1/messages');
-const textOf = (m: AssistantMessage): string => m.content.flatMap((b) => (b.type === 'text' ? [b.text ?? ''] : [])).join('');
+const textOf = (m: AssistantMessage): string =>
+  m.content.flatMap((b) => (b.type === 'text' ? [b.text ?? ''] : [])).join('');
 
 describe('pi 0.73.1 against the offline model', () => {
   it('prints the default answer and sends what we expect on the wire', async () => {
@@ -161,7 +200,11 @@ describe('pi 0.73.1 against the offline model', () => {
       method: 'POST',
       url: '/v1/messages',
       headers: { 'x-api-key': API_KEY, 'user-agent': expect.stringMatching(/^Anthropic\/JS /) },
-      body: { model: 'offline-1', stream: true, messages: [{ role: 'user', content: [{ type: 'text', text: 'hello from pi' }] }] },
+      body: {
+        model: 'offline-1',
+        stream: true,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'hello from pi' }] }],
+      },
       response: { status: 200, source: 'default', mainTurn: true },
     });
   });
@@ -177,12 +220,17 @@ describe('pi 0.73.1 against the offline model', () => {
   it('runs a scripted write tool call; the follow-up request carries the tool_result', async () => {
     const run = await runPi('#offline {"tool":"write","path":"made-by-pi.txt","content":"pi wrote this"}');
     expect(readFileSync(join(run.workspace, 'made-by-pi.txt'), 'utf8')).toBe('pi wrote this');
-    expect(run.events.find((e) => e.type === 'tool_execution_end')).toMatchObject({ toolName: 'write', isError: false });
+    expect(run.events.find((e) => e.type === 'tool_execution_end')).toMatchObject({
+      toolName: 'write',
+      isError: false,
+    });
     const [first, second, ...more] = posts();
     expect(more).toEqual([]);
     expect(first!.response?.source).toBe('directive');
     const msgs = (second!.body as { messages: { role: string; content: { type: string }[] }[] }).messages;
-    expect(msgs.at(-1)!.content).toEqual([expect.objectContaining({ type: 'tool_result', tool_use_id: expect.stringMatching(/^toolu_offline_/) })]);
+    expect(msgs.at(-1)!.content).toEqual([
+      expect.objectContaining({ type: 'tool_result', tool_use_id: expect.stringMatching(/^toolu_offline_/) }),
+    ]);
     expect(textOf(run.last)).toMatch(/^Tool result: Successfully wrote 13 bytes to made-by-pi\.txt/);
   });
 
@@ -199,7 +247,10 @@ describe('pi 0.73.1 against the offline model', () => {
 
   it('a 401 fails at once with an auth error and is not retried', async () => {
     const run = await runPi('#offline {"error":401}');
-    expect(run.last).toMatchObject({ stopReason: 'error', errorMessage: expect.stringMatching(/^401 .*authentication_error/) });
+    expect(run.last).toMatchObject({
+      stopReason: 'error',
+      errorMessage: expect.stringMatching(/^401 .*authentication_error/),
+    });
     expect(run.events.filter((e) => e.type.startsWith('auto_retry'))).toEqual([]);
     expect(posts()).toHaveLength(1);
   });
@@ -212,7 +263,11 @@ describe('pi 0.73.1 against the offline model', () => {
     const retry = run.events.filter((e) => e.type.startsWith('auto_retry'));
     expect(retry).toEqual([
       expect.objectContaining({ type: 'auto_retry_start', attempt: 1, maxAttempts: 1 }),
-      expect.objectContaining({ type: 'auto_retry_end', success: false, finalError: expect.stringMatching(new RegExp(`^${status} `)) }),
+      expect.objectContaining({
+        type: 'auto_retry_end',
+        success: false,
+        finalError: expect.stringMatching(new RegExp(`^${status} `)),
+      }),
     ]);
     expect(posts().map((r) => r.response?.status)).toEqual([Number(status), Number(status)]);
     // The SDK layer was off: every request is a first attempt.
@@ -236,9 +291,14 @@ describe('pi 0.73.1 against the offline model', () => {
 
   it('an abort lands in the middle of a slow stream', async () => {
     const p = startPi();
-    p.send({ type: 'prompt', message: '#offline {"text":"0123456789012345678901234567890123456789","chunks":40,"delayMs":100}' });
+    p.send({
+      type: 'prompt',
+      message: '#offline {"text":"0123456789012345678901234567890123456789","chunks":40,"delayMs":100}',
+    });
     await p.waitFor('first text delta', (evs) =>
-      evs.some((e) => e.type === 'message_update' && (e.assistantMessageEvent as { type: string }).type === 'text_delta'),
+      evs.some(
+        (e) => e.type === 'message_update' && (e.assistantMessageEvent as { type: string }).type === 'text_delta',
+      ),
     );
     const sent = Date.now();
     p.send({ id: 'abort-1', type: 'abort' });

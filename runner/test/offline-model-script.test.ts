@@ -16,9 +16,18 @@ import type { MessageReply, MessagesRequest, Reply, ReplyStep, Script } from '..
 
 // Tool definitions shaped like the ones the pinned CLIs send (names and properties copied from recorded requests).
 const claudeTools = [
-  { name: 'Bash', input_schema: { type: 'object', properties: { command: {}, timeout: {}, description: {} }, required: ['command'] } },
-  { name: 'Read', input_schema: { type: 'object', properties: { file_path: {}, offset: {}, limit: {} }, required: ['file_path'] } },
-  { name: 'Write', input_schema: { type: 'object', properties: { file_path: {}, content: {} }, required: ['file_path', 'content'] } },
+  {
+    name: 'Bash',
+    input_schema: { type: 'object', properties: { command: {}, timeout: {}, description: {} }, required: ['command'] },
+  },
+  {
+    name: 'Read',
+    input_schema: { type: 'object', properties: { file_path: {}, offset: {}, limit: {} }, required: ['file_path'] },
+  },
+  {
+    name: 'Write',
+    input_schema: { type: 'object', properties: { file_path: {}, content: {} }, required: ['file_path', 'content'] },
+  },
   { name: 'Edit', input_schema: { type: 'object', properties: { file_path: {}, old_string: {}, new_string: {} } } },
 ];
 const piTools = [
@@ -28,8 +37,13 @@ const piTools = [
   { name: 'write', input_schema: { type: 'object', properties: { path: {}, content: {} } } },
   { name: 'ls', input_schema: { type: 'object', properties: { path: {}, limit: {} } } },
 ];
-const claudeSystem = [{ type: 'text', text: 'You are Claude.\n# Environment\n - Primary working directory: /work/ws\n - Platform: linux' }];
-const reminder = { type: 'text', text: '<system-reminder>\nToday is a day. #offline {"error":500} is not at line start\n</system-reminder>\n' };
+const claudeSystem = [
+  { type: 'text', text: 'You are Claude.\n# Environment\n - Primary working directory: /work/ws\n - Platform: linux' },
+];
+const reminder = {
+  type: 'text',
+  text: '<system-reminder>\nToday is a day. #offline {"error":500} is not at line start\n</system-reminder>\n',
+};
 
 function req(fields: Record<string, unknown>): MessagesRequest {
   return MessagesRequestSchema.parse({ model: 'm', max_tokens: 100, stream: true, ...fields });
@@ -85,7 +99,12 @@ describe('isMainTurn', () => {
       messages: [{ role: 'user', content: '<session>\nhi\n</session>' }],
       tools: [],
       stream: true,
-      output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] } } },
+      output_config: {
+        format: {
+          type: 'json_schema',
+          schema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+        },
+      },
     });
     expect(isMainTurn(title)).toBe(false);
     expect(isMainTurn(req({ messages: [], stream: false, max_tokens: 1 }))).toBe(false);
@@ -94,12 +113,28 @@ describe('isMainTurn', () => {
 
 describe('directives', () => {
   it('finds a directive in the last user message, skipping trailing system messages', () => {
-    expect(findDirective(claudeTurn('please\n#offline {"text":"scripted"}'))).toEqual({ ok: true, script: { text: 'scripted' } });
+    expect(findDirective(claudeTurn('please\n#offline {"text":"scripted"}'))).toEqual({
+      ok: true,
+      script: { text: 'scripted' },
+    });
   });
   it('the last directive line wins, searching reminder blocks too', () => {
     const withReminder = (typed: string): MessagesRequest =>
-      req({ messages: [{ role: 'user', content: [{ type: 'text', text: '<system-reminder>\n#offline {"text":"from reminder"}\n</system-reminder>' }, { type: 'text', text: typed }] }] });
-    expect(findDirective(withReminder('#offline {"text":"a"}\n#offline {"text":"mine"}'))).toEqual({ ok: true, script: { text: 'mine' } });
+      req({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: '<system-reminder>\n#offline {"text":"from reminder"}\n</system-reminder>' },
+              { type: 'text', text: typed },
+            ],
+          },
+        ],
+      });
+    expect(findDirective(withReminder('#offline {"text":"a"}\n#offline {"text":"mine"}'))).toEqual({
+      ok: true,
+      script: { text: 'mine' },
+    });
     expect(findDirective(withReminder('no directive'))).toEqual({ ok: true, script: { text: 'from reminder' } });
   });
   it('a directive must start its line', () => {
@@ -176,7 +211,9 @@ describe('decideReply', () => {
       const r = decideReply(piTurn('x'), { seq: 1, queued: script });
       expect(r).toMatchObject({ kind: 'error', status, errorType, source: 'queue' });
     }
-    expect(decideReply(piTurn('x'), { seq: 1, queued: { error: 429, retryAfter: 0 } })).toMatchObject({ retryAfter: 0 });
+    expect(decideReply(piTurn('x'), { seq: 1, queued: { error: 429, retryAfter: 0 } })).toMatchObject({
+      retryAfter: 0,
+    });
   });
 
   it('cut: part of a text block, then the cut marker', () => {
@@ -195,7 +232,10 @@ describe('decideReply', () => {
       messages: [
         { role: 'user', content: '#offline {"tool":"read","path":"a.txt"}' },
         { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'read', input: { path: 'a.txt' } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'FILE BODY' }] }] },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'FILE BODY' }] }],
+        },
       ],
     });
     const reply = decideReply(r, { seq: 2 });
@@ -225,18 +265,27 @@ describe('decideReply', () => {
   it('quotes at most 500 chars of a result and marks errors', () => {
     const r = req({
       tools: piTools,
-      messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', is_error: true, content: 'e'.repeat(600) }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't', is_error: true, content: 'e'.repeat(600) }],
+        },
+      ],
     });
     expect(texts(decideReply(r, { seq: 1 }))).toEqual([`Tool result (error): ${'e'.repeat(500)}`]);
   });
 
   it('a queued script wins over a directive, and is honoured even after a tool result', () => {
-    expect(texts(decideReply(piTurn('#offline {"text":"directive"}'), { seq: 1, queued: { text: 'queued' } }))).toEqual(['queued']);
+    expect(texts(decideReply(piTurn('#offline {"text":"directive"}'), { seq: 1, queued: { text: 'queued' } }))).toEqual(
+      ['queued'],
+    );
     const afterResult = req({
       tools: piTools,
       messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'ok' }] }],
     });
-    expect(toolUse(decideReply(afterResult, { seq: 1, queued: { tool: 'shell', command: 'true' } }))?.name).toBe('bash');
+    expect(toolUse(decideReply(afterResult, { seq: 1, queued: { tool: 'shell', command: 'true' } }))?.name).toBe(
+      'bash',
+    );
   });
 
   it('side requests get a harmless answer and never see directives', () => {
@@ -250,7 +299,12 @@ describe('decideReply', () => {
     const title = req({
       tools: [],
       messages: [{ role: 'user', content: '<session>\n#offline {"error":500}\n</session>' }],
-      output_config: { format: { type: 'json_schema', schema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] } } },
+      output_config: {
+        format: {
+          type: 'json_schema',
+          schema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+        },
+      },
     });
     expect(JSON.parse(texts(decideReply(title, { seq: 1 }))[0] ?? '')).toEqual({ title: SIDE_REPLY_TEXT });
   });
@@ -271,29 +325,55 @@ describe('mapTool', () => {
   it("maps onto claude's tools, making paths absolute against the stated cwd", () => {
     const r = claudeTurn('x');
     expect(workingDirectory(r)).toBe('/work/ws');
-    expect(tool({ tool: 'read', path: 'a.txt' }, r)).toEqual({ type: 'tool_use', id: 'toolu_offline_7', name: 'Read', input: { file_path: '/work/ws/a.txt' } });
-    expect(tool({ tool: 'write', path: 'sub/../b.txt', content: 'B' }, r)?.input).toEqual({ file_path: '/work/ws/b.txt', content: 'B' });
-    expect(tool({ tool: 'write', path: '/abs/c', content: 'C' }, r)?.input).toEqual({ file_path: '/abs/c', content: 'C' });
-    expect(tool({ tool: 'shell', command: 'echo hi' }, r)).toMatchObject({ name: 'Bash', input: { command: 'echo hi' } });
+    expect(tool({ tool: 'read', path: 'a.txt' }, r)).toEqual({
+      type: 'tool_use',
+      id: 'toolu_offline_7',
+      name: 'Read',
+      input: { file_path: '/work/ws/a.txt' },
+    });
+    expect(tool({ tool: 'write', path: 'sub/../b.txt', content: 'B' }, r)?.input).toEqual({
+      file_path: '/work/ws/b.txt',
+      content: 'B',
+    });
+    expect(tool({ tool: 'write', path: '/abs/c', content: 'C' }, r)?.input).toEqual({
+      file_path: '/abs/c',
+      content: 'C',
+    });
+    expect(tool({ tool: 'shell', command: 'echo hi' }, r)).toMatchObject({
+      name: 'Bash',
+      input: { command: 'echo hi' },
+    });
     // claude 2.1.197 offers no LS/Glob tool: listing goes through the shell, quoted.
-    expect(tool({ tool: 'list', path: "it's" }, r)).toMatchObject({ name: 'Bash', input: { command: `ls -1a 'it'\\''s'` } });
+    expect(tool({ tool: 'list', path: "it's" }, r)).toMatchObject({
+      name: 'Bash',
+      input: { command: `ls -1a 'it'\\''s'` },
+    });
   });
 
   it("maps onto pi's tools with path parameters left as given", () => {
     const r = piTurn('x');
     expect(tool({ tool: 'read', path: 'a.txt' }, r)).toMatchObject({ name: 'read', input: { path: 'a.txt' } });
-    expect(tool({ tool: 'write', path: 'a.txt', content: 'A' }, r)).toMatchObject({ name: 'write', input: { path: 'a.txt', content: 'A' } });
+    expect(tool({ tool: 'write', path: 'a.txt', content: 'A' }, r)).toMatchObject({
+      name: 'write',
+      input: { path: 'a.txt', content: 'A' },
+    });
     expect(tool({ tool: 'list', path: 'dir' }, r)).toMatchObject({ name: 'ls', input: { path: 'dir' } });
     expect(tool({ tool: 'shell', command: 'pwd' }, r)).toMatchObject({ name: 'bash', input: { command: 'pwd' } });
   });
 
   it('uses a glob tool for listing when there is no ls tool', () => {
-    const r = req({ tools: [{ name: 'Glob', input_schema: { properties: { pattern: {}, path: {} } } }], messages: [{ role: 'user', content: 'x' }] });
+    const r = req({
+      tools: [{ name: 'Glob', input_schema: { properties: { pattern: {}, path: {} } } }],
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(mapTool({ tool: 'list', path: 'src' }, r)).toEqual({ name: 'Glob', input: { pattern: '*', path: 'src' } });
   });
 
   it('says so in text when no offered tool fits', () => {
-    const r = req({ tools: [{ name: 'Weather', input_schema: { properties: { city: {} } } }], messages: [{ role: 'user', content: 'x' }] });
+    const r = req({
+      tools: [{ name: 'Weather', input_schema: { properties: { city: {} } } }],
+      messages: [{ role: 'user', content: 'x' }],
+    });
     const reply = decideReply(r, { seq: 1, queued: { tool: 'write', path: 'a', content: 'b' } });
     expect(toolUse(reply)).toBeUndefined();
     expect(texts(reply)[0]).toMatch(/no offered tool can write a file \(offered: Weather\)/);
@@ -301,7 +381,9 @@ describe('mapTool', () => {
   });
 
   it('puts thinking and text before the call and stops with tool_use', () => {
-    const r = asMessage(decideReply(piTurn('#offline {"thinking":"t","text":"on it","tool":"read","path":"a"}'), { seq: 1 }));
+    const r = asMessage(
+      decideReply(piTurn('#offline {"thinking":"t","text":"on it","tool":"read","path":"a"}'), { seq: 1 }),
+    );
     expect(r.steps.map((s) => s.type)).toEqual(['thinking', 'text', 'tool_use']);
     expect(r.stopReason).toBe('tool_use');
   });
@@ -312,7 +394,13 @@ describe('exampleFor', () => {
     expect(
       exampleFor({
         type: 'object',
-        properties: { a: { type: 'string' }, b: { type: 'integer' }, c: { type: 'array' }, d: { enum: ['x', 'y'] }, e: { type: 'boolean' } },
+        properties: {
+          a: { type: 'string' },
+          b: { type: 'integer' },
+          c: { type: 'array' },
+          d: { enum: ['x', 'y'] },
+          e: { type: 'boolean' },
+        },
       }),
     ).toEqual({ a: SIDE_REPLY_TEXT, b: 0, c: [], d: 'x', e: false });
   });

@@ -19,13 +19,24 @@ const piTools = [
 ];
 
 function body(text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { model: 'any-model', max_tokens: 1000, tools: piTools, messages: [{ role: 'user', content: text }], ...extra };
+  return {
+    model: 'any-model',
+    max_tokens: 1000,
+    tools: piTools,
+    messages: [{ role: 'user', content: text }],
+    ...extra,
+  };
 }
 
 /** The control routes' credentials. */
 const control = () => ({ authorization: `Bearer ${model.controlToken}` });
 
-function post(path: string, payload: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+function post(
+  path: string,
+  payload: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(`${model.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -97,7 +108,10 @@ describe('routes', () => {
   it('a body that is not JSON gets a 400 invalid_request_error', async () => {
     const res = await post('/v1/messages', '{not json');
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/not valid JSON/) } });
+    expect(await res.json()).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringMatching(/not valid JSON/) },
+    });
     const empty = await post('/v1/messages', '');
     expect(empty.status).toBe(400);
     const noMessages = await post('/v1/messages', { model: 'x' });
@@ -133,7 +147,9 @@ describe('messages', () => {
   });
 
   it('thinking then text', async () => {
-    const { events } = await readSse(await post('/v1/messages', body('#offline {"thinking":"let me see","text":"done"}', { stream: true })));
+    const { events } = await readSse(
+      await post('/v1/messages', body('#offline {"thinking":"let me see","text":"done"}', { stream: true })),
+    );
     const deltas = events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta);
     expect(deltas).toEqual([
       { type: 'thinking_delta', thinking: 'let me see' },
@@ -143,8 +159,12 @@ describe('messages', () => {
   });
 
   it('tool call built from the offered tools, streaming and not', async () => {
-    const { events } = await readSse(await post('/v1/messages', body('#offline {"tool":"write","path":"a.txt","content":"A"}', { stream: true })));
-    expect(events.find((e) => e.type === 'content_block_start')).toMatchObject({ content_block: { type: 'tool_use', name: 'write' } });
+    const { events } = await readSse(
+      await post('/v1/messages', body('#offline {"tool":"write","path":"a.txt","content":"A"}', { stream: true })),
+    );
+    expect(events.find((e) => e.type === 'content_block_start')).toMatchObject({
+      content_block: { type: 'tool_use', name: 'write' },
+    });
     const json = events
       .filter((e) => e.type === 'content_block_delta')
       .map((e) => (e.delta as { partial_json: string }).partial_json)
@@ -152,8 +172,12 @@ describe('messages', () => {
     expect(JSON.parse(json)).toEqual({ path: 'a.txt', content: 'A' });
     expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'tool_use' } });
 
-    const msg = (await (await post('/v1/messages', body('#offline {"tool":"shell","command":"ls"}'))).json()) as { content: unknown[] };
-    expect(msg.content).toEqual([{ type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'bash', input: { command: 'ls' } }]);
+    const msg = (await (await post('/v1/messages', body('#offline {"tool":"shell","command":"ls"}'))).json()) as {
+      content: unknown[];
+    };
+    expect(msg.content).toEqual([
+      { type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'bash', input: { command: 'ls' } },
+    ]);
   });
 
   it.each([
@@ -179,7 +203,9 @@ describe('messages', () => {
   });
 
   it('cut: the client sees message_start and part of a text block, then the connection breaks', async () => {
-    const { events, error } = await readSse(await post('/v1/messages', body('#offline {"cut":true,"text":"half a"}', { stream: true })));
+    const { events, error } = await readSse(
+      await post('/v1/messages', body('#offline {"cut":true,"text":"half a"}', { stream: true })),
+    );
     expect(error).toBeDefined();
     expect(events.map((e) => e.type)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta']);
     expect(textOf(events)).toBe('half a');
@@ -190,14 +216,21 @@ describe('messages', () => {
   });
 
   it('slow streaming spreads the deltas out, and a client can hang up mid-stream', async () => {
-    const { events } = await readSse(await post('/v1/messages', body('#offline {"text":"abcdef","chunks":3,"delayMs":80}', { stream: true })));
+    const { events } = await readSse(
+      await post('/v1/messages', body('#offline {"text":"abcdef","chunks":3,"delayMs":80}', { stream: true })),
+    );
     const deltas = events.filter((e) => e.type === 'content_block_delta');
     expect(deltas).toHaveLength(3);
     expect(textOf(events)).toBe('abcdef');
     expect(deltas[2]!.at - deltas[0]!.at).toBeGreaterThanOrEqual(150);
 
     const abort = new AbortController();
-    const res = await post('/v1/messages', body('#offline {"text":"0123456789","chunks":10,"delayMs":200}', { stream: true }), {}, abort.signal);
+    const res = await post(
+      '/v1/messages',
+      body('#offline {"text":"0123456789","chunks":10,"delayMs":200}', { stream: true }),
+      {},
+      abort.signal,
+    );
     const reader = res.body!.getReader();
     let seen = '';
     while (!seen.includes('content_block_delta')) seen += new TextDecoder().decode((await reader.read()).value);
@@ -207,7 +240,9 @@ describe('messages', () => {
   });
 
   it('a bad directive is answered in text, not with an HTTP error', async () => {
-    const msg = (await (await post('/v1/messages', body('#offline {"tool":"fly"}'))).json()) as { content: { text: string }[] };
+    const msg = (await (await post('/v1/messages', body('#offline {"tool":"fly"}'))).json()) as {
+      content: { text: string }[];
+    };
     expect(msg.content[0]?.text).toMatch(/^Offline model: bad #offline directive/);
   });
 });
@@ -215,9 +250,22 @@ describe('messages', () => {
 describe('control routes', () => {
   it('need the control token: without it or with another one, 401 and nothing is shown or queued', async () => {
     await post('/v1/messages', body('a prompt another session must not see'));
-    for (const headers of [{}, { authorization: 'Bearer guessed-guessed-guessed' }, { authorization: model.controlToken }] as Record<string, string>[]) {
-      for (const [method, path] of [['GET', '/_offline/requests'], ['GET', '/_offline/queue'], ['POST', '/_offline/queue'], ['POST', '/_offline/reset']] as const) {
-        const res = await fetch(`${model.url}${path}`, { method, headers, ...(method === 'POST' && { body: JSON.stringify({ tool: 'shell', command: 'id' }) }) });
+    for (const headers of [
+      {},
+      { authorization: 'Bearer guessed-guessed-guessed' },
+      { authorization: model.controlToken },
+    ] as Record<string, string>[]) {
+      for (const [method, path] of [
+        ['GET', '/_offline/requests'],
+        ['GET', '/_offline/queue'],
+        ['POST', '/_offline/queue'],
+        ['POST', '/_offline/reset'],
+      ] as const) {
+        const res = await fetch(`${model.url}${path}`, {
+          method,
+          headers,
+          ...(method === 'POST' && { body: JSON.stringify({ tool: 'shell', command: 'id' }) }),
+        });
         expect(res.status, `${method} ${path}`).toBe(401);
         const text = await res.text();
         expect(text).toContain('authentication_error');
@@ -236,13 +284,17 @@ describe('queue', () => {
     model.enqueue({ text: 'third' });
 
     // A small tool-less non-streaming request, like a CLI's side query, even one carrying a directive.
-    const side = (await (await post('/v1/messages', { max_tokens: 1, messages: [{ role: 'user', content: '#offline {"error":500}' }] })).json()) as {
+    const side = (await (
+      await post('/v1/messages', { max_tokens: 1, messages: [{ role: 'user', content: '#offline {"error":500}' }] })
+    ).json()) as {
       content: { text: string }[];
     };
     expect(side.content[0]?.text).toBe('Offline model.');
     expect(await (await fetch(`${model.url}/_offline/queue`, { headers: control() })).json()).toHaveLength(3);
 
-    const first = (await (await post('/v1/messages', body('#offline {"text":"directive loses"}'))).json()) as { content: { text: string }[] };
+    const first = (await (await post('/v1/messages', body('#offline {"text":"directive loses"}'))).json()) as {
+      content: { text: string }[];
+    };
     expect(first.content[0]?.text).toBe('first');
     expect((await post('/v1/messages', body('x', { stream: true }))).status).toBe(529);
     const third = await readSse(await post('/v1/messages', body('x', { stream: true })));
@@ -259,7 +311,9 @@ describe('queue', () => {
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
     expect((await post('/_offline/queue', 'nope', control())).status).toBe(400);
-    expect(await (await fetch(`${model.url}/_offline/queue`, { headers: control() })).json()).toEqual([{ text: 'one' }]);
+    expect(await (await fetch(`${model.url}/_offline/queue`, { headers: control() })).json()).toEqual([
+      { text: 'one' },
+    ]);
     // @ts-expect-error -- checking the runtime guard against an invalid script
     expect(() => model.enqueue({ error: 'soon' })).toThrow();
   });

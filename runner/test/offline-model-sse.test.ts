@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageReply, ReplyStep } from '../src/offline-model/script.ts';
-import { encodeError, encodeMessage, encodeStream, splitChunks, sseEvent, totalDelayMs } from '../src/offline-model/sse.ts';
+import {
+  encodeError,
+  encodeMessage,
+  encodeStream,
+  splitChunks,
+  sseEvent,
+  totalDelayMs,
+} from '../src/offline-model/sse.ts';
 import type { StreamChunk } from '../src/offline-model/sse.ts';
 
 function reply(steps: ReplyStep[], extra: Partial<MessageReply> = {}): MessageReply {
@@ -63,15 +70,26 @@ describe('encodeStream', () => {
       'message_delta',
       'message_stop',
     ]);
-    expect(ev[0]).toMatchObject({ message: { id: 'msg_1', role: 'assistant', model: 'offline-1', content: [], usage: { input_tokens: 10 } } });
+    expect(ev[0]).toMatchObject({
+      message: { id: 'msg_1', role: 'assistant', model: 'offline-1', content: [], usage: { input_tokens: 10 } },
+    });
     expect(ev[2]).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
     expect(ev[3]).toEqual({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hello' } });
-    expect(ev[5]).toEqual({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 3 } });
+    expect(ev[5]).toEqual({
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 3 },
+    });
   });
 
   it('thinking (with signature_delta) then text, indexed in order', () => {
     const ev = events(
-      encodeStream(reply([{ type: 'thinking', thinking: 'hmm', signature: 'sig' }, { type: 'text', text: 'ok' }])),
+      encodeStream(
+        reply([
+          { type: 'thinking', thinking: 'hmm', signature: 'sig' },
+          { type: 'text', text: 'ok' },
+        ]),
+      ),
     );
     const deltas = ev.filter((e) => e.type === 'content_block_delta');
     expect(deltas).toEqual([
@@ -90,7 +108,9 @@ describe('encodeStream', () => {
       index: 0,
       content_block: { type: 'tool_use', id: 'toolu_1', name: 'Write', input: {} },
     });
-    const fragments = ev.flatMap((e) => (e.type === 'content_block_delta' ? [(e.delta as { partial_json: string }).partial_json] : []));
+    const fragments = ev.flatMap((e) =>
+      e.type === 'content_block_delta' ? [(e.delta as { partial_json: string }).partial_json] : [],
+    );
     expect(fragments[0]).toBe('');
     expect(fragments).toHaveLength(4);
     expect(JSON.parse(fragments.join(''))).toEqual(input);
@@ -102,7 +122,9 @@ describe('encodeStream', () => {
     const writes = chunks.filter((c): c is Extract<StreamChunk, { kind: 'write' }> => c.kind === 'write');
     const deltas = writes.filter((c) => c.data.startsWith('event: content_block_delta'));
     expect(deltas.map((d) => d.delayMs)).toEqual([0, 25, 25, 25]);
-    expect(writes.filter((c) => !c.data.startsWith('event: content_block_delta')).every((c) => c.delayMs === 0)).toBe(true);
+    expect(writes.filter((c) => !c.data.startsWith('event: content_block_delta')).every((c) => c.delayMs === 0)).toBe(
+      true,
+    );
     expect(totalDelayMs(reply([{ type: 'text', text: 'abcd' }], { chunks: 4, delayMs: 25 }))).toBe(75);
   });
 
@@ -135,7 +157,9 @@ describe('encodeMessage', () => {
       stop_sequence: null,
       usage: { input_tokens: 10, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     });
-    expect(encodeMessage(reply([{ type: 'text', text: 'x' }, { type: 'cut' }])).content).toEqual([{ type: 'text', text: 'x' }]);
+    expect(encodeMessage(reply([{ type: 'text', text: 'x' }, { type: 'cut' }])).content).toEqual([
+      { type: 'text', text: 'x' },
+    ]);
   });
 });
 

@@ -18,7 +18,10 @@ interface Run {
 /** Runs the runner CLI to completion with a minimal environment; stdout must be exactly one JSON line. */
 function run(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [RUNNER_BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [RUNNER_BIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.resume();
@@ -43,10 +46,18 @@ describe('once', () => {
   afterEach(() => assertNoOrphans());
 
   test.each(['claude', 'pi'])('%s: success JSON, exit 0', async (backend) => {
-    const r = await run(['once', '--backend', backend, '--prompt', `say hi ${backend}`, '--workspace', tempDir('sy-once-')], { SWITCHYARD_MODEL_URL: model.url });
+    const r = await run(
+      ['once', '--backend', backend, '--prompt', `say hi ${backend}`, '--workspace', tempDir('sy-once-')],
+      { SWITCHYARD_MODEL_URL: model.url },
+    );
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
-    expect(r.json).toMatchObject({ ok: true, text: `Offline model reply to: say hi ${backend}`, stopReason: 'end_turn', usage: { inputTokens: expect.any(Number) } });
+    expect(r.json).toMatchObject({
+      ok: true,
+      text: `Offline model reply to: say hi ${backend}`,
+      stopReason: 'end_turn',
+      usage: { inputTokens: expect.any(Number) },
+    });
     expect(r.json.error).toBeUndefined();
   });
 
@@ -63,11 +74,30 @@ describe('once', () => {
     '$backend: provider $status is ok:false with $code, not retryable, after one request; exit 1',
     async ({ backend, status, code }) => {
       model.reset();
-      const r = await run(['once', '--backend', backend, '--prompt', `fail\n#offline {"error":${status}}`, '--workspace', tempDir('sy-once-')], {
-        SWITCHYARD_MODEL_URL: model.url,
-      });
+      const r = await run(
+        [
+          'once',
+          '--backend',
+          backend,
+          '--prompt',
+          `fail\n#offline {"error":${status}}`,
+          '--workspace',
+          tempDir('sy-once-'),
+        ],
+        {
+          SWITCHYARD_MODEL_URL: model.url,
+        },
+      );
       expect(r.code).toBe(1);
-      expect(r.json).toMatchObject({ ok: false, stopReason: 'error', error: { code, retryable: false, message: expect.stringMatching(/An administrator must|Sending it again unchanged/) } });
+      expect(r.json).toMatchObject({
+        ok: false,
+        stopReason: 'error',
+        error: {
+          code,
+          retryable: false,
+          message: expect.stringMatching(/An administrator must|Sending it again unchanged/),
+        },
+      });
       expect(model.requests().filter((q) => q.response?.mainTurn)).toHaveLength(1);
     },
   );
@@ -81,28 +111,48 @@ describe('once', () => {
     '$backend: provider $status is retried within SWITCHYARD_CLI_RETRIES, then ok:false with $code, retryable; exit 1',
     async ({ backend, status, code }) => {
       model.reset();
-      const r = await run(['once', '--backend', backend, '--prompt', `fail\n#offline {"error":${status}}`, '--workspace', tempDir('sy-once-')], {
-        SWITCHYARD_MODEL_URL: model.url,
-        SWITCHYARD_CLI_RETRIES: '1',
-        SWITCHYARD_CLI_RETRY_BASE_MS: '1',
-      });
+      const r = await run(
+        [
+          'once',
+          '--backend',
+          backend,
+          '--prompt',
+          `fail\n#offline {"error":${status}}`,
+          '--workspace',
+          tempDir('sy-once-'),
+        ],
+        {
+          SWITCHYARD_MODEL_URL: model.url,
+          SWITCHYARD_CLI_RETRIES: '1',
+          SWITCHYARD_CLI_RETRY_BASE_MS: '1',
+        },
+      );
       expect(r.code).toBe(1);
       expect(r.json).toMatchObject({ ok: false, stopReason: 'error', error: { code, retryable: true } });
       expect(model.requests().filter((q) => q.response?.mainTurn)).toHaveLength(2);
     },
   );
 
-  test.each(['claude', 'pi'])('%s: the default retry budget for a 429 is five retries (~15-20 s of backoff), then provider_rate_limited', async (backend) => {
-    model.reset();
-    const r = await run(['once', '--backend', backend, '--prompt', 'fail\n#offline {"error":429}', '--workspace', tempDir('sy-once-')], { SWITCHYARD_MODEL_URL: model.url });
-    expect(r.json).toMatchObject({ ok: false, error: { code: 'provider_rate_limited', retryable: true } });
-    expect(model.requests().filter((q) => q.response?.mainTurn)).toHaveLength(6);
-  });
+  test.each(['claude', 'pi'])(
+    '%s: the default retry budget for a 429 is five retries (~15-20 s of backoff), then provider_rate_limited',
+    async (backend) => {
+      model.reset();
+      const r = await run(
+        ['once', '--backend', backend, '--prompt', 'fail\n#offline {"error":429}', '--workspace', tempDir('sy-once-')],
+        { SWITCHYARD_MODEL_URL: model.url },
+      );
+      expect(r.json).toMatchObject({ ok: false, error: { code: 'provider_rate_limited', retryable: true } });
+      expect(model.requests().filter((q) => q.response?.mainTurn)).toHaveLength(6);
+    },
+  );
 
   test('a CLI that answers nothing is an error carrying the first line of its stderr', async () => {
     const r = await run(['once', '--backend', 'pi', '--prompt', 'anything'], {
       SWITCHYARD_MODEL_URL: model.url,
-      SWITCHYARD_CLI_EXECUTABLE: JSON.stringify({ command: process.execPath, prefixArgs: [FAKE_CLI, '--fake=stderr-exit'] }),
+      SWITCHYARD_CLI_EXECUTABLE: JSON.stringify({
+        command: process.execPath,
+        prefixArgs: [FAKE_CLI, '--fake=stderr-exit'],
+      }),
     });
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({ ok: false, text: '', stopReason: 'error' });
@@ -154,7 +204,16 @@ describe('probe', () => {
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({
       ok: false,
-      backends: [{ backend: 'pi', installed: true, configValid: false, credentials: { present: false, source: 'none' }, usable: false, problems: [expect.stringContaining('SWITCHYARD_MODEL_URL')] }],
+      backends: [
+        {
+          backend: 'pi',
+          installed: true,
+          configValid: false,
+          credentials: { present: false, source: 'none' },
+          usable: false,
+          problems: [expect.stringContaining('SWITCHYARD_MODEL_URL')],
+        },
+      ],
     });
   });
 });

@@ -12,7 +12,13 @@ import { startOfflineModel } from '../src/offline-model/index.ts';
 import { missingRunnerCaps, wrapWithUidDrop } from '../src/sandbox/uid-drop.ts';
 import { GUARD_DIR, installRoot, Sandbox, SandboxError, sandboxModeFrom } from '../src/sandbox/sandbox.ts';
 
-const spec: SpawnSpec = { command: '/opt/cli/bin/cli', args: ['--x'], env: { PATH: '/usr/bin' }, cwd: '/s/ws', files: [{ path: '/s/cfg/settings.json', content: '{}' }] };
+const spec: SpawnSpec = {
+  command: '/opt/cli/bin/cli',
+  args: ['--x'],
+  env: { PATH: '/usr/bin' },
+  cwd: '/s/ws',
+  files: [{ path: '/s/cfg/settings.json', content: '{}' }],
+};
 const layout: BwrapLayout = {
   bwrap: '/usr/bin/bwrap',
   uid: 0,
@@ -48,12 +54,23 @@ describe('wrapWithBwrap (pure)', () => {
     expect(a.filter((x) => x.startsWith('/etc/'))).toEqual(['/etc/passwd', '/etc/passwd']);
   });
   it('with a model route: the proxy socket bound in, the forwarder read-only, the CLI started by the forwarder', () => {
-    const m = wrapWithBwrap(spec, { ...layout, model: { socket: '/h/model.sock', node: '/n/node', forwarder: '/r/fwd.ts' } }).args;
+    const m = wrapWithBwrap(spec, {
+      ...layout,
+      model: { socket: '/h/model.sock', node: '/n/node', forwarder: '/r/fwd.ts' },
+    }).args;
     const i = (...seq: string[]) => m.findIndex((_, k) => seq.every((x, j) => m[k + j] === x));
     expect(m).toContain('--unshare-net');
     expect(i('--bind', '/h/model.sock', MODEL_SOCKET)).toBeGreaterThan(0);
     expect(i('--ro-bind', '/r/fwd.ts', '/r/fwd.ts')).toBeGreaterThan(0);
-    expect(m.slice(m.indexOf('--') + 1)).toEqual(['/n/node', '/r/fwd.ts', String(MODEL_PORT), MODEL_SOCKET, '--', '/opt/cli/bin/cli', '--x']);
+    expect(m.slice(m.indexOf('--') + 1)).toEqual([
+      '/n/node',
+      '/r/fwd.ts',
+      String(MODEL_PORT),
+      MODEL_SOCKET,
+      '--',
+      '/opt/cli/bin/cli',
+      '--x',
+    ]);
   });
   it('private /tmp first, read-only installs (nested ones folded), writable dirs, then config files read-only on top', () => {
     const tmp = at('--tmpfs', '/tmp');
@@ -70,15 +87,25 @@ describe('wrapWithBwrap (pure)', () => {
 describe('Sandbox.prepare fails closed', () => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'sy-prep-')));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
-  const paths = { backend: 'claude' as const, workspace: join(root, 'ws'), home: join(root, 'h'), configDir: join(root, 'c') };
-  const guarded = (sb: Sandbox): SpawnSpec => ({ ...spec, files: [{ path: '/c/s.json', content: `'node' '${sb.guardOption('claude')?.file}'` }] });
+  const paths = {
+    backend: 'claude' as const,
+    workspace: join(root, 'ws'),
+    home: join(root, 'h'),
+    configDir: join(root, 'c'),
+  };
+  const guarded = (sb: Sandbox): SpawnSpec => ({
+    ...spec,
+    files: [{ path: '/c/s.json', content: `'node' '${sb.guardOption('claude')?.file}'` }],
+  });
 
   it('names the guard file that is missing, and spawns nothing', async () => {
     const dir = join(root, 'guard-missing');
     mkdirSync(dir);
     writeFileSync(join(dir, 'claude-hook.ts'), '');
     const sb = new Sandbox({ mode: 'container', guardDir: dir });
-    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(new RegExp(`guard file ${dir}/pi-extension.ts is missing or unreadable`));
+    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(
+      new RegExp(`guard file ${dir}/pi-extension.ts is missing or unreadable`),
+    );
     await expect(sb.prepare(guarded(sb), paths)).rejects.toBeInstanceOf(SandboxError);
   });
   it('refuses a spec that does not load the guard', async () => {
@@ -87,18 +114,30 @@ describe('Sandbox.prepare fails closed', () => {
   });
   it('refuses to run without bubblewrap when bubblewrap is the wall', async () => {
     const sb = new Sandbox({ mode: 'bubblewrap', bwrap: '/nonexistent/bwrap' });
-    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(/bubblewrap \(\/nonexistent\/bwrap\) is not installed; run scripts\/setup-system.sh/);
+    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(
+      /bubblewrap \(\/nonexistent\/bwrap\) is not installed; run scripts\/setup-system.sh/,
+    );
   });
   it('puts the policy in the environment', async () => {
     const sb = new Sandbox({ mode: 'none' });
     const out = await sb.prepare(guarded(sb), paths);
-    expect(JSON.parse(out.env.SWITCHYARD_GUARD_POLICY ?? '')).toEqual({ v: 1, backend: 'claude', workspace: paths.workspace, tools: ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'] });
+    expect(JSON.parse(out.env.SWITCHYARD_GUARD_POLICY ?? '')).toEqual({
+      v: 1,
+      backend: 'claude',
+      workspace: paths.workspace,
+      tools: ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'],
+    });
   });
   it('container mode refuses without the runner capabilities or setpriv, and as root', async () => {
     const sb = new Sandbox({ mode: 'container', setpriv: '/nonexistent/setpriv' });
     const caps = await missingRunnerCaps();
     const uid = process.getuid?.() ?? 0;
-    const expected = caps.length > 0 ? /the runner lacks CAP_/ : uid === 0 || uid === 10002 ? /must run as its own non-root uid/ : /setpriv \(\/nonexistent\/setpriv, util-linux\) is not installed/;
+    const expected =
+      caps.length > 0
+        ? /the runner lacks CAP_/
+        : uid === 0 || uid === 10002
+          ? /must run as its own non-root uid/
+          : /setpriv \(\/nonexistent\/setpriv, util-linux\) is not installed/;
     await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(expected);
     await expect(sb.prepare(guarded(sb), paths)).rejects.toBeInstanceOf(SandboxError);
   });
@@ -111,7 +150,21 @@ describe('Sandbox.prepare fails closed', () => {
   it('wraps the CLI in setpriv: its own uid, the shared group, no groups, no capabilities, no_new_privs', () => {
     const out = wrapWithUidDrop(spec, { setpriv: '/usr/bin/setpriv', uid: 10002, gid: 10001 });
     expect(out.command).toBe('/usr/bin/setpriv');
-    expect(out.args).toEqual(['--reuid', '10002', '--regid', '10001', '--clear-groups', '--inh-caps', '-all', '--ambient-caps', '-all', '--no-new-privs', '--', '/opt/cli/bin/cli', '--x']);
+    expect(out.args).toEqual([
+      '--reuid',
+      '10002',
+      '--regid',
+      '10001',
+      '--clear-groups',
+      '--inh-caps',
+      '-all',
+      '--ambient-caps',
+      '-all',
+      '--no-new-privs',
+      '--',
+      '/opt/cli/bin/cli',
+      '--x',
+    ]);
     expect({ ...out, command: spec.command, args: spec.args }).toEqual(spec);
   });
   it('SWITCHYARD_SANDBOX picks the wall; bubblewrap unless told otherwise', () => {
@@ -164,18 +217,27 @@ describe('under bubblewrap for real', () => {
     expect(r.out).not.toContain('OTHER-SESSION-SECRET');
     expect(r.out).toContain(`${other}/secret.txt: No such file or directory`);
     expect(r.out).toContain(`${homedir()}': No such file or directory`);
-    expect(r.out.split('\n').filter((l) => /^(cfg|home|ws)$/.test(l)).sort()).toEqual(['cfg', 'home', 'ws']);
+    expect(
+      r.out
+        .split('\n')
+        .filter((l) => /^(cfg|home|ws)$/.test(l))
+        .sort(),
+    ).toEqual(['cfg', 'home', 'ws']);
     expect(r.out).not.toMatch(/^other-session$/m);
   });
   it('the rest is read-only, /tmp is private, the config files are read-only over a writable dir', async () => {
-    const r = await sh(`touch /usr/x; touch ${d.configDir}/settings.json; echo t > /tmp/t && cat /tmp/t; touch ${d.configDir}/other.txt && echo cfg-ok`);
+    const r = await sh(
+      `touch /usr/x; touch ${d.configDir}/settings.json; echo t > /tmp/t && cat /tmp/t; touch ${d.configDir}/other.txt && echo cfg-ok`,
+    );
     expect(r.out).toContain("touch: cannot touch '/usr/x': Read-only file system");
     expect(r.out).toContain(`touch: cannot touch '${d.configDir}/settings.json': Read-only file system`);
     expect(r.out).toContain('t\ncfg-ok');
     expect(existsSync('/tmp/t') && readFileSync('/tmp/t', 'utf8') === 't\n').toBe(false);
   });
   it('own PID namespace: the runner is not there to read; no capabilities; no secrets in /etc', async () => {
-    const r = await sh(`ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '; echo; cat /proc/${process.pid}/environ; grep CapEff /proc/self/status; cat /etc/shadow`);
+    const r = await sh(
+      `ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '; echo; cat /proc/${process.pid}/environ; grep CapEff /proc/self/status; cat /etc/shadow`,
+    );
     const pids = (r.out.split('\n')[0] ?? '').trim().split(' ').map(Number);
     expect(pids.every((p) => p < 100)).toBe(true);
     expect(r.out).toMatch(/CapEff:\s+0000000000000000/);

@@ -30,20 +30,35 @@ const baseEnv = { PATH: process.env.PATH };
 
 describe.each(['claude', 'pi'] as const)('%s: the guard canary', (backend) => {
   it('under bubblewrap the real guard blocks the canary and allows a read inside the workspace', async () => {
-    expect(await runGuardCanary({ backend, executable: locateCli(backend), sandbox: new Sandbox({ mode: 'bubblewrap' }), baseEnv })).toEqual({ ok: true });
+    expect(
+      await runGuardCanary({
+        backend,
+        executable: locateCli(backend),
+        sandbox: new Sandbox({ mode: 'bubblewrap' }),
+        baseEnv,
+      }),
+    ).toEqual({ ok: true });
   });
 
   it('the self-test at runner start passes with the real guard, and fails with a broken one', async () => {
     expect(await guardSelfTest(new Sandbox({ mode: 'container' }))).toEqual({ ok: true });
     const dir = brokenGuard(`selftest-${backend}`, 'rules.ts', "throw new Error('broken on purpose');");
     const result = await guardSelfTest(new Sandbox({ mode: 'container', guardDir: dir }));
-    expect(result).toMatchObject({ ok: false, problem: expect.stringMatching(/guard hook .* did not block|does not load/) });
+    expect(result).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/guard hook .* did not block|does not load/),
+    });
   });
 });
 
 describe('claude with a broken guard fails closed', () => {
   it.each([
-    ['rules.ts throws at load', 'rules.ts', "throw new Error('broken on purpose');", /internal error.*broken on purpose/],
+    [
+      'rules.ts throws at load',
+      'rules.ts',
+      "throw new Error('broken on purpose');",
+      /internal error.*broken on purpose/,
+    ],
     ['rules.ts missing (passes no file check: the hook is what is tested)', 'rules.ts', null, /internal error/],
     ['the hook itself has a syntax error: `|| exit 2`', 'claude-hook.ts', 'this is not javascript (', /SyntaxError/],
   ])('%s: every tool call is refused, nothing leaks', async (_name, file, content, reason) => {
@@ -59,8 +74,16 @@ describe('claude with a broken guard fails closed', () => {
 
   it('the canary reports it instead of claiming the guard is loaded', async () => {
     const dir = brokenGuard('claude-canary', 'rules.ts', "throw new Error('broken on purpose');");
-    const result = await runGuardCanary({ backend: 'claude', executable: locateCli('claude'), sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }), baseEnv });
-    expect(result).toMatchObject({ ok: false, problem: expect.stringMatching(/also refused a read inside the workspace/) });
+    const result = await runGuardCanary({
+      backend: 'claude',
+      executable: locateCli('claude'),
+      sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }),
+      baseEnv,
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/also refused a read inside the workspace/),
+    });
   });
 });
 
@@ -70,7 +93,12 @@ describe('pi with a broken guard never starts', () => {
     ['rules.ts throws at load', 'rules.ts', "throw new Error('broken on purpose');", /broken on purpose/],
   ])('%s: pi exits before reading a command, naming the guard', async (_name, file, content, reason) => {
     const dir = brokenGuard(`pi-${file}-${String(content).length}`, file, content);
-    const result = await runGuardCanary({ backend: 'pi', executable: locateCli('pi'), sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }), baseEnv });
+    const result = await runGuardCanary({
+      backend: 'pi',
+      executable: locateCli('pi'),
+      sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }),
+      baseEnv,
+    });
     expect(result).toMatchObject({ ok: false, problem: expect.stringMatching(reason) });
   });
 
@@ -85,8 +113,16 @@ describe('pi with a broken guard never starts', () => {
 describe('the runner refuses to spawn without the guard', () => {
   it('a missing guard file: nothing is spawned, the error names the file', async () => {
     const dir = brokenGuard('prepare-missing', 'resolve.ts', null);
-    const result = await runGuardCanary({ backend: 'claude', executable: locateCli('claude'), sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }), baseEnv });
-    expect(result).toEqual({ ok: false, problem: expect.stringContaining(`guard file ${dir}/resolve.ts is missing or unreadable`) });
+    const result = await runGuardCanary({
+      backend: 'claude',
+      executable: locateCli('claude'),
+      sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }),
+      baseEnv,
+    });
+    expect(result).toEqual({
+      ok: false,
+      problem: expect.stringContaining(`guard file ${dir}/resolve.ts is missing or unreadable`),
+    });
   });
 });
 
@@ -100,16 +136,37 @@ async function drive(backend: Backend, sandbox: Sandbox, o: { skipPrepareChecks?
   writeFileSync(join(dir, 'outside.txt'), outsideToken);
   writeFileSync(join(dirs.workspace, 'inside.txt'), insideToken);
   const model = await startOfflineModel();
-  model.enqueue({ tool: 'read', path: join(dir, 'outside.txt') }, { tool: 'read', path: join(dirs.workspace, 'inside.txt') }, { text: 'done' });
+  model.enqueue(
+    { tool: 'read', path: join(dir, 'outside.txt') },
+    { tool: 'read', path: join(dirs.workspace, 'inside.txt') },
+    { text: 'done' },
+  );
   const adapter = adapterFor(backend);
   const route = await startModelRoute(sandbox.mode, model.url, undefined);
-  let spec = adapter.spawnSpec({ executable: locateCli(backend), ...dirs, modelBaseUrl: route.baseUrl, modelApiKey: route.apiKey, oneShot: true, guard: sandbox.guardOption(backend), baseEnv });
-  if (!o.noPolicy) spec = { ...spec, env: { ...spec.env, SWITCHYARD_GUARD_POLICY: JSON.stringify(sandbox.policy({ backend, ...dirs })) } };
+  let spec = adapter.spawnSpec({
+    executable: locateCli(backend),
+    ...dirs,
+    modelBaseUrl: route.baseUrl,
+    modelApiKey: route.apiKey,
+    oneShot: true,
+    guard: sandbox.guardOption(backend),
+    baseEnv,
+  });
+  if (!o.noPolicy)
+    spec = {
+      ...spec,
+      env: { ...spec.env, SWITCHYARD_GUARD_POLICY: JSON.stringify(sandbox.policy({ backend, ...dirs })) },
+    };
   if (!o.skipPrepareChecks) spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: route.socketPath });
   const events: AgentEvent[] = [];
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
-  const proc = await CliProcess.start(spec, adapter.createCodec(), { onEvent: (e) => (events.push(e), e.type === 'turn.done' && done()) });
+  const proc = await CliProcess.start(spec, adapter.createCodec(), {
+    onEvent: (e) => {
+      events.push(e);
+      if (e.type === 'turn.done') done();
+    },
+  });
   proc.sendUserMessage({ text: 'go' });
   await Promise.race([finished, proc.exited]);
   proc.closeInput();

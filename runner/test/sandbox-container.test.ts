@@ -1,5 +1,15 @@
 import { spawn } from 'node:child_process';
-import { chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,10 +31,43 @@ import { startOfflineModel, type OfflineModel } from '../src/offline-model/index
 // as uid 10002. Needs root: skipped otherwise.
 
 /** The image's entrypoint: tini as root, then setpriv to the runner uid with the four capabilities it needs to start, stop and read after the CLI (uid 10002). */
-const DROP_TO_RUNNER = ['--reuid', '10001', '--regid', '10001', '--clear-groups', '--inh-caps', '+dac_override,+kill,+setgid,+setuid', '--ambient-caps', '+dac_override,+kill,+setgid,+setuid', '--'];
-const ENTRYPOINT = ['/usr/bin/tini', '--', '/usr/bin/setpriv', ...DROP_TO_RUNNER, 'node', '/app/runner/bin/switchyard-runner.js'];
+const DROP_TO_RUNNER = [
+  '--reuid',
+  '10001',
+  '--regid',
+  '10001',
+  '--clear-groups',
+  '--inh-caps',
+  '+dac_override,+kill,+setgid,+setuid',
+  '--ambient-caps',
+  '+dac_override,+kill,+setgid,+setuid',
+  '--',
+];
+const ENTRYPOINT = [
+  '/usr/bin/tini',
+  '--',
+  '/usr/bin/setpriv',
+  ...DROP_TO_RUNNER,
+  'node',
+  '/app/runner/bin/switchyard-runner.js',
+];
 /** Docker's (and Fargate's) default capability set for a container's root. */
-const DOCKER_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FSETID', 'FOWNER', 'MKNOD', 'NET_RAW', 'SETGID', 'SETUID', 'SETFCAP', 'SETPCAP', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'KILL', 'AUDIT_WRITE'];
+const DOCKER_CAPS = [
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FSETID',
+  'FOWNER',
+  'MKNOD',
+  'NET_RAW',
+  'SETGID',
+  'SETUID',
+  'SETFCAP',
+  'SETPCAP',
+  'NET_BIND_SERVICE',
+  'SYS_CHROOT',
+  'KILL',
+  'AUDIT_WRITE',
+];
 const isRoot = process.getuid?.() === 0;
 
 const runnerDir = join(fileURLToPath(new URL('.', import.meta.url)), '..');
@@ -40,13 +83,19 @@ describe('runner/Dockerfile', () => {
     expect(validate(dockerfile).map((d) => `line ${d.range.start.line + 1}: ${d.message}`)).toEqual([]);
   });
   it('node 22 (>= 22.18, for type stripping), the same version as the dev toolchain', () => {
-    const devNode = (JSON.parse(readFileSync(join(runnerDir, '..', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies.node;
+    const devNode = (
+      JSON.parse(readFileSync(join(runnerDir, '..', 'package.json'), 'utf8')) as {
+        devDependencies: Record<string, string>;
+      }
+    ).devDependencies.node;
     expect(dockerfile).toContain(`ARG NODE_IMAGE=node:${devNode}-bookworm-slim`);
     const [, minor] = (devNode ?? '').split('.').map(Number);
     expect(devNode?.startsWith('22.') && (minor ?? 0) >= 18).toBe(true);
   });
   it('pinned CLIs: exact versions, installed from the lockfile with npm ci', () => {
-    const pkg = JSON.parse(readFileSync(join(runnerDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(runnerDir, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
     expect(pkg.dependencies['@anthropic-ai/claude-code']).toMatch(/^\d+\.\d+\.\d+$/);
     expect(pkg.dependencies['@mariozechner/pi-coding-agent']).toMatch(/^\d+\.\d+\.\d+$/);
     expect(all('RUN').some((l) => /npm ci --omit=dev/.test(l))).toBe(true);
@@ -86,7 +135,10 @@ const SECRET = 'sk-ant-CANARY-container-key';
 const TOKEN = 'CANARY-runner-token';
 
 /** `switchyard-runner once` inside a bubblewrap mimic of the container. */
-function onceInContainer(backend: 'claude' | 'pi', prompt: string): Promise<{ code: number | null; json: Record<string, unknown>; stderr: string }> {
+function onceInContainer(
+  backend: 'claude' | 'pi',
+  prompt: string,
+): Promise<{ code: number | null; json: Record<string, unknown>; stderr: string }> {
   const dir = mkdtempSync(join(root, `${backend}-`));
   const ws = join(dir, 'workspace');
   const home = join(dir, 'home');
@@ -96,28 +148,55 @@ function onceInContainer(backend: 'claude' | 'pi', prompt: string): Promise<{ co
   chownSync(ws, 10001, 10001);
   chownSync(home, 10001, 10001);
   // The image's root, read-only: every top-level entry of this host but its homes, then the volumes.
-  const system = readdirSync('/').filter((e) => !['proc', 'dev', 'tmp', 'sys', 'home', 'root', 'workspace'].includes(e));
+  const system = readdirSync('/').filter(
+    (e) => !['proc', 'dev', 'tmp', 'sys', 'home', 'root', 'workspace'].includes(e),
+  );
   const args = [
     ...system.flatMap((e) => {
       const p = `/${e}`;
       const st = lstatSync(p);
       return st.isSymbolicLink() ? ['--symlink', readlinkSync(p), p] : ['--ro-bind', p, p];
     }),
-    '--dev', '/dev',
-    '--proc', '/proc',
-    '--perms', '1777', '--tmpfs', '/tmp',
-    '--bind', ws, '/workspace',
-    '--bind', home, '/home/switchyard',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--perms',
+    '1777',
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    ws,
+    '/workspace',
+    '--bind',
+    home,
+    '/home/switchyard',
     // The image holds the runner install; here it is this checkout, which may itself live
     // under /tmp or /home (CI clones anywhere), so bind it back over the volumes.
-    '--ro-bind', installRoot, installRoot,
-    '--remount-ro', '/',
-    '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-    '--cap-drop', 'ALL',
+    '--ro-bind',
+    installRoot,
+    installRoot,
+    '--remount-ro',
+    '/',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--cap-drop',
+    'ALL',
     ...DOCKER_CAPS.flatMap((c) => ['--cap-add', `CAP_${c}`]),
     '--die-with-parent',
-    '--chdir', '/workspace',
-    '--', '/usr/bin/setpriv', ...DROP_TO_RUNNER, process.execPath, join(runnerDir, 'bin', 'switchyard-runner.js'), 'once', '--backend', backend, '--prompt', prompt,
+    '--chdir',
+    '/workspace',
+    '--',
+    '/usr/bin/setpriv',
+    ...DROP_TO_RUNNER,
+    process.execPath,
+    join(runnerDir, 'bin', 'switchyard-runner.js'),
+    'once',
+    '--backend',
+    backend,
+    '--prompt',
+    prompt,
   ];
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -173,7 +252,9 @@ describe.skipIf(!isRoot).each(['claude', 'pi'] as const)('%s: the runner under t
 
   it('the guard refuses a read outside /workspace', async () => {
     const r = await onceInContainer(backend, `#offline ${JSON.stringify({ tool: 'read', path: '/etc/hostname' })}`);
-    expect(String(r.json.text)).toMatch(/^Tool result \(error\): .*switchyard guard: .*outside the session workspace \/workspace/s);
+    expect(String(r.json.text)).toMatch(
+      /^Tool result \(error\): .*switchyard guard: .*outside the session workspace \/workspace/s,
+    );
   });
 
   // Was the KNOWN GAP (DESIGN "Sandbox" → "Production uid separation"): the CLI ran as the

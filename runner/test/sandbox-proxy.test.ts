@@ -19,7 +19,13 @@ afterAll(async () => {
 afterEach(() => model.reset());
 
 const body = (text: string, stream = false) =>
-  JSON.stringify({ model: 'm', max_tokens: 10, stream, tools: [{ name: 'noop', input_schema: { type: 'object' } }], messages: [{ role: 'user', content: `#offline ${JSON.stringify({ text })}` }] });
+  JSON.stringify({
+    model: 'm',
+    max_tokens: 10,
+    stream,
+    tools: [{ name: 'noop', input_schema: { type: 'object' } }],
+    messages: [{ role: 'user', content: `#offline ${JSON.stringify({ text })}` }],
+  });
 
 function call(path: string, init: RequestInit & { key?: string | null } = {}) {
   const headers = new Headers(init.headers);
@@ -37,7 +43,10 @@ describe('credential proxy', () => {
   });
 
   it('swaps the session key for the real one upstream, query and headers intact', async () => {
-    const res = await call('/v1/messages?beta=true', { body: body('hello through the proxy'), headers: { 'anthropic-beta': 'x-1', authorization: `Bearer ${proxy.sessionKey}` } });
+    const res = await call('/v1/messages?beta=true', {
+      body: body('hello through the proxy'),
+      headers: { 'anthropic-beta': 'x-1', authorization: `Bearer ${proxy.sessionKey}` },
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ content: [{ type: 'text', text: 'hello through the proxy' }] });
     const [rec] = model.requests();
@@ -70,7 +79,12 @@ describe('credential proxy', () => {
   });
 
   it('forwards only the Messages API: anything else is 404 here, even with the key', async () => {
-    for (const [method, path] of [['POST', '/_offline/queue'], ['GET', '/v1/messages'], ['POST', '/v1/complete'], ['DELETE', '/v1/messages']] as const) {
+    for (const [method, path] of [
+      ['POST', '/_offline/queue'],
+      ['GET', '/v1/messages'],
+      ['POST', '/v1/complete'],
+      ['DELETE', '/v1/messages'],
+    ] as const) {
       const res = await call(path, { method, ...(method === 'POST' ? { body: '[]' } : {}) });
       expect(res.status, `${method} ${path}`).toBe(404);
     }
@@ -87,7 +101,11 @@ describe('credential proxy', () => {
   it('a keyless upstream (the offline model, a gateway) gets no key at all', async () => {
     const keyless = await startCredentialProxy({ upstream: model.url });
     try {
-      const res = await fetch(`${keyless.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': keyless.sessionKey, 'content-type': 'application/json' }, body: body('k') });
+      const res = await fetch(`${keyless.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': keyless.sessionKey, 'content-type': 'application/json' },
+        body: body('k'),
+      });
       expect(res.status).toBe(200);
       expect(model.requests()[0]?.headers['x-api-key']).toBeUndefined();
     } finally {
@@ -108,7 +126,11 @@ describe('credential proxy', () => {
       await fetch(`${p.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': p.sessionKey }, body: '{}' });
       expect(seen).toBe(`/gateway/anthropic/v1/messages ${REAL_KEY}`);
       await new Promise<void>((r) => up.close(() => r()));
-      const res = await fetch(`${p.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': p.sessionKey }, body: '{}' });
+      const res = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': p.sessionKey },
+        body: '{}',
+      });
       expect(res.status).toBe(502);
       const text = await res.text();
       expect(text).toMatch(/unreachable \(ECONNREFUSED\)/);

@@ -4,7 +4,18 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { RunnerCloseCode } from '@switchyard/protocol';
 import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
-import { exitWithin, serveRunner, slowText, stopRunner, turnDones, waitEvent, waitGroupGone, waitReady, waitTurnDone, type Served } from './contract/fixture.ts';
+import {
+  exitWithin,
+  serveRunner,
+  slowText,
+  stopRunner,
+  turnDones,
+  waitEvent,
+  waitGroupGone,
+  waitReady,
+  waitTurnDone,
+  type Served,
+} from './contract/fixture.ts';
 import { assertNoOrphans, type RunnerProcess } from './contract/runner-process.ts';
 import { TestHub } from './contract/test-hub.ts';
 
@@ -19,7 +30,12 @@ function dirname(): string {
 }
 
 function fake(mode: string, ...extra: string[]): Record<string, string> {
-  return { SWITCHYARD_CLI_EXECUTABLE: JSON.stringify({ command: process.execPath, prefixArgs: [FAKE_CLI, `--fake=${mode}`, ...extra] }) };
+  return {
+    SWITCHYARD_CLI_EXECUTABLE: JSON.stringify({
+      command: process.execPath,
+      prefixArgs: [FAKE_CLI, `--fake=${mode}`, ...extra],
+    }),
+  };
 }
 
 describe('serve with a misbehaving CLI', () => {
@@ -50,7 +66,10 @@ describe('serve with a misbehaving CLI', () => {
   }
 
   test('a CLI that ignores interrupts: its whole group is killed at the deadline, one turn.done interrupted, the next message resumes', async () => {
-    const { session, runner, stateDir } = await start({ ...fake('ignore-interrupt'), SWITCHYARD_INTERRUPT_DEADLINE: '500ms' });
+    const { session, runner, stateDir } = await start({
+      ...fake('ignore-interrupt'),
+      SWITCHYARD_INTERRUPT_DEADLINE: '500ms',
+    });
     await waitReady(session);
     const { messageId } = await session.sendMessage('stream forever');
     await waitEvent(session, (e) => e.messageId === messageId && e.event.type === 'text.delta', 'first delta');
@@ -65,9 +84,15 @@ describe('serve with a misbehaving CLI', () => {
 
     const next = await session.sendMessage('again');
     expect(next.reply).toEqual({ accepted: true });
-    await waitEvent(session, (e) => e.messageId === next.messageId && e.event.type === 'text.delta', 'delta of the next turn');
+    await waitEvent(
+      session,
+      (e) => e.messageId === next.messageId && e.event.type === 'text.delta',
+      'delta of the next turn',
+    );
     expect(runner.cliPids()).toHaveLength(2);
-    const argv = readFileSync(join(stateDir, 'cli', 'argv.log'), 'utf8').trim().split('\n');
+    const argv = readFileSync(join(stateDir, 'cli', 'argv.log'), 'utf8')
+      .trim()
+      .split('\n');
     expect(argv).toHaveLength(2);
     expect(argv[1]).toContain('--session');
     expect(turnDones(session, messageId)).toHaveLength(1);
@@ -96,18 +121,27 @@ describe('serve with a misbehaving CLI', () => {
     await waitTurnDone(session, second.messageId);
     const error = session.events().find((e) => e.event.type === 'error' && e.event.code === 'resume_unavailable');
     expect(error).toBeDefined();
-    const argv = readFileSync(join(stateDir, 'cli', 'argv.log'), 'utf8').trim().split('\n');
+    const argv = readFileSync(join(stateDir, 'cli', 'argv.log'), 'utf8')
+      .trim()
+      .split('\n');
     expect(argv[1]).not.toContain('"--session"');
     await stopRunner(runner);
   });
 
   test('a CLI that never becomes ready is killed and reported (cli_start_timeout)', async () => {
     const { session, runner } = await start({ ...fake('silent'), SWITCHYARD_CLI_START_TIMEOUT: '700ms' });
-    const error = await waitEvent(session, (e) => e.event.type === 'error' && e.event.code === 'cli_start_timeout', 'cli_start_timeout');
+    const error = await waitEvent(
+      session,
+      (e) => e.event.type === 'error' && e.event.code === 'cli_start_timeout',
+      'cli_start_timeout',
+    );
     expect(error.event).toMatchObject({ retryable: true });
     await session.waitFor(() => session.statuses().at(-1)?.cli === 'stopped', 'cli stopped');
     const { messageId } = await session.sendMessage('anyone?');
-    expect(await waitTurnDone(session, messageId)).toMatchObject({ stopReason: 'error', error: { code: 'cli_start_timeout' } });
+    expect(await waitTurnDone(session, messageId)).toMatchObject({
+      stopReason: 'error',
+      error: { code: 'cli_start_timeout' },
+    });
     await stopRunner(runner);
   });
 
@@ -129,7 +163,9 @@ describe('serve with a misbehaving CLI', () => {
     runners.push(second.runner);
     expect((await exitWithin(first.runner, 10_000, 'superseded runner exit')).code).toBe(3);
     expect(await waitGroupGone(cliPid as number)).toBe(true);
-    expect(first.runner.logs.some((l) => String(l.message ?? '').includes(String(RunnerCloseCode.superseded)))).toBe(true);
+    expect(first.runner.logs.some((l) => String(l.message ?? '').includes(String(RunnerCloseCode.superseded)))).toBe(
+      true,
+    );
     await first.session.waitFor(() => first.session.hellos().length === 2, 'second hello');
     await stopRunner(second.runner);
   });
@@ -139,7 +175,10 @@ describe('serve with a misbehaving CLI', () => {
     hub.faults.refuse(session.sessionId, true);
     const served = serveRunner(session, 'pi', model.url, fake('normal'));
     runners.push(served.runner);
-    await served.runner.waitForLog((l) => l.msg === 'hub link down; reconnecting' && Number(l.attempt) >= 3, 'three failed dials');
+    await served.runner.waitForLog(
+      (l) => l.msg === 'hub link down; reconnecting' && Number(l.attempt) >= 3,
+      'three failed dials',
+    );
     hub.faults.refuse(session.sessionId, false);
     await waitReady(session);
     const { messageId } = await session.sendMessage(slowText('late hub', 2, 10));

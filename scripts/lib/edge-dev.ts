@@ -30,7 +30,9 @@ async function main(): Promise<void> {
     config: o.config,
     envFiles: [o.envFile],
     ...(o.bundle !== undefined && { entrypoint: o.bundle, build: { bundle: false } }),
-    bindings: Object.fromEntries(Object.entries(o.vars).map(([name, value]) => [name, { type: 'plain_text' as const, value }])),
+    bindings: Object.fromEntries(
+      Object.entries(o.vars).map(([name, value]) => [name, { type: 'plain_text' as const, value }]),
+    ),
     dev: {
       server: { hostname: o.ip, port: o.port },
       inspector: o.inspectorPort === undefined ? false : { hostname: '127.0.0.1', port: o.inspectorPort },
@@ -52,7 +54,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   const inspector = await worker.inspectorUrl;
-  process.stdout.write(`${JSON.stringify({ url: String(await worker.url), ...(inspector !== undefined && { inspector: String(inspector) }) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ url: String(await worker.url), ...(inspector !== undefined && { inspector: String(inspector) }) })}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -27,7 +27,12 @@ export async function startService(
   args: string[],
   opts: { env: NodeJS.ProcessEnv; cwd: string; output: OutputSink },
 ): Promise<Service> {
-  const child = spawn(command, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);
@@ -78,10 +83,15 @@ export async function startService(
           if (v !== undefined) done(() => resolve(v));
         };
         const onAbort = () => done(() => reject(new Error(`aborted while waiting for ${name}`)));
-        const timer = setTimeout(() => done(() => reject(new Error(`${name} did not get ready within ${deadlineMs / 1000} s`))), deadlineMs);
+        const timer = setTimeout(
+          () => done(() => reject(new Error(`${name} did not get ready within ${deadlineMs / 1000} s`))),
+          deadlineMs,
+        );
         listeners.add(onLine);
         signal?.addEventListener('abort', onAbort);
-        void exited.then(({ code, signal: sig }) => done(() => reject(new Error(`${name} exited (${sig ?? `code ${code}`}) before it was ready`))));
+        void exited.then(({ code, signal: sig }) =>
+          done(() => reject(new Error(`${name} exited (${sig ?? `code ${code}`}) before it was ready`))),
+        );
       });
     },
   };
@@ -103,7 +113,8 @@ export async function stopService(s: Service, graceMs: number): Promise<void> {
       for (const g of s.groups) killGroup(g, 'SIGKILL');
       killed = true;
     }
-    if (killed && Date.now() > deadline + 10_000) throw new Error(`${s.name}: ${left.length} process(es) survived SIGKILL`);
+    if (killed && Date.now() > deadline + 10_000)
+      throw new Error(`${s.name}: ${left.length} process(es) survived SIGKILL`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -122,7 +133,12 @@ interface ServiceRecord {
 
 /** Records the running services so a later start can clean up after a start that was SIGKILLed. */
 export function writeServiceRecords(file: string, services: Service[]): void {
-  const records: ServiceRecord[] = services.map((s) => ({ name: s.name, pid: s.pid, startTime: readProc(s.pid)?.startTime ?? 0, groups: [...s.groups] }));
+  const records: ServiceRecord[] = services.map((s) => ({
+    name: s.name,
+    pid: s.pid,
+    startTime: readProc(s.pid)?.startTime ?? 0,
+    groups: [...s.groups],
+  }));
   writeFileSync(file, `${JSON.stringify(records)}\n`, { mode: 0o600 });
 }
 
@@ -150,10 +166,19 @@ export function reapStaleServices(file: string): string[] {
 export function run(
   command: string,
   args: string[],
-  opts: { env: NodeJS.ProcessEnv; cwd: string; input?: string; output?: (stream: 'stdout' | 'stderr', text: string) => void },
+  opts: {
+    env: NodeJS.ProcessEnv;
+    cwd: string;
+    input?: string;
+    output?: (stream: 'stdout' | 'stderr', text: string) => void;
+  },
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: opts.cwd,
+      env: opts.env,
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout?.setEncoding('utf8').on('data', (d: string) => {

@@ -18,7 +18,16 @@ import { hostFetch } from '../../runner/src/host/client.ts';
 import { claimStateDir } from '../../runner/src/host/process-tree.ts';
 import { reapStaleTasks, type HostTaskSummary } from '../../runner/src/host/tasks.ts';
 import type { EdgeDevOptions } from './edge-dev.ts';
-import { reapStaleServices, run, startService, stopService, killServicesNow, writeServiceRecords, type OutputSink, type Service } from './services.ts';
+import {
+  reapStaleServices,
+  run,
+  startService,
+  stopService,
+  killServicesNow,
+  writeServiceRecords,
+  type OutputSink,
+  type Service,
+} from './services.ts';
 import { ROOT, WRANGLER_CONFIG } from './wrangler.ts';
 
 const NODE = process.execPath;
@@ -123,9 +132,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const hostStateDir = path.join(devDir, 'host');
   const recordsFile = path.join(devDir, 'services.json');
   const username = opts.adminUsername ?? 'admin';
-  if (!USERNAME.test(username)) throw new Error(`admin username ${JSON.stringify(username)} must be 3-32 of [A-Za-z0-9._-]`);
+  if (!USERNAME.test(username))
+    throw new Error(`admin username ${JSON.stringify(username)} must be 3-32 of [A-Za-z0-9._-]`);
   const requested = opts.port ?? Number(env.PORT ?? '8787');
-  if (!Number.isInteger(requested) || requested < 0 || requested > 65535) throw new Error(`PORT must be a port number (got ${env.PORT})`);
+  if (!Number.isInteger(requested) || requested < 0 || requested > 65535)
+    throw new Error(`PORT must be a port number (got ${env.PORT})`);
   mkdirSync(devDir, { recursive: true, mode: 0o700 });
   mkdirSync(persistTo, { recursive: true });
 
@@ -140,7 +151,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 
   // The admin password reaches admin-create on stdin only; no service inherits it.
   const { SWITCHYARD_ADMIN_PASSWORD: _adminPassword, ...serviceEnv } = env;
-  const toolEnv: NodeJS.ProcessEnv = { ...serviceEnv, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' };
+  const toolEnv: NodeJS.ProcessEnv = {
+    ...serviceEnv,
+    WRANGLER_SEND_METRICS: 'false',
+    CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+    NO_COLOR: '1',
+  };
   const services: Service[] = [];
   let stopping = false;
   let stopped: Promise<void> | undefined;
@@ -155,8 +171,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       // The runner host first, while the edge and the model are still up: its runners get
       // SIGTERM, flush to the hub and say goodbye instead of waiting out their shutdown deadline
       // against a hub that is gone. A closing host refuses new RunTasks meanwhile.
-      if (host) await stopService(host, (opts.taskStopTimeoutMs ?? 10_000) + 10_000).catch((e: unknown) => log(String(e)));
-      await Promise.all(services.filter((s) => s !== host).map((s) => stopService(s, 10_000).catch((e: unknown) => log(String(e)))));
+      if (host)
+        await stopService(host, (opts.taskStopTimeoutMs ?? 10_000) + 10_000).catch((e: unknown) => log(String(e)));
+      await Promise.all(
+        services.filter((s) => s !== host).map((s) => stopService(s, 10_000).catch((e: unknown) => log(String(e)))),
+      );
       // Backstop: a host that died could not stop its tasks.
       reapStaleTasks(hostStateDir);
       writeFileSync(recordsFile, '[]\n', { mode: 0o600 });
@@ -185,14 +204,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 
   // The web app is built before (npm start and `npm test` do it); building here would race
   // between stacks that tests start in parallel.
-  if (!existsSync(path.join(WEB_DIST, 'index.html'))) throw new Error(`the web app is not built (${WEB_DIST}): run npm run build:web`);
+  if (!existsSync(path.join(WEB_DIST, 'index.html')))
+    throw new Error(`the web app is not built (${WEB_DIST}): run npm run build:web`);
 
   try {
     // 1. Schema.
     log('applying D1 migrations to the local database ...');
     const d1 = ['d1', 'migrations', 'apply', 'DB', '--local', '--config', WRANGLER_CONFIG, '--persist-to', persistTo];
     const migrated = await run(NODE, [WRANGLER_BIN, ...d1], { env: toolEnv, cwd: ROOT });
-    if (migrated.code !== 0) throw new Error(`D1 migrations failed (exit ${migrated.code}):\n${migrated.stderr || migrated.stdout}`);
+    if (migrated.code !== 0)
+      throw new Error(`D1 migrations failed (exit ${migrated.code}):\n${migrated.stderr || migrated.stdout}`);
     aborted();
 
     // 2. The dev admin.
@@ -206,7 +227,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     if (!modelUrl && !env.ANTHROPIC_API_KEY) {
       // Its control routes show every session's prompts and script answers: token only.
       offlineControlToken = randomBytes(24).toString('base64url');
-      const model = await launch('model', NODE, [MODEL_BIN, '--port', '0'], { ...serviceEnv, SWITCHYARD_OFFLINE_CONTROL_TOKEN: offlineControlToken });
+      const model = await launch('model', NODE, [MODEL_BIN, '--port', '0'], {
+        ...serviceEnv,
+        SWITCHYARD_OFFLINE_CONTROL_TOKEN: offlineControlToken,
+      });
       const ready = await model.waitForLine((l) => jsonLine<{ url: string }>(l), readyMs, opts.signal);
       offlineModelUrl = modelUrl = ready.url;
       log(`offline model on ${ready.url} (no ANTHROPIC_API_KEY or SWITCHYARD_MODEL_URL set)`);
@@ -216,16 +240,28 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 
     // 4. The runner host: its tasks inherit the model settings (never the host's other env). It
     // accepts only requests signed with this start's credentials (it runs what RunTask asks for).
-    const hostCredentials = { accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(32).toString('base64url') };
+    const hostCredentials = {
+      accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`,
+      secretAccessKey: randomBytes(32).toString('base64url'),
+    };
     const taskStop = `${opts.taskStopTimeoutMs ?? 10_000}ms`;
-    const host = await launch('host', NODE, [RUNNER_BIN, 'host', '--port', '0', '--state-dir', hostStateDir, '--stop-timeout', taskStop], {
-      ...serviceEnv,
-      ...(modelUrl !== undefined && { SWITCHYARD_MODEL_URL: modelUrl }),
-      ...opts.runnerEnv,
-      SWITCHYARD_HOST_ACCESS_KEY_ID: hostCredentials.accessKeyId,
-      SWITCHYARD_HOST_SECRET_ACCESS_KEY: hostCredentials.secretAccessKey,
-    });
-    const hostReady = await host.waitForLine((l) => jsonLine<{ url: string; cluster: string }>(l), readyMs, opts.signal);
+    const host = await launch(
+      'host',
+      NODE,
+      [RUNNER_BIN, 'host', '--port', '0', '--state-dir', hostStateDir, '--stop-timeout', taskStop],
+      {
+        ...serviceEnv,
+        ...(modelUrl !== undefined && { SWITCHYARD_MODEL_URL: modelUrl }),
+        ...opts.runnerEnv,
+        SWITCHYARD_HOST_ACCESS_KEY_ID: hostCredentials.accessKeyId,
+        SWITCHYARD_HOST_SECRET_ACCESS_KEY: hostCredentials.secretAccessKey,
+      },
+    );
+    const hostReady = await host.waitForLine(
+      (l) => jsonLine<{ url: string; cluster: string }>(l),
+      readyMs,
+      opts.signal,
+    );
     log(`runner host on ${hostReady.url}`);
 
     // 5. The edge.
@@ -240,7 +276,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       // Runner tokens signed with it only live as long as this stack.
       RUNNER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
     };
-    writeFileSync(secretsFile, `${Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join('\n')}\n`, { mode: 0o600 });
+    writeFileSync(
+      secretsFile,
+      `${Object.entries(secrets)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('\n')}\n`,
+      { mode: 0o600 },
+    );
     const vars: Record<string, string> = {
       ECS_ENDPOINT: hostReady.url,
       ECS_CLUSTER: hostReady.cluster,
@@ -251,8 +293,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     let bundle: string | undefined;
     if (opts.frozenEdge) {
       const outdir = path.join(devDir, 'edge-bundle');
-      const built = await run(NODE, [WRANGLER_BIN, 'deploy', '--dry-run', '--outdir', outdir, '--config', WRANGLER_CONFIG], { env: toolEnv, cwd: ROOT });
-      if (built.code !== 0) throw new Error(`bundling the edge failed (exit ${built.code}):\n${built.stderr || built.stdout}`);
+      const built = await run(
+        NODE,
+        [WRANGLER_BIN, 'deploy', '--dry-run', '--outdir', outdir, '--config', WRANGLER_CONFIG],
+        { env: toolEnv, cwd: ROOT },
+      );
+      if (built.code !== 0)
+        throw new Error(`bundling the edge failed (exit ${built.code}):\n${built.stderr || built.stdout}`);
       bundle = path.join(outdir, 'index.js');
       aborted();
     }
@@ -272,9 +319,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     for (const s of services) s.sample();
     writeServiceRecords(recordsFile, services);
 
-    const unexpectedExit = new Promise<{ name: string; code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-      for (const s of services) void s.exited.then((e) => !stopping && resolve({ name: s.name, ...e }));
-    });
+    const unexpectedExit = new Promise<{ name: string; code: number | null; signal: NodeJS.Signals | null }>(
+      (resolve) => {
+        for (const s of services) void s.exited.then((e) => !stopping && resolve({ name: s.name, ...e }));
+      },
+    );
     return {
       url,
       port,
@@ -361,7 +410,15 @@ async function ensureAdmin(o: {
   if (query.code !== 0) throw new Error(`could not read the users table (exit ${query.code}):\n${query.stderr}`);
   const exists = query.stdout.includes(`"username"`);
   const create = async (input: string | undefined, reset: boolean) => {
-    const args = [ADMIN_SCRIPT, '--username', o.username, '--persist-to', o.persistTo, ...(input === undefined ? ['--out', file] : []), ...(reset ? ['--reset'] : [])];
+    const args = [
+      ADMIN_SCRIPT,
+      '--username',
+      o.username,
+      '--persist-to',
+      o.persistTo,
+      ...(input === undefined ? ['--out', file] : []),
+      ...(reset ? ['--reset'] : []),
+    ];
     const r = await run(NODE, args, { env: o.toolEnv, cwd: ROOT, input: input ?? '' });
     if (r.code !== 0) throw new Error(`admin:create failed (exit ${r.code}): ${r.stderr.trim()}`);
   };

@@ -48,7 +48,11 @@ afterAll(async () => {
     const serviceGroups = new Set(stack.services.flatMap((s) => [...s.groups]));
     await running.stop();
     // No leftover runner (or CLI) process, and nothing of the services either.
-    await until('runner and service process groups to be empty', () => liveInGroups(new Set([...runnerGroups, ...serviceGroups])).length === 0, 15_000).catch(() => undefined);
+    await until(
+      'runner and service process groups to be empty',
+      () => liveInGroups(new Set([...runnerGroups, ...serviceGroups])).length === 0,
+      15_000,
+    ).catch(() => undefined);
     expect(liveInGroups(runnerGroups), 'leftover runner/CLI processes').toEqual([]);
     expect(liveInGroups(serviceGroups), 'leftover service processes').toEqual([]);
     expect(runnerGroups.size).toBeGreaterThan(0);
@@ -68,7 +72,11 @@ function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
 }
 
 async function createSession(api: Api, title?: string): Promise<{ id: string; backend: string }> {
-  const r = await api.call<{ id: string; backend: string }>('POST', '/api/sessions', title === undefined ? {} : { title });
+  const r = await api.call<{ id: string; backend: string }>(
+    'POST',
+    '/api/sessions',
+    title === undefined ? {} : { title },
+  );
   expect(r.status, r.text).toBe(201);
   return r.body;
 }
@@ -85,7 +93,15 @@ function offline(script: Record<string, unknown>, prefix = ''): string {
 
 async function expectDone(s: SseStream, messageId: string, stopReason: string, timeoutMs = TURN_MS): Promise<SseEvent> {
   const done = await s.turnDone(messageId, timeoutMs);
-  expect(done.data.stopReason, `turn.done ${JSON.stringify(done.data)}; recent: ${JSON.stringify(s.events.filter((e) => e.event !== 'text.delta').slice(-25).map((e) => ({ event: e.event, ...e.data }))).slice(0, 4000)}`).toBe(stopReason);
+  expect(
+    done.data.stopReason,
+    `turn.done ${JSON.stringify(done.data)}; recent: ${JSON.stringify(
+      s.events
+        .filter((e) => e.event !== 'text.delta')
+        .slice(-25)
+        .map((e) => ({ event: e.event, ...e.data })),
+    ).slice(0, 4000)}`,
+  ).toBe(stopReason);
   return done;
 }
 
@@ -107,9 +123,14 @@ async function runnerOf(sessionId: string) {
 }
 
 async function offlineRequests(): Promise<Array<{ body: unknown; response?: { mainTurn?: boolean } }>> {
-  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, { headers: { authorization: `Bearer ${stack.offlineControlToken}` } });
+  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, {
+    headers: { authorization: `Bearer ${stack.offlineControlToken}` },
+  });
   const j = (await r.json()) as unknown;
-  return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{ body: unknown; response?: { mainTurn?: boolean } }>;
+  return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{
+    body: unknown;
+    response?: { mainTurn?: boolean };
+  }>;
 }
 
 /** The behaviours every backend must show. */
@@ -150,10 +171,16 @@ function backendSuite(backend: 'claude' | 'pi') {
       expect(textOf(turnEvents(sse, mid2))).toBe(`Offline model reply to: second message ${tag}`);
       // Exactly one turn.done per message, also counted once everything of turn 1 has surely arrived.
       expect(sse.events.filter((e) => e.event === 'turn.done').map((e) => e.data.messageId)).toEqual([mid, mid2]);
-      const tr = await admin.call<{ backend: string; messages: Array<{ role: string; text?: string }> }>('GET', `/api/sessions/${s.id}/transcript`);
+      const tr = await admin.call<{ backend: string; messages: Array<{ role: string; text?: string }> }>(
+        'GET',
+        `/api/sessions/${s.id}/transcript`,
+      );
       expect(tr.status).toBe(200);
       expect(tr.body.backend).toBe(backend);
-      expect(tr.body.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual([expect.stringContaining(`greet ${tag}`), `second message ${tag}`]);
+      expect(tr.body.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual([
+        expect.stringContaining(`greet ${tag}`),
+        `second message ${tag}`,
+      ]);
       await sse.close();
       await sampleRunners();
       expect((await admin.call('DELETE', `/api/sessions/${s.id}`)).status).toBe(204);
@@ -205,7 +232,9 @@ function backendSuite(backend: 'claude' | 'pi') {
       const sse = await track(admin.events(s.id));
       await sse.waitFor('the first text.delta', (e) => e.event === 'text.delta' && e.data.messageId === mid, TURN_MS);
       // Busy: a second message is refused while the turn runs.
-      const busy = await admin.call<{ error: { code: string } }>('POST', `/api/sessions/${s.id}/messages`, { text: 'while busy' });
+      const busy = await admin.call<{ error: { code: string } }>('POST', `/api/sessions/${s.id}/messages`, {
+        text: 'while busy',
+      });
       expect(busy.status, busy.text).toBe(409);
       expect(busy.body.error.code).toBe('conflict');
       const t0 = Date.now();
@@ -235,8 +264,16 @@ function backendSuite(backend: 'claude' | 'pi') {
     `${backend}: 3 viewers see identical event ids; a reader reconnecting with Last-Event-ID 15+ times loses and doubles nothing`,
     dumpOnFail(async () => {
       const s = await createSession(admin);
-      const viewers = await Promise.all([track(admin.events(s.id)), track(admin.events(s.id)), track(admin.events(s.id))]);
-      const mid = await send(admin, s.id, offline({ text: 'x'.repeat(120), chunks: 120, delayMs: 40 }, 'stream steadily'));
+      const viewers = await Promise.all([
+        track(admin.events(s.id)),
+        track(admin.events(s.id)),
+        track(admin.events(s.id)),
+      ]);
+      const mid = await send(
+        admin,
+        s.id,
+        offline({ text: 'x'.repeat(120), chunks: 120, delayMs: 40 }, 'stream steadily'),
+      );
       // The reconnecting reader: reads a few events, drops the connection, resumes from its last id.
       const got: SseEvent[] = [];
       let reconnects = 0;
@@ -246,7 +283,12 @@ function backendSuite(backend: 'claude' | 'pi') {
         const r = await track(last === undefined ? admin.events(s.id) : admin.events(s.id, { lastEventId: last }));
         const k = 3 + (reconnects % 5);
         try {
-          await until(`${k} events or the end`, () => r.events.length >= k || r.events.some((e) => e.event === 'turn.done' && e.data.messageId === mid), Math.max(1, deadline - Date.now()), 5);
+          await until(
+            `${k} events or the end`,
+            () => r.events.length >= k || r.events.some((e) => e.event === 'turn.done' && e.data.messageId === mid),
+            Math.max(1, deadline - Date.now()),
+            5,
+          );
         } finally {
           await r.close();
           openStreams.delete(r);
@@ -289,8 +331,16 @@ function backendSuite(backend: 'claude' | 'pi') {
       await expectDone(sse, m1, 'end_turn', TURN_MS);
       // Turn 2 streams slowly; the runner uploads turn 1's transcript within 5 s of its end
       // (DESIGN "Transcripts and resume"), so the kill comes after 30 deltas (≥ 6 s in).
-      const m2 = await send(admin, s.id, offline({ text: 'y'.repeat(200), chunks: 200, delayMs: 200 }, 'slow turn to be killed'));
-      await sse.waitFor('30 deltas of turn 2', (_e, _i, all) => all.filter((x) => x.event === 'text.delta' && x.data.messageId === m2).length >= 30, TURN_MS);
+      const m2 = await send(
+        admin,
+        s.id,
+        offline({ text: 'y'.repeat(200), chunks: 200, delayMs: 200 }, 'slow turn to be killed'),
+      );
+      await sse.waitFor(
+        '30 deltas of turn 2',
+        (_e, _i, all) => all.filter((x) => x.event === 'text.delta' && x.data.messageId === m2).length >= 30,
+        TURN_MS,
+      );
       const task = await runnerOf(s.id);
       process.kill(task.pid as number, 'SIGKILL');
       const done = await sse.turnDone(m2, 60_000);
@@ -344,7 +394,10 @@ describe.sequential('end to end through HTTP', () => {
       'a user cannot see another user’s session (404 on every route); admins can read it',
       dumpOnFail(async () => {
         const mine = await createSession(admin, 'admin only');
-        const created = await admin.call('POST', '/api/admin/users', { username: 'e2e-bob', password: 'bob-password-long-enough' });
+        const created = await admin.call('POST', '/api/admin/users', {
+          username: 'e2e-bob',
+          password: 'bob-password-long-enough',
+        });
         expect(created.status, created.text).toBe(201);
         const bob = await Api.login(stack.url, 'e2e-bob', 'bob-password-long-enough');
         for (const [method, path, body] of [
@@ -380,7 +433,11 @@ describe.sequential('end to end through HTTP', () => {
         const anon = new Api(stack.url);
         const bad = new Api(stack.url, 'sy_not-a-real-token');
         const unknown = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
-        const expectError = (r: { status: number; text: string; body: { error?: { code?: unknown; field?: unknown } } | undefined }, status: number, field?: string) => {
+        const expectError = (
+          r: { status: number; text: string; body: { error?: { code?: unknown; field?: unknown } } | undefined },
+          status: number,
+          field?: string,
+        ) => {
           expect(r.status, r.text).toBe(status);
           expect(typeof r.body?.error?.code, r.text).toBe('string');
           if (field !== undefined) expect(r.body?.error?.field, r.text).toBe(field);
@@ -416,11 +473,25 @@ describe.sequential('end to end through HTTP', () => {
         expectError(await admin.call('POST', `/api/sessions/${s.id}/messages`, {}), 400, 'text');
         expectError(await admin.call('POST', `/api/sessions/${s.id}/messages`, { text: '' }), 400, 'text');
         expectError(await admin.call('POST', `/api/sessions/${s.id}/messages`, { text: 7 }), 400, 'text');
-        expectError(await admin.call('POST', `/api/sessions/${s.id}/messages`, { text: 'x', extra: true }), 400, 'extra');
-        expectError(await admin.call('POST', `/api/sessions/${s.id}/messages`, { text: 'x', clientMessageId: 'has spaces' }), 400, 'clientMessageId');
+        expectError(
+          await admin.call('POST', `/api/sessions/${s.id}/messages`, { text: 'x', extra: true }),
+          400,
+          'extra',
+        );
+        expectError(
+          await admin.call('POST', `/api/sessions/${s.id}/messages`, { text: 'x', clientMessageId: 'has spaces' }),
+          400,
+          'clientMessageId',
+        );
         expectError(await admin.call('POST', `/api/sessions/${s.id}/messages`, { text: 'x'.repeat(1_100_000) }), 413);
         // events
-        expectError(await admin.call('GET', `/api/sessions/${s.id}/events`, undefined, { headers: { 'last-event-id': 'garbage' } }), 400, 'Last-Event-ID');
+        expectError(
+          await admin.call('GET', `/api/sessions/${s.id}/events`, undefined, {
+            headers: { 'last-event-id': 'garbage' },
+          }),
+          400,
+          'Last-Event-ID',
+        );
         expectError(await admin.call('GET', `/api/sessions/${s.id}/events?after=garbage`), 400, 'after');
         // interrupt with no turn
         expectError(await admin.call('POST', `/api/sessions/${s.id}/interrupt`), 409);
@@ -429,8 +500,16 @@ describe.sequential('end to end through HTTP', () => {
         expect(detail.body.turn).toBeNull();
         expect(detail.body.runner).toBeNull();
         // clientMessageId: a retry returns the same messageId and starts nothing; 409 busy is covered with the interrupt test.
-        const a = await admin.call<{ messageId: string; duplicate: boolean }>('POST', `/api/sessions/${s.id}/messages`, { text: 'once', clientMessageId: 'retry-1' });
-        const b = await admin.call<{ messageId: string; duplicate: boolean }>('POST', `/api/sessions/${s.id}/messages`, { text: 'once', clientMessageId: 'retry-1' });
+        const a = await admin.call<{ messageId: string; duplicate: boolean }>(
+          'POST',
+          `/api/sessions/${s.id}/messages`,
+          { text: 'once', clientMessageId: 'retry-1' },
+        );
+        const b = await admin.call<{ messageId: string; duplicate: boolean }>(
+          'POST',
+          `/api/sessions/${s.id}/messages`,
+          { text: 'once', clientMessageId: 'retry-1' },
+        );
         expect(a.status).toBe(202);
         expect(b.status).toBe(202);
         expect(b.body).toEqual({ messageId: a.body.messageId, duplicate: true });
@@ -457,18 +536,24 @@ describe.sequential('end to end through HTTP', () => {
         await sse.turnDone(m0, TURN_MS);
         const bob = await Api.login(stack.url, 'e2e-bob', 'bob-password-long-enough');
         expect((await bob.call('PUT', '/api/admin/settings', { llmBackend: 'pi' })).status).toBe(403);
-        expect((await admin.call('PUT', '/api/admin/settings', { llmBackend: 'gpt' })).body).toMatchObject({ error: { field: 'llmBackend' } });
+        expect((await admin.call('PUT', '/api/admin/settings', { llmBackend: 'gpt' })).body).toMatchObject({
+          error: { field: 'llmBackend' },
+        });
         const put = await admin.call<{ llmBackend: string }>('PUT', '/api/admin/settings', { llmBackend: 'pi' });
         expect(put.status, put.text).toBe(200);
         expect(put.body.llmBackend).toBe('pi');
         const fresh = await createSession(admin, 'pi now');
         expect(fresh.backend).toBe('pi');
-        expect((await admin.call<{ backend: string }>('GET', `/api/sessions/${claudeSession.id}`)).body.backend).toBe('claude');
+        expect((await admin.call<{ backend: string }>('GET', `/api/sessions/${claudeSession.id}`)).body.backend).toBe(
+          'claude',
+        );
         // The old session still runs claude (a new message after the switch).
         const m1 = await send(admin, claudeSession.id, 'after the switch');
         await sse.turnDone(m1, TURN_MS);
         expect(textOf(sse.ofMessage(m1))).toBe('Offline model reply to: after the switch');
-        expect(sse.events.filter((e) => e.event === 'session.init').every((e) => e.data.backend === 'claude')).toBe(true);
+        expect(sse.events.filter((e) => e.event === 'session.init').every((e) => e.data.backend === 'claude')).toBe(
+          true,
+        );
         // The new one runs pi.
         const sp = await track(admin.events(fresh.id));
         const m2 = await send(admin, fresh.id, 'hello pi');
@@ -477,7 +562,8 @@ describe.sequential('end to end through HTTP', () => {
         await sse.close();
         await sp.close();
         await sampleRunners();
-        for (const id of [claudeSession.id, fresh.id]) expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
+        for (const id of [claudeSession.id, fresh.id])
+          expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
       }),
       TURN_MS * 3,
     );

@@ -10,7 +10,16 @@
 // succeed. The single-wall runs show which wall alone stops what.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -51,7 +60,12 @@ beforeAll(async () => {
   // A runner-like process on this host: secrets in its environment (and, to
   // show cmdline is covered too, a marker in its argv).
   runner = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e9)', '--', `--note=${secrets.argv}`], {
-    env: { PATH: process.env.PATH, ANTHROPIC_API_KEY: secrets.apiKey, SWITCHYARD_RUNNER_TOKEN: secrets.runnerToken, AWS_SECRET_ACCESS_KEY: secrets.aws },
+    env: {
+      PATH: process.env.PATH,
+      ANTHROPIC_API_KEY: secrets.apiKey,
+      SWITCHYARD_RUNNER_TOKEN: secrets.runnerToken,
+      AWS_SECRET_ACCESS_KEY: secrets.aws,
+    },
     stdio: 'ignore',
   });
   await new Promise((resolve) => runner.once('spawn', resolve));
@@ -59,7 +73,8 @@ beforeAll(async () => {
 afterAll(() => {
   runner.kill('SIGKILL');
   for (const root of roots) rmSync(root, { recursive: true, force: true });
-  for (const f of readdirSync('/tmp')) if (f.startsWith(`sy-escape-host-${r}`)) rmSync(join('/tmp', f), { force: true });
+  for (const f of readdirSync('/tmp'))
+    if (f.startsWith(`sy-escape-host-${r}`)) rmSync(join('/tmp', f), { force: true });
   printTable();
 });
 
@@ -144,7 +159,11 @@ async function runConfig(backend: Backend, config: ConfigName): Promise<void> {
     settingsFile: join(host.dirs.configDir, backend === 'claude' ? 'switchyard-settings.json' : 'settings.json'),
     tag: `${backend}-${config.split(' ')[0]}-${r}`,
   };
-  const session = await startSession(backend, CONFIGS[config], host.dirs, { modelUrl: model.url, realKey: secrets.apiKey, runnerEnv });
+  const session = await startSession(backend, CONFIGS[config], host.dirs, {
+    modelUrl: model.url,
+    realKey: secrets.apiKey,
+    runnerEnv,
+  });
   const mine = ATTEMPTS.filter((a) => a.only === undefined || a.only === backend);
   const ordered = [...mine.filter((a) => !a.last), ...mine.filter((a) => a.last)];
   try {
@@ -156,7 +175,11 @@ async function runConfig(backend: Backend, config: ConfigName): Promise<void> {
       } catch (err) {
         error = err instanceof Error ? err.message : String(err);
       }
-      const label: Label = attempt.reached(observed, ctx) ? 'REACHED' : observed.includes('switchyard guard:') ? 'guard' : 'blocked';
+      const label: Label = attempt.reached(observed, ctx)
+        ? 'REACHED'
+        : observed.includes('switchyard guard:')
+          ? 'guard'
+          : 'blocked';
       outcomes.push({ attempt, backend, config, label, observed, ...(error !== undefined && { error }) });
     }
   } finally {
@@ -167,38 +190,54 @@ async function runConfig(backend: Backend, config: ConfigName): Promise<void> {
 }
 
 describe.each(['claude', 'pi'] as const)('escape attempts against %s', (backend) => {
-  it(
-    'fail under the full walls, stopped by the named wall; succeed in the bare control',
-    async () => {
-      await Promise.all((Object.keys(CONFIGS) as ConfigName[]).map((config) => runConfig(backend, config)));
-      const mine = outcomes.filter((o) => o.backend === backend);
-      const problems: string[] = [];
-      for (const o of mine) {
-        const { attempt: a, config, label } = o;
-        if (o.error) problems.push(`${a.id} [${config}]: ${o.error}`);
-        if (config === 'full') {
-          if (label === 'REACHED') problems.push(`${a.id}: ESCAPED under the full walls`);
-          else if (wallOf(a, backend) === 'guard' && label !== 'guard') problems.push(`${a.id}: expected the guard's own reason, saw ${clip(o.observed)}`);
-          else if (wallOf(a, backend) !== 'guard' && label === 'guard') problems.push(`${a.id}: expected ${wallOf(a, backend)}, but the guard refused`);
-          if (a.denial && !a.denial.test(o.observed)) problems.push(`${a.id}: expected the OS denial ${a.denial}, saw ${clip(o.observed)}`);
-        }
-        if (config === 'bare (control)' && label !== 'REACHED') problems.push(`${a.id}: the control run did not reach it (${clip(o.error ?? o.observed)})`);
-        if (config === 'guard only' && wallOf(a, backend) === 'guard' && label !== 'guard') problems.push(`${a.id}: the guard alone should stop it, saw ${label}`);
-        if (config === 'bwrap only' && wallOf(a, backend) === 'bubblewrap' && label === 'REACHED') problems.push(`${a.id}: bubblewrap alone should stop it`);
+  it('fail under the full walls, stopped by the named wall; succeed in the bare control', async () => {
+    await Promise.all((Object.keys(CONFIGS) as ConfigName[]).map((config) => runConfig(backend, config)));
+    const mine = outcomes.filter((o) => o.backend === backend);
+    const problems: string[] = [];
+    for (const o of mine) {
+      const { attempt: a, config, label } = o;
+      if (o.error) problems.push(`${a.id} [${config}]: ${o.error}`);
+      if (config === 'full') {
+        if (label === 'REACHED') problems.push(`${a.id}: ESCAPED under the full walls`);
+        else if (wallOf(a, backend) === 'guard' && label !== 'guard')
+          problems.push(`${a.id}: expected the guard's own reason, saw ${clip(o.observed)}`);
+        else if (wallOf(a, backend) !== 'guard' && label === 'guard')
+          problems.push(`${a.id}: expected ${wallOf(a, backend)}, but the guard refused`);
+        if (a.denial && !a.denial.test(o.observed))
+          problems.push(`${a.id}: expected the OS denial ${a.denial}, saw ${clip(o.observed)}`);
       }
-      // No protected content anywhere in the full session's events.
-      const all = fullEvents.get(backend) ?? '';
-      for (const [name, value] of Object.entries({ ...secrets, ...canary })) if (all.includes(value)) problems.push(`full session events contain the ${name} canary`);
-      expect(all.length).toBeGreaterThan(0);
-      expect(mine.filter((o) => o.config === 'full').length).toBeGreaterThanOrEqual(30);
-      if (problems.length > 0 && process.env.SY_ESCAPE_DEBUG) {
-        writeFileSync(process.env.SY_ESCAPE_DEBUG, JSON.stringify(mine.map((o) => ({ id: o.attempt.id, config: o.config, label: o.label, error: o.error, observed: o.observed })), null, 1));
-      }
-      expect(problems).toEqual([]);
-      expect(existsSync(`${hostTmpPrefix}-${backend}-bare-write.txt`)).toBe(true);
-    },
-    600_000,
-  );
+      if (config === 'bare (control)' && label !== 'REACHED')
+        problems.push(`${a.id}: the control run did not reach it (${clip(o.error ?? o.observed)})`);
+      if (config === 'guard only' && wallOf(a, backend) === 'guard' && label !== 'guard')
+        problems.push(`${a.id}: the guard alone should stop it, saw ${label}`);
+      if (config === 'bwrap only' && wallOf(a, backend) === 'bubblewrap' && label === 'REACHED')
+        problems.push(`${a.id}: bubblewrap alone should stop it`);
+    }
+    // No protected content anywhere in the full session's events.
+    const all = fullEvents.get(backend) ?? '';
+    for (const [name, value] of Object.entries({ ...secrets, ...canary }))
+      if (all.includes(value)) problems.push(`full session events contain the ${name} canary`);
+    expect(all.length).toBeGreaterThan(0);
+    expect(mine.filter((o) => o.config === 'full').length).toBeGreaterThanOrEqual(30);
+    if (problems.length > 0 && process.env.SY_ESCAPE_DEBUG) {
+      writeFileSync(
+        process.env.SY_ESCAPE_DEBUG,
+        JSON.stringify(
+          mine.map((o) => ({
+            id: o.attempt.id,
+            config: o.config,
+            label: o.label,
+            error: o.error,
+            observed: o.observed,
+          })),
+          null,
+          1,
+        ),
+      );
+    }
+    expect(problems).toEqual([]);
+    expect(existsSync(`${hostTmpPrefix}-${backend}-bare-write.txt`)).toBe(true);
+  }, 600_000);
 });
 
 function clip(s: string): string {
@@ -227,6 +266,10 @@ function printTable(): void {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
   const out = [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
-  const descriptions = [...new Map(outcomes.map((o) => [o.attempt.id, o.attempt.what])).entries()].sort().map(([id, what]) => `  ${id}: ${what}`);
-  console.log(`\nEscape attempts (${rows.length} attempt×backend runs, each under 4 configurations)\n${out.join('\n')}\n\n${descriptions.join('\n')}\n`);
+  const descriptions = [...new Map(outcomes.map((o) => [o.attempt.id, o.attempt.what])).entries()]
+    .sort()
+    .map(([id, what]) => `  ${id}: ${what}`);
+  console.log(
+    `\nEscape attempts (${rows.length} attempt×backend runs, each under 4 configurations)\n${out.join('\n')}\n\n${descriptions.join('\n')}\n`,
+  );
 }

@@ -27,7 +27,14 @@ export const CONFIGS = {
   full: { guard: true, bwrap: true, envAllowList: true, proxy: true, noExtensions: true, encoding: true },
   'guard only': { guard: true, bwrap: false, envAllowList: true, proxy: true, noExtensions: true, encoding: true },
   'bwrap only': { guard: false, bwrap: true, envAllowList: true, proxy: true, noExtensions: true, encoding: true },
-  'bare (control)': { guard: false, bwrap: false, envAllowList: false, proxy: false, noExtensions: false, encoding: false },
+  'bare (control)': {
+    guard: false,
+    bwrap: false,
+    envAllowList: false,
+    proxy: false,
+    noExtensions: false,
+    encoding: false,
+  },
 } satisfies Record<string, Walls>;
 export type ConfigName = keyof typeof CONFIGS;
 
@@ -97,9 +104,19 @@ export async function startSession(
     new Promise<void>((resolve, reject) => {
       const check = () => {
         if (done()) finish(resolve);
-        else if (!proc.running) finish(() => reject(new Error(`${backend} CLI exited while waiting for ${what}: ${stdout.slice(-3).join('\n').slice(0, 1500)}`)));
+        else if (!proc.running)
+          finish(() =>
+            reject(
+              new Error(
+                `${backend} CLI exited while waiting for ${what}: ${stdout.slice(-3).join('\n').slice(0, 1500)}`,
+              ),
+            ),
+          );
       };
-      const timer = setTimeout(() => finish(() => reject(new Error(`${backend}: timed out waiting for ${what}`))), timeoutMs);
+      const timer = setTimeout(
+        () => finish(() => reject(new Error(`${backend}: timed out waiting for ${what}`))),
+        timeoutMs,
+      );
       const finish = (f: () => void) => {
         clearTimeout(timer);
         waiters.delete(check);

@@ -67,7 +67,9 @@ async function turn(sessionId: string, text: string) {
 function stackListeningPorts(): number[] {
   for (const s of stack.services) s.sample();
   const groups = new Set(stack.services.flatMap((s) => [...s.groups]));
-  const pids = listProcs().filter((p) => groups.has(p.pgid)).map((p) => p.pid);
+  const pids = listProcs()
+    .filter((p) => groups.has(p.pgid))
+    .map((p) => p.pid);
   const inodes = new Set<string>();
   for (const pid of pids) {
     let fds: string[] = [];
@@ -107,13 +109,22 @@ function attackScript(o: { victimArn: string; ports: number[] }): string {
     networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-local'] } },
     overrides: {
       containerOverrides: [
-        { name: 'runner', environment: [{ name: 'NODE_OPTIONS', value: `--import=data:text/javascript,import('node:fs').then(f=>f.writeFileSync('${MARKER}','pwned'))` }] },
+        {
+          name: 'runner',
+          environment: [
+            {
+              name: 'NODE_OPTIONS',
+              value: `--import=data:text/javascript,import('node:fs').then(f=>f.writeFileSync('${MARKER}','pwned'))`,
+            },
+          ],
+        },
       ],
     },
   });
   const stopTask = JSON.stringify({ cluster: 'switchyard-local', task: o.victimArn, reason: 'pwned' });
   const exfil = JSON.stringify({ model: 'x', max_tokens: 5, messages: [{ role: 'user', content: EXFIL }] });
-  const ecs = (op: string) => `-H 'x-amz-target: AmazonEC2ContainerServiceV20141113.${op}' -H 'content-type: application/x-amz-json-1.1'`;
+  const ecs = (op: string) =>
+    `-H 'x-amz-target: AmazonEC2ContainerServiceV20141113.${op}' -H 'content-type: application/x-amz-json-1.1'`;
   const signed = `-H 'x-amz-date: ${amzDate}' -H 'authorization: ${forged}'`;
   return [
     `try_() { n=$1; shift; c=$(curl -s -o /dev/null -w '%{http_code}' -m 5 "$@"); echo "ATTEMPT $n rc=$? code=$c"; }`,
@@ -146,7 +157,8 @@ describe('an agent in a session of the npm start stack, going after loopback ser
           (res) => res.text(),
           () => '',
         );
-        if (/webSocketDebuggerUrl|Protocol-Version|devtoolsFrontendUrl/.test(text)) inspectors.push(`${port}${path}: ${text.slice(0, 200)}`);
+        if (/webSocketDebuggerUrl|Protocol-Version|devtoolsFrontendUrl/.test(text))
+          inspectors.push(`${port}${path}: ${text.slice(0, 200)}`);
       }
     }
     expect(ports.length).toBeGreaterThanOrEqual(3);
@@ -165,7 +177,8 @@ describe('an agent in a session of the npm start stack, going after loopback ser
         if (backend === 'claude') {
           victim = await session('victim');
           expect((await turn(victim, 'hello')).done.data.stopReason).toBe('end_turn');
-          victimArn = (await stack.runners()).find((t) => t.sessionId === victim && t.lastStatus === 'RUNNING')?.taskArn ?? '';
+          victimArn =
+            (await stack.runners()).find((t) => t.sessionId === victim && t.lastStatus === 'RUNNING')?.taskArn ?? '';
           expect(victimArn).not.toBe('');
         } else {
           // The switch probes pi through the launcher's signed /switchyard/probe.
@@ -178,19 +191,32 @@ describe('an agent in a session of the npm start stack, going after loopback ser
         // The edge, the host, the model at least (wrangler and workerd add their own).
         expect(ports.length).toBeGreaterThanOrEqual(3);
         const script = Buffer.from(attackScript({ victimArn, ports })).toString('base64');
-        const { done, events } = await turn(attacker, `#offline ${JSON.stringify({ tool: 'shell', command: `echo ${script} | base64 -d > /tmp/a.sh; sh /tmp/a.sh` })}`);
+        const { done, events } = await turn(
+          attacker,
+          `#offline ${JSON.stringify({ tool: 'shell', command: `echo ${script} | base64 -d > /tmp/a.sh; sh /tmp/a.sh` })}`,
+        );
         expect(done.data.stopReason).toBe('end_turn');
         const output = events
           .filter((e) => e.event === 'tool.result')
           .map((e) => String(e.data.output))
           .join('\n');
-        const attempts = [...output.matchAll(/^ATTEMPT (\S+) rc=(\d+) code=(\d+)$/gm)].map((m) => ({ name: m[1], rc: Number(m[2]), code: m[3] }));
+        const attempts = [...output.matchAll(/^ATTEMPT (\S+) rc=(\d+) code=(\d+)$/gm)].map((m) => ({
+          name: m[1],
+          rc: Number(m[2]),
+          code: m[3],
+        }));
         const targets = attempts.filter((a) => a.name !== 'own-model-proxy');
         expect(targets.length, output).toBe(9 + ports.length);
         // Not one connection: curl's "couldn't connect", no HTTP status.
-        expect(targets.filter((a) => a.rc !== 7 || a.code !== '000'), output).toEqual([]);
+        expect(
+          targets.filter((a) => a.rc !== 7 || a.code !== '000'),
+          output,
+        ).toEqual([]);
         // The control: the shell has curl and its own model route works.
-        expect(attempts.find((a) => a.name === 'own-model-proxy'), output).toMatchObject({ rc: 0, code: '200' });
+        expect(
+          attempts.find((a) => a.name === 'own-model-proxy'),
+          output,
+        ).toMatchObject({ rc: 0, code: '200' });
         expect(output).toContain('ROUTES 0');
 
         // And no effect.
@@ -198,13 +224,19 @@ describe('an agent in a session of the npm start stack, going after loopback ser
         expect(tasks.map((t) => t.sessionId).sort()).toEqual([victim, ...attackers].sort());
         expect(tasks.find((t) => t.taskArn === victimArn)?.lastStatus).toBe('RUNNING');
         expect(existsSync(MARKER)).toBe(false);
-        const recorded = await fetch(`${stack.offlineModelUrl}/_offline/requests`, { headers: { authorization: `Bearer ${stack.offlineControlToken}` } });
+        const recorded = await fetch(`${stack.offlineModelUrl}/_offline/requests`, {
+          headers: { authorization: `Bearer ${stack.offlineControlToken}` },
+        });
         expect(JSON.stringify(await recorded.json())).not.toContain(EXFIL);
         // The other session still answers on the same runner.
         expect((await turn(victim, `still there after the ${backend} attack?`)).done.data.stopReason).toBe('end_turn');
-        expect((await stack.runners()).filter((t) => t.sessionId === victim).map((t) => t.taskArn)).toEqual([victimArn]);
+        expect((await stack.runners()).filter((t) => t.sessionId === victim).map((t) => t.taskArn)).toEqual([
+          victimArn,
+        ]);
       } catch (err) {
-        throw new Error(`${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${running.log.slice(-40).join('\n')}`);
+        throw new Error(
+          `${err instanceof Error ? err.message : String(err)}\n--- stack output (tail):\n${running.log.slice(-40).join('\n')}`,
+        );
       }
     },
     600_000,

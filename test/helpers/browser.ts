@@ -8,14 +8,22 @@ const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
 export function chromiumPath(): string {
   const found = process.env.CHROMIUM_PATH ?? CANDIDATES.find((p) => existsSync(p));
-  if (found === undefined) throw new Error('no Chromium found: run scripts/setup-system.sh (installs Debian chromium) or set CHROMIUM_PATH');
+  if (found === undefined)
+    throw new Error('no Chromium found: run scripts/setup-system.sh (installs Debian chromium) or set CHROMIUM_PATH');
   return found;
 }
 
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: chromiumPath(),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }
 

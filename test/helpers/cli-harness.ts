@@ -62,7 +62,9 @@ export async function startCli(backend: Backend, modelUrl: string, opts: Partial
           resolve(hit);
         } else if (!proc.running) {
           finish();
-          reject(new Error(`CLI exited before the awaited event; events: ${JSON.stringify(events.map((e) => e.type))}`));
+          reject(
+            new Error(`CLI exited before the awaited event; events: ${JSON.stringify(events.map((e) => e.type))}`),
+          );
         }
       };
       const timer = setTimeout(() => {
@@ -79,7 +81,7 @@ export async function startCli(backend: Backend, modelUrl: string, opts: Partial
 
   const turn: Harness['turn'] = async (n, timeoutMs) => {
     await waitFor((_, all) => all.filter((e) => e.type === 'turn.done').length >= n, timeoutMs);
-    const doneIdx = events.reduce<number[]>((acc, e, i) => (e.type === 'turn.done' ? [...acc, i] : acc), []);
+    const doneIdx = events.flatMap((e, i) => (e.type === 'turn.done' ? [i] : []));
     const start = n === 1 ? 0 : (doneIdx[n - 2] ?? -1) + 1;
     return events.slice(start, (doneIdx[n - 1] ?? events.length - 1) + 1);
   };

@@ -1,5 +1,9 @@
 /** Polls `f` until it returns a value, failing after `deadlineMs` (for state no event announces). */
-export async function waitFor<T>(what: string, f: () => T | undefined | Promise<T | undefined>, deadlineMs: number): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  f: () => T | undefined | Promise<T | undefined>,
+  deadlineMs: number,
+): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const v = await f();

@@ -30,7 +30,12 @@ export class Api {
     return { ...(this.token !== undefined && { authorization: `Bearer ${this.token}` }), ...extra };
   }
 
-  async call<T = unknown>(method: string, path: string, body?: unknown, extra: { headers?: Record<string, string>; raw?: string } = {}): Promise<ApiResponse<T>> {
+  async call<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: { headers?: Record<string, string>; raw?: string } = {},
+  ): Promise<ApiResponse<T>> {
     const hasBody = body !== undefined || extra.raw !== undefined;
     const res = await fetch(`${this.base}${path}`, {
       method,
@@ -39,7 +44,7 @@ export class Api {
       signal: AbortSignal.timeout(120_000),
     });
     const text = await res.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);
     } catch {
@@ -61,11 +66,19 @@ export class Api {
   /** An SSE reader of a session's events (from the start, or after `lastEventId`). */
   events(sessionId: string, opts: { lastEventId?: string; after?: string } = {}): Promise<SseStream> {
     const q = opts.after !== undefined ? `?after=${opts.after}` : '';
-    return SseStream.open(`${this.base}/api/sessions/${sessionId}/events${q}`, this.headers(opts.lastEventId !== undefined ? { 'last-event-id': opts.lastEventId } : {}));
+    return SseStream.open(
+      `${this.base}/api/sessions/${sessionId}/events${q}`,
+      this.headers(opts.lastEventId !== undefined ? { 'last-event-id': opts.lastEventId } : {}),
+    );
   }
 }
 
-export async function until<T>(what: string, f: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs: number, everyMs = 100): Promise<T> {
+export async function until<T>(
+  what: string,
+  f: () => T | undefined | false | Promise<T | undefined | false>,
+  deadlineMs: number,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const v = await f();
@@ -168,7 +181,11 @@ export class SseStream {
   }
 
   /** Resolves with the first event matching `pred` (already received or arriving before the deadline). */
-  waitFor(what: string, pred: (e: SseEvent, i: number, all: SseEvent[]) => boolean, timeoutMs = 60_000): Promise<SseEvent> {
+  waitFor(
+    what: string,
+    pred: (e: SseEvent, i: number, all: SseEvent[]) => boolean,
+    timeoutMs = 60_000,
+  ): Promise<SseEvent> {
     return new Promise((resolve, reject) => {
       const check = () => {
         const hit = this.events.find((e, i, all) => pred(e, i, all));
@@ -177,7 +194,9 @@ export class SseStream {
           resolve(hit);
         } else if (this.ended) {
           done();
-          reject(new Error(`SSE stream ended (${String(this.error ?? 'closed')}) before ${what}; got ${this.summary()}`));
+          reject(
+            new Error(`SSE stream ended (${String(this.error ?? 'closed')}) before ${what}; got ${this.summary()}`),
+          );
         }
       };
       const timer = setTimeout(() => {
@@ -200,7 +219,11 @@ export class SseStream {
 
   /** The turn.done of a message. */
   turnDone(messageId: string, timeoutMs = 90_000): Promise<SseEvent> {
-    return this.waitFor(`turn.done of ${messageId}`, (e) => e.event === 'turn.done' && e.data.messageId === messageId, timeoutMs);
+    return this.waitFor(
+      `turn.done of ${messageId}`,
+      (e) => e.event === 'turn.done' && e.data.messageId === messageId,
+      timeoutMs,
+    );
   }
 
   /** Events carrying this messageId. */
@@ -209,7 +232,9 @@ export class SseStream {
   }
 
   summary(): string {
-    return JSON.stringify(this.events.map((e) => (e.event === 'session.status' ? `${e.event}:${String(e.data.state)}` : e.event))).slice(-3000);
+    return JSON.stringify(
+      this.events.map((e) => (e.event === 'session.status' ? `${e.event}:${String(e.data.state)}` : e.event)),
+    ).slice(-3000);
   }
 
   async close(): Promise<void> {

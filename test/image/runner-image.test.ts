@@ -25,7 +25,14 @@ const isRoot = process.getuid?.() === 0;
 const canRun = isRoot;
 if (!canRun && process.env.CI) throw new Error('the runner image test needs root under CI');
 
-interface ImageConfig { Env: string[]; Entrypoint: string[]; Cmd: string[]; WorkingDir: string; User?: string; Volumes: Record<string, object> }
+interface ImageConfig {
+  Env: string[];
+  Entrypoint: string[];
+  Cmd: string[];
+  WorkingDir: string;
+  User?: string;
+  Volumes: Record<string, object>;
+}
 
 const containersConf = join(mkdtempSync(join(tmpdir(), 'sy-image-conf-')), 'containers.conf');
 const buildahEnv = { ...process.env, CONTAINERS_CONF: containersConf };
@@ -42,9 +49,14 @@ beforeAll(async () => {
   if (!canRun) return;
   execFileSync('sh', ['-c', `printf '[containers]\\ndefault_ulimits = []\\n' > '${containersConf}'`]);
   // Cached: a no-op rebuild when nothing the image copies changed (CI builds it in an earlier step).
-  const out = execFileSync('bash', [join(repo, 'scripts/image/build.sh')], { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync('bash', [join(repo, 'scripts/image/build.sh')], {
+    cwd: repo,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   image = out.trim().split('\n').at(-1) ?? '';
-  config = (JSON.parse(buildah('inspect', '--type', 'image', image)) as { OCIv1: { config: ImageConfig } }).OCIv1.config;
+  config = (JSON.parse(buildah('inspect', '--type', 'image', image)) as { OCIv1: { config: ImageConfig } }).OCIv1
+    .config;
   container = buildah('from', '--pull-never', image);
   rootfs = buildah('mount', container);
   model = await startOfflineModel();
@@ -63,7 +75,12 @@ afterAll(async () => {
 const KEPT = DEFAULT_CAPS.filter((c) => !(DROPPED_CAPS as readonly string[]).includes(c));
 const MODEL_KEY = 'sk-ant-image-test-key';
 
-interface Run { code: number | null; stdout: string; stderr: string; ms: number }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
 
 /** Runs the image's entrypoint with `command` as the ECS command override; resolves at exit. */
 function runImage(command: string[]): Promise<Run> {
@@ -77,18 +94,31 @@ function runImage(command: string[]): Promise<Run> {
   });
   const env = [...config.Env, `SWITCHYARD_MODEL_URL=${model.url}`, `ANTHROPIC_API_KEY=${MODEL_KEY}`];
   const args = [
-    '--ro-bind', rootfs, '/',
-    '--proc', '/proc',
-    '--dev', '/dev',
+    '--ro-bind',
+    rootfs,
+    '/',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
     ...volumeArgs,
-    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--as-pid-1', '--die-with-parent',
-    '--cap-drop', 'ALL', ...KEPT.flatMap((c) => ['--cap-add', `CAP_${c}`]),
-    '--chdir', config.WorkingDir,
-    '--clearenv', ...env.flatMap((e) => {
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--as-pid-1',
+    '--die-with-parent',
+    '--cap-drop',
+    'ALL',
+    ...KEPT.flatMap((c) => ['--cap-add', `CAP_${c}`]),
+    '--chdir',
+    config.WorkingDir,
+    '--clearenv',
+    ...env.flatMap((e) => {
       const i = e.indexOf('=');
       return ['--setenv', e.slice(0, i), e.slice(i + 1)];
     }),
-    ...config.Entrypoint, ...command,
+    ...config.Entrypoint,
+    ...command,
   ];
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -116,7 +146,12 @@ const json = (r: Run) => {
 describe('runner/Dockerfile', () => {
   it('pins every Debian package it installs to an exact version', () => {
     const dockerfile = readFileSync(join(repo, 'runner/Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
-    const installs = [...dockerfile.matchAll(/apt-get install ([^&\n]+)/g)].map((m) => m[1]!.trim().split(/\s+/).filter((w) => !w.startsWith('-')));
+    const installs = [...dockerfile.matchAll(/apt-get install ([^&\n]+)/g)].map((m) =>
+      m[1]!
+        .trim()
+        .split(/\s+/)
+        .filter((w) => !w.startsWith('-')),
+    );
     expect(installs.length).toBeGreaterThan(0);
     for (const pkgs of installs) {
       expect(pkgs.length).toBeGreaterThan(0);
@@ -141,8 +176,13 @@ describe.skipIf(!canRun)('runner image, built and run', () => {
   for (const backend of ['pi', 'claude'] as const) {
     it(`probe --backend ${backend} passes inside the image (container sandbox, guard loaded)`, async () => {
       const r = await runImage(['probe', '--backend', backend]);
-      const report = json(r) as { ok: boolean; backends: { backend: string; usable: boolean; sandbox: string; guard: string; problems: string[] }[] };
-      expect(report.backends).toEqual([expect.objectContaining({ backend, usable: true, sandbox: 'container', guard: 'loaded', problems: [] })]);
+      const report = json(r) as {
+        ok: boolean;
+        backends: { backend: string; usable: boolean; sandbox: string; guard: string; problems: string[] }[];
+      };
+      expect(report.backends).toEqual([
+        expect.objectContaining({ backend, usable: true, sandbox: 'container', guard: 'loaded', problems: [] }),
+      ]);
       expect(report.ok).toBe(true);
       expect(r.code).toBe(0);
       console.log(`probe --backend ${backend} in the image: ${r.ms.toFixed(0)} ms`);
@@ -160,7 +200,9 @@ describe.skipIf(!canRun)('runner image, built and run', () => {
       const seen = model.requests().slice(before);
       expect(seen.length).toBeGreaterThan(0);
       expect(JSON.stringify(seen.map((q) => q.headers))).toContain(MODEL_KEY);
-      console.log(`once --backend ${backend} in the image (cold: process start → answer → exit): ${r.ms.toFixed(0)} ms`);
+      console.log(
+        `once --backend ${backend} in the image (cold: process start → answer → exit): ${r.ms.toFixed(0)} ms`,
+      );
     });
   }
 });

@@ -68,7 +68,9 @@ async function signIn(page: Page, username: string, password: string): Promise<v
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
-async function adminPage(ctxOpts: Parameters<Browser['newContext']>[0] = {}): Promise<{ ctx: BrowserContext; page: Page; errors: string[] }> {
+async function adminPage(
+  ctxOpts: Parameters<Browser['newContext']>[0] = {},
+): Promise<{ ctx: BrowserContext; page: Page; errors: string[] }> {
   const ctx = await newContext(ctxOpts);
   const page = await ctx.newPage();
   const errors = watchErrors(page);
@@ -91,7 +93,10 @@ async function send(page: Page, text: string): Promise<void> {
 }
 
 async function turnsDone(page: Page, n: number): Promise<void> {
-  await page.locator('article.turn[data-state="done"]').nth(n - 1).waitFor({ timeout: TURN_MS });
+  await page
+    .locator('article.turn[data-state="done"]')
+    .nth(n - 1)
+    .waitFor({ timeout: TURN_MS });
 }
 
 function directive(script: Record<string, unknown>): string {
@@ -100,7 +105,11 @@ function directive(script: Record<string, unknown>): string {
 
 /** Waits until the answer streaming in has reached `word` (the prompt holds it too, so only the answer counts). */
 async function assistantSays(page: Page, word: string): Promise<void> {
-  await conversation(page).locator('.msg.assistant .markdown').getByText(word, { exact: false }).first().waitFor({ timeout: TURN_MS });
+  await conversation(page)
+    .locator('.msg.assistant .markdown')
+    .getByText(word, { exact: false })
+    .first()
+    .waitFor({ timeout: TURN_MS });
 }
 
 /** The assistant's rendered text of every turn, in order. */
@@ -114,7 +123,9 @@ async function sessionTurnFinished(id: string): Promise<true | undefined> {
 }
 
 async function offlineRequests(): Promise<Array<{ body: unknown }>> {
-  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, { headers: { authorization: `Bearer ${stack.offlineControlToken}` } });
+  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, {
+    headers: { authorization: `Bearer ${stack.offlineControlToken}` },
+  });
   const j = (await r.json()) as unknown;
   return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{ body: unknown }>;
 }
@@ -141,7 +152,11 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('heading', { name: 'API tokens', level: 1 }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/tokens');
     // The credential is the HttpOnly cookie only: nothing in script-readable storage.
-    expect(await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie])).toEqual([0, 0, '']);
+    expect(await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie])).toEqual([
+      0,
+      0,
+      '',
+    ]);
     expect(errors).toEqual([]);
   });
 
@@ -210,7 +225,10 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await turnsDone(page, 2);
     expect(await page.getByLabel('Message').inputValue()).toBe('');
-    expect(await conversation(page).locator('.msg.user .user-text').allInnerTexts()).toEqual([`Long answer please.\n${SLOW}`, draft]);
+    expect(await conversation(page).locator('.msg.user .user-text').allInnerTexts()).toEqual([
+      `Long answer please.\n${SLOW}`,
+      draft,
+    ]);
     expect(errors).toEqual([]);
   });
 
@@ -271,11 +289,20 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await newSession(page);
     // 429 on every attempt: the CLI retries within the runner's budget, then gives up.
     await send(page, `Busy provider.\n${directive({ error: 429 })}`);
-    await conversation(page).getByText(/^Retrying \(attempt \d+ of \d+\)…/).first().waitFor({ timeout: TURN_MS });
+    await conversation(page)
+      .getByText(/^Retrying \(attempt \d+ of \d+\)…/)
+      .first()
+      .waitFor({ timeout: TURN_MS });
     await screenshot(page, 'chat-retrying');
     await turnsDone(page, 1);
-    expect(await conversation(page).locator('.notice.stop-error').innerText()).toMatch(/^Error \(provider_rate_limited\): /);
-    expect(await conversation(page).getByText(/^Retrying/).count()).toBe(0);
+    expect(await conversation(page).locator('.notice.stop-error').innerText()).toMatch(
+      /^Error \(provider_rate_limited\): /,
+    );
+    expect(
+      await conversation(page)
+        .getByText(/^Retrying/)
+        .count(),
+    ).toBe(0);
     expect(errors).toEqual([]);
   });
 
@@ -305,7 +332,8 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   it('renders model output inert: raw HTML is text, javascript: links go nowhere', async () => {
     const { page, errors } = await adminPage();
     await newSession(page);
-    const hostile = 'Look: <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> [click me](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">raw</a>';
+    const hostile =
+      'Look: <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> [click me](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">raw</a>';
     await send(page, `${hostile}\n${directive({ text: hostile })}`);
     await turnsDone(page, 1);
     const assistant = conversation(page).locator('.msg.assistant .markdown').first();
@@ -316,7 +344,9 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await link.click();
     expect(await conversation(page).locator('[onerror], [onclick], a[href^="javascript:" i]').count()).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
-    expect(await conversation(page).locator('.msg.user .user-text').innerText()).toContain('<script>window.__pwned=2</script>');
+    expect(await conversation(page).locator('.msg.user .user-text').innerText()).toContain(
+      '<script>window.__pwned=2</script>',
+    );
     expect(errors).toEqual([]);
   });
 
@@ -335,12 +365,16 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
         { b64, name, type },
       );
     await paste(Buffer.from('hello').toString('base64'), 'notes.txt', 'text/plain');
-    await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/notes\.txt: only PNG, JPEG, GIF, WEBP images can be sent/);
+    await expect
+      .poll(() => page.getByRole('alert').innerText())
+      .toMatch(/notes\.txt: only PNG, JPEG, GIF, WEBP images can be sent/);
     await paste(png, 'pixel.png', 'image/png');
     await page.getByRole('list', { name: 'Attached images' }).getByRole('img', { name: 'pixel.png' }).waitFor();
     await screenshot(page, 'chat-image-attached');
     // The picker takes the same path as paste; a second image shows next to the first.
-    await page.locator('input[type="file"]').setInputFiles({ name: 'picked.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
+    await page
+      .locator('input[type="file"]')
+      .setInputFiles({ name: 'picked.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
     await page.getByRole('list', { name: 'Attached images' }).getByRole('img', { name: 'picked.png' }).waitFor();
     await page.getByRole('button', { name: 'Remove picked.png' }).click();
     expect(await page.getByRole('list', { name: 'Attached images' }).getByRole('img').count()).toBe(1);
@@ -400,7 +434,9 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   });
 
   it('changes one’s own password from the account page; the old one stops working', async () => {
-    expect((await admin.call('POST', '/api/admin/users', { username: 'frank', password: 'frank-password-123' })).status).toBe(201);
+    expect(
+      (await admin.call('POST', '/api/admin/users', { username: 'frank', password: 'frank-password-123' })).status,
+    ).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();
     const errors = watchErrors(page);
@@ -416,7 +452,15 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByRole('status').filter({ hasText: 'Password changed' }).waitFor();
     await screenshot(page, 'account-password-changed');
-    expect((await fetch(`${stack.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'frank', password: 'frank-password-123' }) })).status).toBe(401);
+    expect(
+      (
+        await fetch(`${stack.url}/api/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username: 'frank', password: 'frank-password-123' }),
+        })
+      ).status,
+    ).toBe(401);
     expect((await Api.login(stack.url, 'frank', 'frank-new-password-456')).token).toMatch(/^sy_/);
     expect(errors).toEqual([]);
   });
@@ -447,7 +491,9 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByLabel('Idle timeout (minutes)').fill('20');
     await page.getByRole('button', { name: 'Save limits' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
-    expect((await admin.call<{ sessionIdleMinutes: number }>('GET', '/api/admin/settings')).body.sessionIdleMinutes).toBe(20);
+    expect(
+      (await admin.call<{ sessionIdleMinutes: number }>('GET', '/api/admin/settings')).body.sessionIdleMinutes,
+    ).toBe(20);
     await screenshot(page, 'admin-limits');
 
     await page.getByRole('link', { name: 'Audit log' }).click();
@@ -534,12 +580,19 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.keyboard.press('Enter');
     await turnsDone(page, 1);
     expect(await assistantTexts(page)).toEqual(['keyboard reply']);
-    expect(await conversation(page).locator('.msg.user .user-text').innerText()).toBe(`From the keyboard.\n${directive({ text: 'keyboard reply' })}`);
+    expect(await conversation(page).locator('.msg.user .user-text').innerText()).toBe(
+      `From the keyboard.\n${directive({ text: 'keyboard reply' })}`,
+    );
     expect(errors).toEqual([]);
   });
 
   it('fits a phone screen (the session list is a drawer) and follows the dark colour scheme', async () => {
-    const { page, errors } = await adminPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });
+    const { page, errors } = await adminPage({
+      viewport: { width: 390, height: 844 },
+      colorScheme: 'dark',
+      isMobile: true,
+      hasTouch: true,
+    });
     const nav = page.getByRole('navigation', { name: 'Sessions' });
     const drawerX = async () => (await nav.boundingBox())?.x;
     // The list is off screen until the menu button opens it; opening a session closes it.
@@ -560,7 +613,9 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   });
 
   it('repeated wrong passwords are refused with when to try again (runs last: it throttles this address)', async () => {
-    expect((await admin.call('POST', '/api/admin/users', { username: 'erin', password: 'erin-password-123' })).status).toBe(201);
+    expect(
+      (await admin.call('POST', '/api/admin/users', { username: 'erin', password: 'erin-password-123' })).status,
+    ).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();
     await page.goto(`${stack.url}/signin`);

@@ -14,7 +14,10 @@ import '../src/styles.css';
 const encoder = new TextEncoder();
 let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
 const scriptedFetch: typeof fetch = async () =>
-  new Response(new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) }), { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  new Response(new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) }), {
+    status: 200,
+    headers: { 'content-type': 'text/event-stream' },
+  });
 
 let seq = 0;
 const nextId = () => `01J${String(++seq).padStart(23, '0')}`;
@@ -92,8 +95,10 @@ async function streamAnswer(perFrame: number, frames: number): Promise<number[]>
   for (let f = 0; f < frames; f++) {
     await nextFrame();
     const batch: Array<AgentEvent & { messageId: string }> = [];
-    for (let i = 0; i < perFrame; i++) batch.push({ type: 'text.delta', index: 0, text: `${WORDS[w++ % WORDS.length]} `, messageId: 'M1' });
-    if (f % 25 === 24) batch.push({ type: 'text.delta', index: 0, text: '\n\n```ts\nconst x = 1;\n```\n\n', messageId: 'M1' });
+    for (let i = 0; i < perFrame; i++)
+      batch.push({ type: 'text.delta', index: 0, text: `${WORDS[w++ % WORDS.length]} `, messageId: 'M1' });
+    if (f % 25 === 24)
+      batch.push({ type: 'text.delta', index: 0, text: '\n\n```ts\nconst x = 1;\n```\n\n', messageId: 'M1' });
     push(batch);
   }
   await until(() => sentAt.size === 0);
@@ -107,14 +112,30 @@ async function history(turns: number): Promise<number> {
   for (let t = 0; t < turns; t++) {
     const m = `M${t}`;
     events.push({ type: 'message.user', messageId: m, text: `Question ${t}: what does this do?` });
-    for (const piece of [`Answer ${t}: it `, 'reads the file and ', 'prints **each** line:\n\n```ts\nfor (const l of lines) console.log(l);\n```\n']) {
+    for (const piece of [
+      `Answer ${t}: it `,
+      'reads the file and ',
+      'prints **each** line:\n\n```ts\nfor (const l of lines) console.log(l);\n```\n',
+    ]) {
       events.push({ type: 'text.delta', index: 0, text: piece, messageId: m });
     }
     events.push({ type: 'tool.start', index: 1, toolId: `t${t}`, name: 'Bash', messageId: m });
-    events.push({ type: 'tool.end', index: 1, toolId: `t${t}`, name: 'Bash', input: { command: `cat file${t}.txt` }, messageId: m });
+    events.push({
+      type: 'tool.end',
+      index: 1,
+      toolId: `t${t}`,
+      name: 'Bash',
+      input: { command: `cat file${t}.txt` },
+      messageId: m,
+    });
     events.push({ type: 'message.assistant', content: [], messageId: m });
     events.push({ type: 'tool.result', toolId: `t${t}`, isError: false, output: `line 1\nline 2\n`, messageId: m });
-    events.push({ type: 'turn.done', stopReason: 'end_turn', usage: { inputTokens: 100, outputTokens: 20 }, messageId: m });
+    events.push({
+      type: 'turn.done',
+      stopReason: 'end_turn',
+      usage: { inputTokens: 100, outputTokens: 20 },
+      messageId: m,
+    });
   }
   push(events);
   await until(() => sentAt.size === 0);

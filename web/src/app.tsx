@@ -85,7 +85,13 @@ export function App() {
         </a>
         <header class="topbar">
           {withSidebar && (
-            <button type="button" class="icon-btn nav-toggle" aria-expanded={navOpen} aria-controls="sessions-nav" onClick={() => setNavOpen(!navOpen)}>
+            <button
+              type="button"
+              class="icon-btn nav-toggle"
+              aria-expanded={navOpen}
+              aria-controls="sessions-nav"
+              onClick={() => setNavOpen(!navOpen)}
+            >
               <MenuIcon />
               <span class="sr-only">Sessions</span>
             </button>
@@ -126,7 +132,8 @@ export function App() {
             {route.page === 'session' && <ChatPage key={route.id} sessionId={route.id} />}
             {route.page === 'tokens' && <TokensPage />}
             {route.page === 'account' && <AccountPage />}
-            {route.page === 'admin' && (me.role === 'admin' ? <AdminPage tab={route.tab} /> : <NotFound path="/admin" />)}
+            {route.page === 'admin' &&
+              (me.role === 'admin' ? <AdminPage tab={route.tab} /> : <NotFound path="/admin" />)}
             {route.page === 'not-found' && <NotFound path={route.path} />}
           </main>
         </div>

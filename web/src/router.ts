@@ -16,14 +16,16 @@ export type AdminTab = (typeof ADMIN_TABS)[number];
 
 /** Only same-site paths are followed after sign-in (no open redirect). */
 export function safeNext(next: string | null): string {
-  return next !== null && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/signin') ? next : '/';
+  return next?.startsWith('/') && !next.startsWith('//') && !next.startsWith('/signin') ? next : '/';
 }
 
 export function parseRoute(pathname: string, search: string): Route {
   const parts = pathname.split('/').filter((p) => p !== '');
   if (parts.length === 0) return { page: 'home' };
-  if (parts[0] === 'signin' && parts.length === 1) return { page: 'signin', next: safeNext(new URLSearchParams(search).get('next')) };
-  if (parts[0] === 'sessions' && parts.length === 2 && /^[0-9A-HJKMNP-TV-Z]{26}$/.test(parts[1]!)) return { page: 'session', id: parts[1]! };
+  if (parts[0] === 'signin' && parts.length === 1)
+    return { page: 'signin', next: safeNext(new URLSearchParams(search).get('next')) };
+  if (parts[0] === 'sessions' && parts.length === 2 && /^[0-9A-HJKMNP-TV-Z]{26}$/.test(parts[1]!))
+    return { page: 'session', id: parts[1]! };
   if (parts[0] === 'tokens' && parts.length === 1) return { page: 'tokens' };
   if (parts[0] === 'account' && parts.length === 1) return { page: 'account' };
   if (parts[0] === 'admin' && parts.length <= 2) {
@@ -61,7 +63,14 @@ export function useRoute(): Route {
 export function onLinkClick(e: MouseEvent): void {
   if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   const a = (e.target as Element | null)?.closest?.('a');
-  if (a === null || a === undefined || a.target === '_blank' || a.origin !== location.origin || a.hasAttribute('download')) return;
+  if (
+    a === null ||
+    a === undefined ||
+    a.target === '_blank' ||
+    a.origin !== location.origin ||
+    a.hasAttribute('download')
+  )
+    return;
   e.preventDefault();
   navigate(a.pathname + a.search);
 }

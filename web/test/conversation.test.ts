@@ -6,7 +6,11 @@ import type { StreamEvent } from '../src/stream/session-stream.ts';
 let n = 0;
 /** Increasing ids, as the hub's ULIDs are. */
 const id = () => `01J${String(++n).padStart(23, '0')}`;
-const ev = (e: AgentEvent, messageId?: string): StreamEvent => ({ ...e, id: id(), ...(messageId !== undefined && { messageId }) });
+const ev = (e: AgentEvent, messageId?: string): StreamEvent => ({
+  ...e,
+  id: id(),
+  ...(messageId !== undefined && { messageId }),
+});
 
 /** One turn with thinking, text, a tool call and its result across two model calls. */
 function toolTurn(m: string): StreamEvent[] {
@@ -40,7 +44,14 @@ describe('the conversation fold', () => {
     expect(t.blocks).toEqual([
       { kind: 'thinking', text: 'hmm' },
       { kind: 'text', text: 'Let me look.' },
-      { kind: 'tool', toolId: 't1', name: 'Bash', inputText: '{"command":"ls"}', input: { command: 'ls' }, result: { isError: false, output: 'a.txt' } },
+      {
+        kind: 'tool',
+        toolId: 't1',
+        name: 'Bash',
+        inputText: '{"command":"ls"}',
+        input: { command: 'ls' },
+        result: { isError: false, output: 'a.txt' },
+      },
       { kind: 'text', text: 'Found a.txt' },
     ]);
     expect(t.done).toEqual({ stopReason: 'end_turn', usage: { inputTokens: 10, outputTokens: 5 }, costUsd: 0.01 });
@@ -66,7 +77,10 @@ describe('the conversation fold', () => {
   it('never mutates what it was given, and keeps unchanged turns identical', () => {
     const first = applyEvents(emptyConversation(), toolTurn('m1'));
     const snapshot = structuredClone(first.turns);
-    const second = applyEvents(first, [ev({ type: 'message.user', messageId: 'm2', text: 'next' }), ev({ type: 'text.delta', index: 0, text: 'x' }, 'm2')]);
+    const second = applyEvents(first, [
+      ev({ type: 'message.user', messageId: 'm2', text: 'next' }),
+      ev({ type: 'text.delta', index: 0, text: 'x' }, 'm2'),
+    ]);
     expect(first.turns).toEqual(snapshot);
     expect(second.turns[0]).toBe(first.turns[0]);
     expect(runningTurn(second)?.messageId).toBe('m2');
@@ -87,7 +101,16 @@ describe('the conversation fold', () => {
     const m = 'm1';
     const c = applyEvents(emptyConversation(), [
       ev({ type: 'message.user', messageId: m, text: 'hi' }),
-      ev({ type: 'message.assistant', content: [{ type: 'text', text: 'whole' }, { type: 'tool_use', id: 't', name: 'Read', input: { path: 'a' } }] }, m),
+      ev(
+        {
+          type: 'message.assistant',
+          content: [
+            { type: 'text', text: 'whole' },
+            { type: 'tool_use', id: 't', name: 'Read', input: { path: 'a' } },
+          ],
+        },
+        m,
+      ),
     ]);
     expect(c.turns[0]!.blocks).toEqual([
       { kind: 'text', text: 'whole' },
@@ -96,7 +119,9 @@ describe('the conversation fold', () => {
   });
 
   it('puts an error outside a turn on the latest turn', () => {
-    const c = applyEvents(applyEvents(emptyConversation(), toolTurn('m1')), [ev({ type: 'error', code: 'cli_bad_line', message: 'bad', retryable: false })]);
+    const c = applyEvents(applyEvents(emptyConversation(), toolTurn('m1')), [
+      ev({ type: 'error', code: 'cli_bad_line', message: 'bad', retryable: false }),
+    ]);
     expect(c.turns[0]!.blocks.at(-1)).toEqual({ kind: 'error', code: 'cli_bad_line', message: 'bad' });
   });
 
@@ -105,6 +130,8 @@ describe('the conversation fold', () => {
     expect(stopReasonText({ stopReason: 'interrupted' })).toBe('Interrupted');
     expect(stopReasonText({ stopReason: 'max_tokens' })).toMatch(/max_tokens/);
     expect(stopReasonText({ stopReason: 'refusal' })).toMatch(/refused/);
-    expect(stopReasonText({ stopReason: 'error', error: { code: 'provider_auth', message: 'bad key', retryable: false } })).toBe('Error (provider_auth): bad key');
+    expect(
+      stopReasonText({ stopReason: 'error', error: { code: 'provider_auth', message: 'bad key', retryable: false } }),
+    ).toBe('Error (provider_auth): bad key');
   });
 });

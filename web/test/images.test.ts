@@ -10,12 +10,16 @@ describe('image limits (checked before upload)', () => {
   });
 
   it('refuses other types, naming the file', () => {
-    expect(checkFiles([{ name: 'notes.txt', type: 'text/plain', size: 5 }], 0, 1e6)).toMatch(/^notes\.txt: only PNG, JPEG, GIF, WEBP/);
+    expect(checkFiles([{ name: 'notes.txt', type: 'text/plain', size: 5 }], 0, 1e6)).toMatch(
+      /^notes\.txt: only PNG, JPEG, GIF, WEBP/,
+    );
     expect(checkFiles([{ name: 'x.svg', type: 'image/svg+xml', size: 5 }], 0, 1e6)).toMatch(/^x\.svg:/);
   });
 
   it('refuses more images than a message may carry', () => {
-    expect(checkFiles([png(1)], MAX_IMAGES_PER_MESSAGE, 1e6)).toBe(`at most ${MAX_IMAGES_PER_MESSAGE} images per message`);
+    expect(checkFiles([png(1)], MAX_IMAGES_PER_MESSAGE, 1e6)).toBe(
+      `at most ${MAX_IMAGES_PER_MESSAGE} images per message`,
+    );
     expect(checkFiles([png(1)], MAX_IMAGES_PER_MESSAGE - 1, 1e6)).toBeNull();
   });
 

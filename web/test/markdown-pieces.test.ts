@@ -4,7 +4,12 @@ import { markdownPieces } from '../src/chat/markdown-pieces.ts';
 describe('markdownPieces', () => {
   it('splits at blank lines, never inside a code fence', () => {
     const text = 'Intro para\nstill intro\n\n```ts\nconst a = 1;\n\nconst b = 2;\n```\n\n- one\n- two\n\n\nEnd';
-    expect(markdownPieces(text)).toEqual(['Intro para\nstill intro', '```ts\nconst a = 1;\n\nconst b = 2;\n```', '- one\n- two', 'End']);
+    expect(markdownPieces(text)).toEqual([
+      'Intro para\nstill intro',
+      '```ts\nconst a = 1;\n\nconst b = 2;\n```',
+      '- one\n- two',
+      'End',
+    ]);
   });
 
   it('loses no character but the separating blank lines', () => {

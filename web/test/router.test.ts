@@ -4,7 +4,10 @@ import { parseRoute, safeNext } from '../src/router.ts';
 describe('routes', () => {
   it('maps every page', () => {
     expect(parseRoute('/', '')).toEqual({ page: 'home' });
-    expect(parseRoute('/sessions/01ARZ3NDEKTSV4RRFFQ69G5FAV', '')).toEqual({ page: 'session', id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' });
+    expect(parseRoute('/sessions/01ARZ3NDEKTSV4RRFFQ69G5FAV', '')).toEqual({
+      page: 'session',
+      id: '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+    });
     expect(parseRoute('/tokens', '')).toEqual({ page: 'tokens' });
     expect(parseRoute('/account', '')).toEqual({ page: 'account' });
     expect(parseRoute('/admin', '')).toEqual({ page: 'admin', tab: 'users' });
@@ -17,7 +20,14 @@ describe('routes', () => {
 
   it('follows only same-site paths after sign-in (no open redirect)', () => {
     expect(safeNext('/tokens')).toBe('/tokens');
-    for (const bad of [null, 'https://evil.example/', '//evil.example/x', 'javascript:alert(1)', '/signin?next=/x', '']) {
+    for (const bad of [
+      null,
+      'https://evil.example/',
+      '//evil.example/x',
+      'javascript:alert(1)',
+      '/signin?next=/x',
+      '',
+    ]) {
       expect(safeNext(bad)).toBe('/');
     }
   });

@@ -19,13 +19,20 @@ function scriptedFetch(answers: Answer[]) {
   return { fetch: f as unknown as typeof fetch, sent };
 }
 
-const sse = (...events: Array<[string, object]>) => events.map(([id, e]) => `id: ${id}\nevent: x\ndata: ${JSON.stringify(e)}\n\n`).join('');
+const sse = (...events: Array<[string, object]>) =>
+  events.map(([id, e]) => `id: ${id}\nevent: x\ndata: ${JSON.stringify(e)}\n\n`).join('');
 const delta = (text: string) => ({ type: 'text.delta', index: 0, text });
 
 function collect(f: typeof fetch, after: string | null = null) {
   const events: StreamEvent[] = [];
   const statuses: StreamStatus[] = [];
-  const stream = new SessionStream({ sessionId: 'S', after, fetch: f, onEvents: (e) => events.push(...e), onStatus: (s) => statuses.push(s) });
+  const stream = new SessionStream({
+    sessionId: 'S',
+    after,
+    fetch: f,
+    onEvents: (e) => events.push(...e),
+    onStatus: (s) => statuses.push(s),
+  });
   return { stream, events, statuses };
 }
 
@@ -56,12 +63,22 @@ describe('SessionStream', () => {
   it('resumes after the id it was given, and backs off when a connection ends with nothing new', async () => {
     vi.useFakeTimers();
     try {
-      const { fetch, sent } = scriptedFetch([{ status: 200, body: ': heartbeat\n\n' }, { status: 503 }, { status: 200, body: sse(['01Z', delta('z')]) }]);
+      const { fetch, sent } = scriptedFetch([
+        { status: 200, body: ': heartbeat\n\n' },
+        { status: 503 },
+        { status: 200, body: sse(['01Z', delta('z')]) },
+      ]);
       const { stream, events, statuses } = collect(fetch, '01Y');
       stream.start();
       await vi.waitFor(() => expect(statuses.at(-1)).toMatchObject({ state: 'reconnecting', retryInMs: 500 }));
       await vi.advanceTimersByTimeAsync(500);
-      await vi.waitFor(() => expect(statuses.at(-1)).toMatchObject({ state: 'reconnecting', reason: 'the server answered 503', retryInMs: 1000 }));
+      await vi.waitFor(() =>
+        expect(statuses.at(-1)).toMatchObject({
+          state: 'reconnecting',
+          reason: 'the server answered 503',
+          retryInMs: 1000,
+        }),
+      );
       await vi.advanceTimersByTimeAsync(1000);
       await vi.waitFor(() => expect(events.map((e) => e.id)).toEqual(['01Z']));
       expect(sent.slice(0, 3)).toEqual(['01Y', '01Y', '01Y']);
@@ -76,7 +93,13 @@ describe('SessionStream', () => {
     try {
       const { fetch, sent } = scriptedFetch([{ status: 200, body: 'open' }]);
       const statuses: StreamStatus[] = [];
-      const stream = new SessionStream({ sessionId: 'S', fetch, silenceMs: 1000, onEvents: () => undefined, onStatus: (s) => statuses.push(s) });
+      const stream = new SessionStream({
+        sessionId: 'S',
+        fetch,
+        silenceMs: 1000,
+        onEvents: () => undefined,
+        onStatus: (s) => statuses.push(s),
+      });
       stream.start();
       await vi.waitFor(() => expect(statuses.at(-1)?.state).toBe('live'));
       await vi.advanceTimersByTimeAsync(1000);
@@ -94,7 +117,13 @@ describe('SessionStream', () => {
     const { fetch } = scriptedFetch([{ status: 200, body }]);
     const events: StreamEvent[] = [];
     const seen: unknown[] = [];
-    const stream = new SessionStream({ sessionId: 'S', fetch, onEvents: (e) => events.push(...e), onStatus: () => undefined, onPresence: (p) => seen.push(p) });
+    const stream = new SessionStream({
+      sessionId: 'S',
+      fetch,
+      onEvents: (e) => events.push(...e),
+      onStatus: () => undefined,
+      onPresence: (p) => seen.push(p),
+    });
     stream.start();
     await vi.waitFor(() => expect(events.map((e) => e.id)).toEqual(['01A']));
     expect(seen).toEqual([{ viewers: [{ name: 'ada', streams: 2 }] }]);
@@ -110,7 +139,10 @@ describe('SessionStream', () => {
   });
 
   it('ends for good on 404 (session deleted) and on 401', async () => {
-    for (const [status, reason] of [[404, 'gone'], [401, 'unauthenticated']] as const) {
+    for (const [status, reason] of [
+      [404, 'gone'],
+      [401, 'unauthenticated'],
+    ] as const) {
       const { fetch, sent } = scriptedFetch([{ status }]);
       const { stream, statuses } = collect(fetch);
       stream.start();

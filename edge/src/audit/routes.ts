@@ -24,4 +24,3 @@ export function auditRoutes() {
   app.openapi(listRoute, async (c) => c.json(await listAudit(c.env.DB, c.req.valid('query')), 200));
   return app;
 }
-

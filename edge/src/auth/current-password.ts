@@ -55,7 +55,12 @@ export async function requireCurrentPassword(
       c.header('Retry-After', String(reservation.lockedBy.retryAfterSeconds));
       return TOO_MANY;
     }
-    return { status: 403, code: 'invalid_credentials', message: 'currentPassword: wrong password', field: 'currentPassword' };
+    return {
+      status: 403,
+      code: 'invalid_credentials',
+      message: 'currentPassword: wrong password',
+      field: 'currentPassword',
+    };
   }
   await settleSuccess(db, id, keys, now);
   return null;

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute, type z } from '@hono/zod-openapi';
 import { iso } from '../clock.ts';
 import { clientAddress } from '../client-address.ts';
 import { AUTHENTICATED } from '../openapi.ts';
@@ -6,7 +6,13 @@ import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { PublicUserSchema } from '../users/schemas.ts';
-import { findUserById, findUserByUsername, toPublicUser, updatePasswordHash, updateUserStatement } from '../users/store.ts';
+import {
+  findUserById,
+  findUserByUsername,
+  toPublicUser,
+  updatePasswordHash,
+  updateUserStatement,
+} from '../users/store.ts';
 import { auditInsert } from '../audit/store.ts';
 import { originNotForeign } from './csrf.ts';
 import { authenticate } from './middleware.ts';
@@ -28,7 +34,8 @@ const loginRoute = createRoute({
   request: { body: { required: true, content: json(LoginSchema) } },
   responses: {
     200: {
-      description: 'logged in; also sets the HttpOnly session cookie (`__Host-sy_session` over https, `sy_session` on plain-http loopback)',
+      description:
+        'logged in; also sets the HttpOnly session cookie (`__Host-sy_session` over https, `sy_session` on plain-http loopback)',
       content: json(LoginResultSchema),
     },
     ...errorResponses(400, 401, 403, 413, 415, 429),
@@ -94,7 +101,11 @@ export function authRoutes(deps: AppDeps) {
           action: 'auth.login_failed',
           target: user === null ? `account:${id.account}` : `user:${user.id}`,
           before: null,
-          after: { username, address: id.address, ...(user !== null && user.disabled !== 0 && ok && { disabled: true }) },
+          after: {
+            username,
+            address: id.address,
+            ...(user !== null && user.disabled !== 0 && ok && { disabled: true }),
+          },
         },
         { onlyIfPreviousChanged: false },
       ).statement.run();
@@ -143,10 +154,20 @@ export function authRoutes(deps: AppDeps) {
       { onlyIfPreviousChanged: true },
     );
     const [update] = await db.batch([
-      updateUserStatement(db, { ...current, password_hash: await hashPassword(newPassword), updated_at: now }, current.updated_at),
+      updateUserStatement(
+        db,
+        { ...current, password_hash: await hashPassword(newPassword), updated_at: now },
+        current.updated_at,
+      ),
       audit.statement,
       // Everything the old password could have produced ends, except the session making this change.
-      revokeTokensStatement(db, { userId: current.id, now, kinds: 'all', exceptTokenId: auth.tokenId, onlyIfAuditId: audit.id }),
+      revokeTokensStatement(db, {
+        userId: current.id,
+        now,
+        kinds: 'all',
+        exceptTokenId: auth.tokenId,
+        onlyIfAuditId: audit.id,
+      }),
     ]);
     if ((update?.meta.changes ?? 0) === 0) {
       return apiError(c, 409, 'conflict', 'the account changed while this request ran; try again');

@@ -12,10 +12,7 @@ export const HOST_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 // Browsers refuse Secure cookies over plain http, and local dev is plain http on loopback.
 function isLocalHost(hostname: string): boolean {
   return (
-    hostname === 'localhost' ||
-    hostname.endsWith('.localhost') ||
-    hostname === '127.0.0.1' ||
-    hostname === '[::1]'
+    hostname === 'localhost' || hostname.endsWith('.localhost') || hostname === '127.0.0.1' || hostname === '[::1]'
   );
 }
 
@@ -41,7 +38,12 @@ export function setSessionCookie(c: Context, secret: string, expiresAt: number, 
 
 export function clearSessionCookie(c: Context): void {
   const name = cookieName(c);
-  deleteCookie(c, name, { httpOnly: true, sameSite: 'Lax', secure: name === HOST_SESSION_COOKIE || secure(c), path: '/' });
+  deleteCookie(c, name, {
+    httpOnly: true,
+    sameSite: 'Lax',
+    secure: name === HOST_SESSION_COOKIE || secure(c),
+    path: '/',
+  });
 }
 
 export function readSessionCookie(c: Context): string | undefined {

@@ -67,8 +67,7 @@ export async function isFamiliar(db: D1Database, id: LoginIdentity, now: number)
 
 export type Reservation =
   /** `lockedBy`: this attempt's own count reached a limit, so its failure already answers 429. */
-  | { allowed: true; lockedBy: { retryAfterSeconds: number } | null }
-  | { allowed: false; retryAfterSeconds: number };
+  { allowed: true; lockedBy: { retryAfterSeconds: number } | null } | { allowed: false; retryAfterSeconds: number };
 
 // Counts one attempt against a key, only if the gate row of this attempt says it may proceed
 // (INSERT ... SELECT inserts nothing, and so updates nothing, when the WHERE is false). In
@@ -129,7 +128,9 @@ export async function settleSuccess(
 ): Promise<void> {
   const address = keys.find((k) => k.key.startsWith('address:'));
   await db.batch([
-    db.prepare('DELETE FROM login_throttle WHERE key IN (?, ?)').bind(pairKey(id.account, id.address), `account:${id.account}`),
+    db
+      .prepare('DELETE FROM login_throttle WHERE key IN (?, ?)')
+      .bind(pairKey(id.account, id.address), `account:${id.account}`),
     ...(address === undefined
       ? []
       : [

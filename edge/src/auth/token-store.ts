@@ -69,7 +69,14 @@ export async function resolveToken(db: D1Database, secret: string, now: number):
        WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.disabled = 0`,
     )
     .bind(await hashToken(secret), now)
-    .first<{ token_id: string; kind: TokenKind; last_used_at: number | null; user_id: string; username: string; role: Role }>();
+    .first<{
+      token_id: string;
+      kind: TokenKind;
+      last_used_at: number | null;
+      user_id: string;
+      username: string;
+      role: Role;
+    }>();
   if (row === null) return null;
   return {
     tokenId: row.token_id,
@@ -104,7 +111,12 @@ export async function revokeToken(db: D1Database, id: string, now: number): Prom
 }
 
 /** Revokes one of the user's live API tokens; changes nothing when there is none with that id (or not theirs). */
-export function revokeOwnApiTokenStatement(db: D1Database, userId: string, id: string, now: number): D1PreparedStatement {
+export function revokeOwnApiTokenStatement(
+  db: D1Database,
+  userId: string,
+  id: string,
+  now: number,
+): D1PreparedStatement {
   return db
     .prepare(
       `UPDATE auth_tokens SET revoked_at = ?

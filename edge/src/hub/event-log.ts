@@ -39,7 +39,11 @@ export class EventLog {
   }
 
   saveMeta(meta: Meta): void {
-    this.#sql.exec('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v', 'hub', JSON.stringify(meta));
+    this.#sql.exec(
+      'INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v',
+      'hub',
+      JSON.stringify(meta),
+    );
   }
 
   transaction(fn: () => void): void {
@@ -60,7 +64,13 @@ export class EventLog {
         last = id;
         const body = messageId !== undefined && !('messageId' in event) ? { ...event, messageId } : event;
         const data = JSON.stringify(body);
-        this.#sql.exec('INSERT INTO events (id, type, message_id, data) VALUES (?, ?, ?, ?)', id, event.type, messageId ?? null, data);
+        this.#sql.exec(
+          'INSERT INTO events (id, type, message_id, data) VALUES (?, ?, ?, ?)',
+          id,
+          event.type,
+          messageId ?? null,
+          data,
+        );
         stored.push({ id, type: event.type, data });
         meta.logBytes = (meta.logBytes ?? 0) + utf8.encode(data).byteLength;
       }
@@ -110,10 +120,19 @@ export class EventLog {
       if (!parsed.success) continue;
       const e = parsed.data;
       const messageId = row.message_id;
-      if (e.type === 'message.user') messages.push({ role: 'user', eventId: row.id, messageId: e.messageId, text: e.text });
-      else if (e.type === 'message.assistant') messages.push({ role: 'assistant', eventId: row.id, messageId, content: e.content });
+      if (e.type === 'message.user')
+        messages.push({ role: 'user', eventId: row.id, messageId: e.messageId, text: e.text });
+      else if (e.type === 'message.assistant')
+        messages.push({ role: 'assistant', eventId: row.id, messageId, content: e.content });
       else if (e.type === 'tool.result') {
-        messages.push({ role: 'tool', eventId: row.id, messageId, toolId: e.toolId, isError: e.isError, output: e.output });
+        messages.push({
+          role: 'tool',
+          eventId: row.id,
+          messageId,
+          toolId: e.toolId,
+          isError: e.isError,
+          output: e.output,
+        });
       } else if (e.type === 'turn.done') {
         messages.push({
           role: 'turn',
@@ -130,11 +149,19 @@ export class EventLog {
   // Messages: kept for the session's life so a clientMessageId is answered the same way again.
 
   messageIdForClientId(clientId: string): string | null {
-    return this.#sql.exec<{ id: string }>('SELECT id FROM messages WHERE client_id = ?', clientId).toArray()[0]?.id ?? null;
+    return (
+      this.#sql.exec<{ id: string }>('SELECT id FROM messages WHERE client_id = ?', clientId).toArray()[0]?.id ?? null
+    );
   }
 
   addMessage(id: string, clientId: string | null, message: UserMessage, now: number): void {
-    this.#sql.exec('INSERT INTO messages (id, client_id, body, created_at) VALUES (?, ?, ?, ?)', id, clientId, JSON.stringify(message), now);
+    this.#sql.exec(
+      'INSERT INTO messages (id, client_id, body, created_at) VALUES (?, ?, ?, ?)',
+      id,
+      clientId,
+      JSON.stringify(message),
+      now,
+    );
   }
 
   messageBody(id: string): UserMessage | null {
@@ -151,7 +178,11 @@ export class EventLog {
 
   /** Null for a runner id the hub has never seen. */
   heldSeqOrNull(runnerId: string): number | null {
-    return this.#sql.exec<{ acked_seq: number }>('SELECT acked_seq FROM runner_seqs WHERE runner_id = ?', runnerId).toArray()[0]?.acked_seq ?? null;
+    return (
+      this.#sql
+        .exec<{ acked_seq: number }>('SELECT acked_seq FROM runner_seqs WHERE runner_id = ?', runnerId)
+        .toArray()[0]?.acked_seq ?? null
+    );
   }
 
   heldSeq(runnerId: string): number {

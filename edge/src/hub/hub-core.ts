@@ -1,4 +1,10 @@
-import { RunnerCloseCode, type AgentEvent, type ErrorInfo, type HubToRunner, type UserMessage } from '@switchyard/protocol';
+import {
+  RunnerCloseCode,
+  type AgentEvent,
+  type ErrorInfo,
+  type HubToRunner,
+  type UserMessage,
+} from '@switchyard/protocol';
 import type { Launcher } from '../launchers/launcher.ts';
 import { EventLog, type LogItem } from './event-log.ts';
 import {
@@ -124,7 +130,9 @@ export class HubCore {
           'UPDATE sessions SET state = ?, state_reason = ?, runner_ref = ?, updated_at = ?, stopped_at = ? WHERE id = ?',
         ).bind(state, reason, launch?.ref ?? null, this.now, launch === null ? this.now : null, session.id);
         // No launch: the runner slot goes back (read at write time, so a relaunch keeps it).
-        await this.env.DB.batch(launch === null ? [update, releaseRunnerSlotStatement(this.env.DB, session.id)] : [update]);
+        await this.env.DB.batch(
+          launch === null ? [update, releaseRunnerSlotStatement(this.env.DB, session.id)] : [update],
+        );
       })
       .catch((err) => console.error('session hub: D1 state mirror failed:', errorText(err)));
   }
@@ -196,7 +204,9 @@ export class HubCore {
     const current = this.meta.launch;
     if (current?.id !== launch.id) {
       // Given up on (deadline, delete) while starting: make sure it does not linger.
-      await this.launcher().stop(ref, 'superseded').catch(() => undefined);
+      await this.launcher()
+        .stop(ref, 'superseded')
+        .catch(() => undefined);
       return;
     }
     current.ref = ref;
@@ -258,7 +268,12 @@ export class HubCore {
     const session = this.meta.session;
     const secret = this.env.RUNNER_TOKEN_SECRET ?? '';
     if (session === null || secret.length < MIN_SECRET_LENGTH) return undefined;
-    return mintRunnerToken(secret, { sessionId: session.id, launchId: launch.id, expiresAt: this.now + this.timings.tokenTtlMs, ...who });
+    return mintRunnerToken(secret, {
+      sessionId: session.id,
+      launchId: launch.id,
+      expiresAt: this.now + this.timings.tokenTtlMs,
+      ...who,
+    });
   }
 
   /** The welcomed socket of the current launch, if its link is up (other than `except`). */
@@ -271,7 +286,10 @@ export class HubCore {
   }
 
   /** Sends a user message or interrupt and waits for the runner's answer (or the reply timeout). */
-  request(ws: WebSocket, msg: Extract<HubToRunner, { type: 'user_message' | 'interrupt' }>): Promise<Reply | 'timeout'> {
+  request(
+    ws: WebSocket,
+    msg: Extract<HubToRunner, { type: 'user_message' | 'interrupt' }>,
+  ): Promise<Reply | 'timeout'> {
     const id = msg.type === 'user_message' ? msg.messageId : msg.requestId;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {

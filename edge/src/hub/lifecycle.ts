@@ -123,7 +123,10 @@ export function statusChange(meta: Meta): { shown: ShownState; event: AgentEvent
   const next = deriveState(meta);
   const shown = meta.shown;
   if (shown !== null && shown.state === next.state && shown.reason === next.reason) return null;
-  return { shown: next, event: { type: 'session.status', state: next.state, ...(next.reason !== null && { reason: next.reason }) } };
+  return {
+    shown: next,
+    event: { type: 'session.status', state: next.state, ...(next.reason !== null && { reason: next.reason }) },
+  };
 }
 
 /** The next moment something must happen without outside input (null: nothing pending). */
@@ -159,7 +162,13 @@ export function decideTick(meta: Meta, t: HubTimings, now: number): TickEffect[]
   const launch = meta.launch;
   if (launch === null) return [];
   if (launch.stoppingSince !== null && now >= launch.stoppingSince + t.stopGraceMs) {
-    return [{ type: 'finish', reason: launch.stopReason ?? 'stopped', lost: { code: 'runner_stopped', message: 'the runner was stopped', retryable: true } }];
+    return [
+      {
+        type: 'finish',
+        reason: launch.stopReason ?? 'stopped',
+        lost: { code: 'runner_stopped', message: 'the runner was stopped', retryable: true },
+      },
+    ];
   }
   if (launch.welcomedAt === null && now >= launch.connectBy) {
     return [{ type: 'fail', reason: `the runner did not connect within ${Math.round(t.connectTimeoutMs / 1000)} s` }];
@@ -169,7 +178,9 @@ export function decideTick(meta: Meta, t: HubTimings, now: number): TickEffect[]
   }
   if (!launch.connected) {
     // Renewal and the idle stop need a connected runner: polling is all there is to do.
-    return launch.nextPollAt !== null && now >= launch.nextPollAt ? [{ type: 'poll', ref: launch.ref, nextPollAt: now + t.pollMs }] : [];
+    return launch.nextPollAt !== null && now >= launch.nextPollAt
+      ? [{ type: 'poll', ref: launch.ref, nextPollAt: now + t.pollMs }]
+      : [];
   }
   const effects: TickEffect[] = [];
   if (launch.tokenRenewAt !== null && now >= launch.tokenRenewAt) effects.push({ type: 'renew_token' });
@@ -189,7 +200,12 @@ export function exitedReason(description: RunnerDescription, launch: LaunchRecor
   const how =
     description.state === 'unknown'
       ? 'the launcher has no record of it'
-      : [description.exitCode !== undefined && description.exitCode !== null ? `exit code ${description.exitCode}` : null, description.reason ?? null]
+      : [
+          description.exitCode !== undefined && description.exitCode !== null
+            ? `exit code ${description.exitCode}`
+            : null,
+          description.reason ?? null,
+        ]
           .filter((x) => x !== null)
           .join(': ') || 'no reason given';
   const before = launch.welcomedAt === null ? 'before connecting' : 'after its link dropped';
@@ -215,7 +231,11 @@ export interface ByeOutcome {
 }
 
 /** What a runner's bye means for the launch; `held` is the highest seq the hub stored for it. */
-export function byeOutcome(bye: Extract<RunnerToHub, { type: 'bye' }>, held: number, stopReason: string | null): ByeOutcome {
+export function byeOutcome(
+  bye: Extract<RunnerToHub, { type: 'bye' }>,
+  held: number,
+  stopReason: string | null,
+): ByeOutcome {
   const failed = bye.reason === 'fatal' || bye.reason === 'buffer_overflow';
   const why = bye.error?.message ?? bye.reason;
   const reason = failed ? `the runner stopped: ${why}` : `runner stopped (${bye.reason.replaceAll('_', ' ')})`;
@@ -233,9 +253,14 @@ export function byeOutcome(bye: Extract<RunnerToHub, { type: 'bye' }>, held: num
  * id, or untagged. The runner sends exactly one per accepted message; the hub makes its own only
  * when the runner cannot (`endTurn`), so the turn is cleared here to never add a second.
  */
-export function closesTurn(turn: TurnRecord | null, events: Array<{ event: AgentEvent; messageId?: string | undefined }>): boolean {
+export function closesTurn(
+  turn: TurnRecord | null,
+  events: Array<{ event: AgentEvent; messageId?: string | undefined }>,
+): boolean {
   if (turn === null) return false;
-  return events.some((e) => e.event.type === 'turn.done' && (e.messageId === undefined || e.messageId === turn.messageId));
+  return events.some(
+    (e) => e.event.type === 'turn.done' && (e.messageId === undefined || e.messageId === turn.messageId),
+  );
 }
 
 /** Sequenced frames from a runner: a duplicate is dropped (and acked), a gap is a protocol error. */

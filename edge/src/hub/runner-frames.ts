@@ -36,7 +36,14 @@ export class RunnerFrames {
     if (!this.#hub.ctx.getTags(ws).includes('runner')) return;
     const a = attachmentOf(ws);
     const launch = this.#hub.meta.launch;
-    if (a === null || launch === null || a.launchId !== launch.id || a.runnerId === null || a.runnerId !== launch.runnerId) return;
+    if (
+      a === null ||
+      launch === null ||
+      a.launchId !== launch.id ||
+      a.runnerId === null ||
+      a.runnerId !== launch.runnerId
+    )
+      return;
     // Another socket of the same runner may already have taken over.
     if (this.#hub.liveRunner(ws) !== undefined) return;
     if (!launch.connected) return;
@@ -74,7 +81,11 @@ export class RunnerFrames {
     const launch = this.#hub.meta.launch;
     if (a === null) return;
     if (launch === null || a.launchId !== launch.id) {
-      closeQuietly(ws, launch === null ? RunnerCloseCode.sessionGone : RunnerCloseCode.superseded, 'no longer this session’s runner');
+      closeQuietly(
+        ws,
+        launch === null ? RunnerCloseCode.sessionGone : RunnerCloseCode.superseded,
+        'no longer this session’s runner',
+      );
       return;
     }
     if (msg.type === 'hello') return this.onHello(ws, a, launch, msg);
@@ -107,11 +118,17 @@ export class RunnerFrames {
     }
   }
 
-  private async onHello(ws: WebSocket, a: RunnerAttachment, launch: LaunchRecord, hello: Extract<RunnerToHub, { type: 'hello' }>): Promise<void> {
+  private async onHello(
+    ws: WebSocket,
+    a: RunnerAttachment,
+    launch: LaunchRecord,
+    hello: Extract<RunnerToHub, { type: 'hello' }>,
+  ): Promise<void> {
     const session = this.#hub.meta.session;
     if (session === null) return;
     if (a.runnerId !== null) return this.protocolError(ws, 'second hello on one link');
-    if (hello.sessionId !== session.id) return this.protocolError(ws, `hello for session ${hello.sessionId} on ${session.id}'s link`);
+    if (hello.sessionId !== session.id)
+      return this.protocolError(ws, `hello for session ${hello.sessionId} on ${session.id}'s link`);
     if (hello.backend !== session.backend) {
       return this.protocolError(ws, `hello for backend ${hello.backend}; this session is pinned to ${session.backend}`);
     }
@@ -181,7 +198,7 @@ export class RunnerFrames {
           turn.sent = true;
         }
       }
-      if (turn !== null && turn.interruptQueued) {
+      if (turn?.interruptQueued) {
         turn.interruptQueued = false;
         this.#hub.sendTo(ws, { type: 'interrupt', requestId: `i-${nextUlid(now, null)}` });
       }
@@ -196,9 +213,14 @@ export class RunnerFrames {
     return verdict;
   }
 
-  private onEvents(ws: WebSocket, runnerId: string, events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>): void {
+  private onEvents(
+    ws: WebSocket,
+    runnerId: string,
+    events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>,
+  ): void {
     const forged = events.find((e) => HUB_ONLY_EVENTS.has(e.event.type));
-    if (forged !== undefined) return this.protocolError(ws, `${forged.event.type} is the hub's to send, not a runner's`);
+    if (forged !== undefined)
+      return this.protocolError(ws, `${forged.event.type} is the hub's to send, not a runner's`);
     let held = this.#hub.log.heldSeq(runnerId);
     const fresh: typeof events = [];
     for (const e of events) {
@@ -240,7 +262,11 @@ export class RunnerFrames {
     this.#hub.meta.logFull = true;
     const message = LOG_FULL_MESSAGE(this.#hub.timings.logMaxBytes);
     this.#hub.emit({ type: 'error', code: 'session_log_full', message, retryable: false });
-    this.#hub.endTurn({ type: 'turn.done', stopReason: 'error', error: { code: 'session_log_full', message, retryable: false } });
+    this.#hub.endTurn({
+      type: 'turn.done',
+      stopReason: 'error',
+      error: { code: 'session_log_full', message, retryable: false },
+    });
     this.#hub.stopRunner('the session event log is full');
     this.#hub.commit();
   }
@@ -284,7 +310,11 @@ export class RunnerFrames {
         this.#hub.endTurn({
           type: 'turn.done',
           stopReason: 'error',
-          error: { code: `runner_${reply.error.code}`, message: `the runner refused the message: ${reply.error.message}`, retryable: reply.error.retryable },
+          error: {
+            code: `runner_${reply.error.code}`,
+            message: `the runner refused the message: ${reply.error.message}`,
+            retryable: reply.error.retryable,
+          },
         });
       }
       this.#hub.commit();

@@ -4,9 +4,7 @@ export interface RunnerCaps {
   total: number;
 }
 
-export type SlotClaim =
-  | { ok: true }
-  | { ok: false; limit: 'maxLiveRunnersPerUser' | 'maxLiveRunners'; cap: number };
+export type SlotClaim = { ok: true } | { ok: false; limit: 'maxLiveRunnersPerUser' | 'maxLiveRunners'; cap: number };
 
 // A slot is reclaimed from a session that D1 shows at rest this long after the claim: the hub
 // that held it was lost before giving it back. Live launches show a live state within
@@ -41,7 +39,9 @@ export async function claimRunnerSlot(
       )
       .bind(opts.sessionId, opts.userId, opts.now, opts.caps.perUser, opts.caps.total),
     db
-      .prepare('SELECT (SELECT count(*) FROM runner_slots WHERE user_id = ?) AS mine, (SELECT count(*) FROM runner_slots) AS total')
+      .prepare(
+        'SELECT (SELECT count(*) FROM runner_slots WHERE user_id = ?) AS mine, (SELECT count(*) FROM runner_slots) AS total',
+      )
       .bind(opts.userId),
   ]);
   if (inserted?.results[0]?.session_id === opts.sessionId) return { ok: true };

@@ -47,7 +47,11 @@ export function runnerAuthFrom(headers: Headers): RunnerAuth {
  * The open, welcomed socket of the current launch's runner (other than `except`), if its link is
  * up. `except` is the socket that just closed, when asking whether another link took over.
  */
-export function liveRunner(sockets: WebSocket[], launch: LaunchRecord | null, except?: WebSocket): WebSocket | undefined {
+export function liveRunner(
+  sockets: WebSocket[],
+  launch: LaunchRecord | null,
+  except?: WebSocket,
+): WebSocket | undefined {
   if (launch === null || !launch.connected || launch.runnerId === null) return undefined;
   return sockets.find((ws) => {
     if (ws === except || !isOpen(ws)) return false;
@@ -59,9 +63,11 @@ export function liveRunner(sockets: WebSocket[], launch: LaunchRecord | null, ex
 /** Why a new runner link is refused before its hello (a close code and reason), or null to accept it. */
 export function refusal(meta: Meta, launchId: string, auth: RunnerAuth): { code: number; reason: string } | null {
   const launch = meta.launch;
-  if (meta.session === null || launch === null) return { code: RunnerCloseCode.sessionGone, reason: 'this session has no runner to serve' };
+  if (meta.session === null || launch === null)
+    return { code: RunnerCloseCode.sessionGone, reason: 'this session has no runner to serve' };
   if (launch.id !== launchId) return { code: RunnerCloseCode.superseded, reason: 'another runner serves this session' };
-  if (auth.kind === 'bootstrap' && launch.welcomedAt !== null) return { code: RunnerCloseCode.unauthorized, reason: BOOTSTRAP_SPENT };
+  if (auth.kind === 'bootstrap' && launch.welcomedAt !== null)
+    return { code: RunnerCloseCode.unauthorized, reason: BOOTSTRAP_SPENT };
   return null;
 }
 

@@ -20,7 +20,9 @@ export type RunnerClaims = {
   expiresAt: number;
 } & ({ kind: 'bootstrap' } | { kind: 'credential'; runnerId: string });
 
-export type VerifyResult = { ok: true; claims: RunnerClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type VerifyResult =
+  | { ok: true; claims: RunnerClaims }
+  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 const encoder = new TextEncoder();
 const keys = new Map<string, Promise<CryptoKey>>();
@@ -31,7 +33,10 @@ function keyFor(secret: string): Promise<CryptoKey> {
   }
   let key = keys.get(secret);
   if (key === undefined) {
-    key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+    key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+      'sign',
+      'verify',
+    ]);
     keys.set(secret, key);
   }
   return key;
@@ -56,7 +61,8 @@ export async function mintRunnerToken(secret: string, claims: RunnerClaims): Pro
 
 export async function verifyRunnerToken(secret: string, token: string, now: number): Promise<VerifyResult> {
   const parts = token.split('.');
-  if (parts.length !== 3 || parts[0] !== RUNNER_TOKEN_PREFIX || token.length > 2048) return { ok: false, reason: 'malformed' };
+  if (parts.length !== 3 || parts[0] !== RUNNER_TOKEN_PREFIX || token.length > 2048)
+    return { ok: false, reason: 'malformed' };
   const [, payload = '', macText = ''] = parts;
   const mac = fromBase64Url(macText);
   if (mac === null || mac.length !== 32) return { ok: false, reason: 'malformed' };
@@ -84,5 +90,8 @@ export async function verifyRunnerToken(secret: string, token: string, now: numb
   const expiresAt = p.e * 1000;
   if (expiresAt <= now) return { ok: false, reason: 'expired' };
   const base = { sessionId: p.s, launchId: p.l, expiresAt };
-  return { ok: true, claims: p.k === 'b' ? { ...base, kind: 'bootstrap' } : { ...base, kind: 'credential', runnerId: String(p.r) } };
+  return {
+    ok: true,
+    claims: p.k === 'b' ? { ...base, kind: 'bootstrap' } : { ...base, kind: 'credential', runnerId: String(p.r) },
+  };
 }

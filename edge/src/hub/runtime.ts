@@ -83,4 +83,3 @@ export function hubRuntime(): HubRuntime {
     timings: overrides.timings ?? timingsFromEnv,
   };
 }
-

@@ -6,9 +6,23 @@ import { LOG_FULL_MESSAGE, RunnerFrames } from './runner-frames.ts';
 import { claimRunnerSlot } from './runner-slots.ts';
 import { closeQuietly, refusal, runnerAuthFrom, type RunnerAttachment, type RunnerAuth } from './runner-sockets.ts';
 import { deleteTranscript } from './transcript-store.ts';
-import type { HubResult, HubSessionInfo, HubSnapshot, PostMessageInput, PostMessageResult, TranscriptEntry } from './types.ts';
+import type {
+  HubResult,
+  HubSessionInfo,
+  HubSnapshot,
+  PostMessageInput,
+  PostMessageResult,
+  TranscriptEntry,
+} from './types.ts';
 import { nextUlid } from './ulid.ts';
-import { presenceOf, toViewerFrames, VIEWER_CLOSE_REPLAY_PAGE, VIEWER_CLOSE_SESSION_GONE, type ViewerAttachment, type ViewerFrame } from './viewer-frames.ts';
+import {
+  presenceOf,
+  toViewerFrames,
+  VIEWER_CLOSE_REPLAY_PAGE,
+  VIEWER_CLOSE_SESSION_GONE,
+  type ViewerAttachment,
+  type ViewerFrame,
+} from './viewer-frames.ts';
 
 // One SessionHub per session (DESIGN.md "Data path"; decisions in "Session hub decisions").
 // This file is the Durable Object shell: the RPC methods the Worker calls, the socket hooks and
@@ -51,7 +65,8 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   async snapshot(): Promise<HubResult<HubSnapshot>> {
-    if (this.hub.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    if (this.hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     return { ok: true, value: this.#snapshotNow() };
   }
 
@@ -71,16 +86,27 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   async postMessage(input: PostMessageInput): Promise<HubResult<PostMessageResult>> {
-    if (this.hub.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    if (this.hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     if (input.clientMessageId !== undefined) {
       const seen = this.hub.log.messageIdForClientId(input.clientMessageId);
       if (seen !== null) return { ok: true, value: { messageId: seen, duplicate: true } };
     }
     if (this.hub.meta.turn !== null) {
-      return { ok: false, status: 409, code: 'conflict', message: 'a turn is running; wait for turn.done or interrupt it' };
+      return {
+        ok: false,
+        status: 409,
+        code: 'conflict',
+        message: 'a turn is running; wait for turn.done or interrupt it',
+      };
     }
     if (this.hub.meta.logFull === true) {
-      return { ok: false, status: 409, code: 'session_log_full', message: LOG_FULL_MESSAGE(this.hub.timings.logMaxBytes) };
+      return {
+        ok: false,
+        status: 409,
+        code: 'session_log_full',
+        message: LOG_FULL_MESSAGE(this.hub.timings.logMaxBytes),
+      };
     }
     const now = this.hub.now;
     const messageId = nextUlid(now, null);
@@ -128,9 +154,15 @@ export class SessionHub extends DurableObject<Env> {
     if (answer.accepted) return { ok: true, value: { messageId, duplicate: false } };
     // Refused: onReply already forgot the message, so the same clientMessageId may be retried.
     if (answer.error.code === 'invalid_message') {
-      return { ok: false, status: 400, code: 'invalid_request', message: `the runner refused the message: ${answer.error.message}` };
+      return {
+        ok: false,
+        status: 400,
+        code: 'invalid_request',
+        message: `the runner refused the message: ${answer.error.message}`,
+      };
     }
-    const why = answer.error.code === 'busy' ? 'a turn is running; wait for turn.done or interrupt it' : answer.error.message;
+    const why =
+      answer.error.code === 'busy' ? 'a turn is running; wait for turn.done or interrupt it' : answer.error.message;
     return { ok: false, status: 409, code: 'conflict', message: why };
   }
 
@@ -145,7 +177,12 @@ export class SessionHub extends DurableObject<Env> {
     };
     let claim;
     try {
-      claim = await claimRunnerSlot(this.env.DB, { sessionId: session.id, userId: session.userId, now: this.hub.now, caps: input.runnerCaps });
+      claim = await claimRunnerSlot(this.env.DB, {
+        sessionId: session.id,
+        userId: session.userId,
+        now: this.hub.now,
+        caps: input.runnerCaps,
+      });
     } catch (err) {
       undo();
       throw err;
@@ -163,7 +200,8 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   async interrupt(): Promise<HubResult<{ interrupted: true }>> {
-    if (this.hub.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    if (this.hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     const turn = this.hub.meta.turn;
     if (turn === null) return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
     if (!turn.sent) {
@@ -189,7 +227,8 @@ export class SessionHub extends DurableObject<Env> {
   async transcript(
     page: { after: string | null; limit: number } = { after: null, limit: 1000 },
   ): Promise<HubResult<{ messages: TranscriptEntry[]; nextCursor: string | null }>> {
-    if (this.hub.meta.session === null) return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    if (this.hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     return { ok: true, value: this.hub.log.transcriptPage(page.after, page.limit) };
   }
 
@@ -203,7 +242,8 @@ export class SessionHub extends DurableObject<Env> {
     }
     for (const ws of this.ctx.getWebSockets('viewer')) closeQuietly(ws, VIEWER_CLOSE_SESSION_GONE, 'session deleted');
     if (launch?.ref) {
-      await this.hub.launcher()
+      await this.hub
+        .launcher()
         .stop(launch.ref, 'session deleted')
         .catch((err) => console.error('session hub: stop on delete failed:', errorText(err)));
     }
@@ -248,7 +288,10 @@ export class SessionHub extends DurableObject<Env> {
         }
         case 'renew_token': {
           const ws = this.hub.liveRunner();
-          const token = ws === undefined || launch.runnerId === null ? undefined : await this.hub.mint(launch, { kind: 'credential', runnerId: launch.runnerId });
+          const token =
+            ws === undefined || launch.runnerId === null
+              ? undefined
+              : await this.hub.mint(launch, { kind: 'credential', runnerId: launch.runnerId });
           if (ws !== undefined && token !== undefined && this.hub.meta.launch?.id === launch.id) {
             this.hub.sendTo(ws, { type: 'token', runnerToken: token });
             launch.tokenRenewAt = this.hub.now + this.hub.timings.tokenTtlMs / 2;
@@ -269,10 +312,15 @@ export class SessionHub extends DurableObject<Env> {
   override async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
-      return Response.json({ error: { code: 'invalid_request', message: 'WebSocket upgrade required' } }, { status: 426 });
+      return Response.json(
+        { error: { code: 'invalid_request', message: 'WebSocket upgrade required' } },
+        { status: 426 },
+      );
     }
-    if (url.pathname === '/viewer') return this.#acceptViewer(url.searchParams.get('after'), url.searchParams.get('name') ?? 'someone');
-    if (url.pathname === '/runner') return this.#acceptRunner(request.headers.get('X-Switchyard-Launch') ?? '', runnerAuthFrom(request.headers));
+    if (url.pathname === '/viewer')
+      return this.#acceptViewer(url.searchParams.get('after'), url.searchParams.get('name') ?? 'someone');
+    if (url.pathname === '/runner')
+      return this.#acceptRunner(request.headers.get('X-Switchyard-Launch') ?? '', runnerAuthFrom(request.headers));
     return Response.json({ error: { code: 'not_found', message: 'not found' } }, { status: 404 });
   }
 

@@ -8,7 +8,11 @@ export function transcriptKey(sessionId: string): string {
 }
 
 /** The stored transcript, if it is readable and of `backend`; any problem is logged and means none. */
-export async function readTranscript(bucket: R2Bucket, sessionId: string, backend: Backend): Promise<Transcript | undefined> {
+export async function readTranscript(
+  bucket: R2Bucket,
+  sessionId: string,
+  backend: Backend,
+): Promise<Transcript | undefined> {
   try {
     const obj = await bucket.get(transcriptKey(sessionId));
     if (obj === null) return undefined;

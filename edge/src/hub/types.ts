@@ -28,7 +28,13 @@ export interface PostMessageInput {
   runnerCaps: RunnerCaps;
 }
 
-export type HubErrorCode = 'not_found' | 'conflict' | 'invalid_request' | 'runner_limit' | 'session_log_full' | 'internal';
+export type HubErrorCode =
+  | 'not_found'
+  | 'conflict'
+  | 'invalid_request'
+  | 'runner_limit'
+  | 'session_log_full'
+  | 'internal';
 
 export type HubResult<T> =
   | { ok: true; value: T }
@@ -59,4 +65,10 @@ export type TranscriptEntry =
   | { role: 'user'; eventId: string; messageId: string; text: string }
   | { role: 'assistant'; eventId: string; messageId: string | null; content: ContentBlock[] }
   | { role: 'tool'; eventId: string; messageId: string | null; toolId: string; isError: boolean; output: string }
-  | { role: 'turn'; eventId: string; messageId: string | null; stopReason: StopReason; error?: { code: string; message: string } };
+  | {
+      role: 'turn';
+      eventId: string;
+      messageId: string | null;
+      stopReason: StopReason;
+      error?: { code: string; message: string };
+    };

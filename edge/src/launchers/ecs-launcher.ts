@@ -64,7 +64,13 @@ export class EcsLauncher implements Launcher {
     return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
   }
 
-  private runTaskInput(command: string[] | undefined, environment: KeyValuePair[], startedBy: string, clientToken: string | undefined, tags: { key: string; value: string }[]) {
+  private runTaskInput(
+    command: string[] | undefined,
+    environment: KeyValuePair[],
+    startedBy: string,
+    clientToken: string | undefined,
+    tags: { key: string; value: string }[],
+  ) {
     const c = this.config;
     return {
       cluster: c.cluster,
@@ -81,7 +87,13 @@ export class EcsLauncher implements Launcher {
         },
       },
       overrides: {
-        containerOverrides: [{ name: c.containerName, ...(command !== undefined && { command }), ...(environment.length > 0 && { environment }) }],
+        containerOverrides: [
+          {
+            name: c.containerName,
+            ...(command !== undefined && { command }),
+            ...(environment.length > 0 && { environment }),
+          },
+        ],
       },
       tags,
       enableExecuteCommand: false,
@@ -105,14 +117,18 @@ export class EcsLauncher implements Launcher {
     const arn = out.tasks?.[0]?.taskArn;
     if (arn === undefined) {
       const f = out.failures?.[0];
-      throw new Error(`ECS RunTask started no task: ${f?.reason ?? 'no reason given'}${f?.detail ? ` (${f.detail})` : ''}`);
+      throw new Error(
+        `ECS RunTask started no task: ${f?.reason ?? 'no reason given'}${f?.detail ? ` (${f.detail})` : ''}`,
+      );
     }
     return arn;
   }
 
   async stop(ref: string, reason: string): Promise<void> {
     try {
-      await this.client.send(new StopTaskCommand({ cluster: this.config.cluster, task: ref, reason: reason.slice(0, 255) }));
+      await this.client.send(
+        new StopTaskCommand({ cluster: this.config.cluster, task: ref, reason: reason.slice(0, 255) }),
+      );
     } catch (err) {
       // Idempotent: a task ECS no longer knows (stopped long ago, or never existed) is stopped.
       if (isTaskNotFound(err)) return;
@@ -121,11 +137,16 @@ export class EcsLauncher implements Launcher {
   }
 
   async describe(ref: string): Promise<RunnerDescription> {
-    const out = await this.call('DescribeTasks', () => this.client.send(new DescribeTasksCommand({ cluster: this.config.cluster, tasks: [ref] })));
+    const out = await this.call('DescribeTasks', () =>
+      this.client.send(new DescribeTasksCommand({ cluster: this.config.cluster, tasks: [ref] })),
+    );
     const task = out.tasks?.find((t) => t.taskArn === ref) ?? out.tasks?.[0];
     if (task === undefined) {
       const f = out.failures?.[0];
-      return { state: 'unknown', reason: f?.reason === 'MISSING' ? 'ECS has no record of this task' : `ECS: ${f?.reason ?? 'no such task'}` };
+      return {
+        state: 'unknown',
+        reason: f?.reason === 'MISSING' ? 'ECS has no record of this task' : `ECS: ${f?.reason ?? 'no such task'}`,
+      };
     }
     return describeTask(task, this.config.containerName);
   }
@@ -151,12 +172,18 @@ export class EcsLauncher implements Launcher {
    * JSON report is in the task's log. Takes a Fargate cold start (tens of seconds).
    */
   private async probeViaTask(backend: Backend): Promise<ProbeResult> {
-    const input = this.runTaskInput(['probe', '--backend', backend], [], STARTED_BY_PROBE, undefined, [{ key: 'switchyard:probe', value: backend }]);
+    const input = this.runTaskInput(['probe', '--backend', backend], [], STARTED_BY_PROBE, undefined, [
+      { key: 'switchyard:probe', value: backend },
+    ]);
     const out = await this.call('RunTask', () => this.client.send(new RunTaskCommand(input)));
     const arn = out.tasks?.[0]?.taskArn;
     if (arn === undefined) {
       const f = out.failures?.[0];
-      return { available: false, reason: `the ${backend} probe task did not start: ${f?.reason ?? 'no reason given'}`, fix: 'check the ECS_* launcher settings and the cluster capacity' };
+      return {
+        available: false,
+        reason: `the ${backend} probe task did not start: ${f?.reason ?? 'no reason given'}`,
+        fix: 'check the ECS_* launcher settings and the cluster capacity',
+      };
     }
     const deadline = Date.now() + (this.opts.probeDeadlineMs ?? 180_000);
     const poll = this.opts.probePollMs ?? 2_000;
@@ -164,17 +191,27 @@ export class EcsLauncher implements Launcher {
       const d = await this.describe(arn);
       if (d.state === 'stopped') {
         if (d.exitCode === 0) return { available: true };
-        const why = d.exitCode === 1 ? 'reported it unusable' : d.exitCode === 2 ? 'found its configuration invalid' : `ended (${d.reason ?? 'no exit code'})`;
+        const why =
+          d.exitCode === 1
+            ? 'reported it unusable'
+            : d.exitCode === 2
+              ? 'found its configuration invalid'
+              : `ended (${d.reason ?? 'no exit code'})`;
         return {
           available: false,
           reason: `the runner image's ${backend} probe ${why}${d.exitCode != null ? ` (exit ${d.exitCode})` : ''}`,
           fix: `read the probe report in the log of task ${arn} (it names what is missing), fix the runner image or its task definition, then retry`,
         };
       }
-      if (d.state === 'unknown') return { available: false, reason: `the ${backend} probe task disappeared`, fix: 'retry' };
+      if (d.state === 'unknown')
+        return { available: false, reason: `the ${backend} probe task disappeared`, fix: 'retry' };
       if (Date.now() > deadline) {
         await this.stop(arn, 'switchyard: probe deadline passed').catch(() => {});
-        return { available: false, reason: `the ${backend} probe task did not finish in time`, fix: 'check the cluster can start tasks, then retry' };
+        return {
+          available: false,
+          reason: `the ${backend} probe task did not finish in time`,
+          fix: 'check the cluster can start tasks, then retry',
+        };
       }
       await new Promise((r) => setTimeout(r, poll));
     }
@@ -183,17 +220,25 @@ export class EcsLauncher implements Launcher {
   /** Dev probe: the local runner host runs `switchyard-runner probe` and returns its report. */
   private async probeViaHost(backend: Backend): Promise<ProbeResult> {
     if (this.config.endpoint === undefined) {
-      return { available: false, reason: 'RUNNER_PROBE=host needs ECS_ENDPOINT (the local runner host)', fix: 'set ECS_ENDPOINT, or RUNNER_PROBE=task' };
+      return {
+        available: false,
+        reason: 'RUNNER_PROBE=host needs ECS_ENDPOINT (the local runner host)',
+        fix: 'set ECS_ENDPOINT, or RUNNER_PROBE=task',
+      };
     }
     const doFetch = this.opts.fetch ?? fetch;
     const url = new URL('/switchyard/probe', this.config.endpoint);
     const body = JSON.stringify({ backend });
     const headers = { 'content-type': 'application/json' };
     // The host runs a process per probe: it takes only requests signed with the launcher's credentials.
-    const signed = await signSigV4({ method: 'POST', target: url.pathname, headers: { ...headers, host: url.host }, body }, this.config.credentials, {
-      region: this.config.region,
-      service: 'ecs',
-    });
+    const signed = await signSigV4(
+      { method: 'POST', target: url.pathname, headers: { ...headers, host: url.host }, body },
+      this.config.credentials,
+      {
+        region: this.config.region,
+        service: 'ecs',
+      },
+    );
     const res = await doFetch(url, { method: 'POST', headers: { ...headers, ...signed }, body });
     if (!res.ok) throw new Error(`the runner host answered ${res.status} to the probe`);
     return probeResultFromReport(backend, (await res.json()) as unknown);
@@ -217,14 +262,22 @@ export function describeTask(task: Task, containerName: string): RunnerDescripti
     case 'ACTIVATING':
       return { state: 'pending' };
     case 'RUNNING':
-      return task.desiredStatus === 'STOPPED' ? { state: 'running', reason: `stopping: ${task.stoppedReason ?? 'stop requested'}` } : { state: 'running' };
+      return task.desiredStatus === 'STOPPED'
+        ? { state: 'running', reason: `stopping: ${task.stoppedReason ?? 'stop requested'}` }
+        : { state: 'running' };
     case 'DEACTIVATING':
     case 'STOPPING':
     case 'DEPROVISIONING':
       return { state: 'running', reason: `stopping: ${task.stoppedReason ?? 'stop requested'}` };
     case 'STOPPED': {
-      const parts = [task.stopCode, task.stoppedReason, container?.reason].filter((x): x is string => typeof x === 'string' && x !== '');
-      return { state: 'stopped', exitCode: container?.exitCode ?? null, ...(parts.length > 0 && { reason: parts.join(': ') }) };
+      const parts = [task.stopCode, task.stoppedReason, container?.reason].filter(
+        (x): x is string => typeof x === 'string' && x !== '',
+      );
+      return {
+        state: 'stopped',
+        exitCode: container?.exitCode ?? null,
+        ...(parts.length > 0 && { reason: parts.join(': ') }),
+      };
     }
     default:
       return { state: 'pending', reason: `ECS status ${task.lastStatus ?? 'unknown'}` };
@@ -234,11 +287,25 @@ export function describeTask(task: Task, containerName: string): RunnerDescripti
 /** The runner's `probe` JSON (runner/src/probe.ts) → the edge's ProbeResult. */
 export function probeResultFromReport(backend: Backend, answer: unknown): ProbeResult {
   const report = (answer as { report?: unknown } | null)?.report as
-    | { backends?: { backend?: string; usable?: boolean; installed?: boolean; version?: string | null; credentials?: { present?: boolean }; problems?: string[] }[] }
+    | {
+        backends?: {
+          backend?: string;
+          usable?: boolean;
+          installed?: boolean;
+          version?: string | null;
+          credentials?: { present?: boolean };
+          problems?: string[];
+        }[];
+      }
     | null
     | undefined;
   const r = report?.backends?.find((b) => b.backend === backend);
-  if (!r) return { available: false, reason: `the runner's ${backend} probe printed no report`, fix: `run \`switchyard-runner probe --backend ${backend}\` and read its error` };
+  if (!r)
+    return {
+      available: false,
+      reason: `the runner's ${backend} probe printed no report`,
+      fix: `run \`switchyard-runner probe --backend ${backend}\` and read its error`,
+    };
   const version = typeof r.version === 'string' ? r.version.slice(0, 200) : undefined;
   if (r.usable === true) return { available: true, ...(version !== undefined && { version }) };
   const fix = !r.installed
@@ -255,7 +322,11 @@ export function probeResultFromReport(backend: Backend, answer: unknown): ProbeR
 }
 
 function isTaskNotFound(err: unknown): boolean {
-  return err instanceof Error && err.name === 'InvalidParameterException' && /task was not found|not found/i.test(err.message);
+  return (
+    err instanceof Error &&
+    err.name === 'InvalidParameterException' &&
+    /task was not found|not found/i.test(err.message)
+  );
 }
 
 /** The SDK's error name and message only: never the request (it holds the runner token). */
@@ -268,7 +339,11 @@ const NOT_CONFIGURED = (error: string): Launcher => ({
   start: () => Promise.reject(new Error(error)),
   stop: () => Promise.reject(new Error(error)),
   describe: () => Promise.reject(new Error(error)),
-  probe: async (backend) => ({ available: false, reason: `${error}; ${backend} cannot be probed`, fix: 'set the ECS_* and AWS_* variables (README "Deploying runners (ECS)")' }),
+  probe: async (backend) => ({
+    available: false,
+    reason: `${error}; ${backend} cannot be probed`,
+    fix: 'set the ECS_* and AWS_* variables (README "Deploying runners (ECS)")',
+  }),
 });
 
 /**

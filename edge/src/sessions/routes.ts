@@ -31,7 +31,16 @@ import {
   TranscriptQuerySchema,
 } from './schemas.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
-import { deleteSession, findSession, insertSession, listAllSessions, listUserSessions, renameSession, toSession, type SessionRow } from './store.ts';
+import {
+  deleteSession,
+  findSession,
+  insertSession,
+  listAllSessions,
+  listUserSessions,
+  renameSession,
+  toSession,
+  type SessionRow,
+} from './store.ts';
 
 type SessionsEnv = { Bindings: Env; Variables: { auth: AuthContext; session: SessionRow } };
 
@@ -129,7 +138,9 @@ function sessionAccess(deps: AppDeps, mode: 'read' | 'owner'): MiddlewareHandler
           action: deleting ? 'session.delete' : 'session.read',
           target: `session:${row.id}`,
           before: deleting ? { ownerId: row.user_id, title: row.title } : null,
-          after: deleting ? null : { ownerId: row.user_id, route: new URL(c.req.url).pathname.replace(/^.*\/sessions\/[^/]+/, '') || '/' },
+          after: deleting
+            ? null
+            : { ownerId: row.user_id, route: new URL(c.req.url).pathname.replace(/^.*\/sessions\/[^/]+/, '') || '/' },
         },
         { onlyIfPreviousChanged: false },
       ).statement.run();
@@ -157,7 +168,10 @@ const createRoute_ = createRoute({
   summary: 'Create a session; its backend is pinned from settings now',
   security,
   request: { body: { required: false, content: json(CreateSessionSchema) } },
-  responses: { 201: { description: 'created', content: json(SessionSchema) }, ...errorResponses(400, 401, 403, 413, 415, 429) },
+  responses: {
+    201: { description: 'created', content: json(SessionSchema) },
+    ...errorResponses(400, 401, 403, 413, 415, 429),
+  },
 });
 
 const listRoute = createRoute({
@@ -187,7 +201,10 @@ const renameRoute = createRoute({
   summary: 'Rename the session (owner)',
   security,
   request: { params: SessionIdParamSchema, body: { required: true, content: json(RenameSessionSchema) } },
-  responses: { 200: { description: 'the renamed session', content: json(SessionSchema) }, ...errorResponses(400, 401, 403, 404) },
+  responses: {
+    200: { description: 'the renamed session', content: json(SessionSchema) },
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 
 const deleteRoute = createRoute({
@@ -252,7 +269,10 @@ const transcriptRoute = createRoute({
   summary: 'The conversation as normalized messages (owner or admin), paged by event id',
   security,
   request: { params: SessionIdParamSchema, query: TranscriptQuerySchema },
-  responses: { 200: { description: 'transcript', content: json(SessionTranscriptSchema) }, ...errorResponses(400, 401, 404) },
+  responses: {
+    200: { description: 'transcript', content: json(SessionTranscriptSchema) },
+    ...errorResponses(400, 401, 404),
+  },
 });
 
 export function sessionRoutes(deps: AppDeps) {
@@ -290,14 +310,27 @@ export function sessionRoutes(deps: AppDeps) {
     const rate = await hit(c.env.DB, `create-session:${user.id}`, CREATE_SESSION_RULE, now);
     if (!rate.ok) {
       c.header('Retry-After', String(rate.retryAfterSeconds));
-      return apiError(c, 429, 'rate_limited', `at most ${CREATE_SESSION_RULE.max} new sessions per ${CREATE_SESSION_RULE.windowMs / 60_000} min; try again later`);
+      return apiError(
+        c,
+        429,
+        'rate_limited',
+        `at most ${CREATE_SESSION_RULE.max} new sessions per ${CREATE_SESSION_RULE.windowMs / 60_000} min; try again later`,
+      );
     }
     const { settings } = await readSettings(c.env.DB);
     const id = newId(now);
     const backend = settings.llmBackend;
     // The hub first: a D1 row whose hub was never told about it would answer 404s.
     await hubFor(c.env, id).create({ id, userId: user.id, backend, title, createdAt: now });
-    await insertSession(c.env.DB, { id, userId: user.id, backend, title, state: 'stopped', reason: INITIAL_REASON, now });
+    await insertSession(c.env.DB, {
+      id,
+      userId: user.id,
+      backend,
+      title,
+      state: 'stopped',
+      reason: INITIAL_REASON,
+      now,
+    });
     const row = await findSession(c.env.DB, id);
     if (row === null) return apiError(c, 500, 'internal', 'session vanished after creation') as never;
     return c.json(toSession(row), 201);
@@ -318,7 +351,8 @@ export function sessionRoutes(deps: AppDeps) {
 
   app.openapi(renameRoute, async (c) => {
     const row = c.get('session');
-    if (row.user_id !== c.get('auth').user.id) return apiError(c, 403, 'forbidden', "only the session's owner can do this");
+    if (row.user_id !== c.get('auth').user.id)
+      return apiError(c, 403, 'forbidden', "only the session's owner can do this");
     await renameSession(c.env.DB, row.id, c.req.valid('json').title, deps.clock());
     const renamed = await findSession(c.env.DB, row.id);
     if (renamed === null) return apiError(c, 404, 'not_found', 'no such session');
@@ -402,7 +436,10 @@ const adminListRoute = createRoute({
   summary: 'Sessions of every user with their runners; `state=live` (default) or `all`',
   security,
   request: { query: AdminSessionsQuerySchema },
-  responses: { 200: { description: 'one page', content: json(AdminSessionPageSchema) }, ...errorResponses(400, 401, 403) },
+  responses: {
+    200: { description: 'one page', content: json(AdminSessionPageSchema) },
+    ...errorResponses(400, 401, 403),
+  },
 });
 
 /** Mounted under the admin router (already authenticated and admin-gated). */
@@ -410,10 +447,18 @@ export function adminSessionRoutes() {
   const app = new OpenAPIHono<SessionsEnv>({ defaultHook: validationHook });
   app.openapi(adminListRoute, async (c) => {
     const q = c.req.valid('query');
-    const { rows, nextCursor } = await listAllSessions(c.env.DB, { live: q.state === 'live', limit: q.limit, cursor: q.cursor });
+    const { rows, nextCursor } = await listAllSessions(c.env.DB, {
+      live: q.state === 'live',
+      limit: q.limit,
+      cursor: q.cursor,
+    });
     return c.json(
       {
-        sessions: rows.map((r) => ({ ...toSession(r), owner: { id: r.user_id, username: r.username }, runnerRef: r.runner_ref })),
+        sessions: rows.map((r) => ({
+          ...toSession(r),
+          owner: { id: r.user_id, username: r.username },
+          runnerRef: r.runner_ref,
+        })),
         nextCursor,
       },
       200,

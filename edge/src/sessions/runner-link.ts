@@ -24,12 +24,16 @@ export function runnerLinkRoutes(deps: AppDeps) {
       return c.json({ error: { code: 'invalid_request', message: 'this endpoint takes a WebSocket upgrade' } }, 400);
     }
     const secret = c.env.RUNNER_TOKEN_SECRET ?? '';
-    if (secret.length < MIN_SECRET_LENGTH) return refuse(RunnerCloseCode.unauthorized, 'runner links are not configured');
+    if (secret.length < MIN_SECRET_LENGTH)
+      return refuse(RunnerCloseCode.unauthorized, 'runner links are not configured');
     const token = bearerToken(c.req.header('Authorization'));
     if (token === undefined) return refuse(RunnerCloseCode.unauthorized, 'a runner token is required');
     const verdict = await verifyRunnerToken(secret, token, deps.clock());
     if (!verdict.ok) {
-      return refuse(RunnerCloseCode.unauthorized, verdict.reason === 'expired' ? 'runner token expired' : 'runner token invalid');
+      return refuse(
+        RunnerCloseCode.unauthorized,
+        verdict.reason === 'expired' ? 'runner token expired' : 'runner token invalid',
+      );
     }
     const { sessionId, launchId } = verdict.claims;
     const asked = c.req.query('session');

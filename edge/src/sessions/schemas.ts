@@ -1,5 +1,12 @@
 import { z } from '@hono/zod-openapi';
-import { BackendSchema, ContentBlockSchema, ImageSchema, MAX_IMAGES_PER_MESSAGE, SessionStateSchema, StopReasonSchema } from '@switchyard/protocol';
+import {
+  BackendSchema,
+  ContentBlockSchema,
+  ImageSchema,
+  MAX_IMAGES_PER_MESSAGE,
+  SessionStateSchema,
+  StopReasonSchema,
+} from '@switchyard/protocol';
 import { ULID_PATTERN } from '../ids.ts';
 
 export const SessionIdParamSchema = z.object({
@@ -37,7 +44,10 @@ export const SessionDetailSchema = SessionSchema.extend({
       startedAt: z.string().openapi({ format: 'date-time' }),
     })
     .nullable(),
-  lastEventId: z.string().nullable().openapi({ description: 'pass as Last-Event-ID / ?after= to stream only what follows' }),
+  lastEventId: z
+    .string()
+    .nullable()
+    .openapi({ description: 'pass as Last-Event-ID / ?after= to stream only what follows' }),
 }).openapi('SessionDetail');
 
 const TitleSchema = z
@@ -71,7 +81,10 @@ export const AdminSessionSchema = SessionSchema.extend({
 }).openapi('AdminSession');
 
 export const AdminSessionsQuerySchema = z.strictObject({
-  state: z.enum(['live', 'all']).default('live').openapi({ description: '`live`: sessions with a runner starting, running or stopping' }),
+  state: z
+    .enum(['live', 'all'])
+    .default('live')
+    .openapi({ description: '`live`: sessions with a runner starting, running or stopping' }),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().regex(ULID_PATTERN, 'must be a session id from nextCursor').optional(),
 });
@@ -107,15 +120,19 @@ export const EventsQuerySchema = z.strictObject({
     .regex(ULID_PATTERN, 'must be an event id')
     .optional()
     .openapi({ description: 'replay events after this id (Last-Event-ID wins when both are given)' }),
-  presence: z
-    .literal('1', { error: 'must be 1 when given' })
-    .optional()
-    .openapi({ description: 'also send `event: presence` (no id) with who is watching, whenever a viewer joins or leaves' }),
+  presence: z.literal('1', { error: 'must be 1 when given' }).optional().openapi({
+    description: 'also send `event: presence` (no id) with who is watching, whenever a viewer joins or leaves',
+  }),
 });
 
 const TranscriptEntrySchema = z.discriminatedUnion('role', [
   z.object({ role: z.literal('user'), eventId: z.string(), messageId: z.string(), text: z.string() }),
-  z.object({ role: z.literal('assistant'), eventId: z.string(), messageId: z.string().nullable(), content: z.array(ContentBlockSchema) }),
+  z.object({
+    role: z.literal('assistant'),
+    eventId: z.string(),
+    messageId: z.string().nullable(),
+    content: z.array(ContentBlockSchema),
+  }),
   z.object({
     role: z.literal('tool'),
     eventId: z.string(),
@@ -148,5 +165,11 @@ export const TranscriptQuerySchema = z.strictObject({
     .regex(ULID_PATTERN, 'must be an event id (a nextCursor)')
     .optional()
     .openapi({ description: 'entries after this event id' }),
-  limit: z.coerce.number().int().min(1).max(1000).default(1000).openapi({ description: 'entries per page (1-1000, default 1000)' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(1000)
+    .openapi({ description: 'entries per page (1-1000, default 1000)' }),
 });

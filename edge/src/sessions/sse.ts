@@ -86,7 +86,10 @@ export function sseFromViewer(
       return;
     }
     // Presence is not an event of the log: no id, so it never moves the client's Last-Event-ID.
-    let out = frame.presence === undefined || opts.presence !== true ? '' : `event: presence\ndata: ${JSON.stringify(frame.presence)}\n\n`;
+    let out =
+      frame.presence === undefined || opts.presence !== true
+        ? ''
+        : `event: presence\ndata: ${JSON.stringify(frame.presence)}\n\n`;
     for (const ev of frame.events) {
       if (ev.id <= last) continue;
       last = ev.id;

@@ -32,7 +32,15 @@ export function toSession(row: SessionRow): Session {
 
 export async function insertSession(
   db: D1Database,
-  s: { id: string; userId: string; backend: Backend; title: string | null; state: SessionState; reason: string | null; now: number },
+  s: {
+    id: string;
+    userId: string;
+    backend: Backend;
+    title: string | null;
+    state: SessionState;
+    reason: string | null;
+    now: number;
+  },
 ): Promise<void> {
   await db
     .prepare(
@@ -53,9 +61,7 @@ export async function listUserSessions(
   opts: { limit: number; cursor?: string | undefined },
 ): Promise<{ rows: SessionRow[]; nextCursor: string | null }> {
   const { results } = await db
-    .prepare(
-      `SELECT * FROM sessions WHERE user_id = ?1 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3`,
-    )
+    .prepare(`SELECT * FROM sessions WHERE user_id = ?1 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3`)
     .bind(userId, opts.cursor ?? null, opts.limit + 1)
     .all<SessionRow>();
   return page(results, opts.limit);

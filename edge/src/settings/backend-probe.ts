@@ -50,7 +50,11 @@ export async function runProbe(probe: BackendProbe, backend: Backend, timeoutMs:
     const raw: unknown = await Promise.race([probe.probe(backend), timeout]);
     const parsed = ProbeResultSchema.safeParse(raw);
     if (!parsed.success) {
-      return { available: false, reason: `the ${backend} probe returned a malformed report`, fix: 'check the runner version matches the edge' };
+      return {
+        available: false,
+        reason: `the ${backend} probe returned a malformed report`,
+        fix: 'check the runner version matches the edge',
+      };
     }
     return parsed.data;
   } catch (err) {

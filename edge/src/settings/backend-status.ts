@@ -93,6 +93,8 @@ export async function storedStatuses(db: D1Database): Promise<StoredStatus[]> {
   const byName = new Map(results.map((r) => [r.name, r]));
   return BackendSchema.options.map((name) => {
     const row = byName.get(name);
-    return row === undefined ? { name, ...NOT_CHECKED, checkedAt: null } : { ...fromRow(row), checkedAt: row.checked_at };
+    return row === undefined
+      ? { name, ...NOT_CHECKED, checkedAt: null }
+      : { ...fromRow(row), checkedAt: row.checked_at };
   });
 }

@@ -30,7 +30,10 @@ export const PublicSettingsSchema = z
           .openapi({ format: 'date-time', description: 'when this answer was probed; null before the first probe' }),
       }),
     ),
-    maxMessageBytes: z.number().int().openapi({ description: 'largest accepted message body; clients check before uploading' }),
+    maxMessageBytes: z
+      .number()
+      .int()
+      .openapi({ description: 'largest accepted message body; clients check before uploading' }),
   })
   .openapi('PublicSettings');
 
@@ -134,7 +137,13 @@ export function adminSettingsRoutes(deps: AppDeps) {
         leaseId: newId(now),
       });
       if (flight === null) {
-        return apiError(c, 409, 'conflict', 'llmBackend: a pi probe is already running; retry when it has finished', 'llmBackend');
+        return apiError(
+          c,
+          409,
+          'conflict',
+          'llmBackend: a pi probe is already running; retry when it has finished',
+          'llmBackend',
+        );
       }
       const result = await flight.done;
       if (!result.available) {
@@ -154,7 +163,8 @@ export function adminSettingsRoutes(deps: AppDeps) {
       before,
       after,
     });
-    if (!written) return apiError(c, 409, 'conflict', 'settings changed while this request ran; read them again and retry');
+    if (!written)
+      return apiError(c, 409, 'conflict', 'settings changed while this request ran; read them again and retry');
     return c.json(next, 200);
   });
 

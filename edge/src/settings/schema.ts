@@ -90,7 +90,9 @@ export const DEFAULT_SETTINGS: Settings = {
 export const SettingsPatchSchema = z
   .strictObject({
     llmBackend: LlmBackendInputSchema.optional(),
-    defaultModel: z.strictObject({ claude: ModelNameSchema.nullable().optional(), pi: ModelNameSchema.nullable().optional() }).optional(),
+    defaultModel: z
+      .strictObject({ claude: ModelNameSchema.nullable().optional(), pi: ModelNameSchema.nullable().optional() })
+      .optional(),
     sessionIdleMinutes: SettingsObject.shape.sessionIdleMinutes.optional(),
     sessionMaxMinutes: SettingsObject.shape.sessionMaxMinutes.optional(),
     maxMessageBytes: SettingsObject.shape.maxMessageBytes.optional(),

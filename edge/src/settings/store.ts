@@ -7,7 +7,9 @@ export interface StoredSettings {
 }
 
 export async function readSettings(db: D1Database): Promise<StoredSettings> {
-  const row = await db.prepare('SELECT value, version FROM settings WHERE id = 1').first<{ value: string; version: number }>();
+  const row = await db
+    .prepare('SELECT value, version FROM settings WHERE id = 1')
+    .first<{ value: string; version: number }>();
   if (row === null) return { settings: settingsFromStored({}), version: 0 };
   let parsed: unknown = {};
   try {

@@ -97,12 +97,24 @@ export function tokenRoutes(deps: AppDeps) {
     const db = c.env.DB;
     const live = await listLiveApiTokens(db, user.id, now);
     if (live.some((t) => t.name === name)) {
-      return apiError(c, 409, 'token_name_taken', `name: you already have a live token named ${JSON.stringify(name)}`, 'name');
+      return apiError(
+        c,
+        409,
+        'token_name_taken',
+        `name: you already have a live token named ${JSON.stringify(name)}`,
+        'name',
+      );
     }
     if (live.length >= MAX_LIVE_API_TOKENS) {
       return apiError(c, 409, 'token_limit', `you already have ${MAX_LIVE_API_TOKENS} live tokens; revoke one first`);
     }
-    const issued = await issueTokenStatement(db, { userId: user.id, kind: 'api', name, now, ttlMs: expiresInDays * DAY_MS });
+    const issued = await issueTokenStatement(db, {
+      userId: user.id,
+      kind: 'api',
+      name,
+      now,
+      ttlMs: expiresInDays * DAY_MS,
+    });
     const audit = auditInsert(
       db,
       {

@@ -62,7 +62,8 @@ const updateRoute = createRoute({
   method: 'patch',
   path: '/{id}',
   tags,
-  summary: 'Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions',
+  summary:
+    'Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions',
   security,
   request: { params: UserIdParamSchema, body: { required: true, content: json(UpdateUserSchema) } },
   responses: {
@@ -121,7 +122,8 @@ export function userRoutes(deps: AppDeps) {
       await db.batch([insertUserStatement(db, row), audit.statement]);
     } catch (err) {
       // Lost a race with another create of the same name between the check and the insert.
-      if (String(err).includes('UNIQUE')) return apiError(c, 409, 'username_taken', 'username: already taken', 'username');
+      if (String(err).includes('UNIQUE'))
+        return apiError(c, 409, 'username_taken', 'username: already taken', 'username');
       throw err;
     }
     return c.json(toUser(row), 201);
@@ -174,7 +176,9 @@ export function userRoutes(deps: AppDeps) {
     const [update] = await db.batch([
       updateUserStatement(db, next, current.updated_at),
       audit.statement,
-      ...(revokes === null ? [] : [revokeTokensStatement(db, { userId: id, now, kinds: revokes, onlyIfAuditId: audit.id })]),
+      ...(revokes === null
+        ? []
+        : [revokeTokensStatement(db, { userId: id, now, kinds: revokes, onlyIfAuditId: audit.id })]),
     ]);
     if ((update?.meta.changes ?? 0) === 0) {
       const reread = await findUserById(db, id);
@@ -194,7 +198,10 @@ export function userRoutes(deps: AppDeps) {
     if (current === null) return apiError(c, 404, 'not_found', 'no such user');
     const now = deps.clock();
     // Read before the delete: the rows go with the user (foreign key), their hubs do not.
-    const { results: sessions } = await db.prepare('SELECT id FROM sessions WHERE user_id = ?').bind(id).all<{ id: string }>();
+    const { results: sessions } = await db
+      .prepare('SELECT id FROM sessions WHERE user_id = ?')
+      .bind(id)
+      .all<{ id: string }>();
     const audit = auditInsert(
       db,
       {
@@ -202,7 +209,12 @@ export function userRoutes(deps: AppDeps) {
         actor: c.get('auth').user,
         action: 'user.delete',
         target: `user:${id}`,
-        before: { username: current.username, role: current.role, disabled: current.disabled !== 0, sessions: sessions.length },
+        before: {
+          username: current.username,
+          role: current.role,
+          disabled: current.disabled !== 0,
+          sessions: sessions.length,
+        },
         after: null,
       },
       { onlyIfPreviousChanged: true },
@@ -222,7 +234,10 @@ export function userRoutes(deps: AppDeps) {
           hubFor(c.env, sid)
             .destroy()
             .catch((err: unknown) =>
-              console.error(`user delete: session ${sid} not destroyed:`, err instanceof Error ? err.message : typeof err),
+              console.error(
+                `user delete: session ${sid} not destroyed:`,
+                err instanceof Error ? err.message : typeof err,
+              ),
             ),
         ),
       );

@@ -18,9 +18,7 @@ export const UsernameSchema = z
 export const NewPasswordSchema = z.string().min(12, 'at least 12 characters').max(256, 'at most 256 characters');
 
 /** What `/api/me` shows about the caller. */
-export const PublicUserSchema = z
-  .object({ id: z.string(), username: z.string(), role: RoleSchema })
-  .openapi('Me');
+export const PublicUserSchema = z.object({ id: z.string(), username: z.string(), role: RoleSchema }).openapi('Me');
 export type PublicUser = z.infer<typeof PublicUserSchema>;
 
 /** What admins see when managing users. */

@@ -54,7 +54,10 @@ function welcomed(at = T0 + 1000): Meta {
 
 describe('deriveState', () => {
   test('a new session rests stopped, saying the first message starts a runner', () => {
-    expect(deriveState(freshMeta())).toEqual({ state: 'stopped', reason: 'no runner yet; the first message starts one' });
+    expect(deriveState(freshMeta())).toEqual({
+      state: 'stopped',
+      reason: 'no runner yet; the first message starts one',
+    });
   });
 
   test('starting until welcomed, then ready, busy with a turn, idle after one', () => {
@@ -163,42 +166,57 @@ describe('decideTick', () => {
     meta.launch!.stopReason = 'idle for 15 min';
     expect(decideTick(meta, T, T0 + T.stopGraceMs - 1)).toEqual([]);
     expect(decideTick(meta, T, T0 + T.stopGraceMs)).toEqual([
-      { type: 'finish', reason: 'idle for 15 min', lost: { code: 'runner_stopped', message: 'the runner was stopped', retryable: true } },
+      {
+        type: 'finish',
+        reason: 'idle for 15 min',
+        lost: { code: 'runner_stopped', message: 'the runner was stopped', retryable: true },
+      },
     ]);
   });
 
   test('no hello by the connect deadline: the launch fails', () => {
     const meta = launched();
     meta.launch!.nextPollAt = null;
-    expect(decideTick(meta, T, T0 + T.connectTimeoutMs)).toEqual([{ type: 'fail', reason: 'the runner did not connect within 180 s' }]);
+    expect(decideTick(meta, T, T0 + T.connectTimeoutMs)).toEqual([
+      { type: 'fail', reason: 'the runner did not connect within 180 s' },
+    ]);
   });
 
   test('a link down past the grace: the launch fails', () => {
     const meta = welcomed(T0);
     meta.launch!.connected = false;
     meta.launch!.disconnectedAt = T0;
-    expect(decideTick(meta, T, T0 + T.reconnectGraceMs)).toEqual([{ type: 'fail', reason: "the runner's link has been down for 60 s" }]);
+    expect(decideTick(meta, T, T0 + T.reconnectGraceMs)).toEqual([
+      { type: 'fail', reason: "the runner's link has been down for 60 s" },
+    ]);
   });
 
   test('no runner connected: poll the launcher when the poll is due, and re-arm it', () => {
     const meta = launched();
     meta.launch!.ref = 'task-1';
     expect(decideTick(meta, T, T0 + T.pollMs - 1)).toEqual([]);
-    expect(decideTick(meta, T, T0 + T.pollMs)).toEqual([{ type: 'poll', ref: 'task-1', nextPollAt: T0 + 2 * T.pollMs }]);
+    expect(decideTick(meta, T, T0 + T.pollMs)).toEqual([
+      { type: 'poll', ref: 'task-1', nextPollAt: T0 + 2 * T.pollMs },
+    ]);
   });
 
   test('token renewal at half-life, and the idle stop in the same tick', () => {
     const meta = welcomed(T0);
     meta.lastActivityAt = T0 + 60_000;
     expect(decideTick(meta, T, T0 + T.tokenTtlMs / 2)).toEqual([{ type: 'renew_token' }]);
-    expect(decideTick(meta, T, T0 + 60_000 + LIMITS.idleMs)).toEqual([{ type: 'renew_token' }, { type: 'stop_runner', reason: 'idle for 15 min' }]);
+    expect(decideTick(meta, T, T0 + 60_000 + LIMITS.idleMs)).toEqual([
+      { type: 'renew_token' },
+      { type: 'stop_runner', reason: 'idle for 15 min' },
+    ]);
   });
 
   test('max lifetime stops a runner that is never idle long enough', () => {
     const meta = welcomed(T0);
     meta.launch!.tokenRenewAt = null;
     meta.lastActivityAt = T0 + LIMITS.maxLifetimeMs - 1;
-    expect(decideTick(meta, T, T0 + LIMITS.maxLifetimeMs)).toEqual([{ type: 'stop_runner', reason: 'reached the maximum session lifetime' }]);
+    expect(decideTick(meta, T, T0 + LIMITS.maxLifetimeMs)).toEqual([
+      { type: 'stop_runner', reason: 'reached the maximum session lifetime' },
+    ]);
   });
 
   test('a running turn is never stopped for idleness or lifetime; a stopping runner is not stopped twice', () => {
@@ -226,9 +244,13 @@ describe('exitedReason', () => {
     expect(exitedReason({ state: 'stopped', exitCode: 2, reason: 'bad config' }, meta.launch!)).toBe(
       'the runner exited before connecting (exit code 2: bad config)',
     );
-    expect(exitedReason({ state: 'stopped' }, meta.launch!)).toBe('the runner exited before connecting (no reason given)');
+    expect(exitedReason({ state: 'stopped' }, meta.launch!)).toBe(
+      'the runner exited before connecting (no reason given)',
+    );
     meta.launch!.welcomedAt = T0;
-    expect(exitedReason({ state: 'unknown' }, meta.launch!)).toBe('the runner exited after its link dropped (the launcher has no record of it)');
+    expect(exitedReason({ state: 'unknown' }, meta.launch!)).toBe(
+      'the runner exited after its link dropped (the launcher has no record of it)',
+    );
   });
 });
 
@@ -261,9 +283,16 @@ describe('the end of a launch', () => {
       reason: 'runner stopped (idle)',
       lost: { code: 'runner_lost', message: 'the runner stopped before the turn finished (idle)', retryable: true },
     });
-    expect(byeOutcome({ type: 'bye', reason: 'hub_shutdown', lastSeq: 4 }, 4, 'idle for 15 min').reason).toBe('idle for 15 min');
+    expect(byeOutcome({ type: 'bye', reason: 'hub_shutdown', lastSeq: 4 }, 4, 'idle for 15 min').reason).toBe(
+      'idle for 15 min',
+    );
     const fatal = byeOutcome(
-      { type: 'bye', reason: 'buffer_overflow', lastSeq: 9, error: { code: 'buffer_overflow', message: 'too much', retryable: false } },
+      {
+        type: 'bye',
+        reason: 'buffer_overflow',
+        lastSeq: 9,
+        error: { code: 'buffer_overflow', message: 'too much', retryable: false },
+      },
       6,
       'idle for 15 min',
     );
@@ -285,12 +314,19 @@ describe('closesTurn (exactly one turn.done per message)', () => {
   const done = { type: 'turn.done', stopReason: 'end_turn' } as const;
   test('a turn.done for the running turn, or without a messageId, closes it', () => {
     expect(closesTurn(newTurn('m1'), [{ event: done, messageId: 'm1' }])).toBe(true);
-    expect(closesTurn(newTurn('m1'), [{ event: { type: 'text.delta', index: 0, text: 'x' }, messageId: 'm1' }, { event: done }])).toBe(true);
+    expect(
+      closesTurn(newTurn('m1'), [
+        { event: { type: 'text.delta', index: 0, text: 'x' }, messageId: 'm1' },
+        { event: done },
+      ]),
+    ).toBe(true);
   });
 
   test("another message's turn.done, other events, or no turn at all close nothing", () => {
     expect(closesTurn(newTurn('m2'), [{ event: done, messageId: 'm1' }])).toBe(false);
-    expect(closesTurn(newTurn('m1'), [{ event: { type: 'text.delta', index: 0, text: 'x' }, messageId: 'm1' }])).toBe(false);
+    expect(closesTurn(newTurn('m1'), [{ event: { type: 'text.delta', index: 0, text: 'x' }, messageId: 'm1' }])).toBe(
+      false,
+    );
     expect(closesTurn(null, [{ event: done, messageId: 'm1' }])).toBe(false);
   });
 });

@@ -1,6 +1,13 @@
 import type { AgentCodec, CliExit, UserMessage } from '../adapter.ts';
 import { TurnTracker } from '../codec-base.ts';
-import { capOutput, type AgentEvent, type ContentBlock, type ErrorInfo, type StopReason, type Usage } from '../events.ts';
+import {
+  capOutput,
+  type AgentEvent,
+  type ContentBlock,
+  type ErrorInfo,
+  type StopReason,
+  type Usage,
+} from '../events.ts';
 import { arr, head, isObj, nonNegInt, num, obj, str, type Obj } from '../json-fields.ts';
 import { classifyProviderError, parseProviderErrorText, type ProviderErrorFacts } from '../provider-errors.ts';
 
@@ -84,7 +91,8 @@ export class ClaudeCodec implements AgentCodec {
         return this.result(msg);
       case 'assistant':
         // A synthetic message (claude's own text for a failed request) carries its error category.
-        if (typeof msg.error === 'string' && msg.error !== 'unknown' && obj(msg, 'message')?.model === '<synthetic>') this.providerFacts.type = msg.error;
+        if (typeof msg.error === 'string' && msg.error !== 'unknown' && obj(msg, 'message')?.model === '<synthetic>')
+          this.providerFacts.type = msg.error;
         // Otherwise `assistant` snapshots repeat what the stream already delivered (invariant 2).
         return [];
       default:
@@ -122,7 +130,14 @@ export class ClaudeCodec implements AgentCodec {
       const status = num(msg, 'error_status');
       const error = msg.error;
       // claude's category `unknown` (a cut stream, say) says nothing.
-      const type = typeof error === 'string' ? (error === 'unknown' ? undefined : error) : isObj(error) ? str(error, 'message') : undefined;
+      const type =
+        typeof error === 'string'
+          ? error === 'unknown'
+            ? undefined
+            : error
+          : isObj(error)
+            ? str(error, 'message')
+            : undefined;
       this.providerFacts = { status, type };
       const classified = providerError(this.providerFacts);
       if (classified && !classified.retryable) {
@@ -251,12 +266,24 @@ export class ClaudeCodec implements AgentCodec {
     const sessionId = str(msg, 'session_id');
     if (sessionId) this.sessionId = sessionId;
     if (msg.is_error === true || str(msg, 'subtype') !== 'success') {
-      const text = str(msg, 'result') ?? arr(msg, 'errors')?.filter((e) => typeof e === 'string').join('; ') ?? '';
+      const text =
+        str(msg, 'result') ??
+        arr(msg, 'errors')
+          ?.filter((e) => typeof e === 'string')
+          .join('; ') ??
+        '';
       const status = num(msg, 'api_error_status');
       // api_error_status is null when claude gives up on its own (three 529s): the last retry's status stands.
       // The key is present (null or a status) only when the turn ended on a failed model request.
-      const apiFailure = msg.api_error_status !== undefined || this.providerFacts.status !== undefined || this.providerFacts.type !== undefined;
-      const facts: ProviderErrorFacts = { ...this.providerFacts, ...(status !== undefined && { status }), message: text };
+      const apiFailure =
+        msg.api_error_status !== undefined ||
+        this.providerFacts.status !== undefined ||
+        this.providerFacts.type !== undefined;
+      const facts: ProviderErrorFacts = {
+        ...this.providerFacts,
+        ...(status !== undefined && { status }),
+        message: text,
+      };
       const message = head(text) || `claude ended the turn with ${str(msg, 'subtype') ?? 'an error'}`;
       return this.turn.close({
         stopReason: 'error',
@@ -314,6 +341,8 @@ function toolResultText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((b) => (isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : isObj(b) ? `[${String(b.type)}]` : ''))
+    .map((b) =>
+      isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : isObj(b) ? `[${String(b.type)}]` : '',
+    )
     .join('\n');
 }

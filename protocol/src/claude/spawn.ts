@@ -9,17 +9,22 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
   const args = [
     ...o.executable.prefixArgs,
     '-p',
-    '--input-format', 'stream-json',
-    '--output-format', 'stream-json',
+    '--input-format',
+    'stream-json',
+    '--output-format',
+    'stream-json',
     '--verbose',
     '--include-partial-messages',
     // Tools outside the list do not exist for the model; those inside run
     // without a permission prompt (headless), still behind the guard hook.
-    '--tools', tools.join(','),
-    '--allowedTools', tools.join(','),
+    '--tools',
+    tools.join(','),
+    '--allowedTools',
+    tools.join(','),
     // Only our --settings file counts: no user/project settings can add hooks
     // or permissions behind the runner's back.
-    '--setting-sources', '',
+    '--setting-sources',
+    '',
     '--disable-slash-commands',
   ];
   if (o.model) args.push('--model', o.model);

@@ -93,12 +93,17 @@ export class PiCodec implements AgentCodec {
       case 'auto_retry_start': {
         this.retrying = true;
         const errorMessage = str(msg, 'errorMessage');
-        const classified = errorMessage !== undefined ? classifyProviderError(parseProviderErrorText(errorMessage)) : undefined;
+        const classified =
+          errorMessage !== undefined ? classifyProviderError(parseProviderErrorText(errorMessage)) : undefined;
         if (classified && !classified.retryable) {
           // pi picks what to retry by a regex over the error text, so a 401 whose
           // body happens to contain "500" is retried; stop that, it cannot succeed.
           // Every time: an abort_retry that lands after the wait ended stops nothing.
-          this.turn.stopRetrying(classified, `${JSON.stringify({ id: nextId('abort-retry'), type: 'abort_retry' })}\n`, false);
+          this.turn.stopRetrying(
+            classified,
+            `${JSON.stringify({ id: nextId('abort-retry'), type: 'abort_retry' })}\n`,
+            false,
+          );
           return [];
         }
         return [
@@ -156,9 +161,14 @@ export class PiCodec implements AgentCodec {
     }
     const error = str(msg, 'error') ?? 'command failed';
     if (command === 'prompt') {
-      return this.turn.close({ stopReason: 'error', error: { code: 'cli_rejected', message: head(error), retryable: false } });
+      return this.turn.close({
+        stopReason: 'error',
+        error: { code: 'cli_rejected', message: head(error), retryable: false },
+      });
     }
-    return [{ type: 'error', code: 'cli_rejected', message: `${command ?? 'command'}: ${head(error)}`, retryable: false }];
+    return [
+      { type: 'error', code: 'cli_rejected', message: `${command ?? 'command'}: ${head(error)}`, retryable: false },
+    ];
   }
 
   private messageUpdate(msg: Obj): AgentEvent[] {
@@ -190,7 +200,13 @@ export class PiCodec implements AgentCodec {
         const events = this.startTool(index, id && name ? { id, name } : undefined);
         const tool = this.startedTools.get(index) ?? { id: id ?? `tool-${index}`, name: name ?? 'unknown' };
         this.startedTools.delete(index);
-        events.push({ type: 'tool.end', index, toolId: tool.id, name: tool.name, input: obj(call ?? {}, 'arguments') ?? {} });
+        events.push({
+          type: 'tool.end',
+          index,
+          toolId: tool.id,
+          name: tool.name,
+          input: obj(call ?? {}, 'arguments') ?? {},
+        });
         return events;
       }
       default:
@@ -206,7 +222,7 @@ export class PiCodec implements AgentCodec {
 
   private messageEnd(msg: Obj): AgentEvent[] {
     const message = obj(msg, 'message');
-    if (!message || message.role !== 'assistant') return [];
+    if (message?.role !== 'assistant') return [];
     this.startedTools.clear();
     const stopReason = str(message, 'stopReason') ?? 'stop';
     const errorMessage = str(message, 'errorMessage');
@@ -227,9 +243,18 @@ export class PiCodec implements AgentCodec {
   private toolResult(msg: Obj): AgentEvent[] {
     const result = obj(msg, 'result');
     const text = (arr(result ?? {}, 'content') ?? [])
-      .map((b) => (isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : isObj(b) ? `[${String(b.type)}]` : ''))
+      .map((b) =>
+        isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : isObj(b) ? `[${String(b.type)}]` : '',
+      )
       .join('\n');
-    return [{ type: 'tool.result', toolId: str(msg, 'toolCallId') ?? '', isError: msg.isError === true, output: capOutput(text) }];
+    return [
+      {
+        type: 'tool.result',
+        toolId: str(msg, 'toolCallId') ?? '',
+        isError: msg.isError === true,
+        output: capOutput(text),
+      },
+    ];
   }
 
   private agentEnd(): AgentEvent[] {
@@ -250,7 +275,10 @@ export class PiCodec implements AgentCodec {
     return this.closeTurn({ stopReason: 'error', errorMessage: finalError }, wasRetrying);
   }
 
-  private closeTurn(last: { stopReason: string; errorMessage?: string } | undefined, retriesExhausted = false): AgentEvent[] {
+  private closeTurn(
+    last: { stopReason: string; errorMessage?: string } | undefined,
+    retriesExhausted = false,
+  ): AgentEvent[] {
     const stopReason = STOP_REASONS[last?.stopReason ?? 'stop'] ?? 'unknown';
     const t = this.totals;
     const common = {
@@ -264,7 +292,11 @@ export class PiCodec implements AgentCodec {
       durationMs: Date.now() - t.startedAt,
     };
     if (stopReason === 'error') {
-      return this.turn.close({ stopReason, ...common, error: providerError(last?.errorMessage ?? 'unknown error', retriesExhausted) });
+      return this.turn.close({
+        stopReason,
+        ...common,
+        error: providerError(last?.errorMessage ?? 'unknown error', retriesExhausted),
+      });
     }
     return this.turn.close({ stopReason, ...common });
   }
@@ -293,9 +325,15 @@ function translateContent(content: unknown[]): ContentBlock[] {
   for (const b of content) {
     if (!isObj(b)) continue;
     if (b.type === 'text' && typeof b.text === 'string') blocks.push({ type: 'text', text: b.text });
-    else if (b.type === 'thinking' && typeof b.thinking === 'string') blocks.push({ type: 'thinking', text: b.thinking });
+    else if (b.type === 'thinking' && typeof b.thinking === 'string')
+      blocks.push({ type: 'thinking', text: b.thinking });
     else if (b.type === 'toolCall') {
-      blocks.push({ type: 'tool_use', id: str(b, 'id') ?? '', name: str(b, 'name') ?? '', input: obj(b, 'arguments') ?? {} });
+      blocks.push({
+        type: 'tool_use',
+        id: str(b, 'id') ?? '',
+        name: str(b, 'name') ?? '',
+        input: obj(b, 'arguments') ?? {},
+      });
     }
   }
   return blocks;
@@ -306,5 +344,12 @@ function optionalNum<K extends string>(key: K, v: number | undefined): Partial<R
 }
 
 function emptyTotals(): TurnTotals {
-  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, startedAt: Date.now() };
+  return {
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    costUsd: 0,
+    startedAt: Date.now(),
+  };
 }

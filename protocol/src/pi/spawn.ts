@@ -11,9 +11,12 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
   const tools = o.allowedTools ?? PI_DEFAULT_TOOLS;
   const args = [
     ...o.executable.prefixArgs,
-    '--mode', 'rpc',
-    '--provider', PI_PROVIDER,
-    '--model', model,
+    '--mode',
+    'rpc',
+    '--provider',
+    PI_PROVIDER,
+    '--model',
+    model,
     // Discovery off; only the guard (explicit -e) may load. A `/command` from
     // an extension would bypass every hook, so nothing else is allowed in.
     '--no-extensions',
@@ -22,7 +25,8 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
     '--no-context-files',
     '--no-themes',
     '--offline',
-    '--tools', tools.join(','),
+    '--tools',
+    tools.join(','),
   ];
   if (o.guard) args.push('-e', o.guard.file);
   if (o.oneShot) args.push('--no-session');
@@ -44,7 +48,14 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
   // provider.maxRetries 0: the SDK's own retries are invisible on the rpc
   // stream; pi's agent-level retries emit auto_retry_* and become turn.retry.
   const settings = o.retry
-    ? { retry: { enabled: true, maxRetries: o.retry.maxRetries, baseDelayMs: o.retry.baseDelayMs, provider: { maxRetries: 0 } } }
+    ? {
+        retry: {
+          enabled: true,
+          maxRetries: o.retry.maxRetries,
+          baseDelayMs: o.retry.baseDelayMs,
+          provider: { maxRetries: 0 },
+        },
+      }
     : { retry: { enabled: true, provider: { maxRetries: 0 } } };
   return {
     command: o.executable.command,

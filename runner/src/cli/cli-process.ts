@@ -2,7 +2,14 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants } from 'node:fs';
 import { mkdir, open, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { JsonlSplitter, type AgentCodec, type AgentEvent, type CliExit, type SpawnSpec, type UserMessage } from '@switchyard/protocol';
+import {
+  JsonlSplitter,
+  type AgentCodec,
+  type AgentEvent,
+  type CliExit,
+  type SpawnSpec,
+  type UserMessage,
+} from '@switchyard/protocol';
 
 /** How much of the CLI's stderr is kept: its head is what explains a failure. */
 const STDERR_KEEP = 8 * 1024;
@@ -44,7 +51,8 @@ export class CliProcess {
     };
     child.stdout.on('data', (chunk: Buffer) => emitLines(splitter.push(chunk)));
     child.stderr.on('data', (chunk: Buffer) => {
-      if (this.stderr.length < STDERR_KEEP) this.stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - this.stderr.length);
+      if (this.stderr.length < STDERR_KEEP)
+        this.stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - this.stderr.length);
     });
     // stdin errors (EPIPE after the CLI died) surface through the exit path.
     child.stdin.on('error', () => {});
@@ -135,7 +143,11 @@ export async function writeConfigFile(file: { path: string; content: string; mod
     if (err.code !== 'ENOENT') throw err;
   });
   const mode = file.mode ?? 0o644;
-  const fh = await open(file.path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  const fh = await open(
+    file.path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
   try {
     await fh.writeFile(file.content);
     // The umask may have narrowed the mode given to open; through the handle, never the path.
@@ -144,4 +156,3 @@ export async function writeConfigFile(file: { path: string; content: string; mod
     await fh.close();
   }
 }
-

@@ -32,5 +32,7 @@ function packageDir(name: string): string {
 
 function readVersion(dir: string): string {
   const pkg: unknown = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  return typeof pkg === 'object' && pkg !== null && 'version' in pkg && typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  return typeof pkg === 'object' && pkg !== null && 'version' in pkg && typeof pkg.version === 'string'
+    ? pkg.version
+    : 'unknown';
 }

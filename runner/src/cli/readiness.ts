@@ -23,7 +23,7 @@ export function readinessFor(backend: Backend): Readiness {
   return {
     lines: [`${JSON.stringify(request)}\n`],
     // The cheap substring test runs on every line; JSON is parsed only for a likely match.
-    isReady: (line) => line !== undefined && line.includes(requestId) && isControlResponse(line, requestId),
+    isReady: (line) => line?.includes(requestId) === true && isControlResponse(line, requestId),
   };
 }
 
@@ -32,7 +32,9 @@ function isControlResponse(line: string, requestId: string): boolean {
     const msg: unknown = JSON.parse(line);
     if (typeof msg !== 'object' || msg === null || !('type' in msg) || msg.type !== 'control_response') return false;
     const response = 'response' in msg ? msg.response : undefined;
-    return typeof response === 'object' && response !== null && 'request_id' in response && response.request_id === requestId;
+    return (
+      typeof response === 'object' && response !== null && 'request_id' in response && response.request_id === requestId
+    );
   } catch {
     return false;
   }

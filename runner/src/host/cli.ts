@@ -25,7 +25,14 @@ const RUNNER_BIN = resolve(import.meta.dirname, '..', '..', 'bin', 'switchyard-r
 export function taskBaseEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const keep = new Set(['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TERM', 'TMPDIR', 'ANTHROPIC_API_KEY']);
   // Per-session values come only from the container overrides; the dev admin's password is not a runner's business.
-  const never = new Set(['SWITCHYARD_HUB_URL', 'SWITCHYARD_SESSION_ID', 'SWITCHYARD_RUNNER_TOKEN', 'SWITCHYARD_RUNNER_ID', 'SWITCHYARD_BACKEND', 'SWITCHYARD_ADMIN_PASSWORD']);
+  const never = new Set([
+    'SWITCHYARD_HUB_URL',
+    'SWITCHYARD_SESSION_ID',
+    'SWITCHYARD_RUNNER_TOKEN',
+    'SWITCHYARD_RUNNER_ID',
+    'SWITCHYARD_BACKEND',
+    'SWITCHYARD_ADMIN_PASSWORD',
+  ]);
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined) continue;
@@ -63,7 +70,10 @@ export async function hostMode(args: string[]): Promise<number> {
     return ExitCode.usage;
   }
   const stateDir = resolve(values['state-dir'] ?? mkdtempSync(join(tmpdir(), 'switchyard-host-')));
-  const log = (line: string) => process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: line, component: 'host' })}\n`);
+  const log = (line: string) =>
+    process.stderr.write(
+      `${JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: line, component: 'host' })}\n`,
+    );
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   let release: () => void;
   try {
@@ -113,13 +123,20 @@ export async function hostMode(args: string[]): Promise<number> {
  * The one credential pair the host accepts, taken out of its environment (nothing it spawns may
  * inherit it; taskBaseEnv drops SWITCHYARD_HOST_* as well), or generated into the state dir.
  */
-function hostCredentials(env: NodeJS.ProcessEnv, stateDir: string, log: (line: string) => void): { accessKeyId: string; secretAccessKey: string } {
+function hostCredentials(
+  env: NodeJS.ProcessEnv,
+  stateDir: string,
+  log: (line: string) => void,
+): { accessKeyId: string; secretAccessKey: string } {
   const accessKeyId = env.SWITCHYARD_HOST_ACCESS_KEY_ID;
   const secretAccessKey = env.SWITCHYARD_HOST_SECRET_ACCESS_KEY;
   delete env.SWITCHYARD_HOST_ACCESS_KEY_ID;
   delete env.SWITCHYARD_HOST_SECRET_ACCESS_KEY;
   if (accessKeyId && secretAccessKey) return { accessKeyId, secretAccessKey };
-  const generated = { accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(32).toString('base64url') };
+  const generated = {
+    accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`,
+    secretAccessKey: randomBytes(32).toString('base64url'),
+  };
   const file = join(stateDir, 'credentials.json');
   writeFileSync(file, `${JSON.stringify(generated)}\n`, { mode: 0o600 });
   log(`no SWITCHYARD_HOST_ACCESS_KEY_ID/SWITCHYARD_HOST_SECRET_ACCESS_KEY: sign requests with the pair in ${file}`);

@@ -56,7 +56,10 @@ export const RunTaskInput = z.object({
         .optional(),
     })
     .optional(),
-  tags: z.array(z.object({ key: z.string().min(1).max(128), value: z.string().max(256).optional() })).max(50).optional(),
+  tags: z
+    .array(z.object({ key: z.string().min(1).max(128), value: z.string().max(256).optional() }))
+    .max(50)
+    .optional(),
   propagateTags: z.enum(['TASK_DEFINITION', 'SERVICE', 'NONE']).optional(),
   enableExecuteCommand: z.boolean().optional(),
 });
@@ -127,7 +130,12 @@ export const LAUNCHER_OVERRIDES = LAUNCH_ENV_NAMES;
 /** The commands a task may be started with: the image's default (`serve`) and the launcher's probe. */
 function allowedCommand(command: string[]): boolean {
   if (command.length === 1 && command[0] === 'serve') return true;
-  return command.length === 3 && command[0] === 'probe' && command[1] === '--backend' && (command[2] === 'claude' || command[2] === 'pi');
+  return (
+    command.length === 3 &&
+    command[0] === 'probe' &&
+    command[1] === '--backend' &&
+    (command[2] === 'claude' || command[2] === 'pi')
+  );
 }
 
 type ContainerOverride = NonNullable<NonNullable<RunTaskInput['overrides']>['containerOverrides']>[number];
@@ -153,7 +161,10 @@ export function checkOverrides(
       env[kv.name] = kv.value;
     }
     if (o.command !== undefined) {
-      if (!allowedCommand(o.command)) throw invalidParameter('containerOverrides.command: the local runner host runs only `serve` and `probe --backend claude|pi`');
+      if (!allowedCommand(o.command))
+        throw invalidParameter(
+          'containerOverrides.command: the local runner host runs only `serve` and `probe --backend claude|pi`',
+        );
       command = o.command;
     }
   }
@@ -166,7 +177,9 @@ export const arn = {
   container: (region: string, cluster: string, id: string, containerId: string) =>
     `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:container/${cluster}/${id}/${containerId}`,
   taskDefinition: (region: string, family: string) =>
-    family.startsWith('arn:') ? family : `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:task-definition/${family.includes(':') ? family : `${family}:1`}`,
+    family.startsWith('arn:')
+      ? family
+      : `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:task-definition/${family.includes(':') ? family : `${family}:1`}`,
 };
 
 /** `name` or a cluster ARN → the name. */

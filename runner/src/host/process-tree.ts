@@ -123,7 +123,9 @@ export function claimStateDir(file: string, what: string): () => void {
       throw new Error(`${what} is in use by process ${holder.pid}; stop it first or use another directory`);
     }
   }
-  writeFileSync(file, `${JSON.stringify({ pid: process.pid, startTime: readProc(process.pid)?.startTime ?? 0 })}\n`, { mode: 0o600 });
+  writeFileSync(file, `${JSON.stringify({ pid: process.pid, startTime: readProc(process.pid)?.startTime ?? 0 })}\n`, {
+    mode: 0o600,
+  });
   return () => {
     try {
       const now = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown };

@@ -104,9 +104,11 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       const input = parseInput(RunTaskInput, body);
       const name = checkCluster(input.cluster);
       if ((input.count ?? 1) !== 1) throw invalidParameter('count: the local runner host starts one task per call');
-      if (input.launchType !== undefined && input.launchType !== 'FARGATE') throw invalidParameter('launchType: only FARGATE is served');
+      if (input.launchType !== undefined && input.launchType !== 'FARGATE')
+        throw invalidParameter('launchType: only FARGATE is served');
       const subnets = input.networkConfiguration?.awsvpcConfiguration.subnets ?? [];
-      if (subnets.length === 0) throw invalidParameter("Network Configuration must be provided when networkMode 'awsvpc' is specified.");
+      if (subnets.length === 0)
+        throw invalidParameter("Network Configuration must be provided when networkMode 'awsvpc' is specified.");
       const { env, command } = checkOverrides(input.overrides?.containerOverrides ?? [], containerName, overrideNames);
       const task = tasks.run({
         region,
@@ -139,7 +141,11 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
         const id = taskId(ref);
         const task = id === undefined ? undefined : tasks.get(id);
         if (task) found.push(tasks.view(task));
-        else failures.push({ arn: ref.startsWith('arn:') ? ref : `arn:aws:ecs:${region}:000000000000:task/${name}/${ref}`, reason: 'MISSING' });
+        else
+          failures.push({
+            arn: ref.startsWith('arn:') ? ref : `arn:aws:ecs:${region}:000000000000:task/${name}/${ref}`,
+            reason: 'MISSING',
+          });
       }
       return { tasks: found, failures };
     },
@@ -177,7 +183,11 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
         record.status = status;
         opts.onRequest?.(record);
         const text = JSON.stringify(payload);
-        res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'x-amzn-requestid': randomUUID() });
+        res.writeHead(status, {
+          'content-type': contentType,
+          'content-length': Buffer.byteLength(text),
+          'x-amzn-requestid': randomUUID(),
+        });
         res.end(text);
       };
       const fail = (err: unknown) => {
@@ -188,12 +198,22 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       const route = async () => {
         if (size > MAX_BODY) throw new EcsError(413, 'SerializationException', 'request body too large');
         if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true }, 'application/json');
-        const known = (req.method === 'GET' && path === '/switchyard/tasks') || (req.method === 'POST' && (path === '/switchyard/probe' || path === '/'));
+        const known =
+          (req.method === 'GET' && path === '/switchyard/tasks') ||
+          (req.method === 'POST' && (path === '/switchyard/probe' || path === '/'));
         if (!known) throw new EcsError(404, 'UnknownOperationException', `no route for ${req.method} ${path}`);
-        const auth = await verifySigV4({ method: req.method ?? '', target: requestTarget, headers, body: raw }, opts.credentials, { service: 'ecs' });
+        const auth = await verifySigV4(
+          { method: req.method ?? '', target: requestTarget, headers, body: raw },
+          opts.credentials,
+          { service: 'ecs' },
+        );
         if (!auth.ok) {
           opts.log?.(`refused ${req.method} ${path}: ${auth.type}`);
-          throw new EcsError(auth.type === 'UnrecognizedClientException' || auth.type === 'InvalidSignatureException' ? 403 : 400, auth.type, auth.message);
+          throw new EcsError(
+            auth.type === 'UnrecognizedClientException' || auth.type === 'InvalidSignatureException' ? 403 : 400,
+            auth.type,
+            auth.message,
+          );
         }
         const { region } = auth;
         if (path === '/switchyard/tasks') return send(200, { tasks: tasks.list() }, 'application/json');
@@ -202,8 +222,14 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
           throw new EcsError(400, 'SerializationException', `Content-Type must be ${JSON_11}`);
         }
         const op = target?.startsWith(TARGET_PREFIX) ? operations[target.slice(TARGET_PREFIX.length)] : undefined;
-        if (!op) throw new EcsError(400, 'UnknownOperationException', `unsupported operation ${target ?? '(no X-Amz-Target)'}`);
-        if (body === null || typeof body !== 'object') throw new EcsError(400, 'SerializationException', 'body must be a JSON object');
+        if (!op)
+          throw new EcsError(
+            400,
+            'UnknownOperationException',
+            `unsupported operation ${target ?? '(no X-Amz-Target)'}`,
+          );
+        if (body === null || typeof body !== 'object')
+          throw new EcsError(400, 'SerializationException', 'body must be a JSON object');
         send(200, op(body, region));
       };
       route().catch(fail);

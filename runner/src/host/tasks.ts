@@ -163,7 +163,9 @@ export class TaskManager {
       task.startedAt = Date.now();
       if (task.lastStatus === 'PROVISIONING') task.lastStatus = 'RUNNING';
       this.persist(task);
-      this.opts.log?.(`task ${task.id} RUNNING pid ${task.pid} (${s.args.slice(this.opts.entrypoint.args.length).join(' ')}); log ${task.logPath}`);
+      this.opts.log?.(
+        `task ${task.id} RUNNING pid ${task.pid} (${s.args.slice(this.opts.entrypoint.args.length).join(' ')}); log ${task.logPath}`,
+      );
       child.once('exit', (code, signal) => void this.exited(task, code, signal));
       this.ensureSampler();
       // A StopTask that arrived while spawning.
@@ -246,7 +248,12 @@ export class TaskManager {
   private persist(task: Task): void {
     if (task.pid === undefined) return;
     const self = readProc(task.pid);
-    const record: RunningRecord = { id: task.id, pid: task.pid, startTime: self?.startTime ?? 0, groups: [...task.groups] };
+    const record: RunningRecord = {
+      id: task.id,
+      pid: task.pid,
+      startTime: self?.startTime ?? 0,
+      groups: [...task.groups],
+    };
     try {
       writeFileSync(join(this.opts.stateDir, 'running', `${task.id}.json`), JSON.stringify(record));
     } catch {

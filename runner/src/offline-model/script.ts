@@ -28,7 +28,9 @@ export const MessagesRequestSchema = z.looseObject({
     .optional(),
   stream: z.boolean().optional(),
   max_tokens: z.number().optional(),
-  output_config: z.looseObject({ format: z.looseObject({ type: z.string(), schema: z.unknown().optional() }).optional() }).optional(),
+  output_config: z
+    .looseObject({ format: z.looseObject({ type: z.string(), schema: z.unknown().optional() }).optional() })
+    .optional(),
 });
 export type MessagesRequest = z.infer<typeof MessagesRequestSchema>;
 
@@ -293,7 +295,10 @@ export function mapTool(script: ToolScript, req: MessagesRequest): ToolCall {
       const p = t && param(t, PARAM_NAMES.path);
       if (!t || !p) return none(script.tool === 'read' ? 'read a file' : 'write a file');
       if (script.tool === 'read') return { name: t.name, input: { [p]: pathFor(p, script.path) } };
-      const c = param(t, PARAM_NAMES.content.filter((x) => x !== p));
+      const c = param(
+        t,
+        PARAM_NAMES.content.filter((x) => x !== p),
+      );
       if (!c) return none('write a file');
       return { name: t.name, input: { [p]: pathFor(p, script.path), [c]: script.content } };
     }
@@ -304,7 +309,10 @@ export function mapTool(script: ToolScript, req: MessagesRequest): ToolCall {
       const glob = findTool(tools, TOOL_NAMES.glob);
       const pattern = glob && param(glob, PARAM_NAMES.pattern);
       if (glob && pattern) {
-        const dir = param(glob, PARAM_NAMES.dir.filter((x) => x !== pattern));
+        const dir = param(
+          glob,
+          PARAM_NAMES.dir.filter((x) => x !== pattern),
+        );
         return dir
           ? { name: glob.name, input: { [pattern]: '*', [dir]: script.path } }
           : { name: glob.name, input: { [pattern]: `${script.path.replace(/\/+$/, '')}/*` } };
@@ -334,7 +342,12 @@ const ERROR_TYPES: Record<number, [type: string, message: string]> = {
 };
 
 export function errorTypeFor(status: number): [type: string, message: string] {
-  return ERROR_TYPES[status] ?? (status >= 500 ? ['api_error', 'Internal server error'] : ['invalid_request_error', 'Invalid request (offline model).']);
+  return (
+    ERROR_TYPES[status] ??
+    (status >= 500
+      ? ['api_error', 'Internal server error']
+      : ['invalid_request_error', 'Invalid request (offline model).'])
+  );
 }
 
 /** Deterministic token estimate: about four characters a token. */
@@ -344,7 +357,9 @@ export function estimateTokens(chars: number): number {
 
 export function inputTokens(req: MessagesRequest): number {
   const chars =
-    JSON.stringify(req.system ?? '').length + JSON.stringify(req.messages).length + JSON.stringify(req.tools ?? []).length;
+    JSON.stringify(req.system ?? '').length +
+    JSON.stringify(req.messages).length +
+    JSON.stringify(req.tools ?? []).length;
   return estimateTokens(chars);
 }
 
@@ -421,7 +436,11 @@ export type DecideInput = {
  */
 export function decideReply(req: MessagesRequest, input: DecideInput): Reply {
   const model = req.model ?? 'offline-1';
-  const message = (steps: ReplyStep[], source: ReplySource, pace: { chunks?: number; delayMs?: number } = {}): MessageReply => ({
+  const message = (
+    steps: ReplyStep[],
+    source: ReplySource,
+    pace: { chunks?: number; delayMs?: number } = {},
+  ): MessageReply => ({
     kind: 'message',
     id: `msg_offline_${input.seq}`,
     model,
@@ -440,7 +459,11 @@ export function decideReply(req: MessagesRequest, input: DecideInput): Reply {
   let source: ReplySource = 'queue';
   if (!script && !results) {
     const d = findDirective(req);
-    if (d && !d.ok) return message([{ type: 'text', text: `Offline model: bad ${DIRECTIVE_PREFIX} directive: ${d.error}` }], 'bad-directive');
+    if (d && !d.ok)
+      return message(
+        [{ type: 'text', text: `Offline model: bad ${DIRECTIVE_PREFIX} directive: ${d.error}` }],
+        'bad-directive',
+      );
     if (d) {
       script = d.script;
       source = 'directive';
@@ -463,15 +486,25 @@ function fromScript(
 ): Reply {
   if ('error' in script) {
     const [errorType, msg] = errorTypeFor(script.error);
-    const reply: ErrorReply = { kind: 'error', status: script.error, errorType, message: script.message ?? msg, source };
+    const reply: ErrorReply = {
+      kind: 'error',
+      status: script.error,
+      errorType,
+      message: script.message ?? msg,
+      source,
+    };
     if (script.retryAfter !== undefined) reply.retryAfter = script.retryAfter;
     return reply;
   }
   if ('cut' in script) {
-    return message([{ type: 'text', text: script.text ?? 'This reply is cut off in the mid' }, { type: 'cut' }], source);
+    return message(
+      [{ type: 'text', text: script.text ?? 'This reply is cut off in the mid' }, { type: 'cut' }],
+      source,
+    );
   }
   const steps: ReplyStep[] = [];
-  if (script.thinking !== undefined) steps.push({ type: 'thinking', thinking: script.thinking, signature: THINKING_SIGNATURE });
+  if (script.thinking !== undefined)
+    steps.push({ type: 'thinking', thinking: script.thinking, signature: THINKING_SIGNATURE });
   if ('tool' in script) {
     const call = mapTool(script, req);
     if ('unavailable' in call) {

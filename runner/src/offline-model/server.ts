@@ -158,7 +158,12 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
   }
 
   async function stream(res: http.ServerResponse, reply: MessageReply, headers: Record<string, string>): Promise<void> {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      ...headers,
+    });
     for (const chunk of encodeStream(reply)) {
       if (res.destroyed) return; // the client hung up (an interrupt): stop writing
       if (chunk.kind === 'cut') {
@@ -172,7 +177,11 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
     res.end();
   }
 
-  async function respond(res: http.ServerResponse, reply: MessageReply, headers: Record<string, string>): Promise<void> {
+  async function respond(
+    res: http.ServerResponse,
+    reply: MessageReply,
+    headers: Record<string, string>,
+  ): Promise<void> {
     if (!(await pause(totalDelayMs(reply), res))) return;
     if (reply.steps.some((s) => s.type === 'cut')) {
       // Promise the whole body, deliver half: the client sees a truncated response.
@@ -186,11 +195,16 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
 
   async function handleAdmin(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> {
     if (!controlAllowed(req)) {
-      throw new HttpFailure(401, 'authentication_error', 'the offline model control routes need Authorization: Bearer <control token> (SWITCHYARD_OFFLINE_CONTROL_TOKEN)');
+      throw new HttpFailure(
+        401,
+        'authentication_error',
+        'the offline model control routes need Authorization: Bearer <control token> (SWITCHYARD_OFFLINE_CONTROL_TOKEN)',
+      );
     }
     if (req.method === 'POST' && path === '/_offline/queue') {
       const parsed = QueueBody.safeParse(parseJson(await readBody(req)));
-      if (!parsed.success) throw new HttpFailure(400, 'invalid_request_error', z.prettifyError(parsed.error).replace(/\s+/g, ' '));
+      if (!parsed.success)
+        throw new HttpFailure(400, 'invalid_request_error', z.prettifyError(parsed.error).replace(/\s+/g, ' '));
       queue.push(...parsed.data);
       sendJson(res, 200, { queued: queue.length });
     } else if (req.method === 'GET' && path === '/_offline/queue') {
@@ -212,7 +226,14 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
     const method = req.method ?? 'GET';
     if (path.startsWith('/_offline/')) return handleAdmin(req, res, path);
 
-    const rec: RecordedRequest = { method, path, url, headers: flatHeaders(req.headers), body: null, receivedAt: Date.now() };
+    const rec: RecordedRequest = {
+      method,
+      path,
+      url,
+      headers: flatHeaders(req.headers),
+      body: null,
+      receivedAt: Date.now(),
+    };
     recorded.push(rec);
     try {
       await route(req, res, rec);
@@ -242,7 +263,8 @@ export async function startOfflineModel(options: StartOptions = {}): Promise<Off
       const body = parseJson(raw);
       if (path === '/v1/messages') return handleMessages(res, rec, body);
       const parsed = MessagesRequestSchema.safeParse(body);
-      if (!parsed.success) throw new HttpFailure(400, 'invalid_request_error', z.prettifyError(parsed.error).replace(/\s+/g, ' '));
+      if (!parsed.success)
+        throw new HttpFailure(400, 'invalid_request_error', z.prettifyError(parsed.error).replace(/\s+/g, ' '));
       ok({ input_tokens: inputTokens(parsed.data) });
     } else {
       throw new HttpFailure(404, 'not_found_error', `Not found: ${method} ${path}`);

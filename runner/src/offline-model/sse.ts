@@ -66,19 +66,28 @@ export function encodeStream(reply: MessageReply): StreamChunk[] {
       out.push({ kind: 'cut' });
       return out;
     }
-    const delta = (d: Record<string, unknown>): void => write(sseEvent('content_block_delta', { index: i, delta: d }), true);
+    const delta = (d: Record<string, unknown>): void =>
+      write(sseEvent('content_block_delta', { index: i, delta: d }), true);
     if (step.type === 'thinking') {
-      write(sseEvent('content_block_start', { index: i, content_block: { type: 'thinking', thinking: '', signature: '' } }));
+      write(
+        sseEvent('content_block_start', { index: i, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+      );
       for (const piece of splitChunks(step.thinking, reply.chunks)) delta({ type: 'thinking_delta', thinking: piece });
       delta({ type: 'signature_delta', signature: step.signature });
     } else if (step.type === 'text') {
       write(sseEvent('content_block_start', { index: i, content_block: { type: 'text', text: '' } }));
       for (const piece of splitChunks(step.text, reply.chunks)) delta({ type: 'text_delta', text: piece });
     } else {
-      write(sseEvent('content_block_start', { index: i, content_block: { type: 'tool_use', id: step.id, name: step.name, input: {} } }));
+      write(
+        sseEvent('content_block_start', {
+          index: i,
+          content_block: { type: 'tool_use', id: step.id, name: step.name, input: {} },
+        }),
+      );
       // The real API opens tool input with an empty fragment; clients must cope, so we do the same.
       delta({ type: 'input_json_delta', partial_json: '' });
-      for (const piece of splitChunks(JSON.stringify(step.input), reply.chunks)) delta({ type: 'input_json_delta', partial_json: piece });
+      for (const piece of splitChunks(JSON.stringify(step.input), reply.chunks))
+        delta({ type: 'input_json_delta', partial_json: piece });
     }
     // A cut right after a block means "mid-block": leave it open.
     if (reply.steps[i + 1]?.type === 'cut') {
@@ -131,5 +140,9 @@ export type HttpError = { status: number; headers: Record<string, string>; body:
 export function encodeError(reply: Pick<ErrorReply, 'status' | 'errorType' | 'message' | 'retryAfter'>): HttpError {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (reply.retryAfter !== undefined) headers['retry-after'] = String(reply.retryAfter);
-  return { status: reply.status, headers, body: { type: 'error', error: { type: reply.errorType, message: reply.message } } };
+  return {
+    status: reply.status,
+    headers,
+    body: { type: 'error', error: { type: reply.errorType, message: reply.message } },
+  };
 }

@@ -42,10 +42,18 @@ export async function guardSelfTest(sandbox: Sandbox): Promise<CanaryResult> {
 async function claudeHookBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<CanaryResult> {
   const guard = sandbox.guardOption('claude');
   if (!guard) return { ok: false, problem: 'the guard is disabled' };
-  const input = JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: '/proc/self/environ' }, cwd: policy.workspace });
+  const input = JSON.stringify({
+    hook_event_name: 'PreToolUse',
+    tool_name: 'Read',
+    tool_input: { file_path: '/proc/self/environ' },
+    cwd: policy.workspace,
+  });
   const command = claudeHookCommand(guard);
   return new Promise((resolve) => {
-    const child = spawn('/bin/sh', ['-c', command], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...policyEnv(policy) }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', command], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...policyEnv(policy) },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), SELF_TEST_TIMEOUT_MS);
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -55,7 +63,11 @@ async function claudeHookBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<
     child.on('close', (code) => {
       clearTimeout(timer);
       if (code === 2 && stderr.startsWith(DENY_PREFIX)) resolve({ ok: true });
-      else resolve({ ok: false, problem: `the claude guard hook ${guard.file} did not block the canary (exit ${code}): ${stderr.trim().slice(0, 300)}` });
+      else
+        resolve({
+          ok: false,
+          problem: `the claude guard hook ${guard.file} did not block the canary (exit ${code}): ${stderr.trim().slice(0, 300)}`,
+        });
     });
   });
 }
@@ -66,13 +78,20 @@ async function piExtensionBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise
   try {
     process.env[POLICY_ENV] = JSON.stringify(policy);
     const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
-    if (typeof mod.default !== 'function') return { ok: false, problem: `the pi guard extension ${file} has no default export` };
+    if (typeof mod.default !== 'function')
+      return { ok: false, problem: `the pi guard extension ${file} has no default export` };
     const handlers: Array<(e: unknown, ctx: unknown) => unknown> = [];
-    await (mod.default as (api: unknown) => unknown)({ on: (name: string, h: (e: unknown, ctx: unknown) => unknown) => name === 'tool_call' && handlers.push(h) });
+    await (mod.default as (api: unknown) => unknown)({
+      on: (name: string, h: (e: unknown, ctx: unknown) => unknown) => name === 'tool_call' && handlers.push(h),
+    });
     const [handler] = handlers;
     if (!handler) return { ok: false, problem: `the pi guard extension ${file} registered no tool_call handler` };
-    const answer = (await handler({ toolName: 'read', input: { path: '/proc/self/environ' } }, { cwd: policy.workspace })) as { block?: unknown; reason?: unknown } | undefined;
-    if (answer?.block === true && typeof answer.reason === 'string' && answer.reason.startsWith(DENY_PREFIX)) return { ok: true };
+    const answer = (await handler(
+      { toolName: 'read', input: { path: '/proc/self/environ' } },
+      { cwd: policy.workspace },
+    )) as { block?: unknown; reason?: unknown } | undefined;
+    if (answer?.block === true && typeof answer.reason === 'string' && answer.reason.startsWith(DENY_PREFIX))
+      return { ok: true };
     return { ok: false, problem: `the pi guard extension ${file} did not block the canary` };
   } catch (err) {
     return { ok: false, problem: `the pi guard extension ${file} does not load: ${(err as Error).message}` };
@@ -106,7 +125,11 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
     // The allowed read proves the guard is not simply refusing everything (a broken guard fails closed, but is broken).
     const allowedToken = `switchyard-allowed-${randomBytes(12).toString('hex')}`;
     await writeFile(join(dirs.workspace, 'allowed.txt'), allowedToken);
-    model.enqueue({ tool: 'read', path: canaryFile }, { tool: 'read', path: join(dirs.workspace, 'allowed.txt') }, { text: 'canary done' });
+    model.enqueue(
+      { tool: 'read', path: canaryFile },
+      { tool: 'read', path: join(dirs.workspace, 'allowed.txt') },
+      { text: 'canary done' },
+    );
     const adapter = adapterFor(o.backend);
     route = await startModelRoute(o.sandbox.mode, model.url, undefined);
     const spec = await o.sandbox.prepare(
@@ -140,18 +163,36 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
     ]);
     clearTimeout(timer);
     const seen = JSON.stringify(events);
-    if (seen.includes(token)) return { ok: false, problem: `the guard let the canary read through: ${o.backend} read ${canaryFile}` };
+    if (seen.includes(token))
+      return { ok: false, problem: `the guard let the canary read through: ${o.backend} read ${canaryFile}` };
     const results = events.filter((e): e is Extract<AgentEvent, { type: 'tool.result' }> => e.type === 'tool.result');
     const [result, allowed] = results;
     if (result?.isError && result.output.includes(DENY_PREFIX)) {
       if (allowed && !allowed.isError && allowed.output.includes(allowedToken)) return { ok: true };
-      return { ok: false, problem: `the guard blocked the canary but also refused a read inside the workspace: ${allowed ? allowed.output.slice(0, 300) : 'no second call was made'}` };
+      return {
+        ok: false,
+        problem: `the guard blocked the canary but also refused a read inside the workspace: ${allowed ? allowed.output.slice(0, 300) : 'no second call was made'}`,
+      };
     }
     const exit = proc.running ? undefined : await proc.exited;
-    const stderr = exit ? exit.stderrHead.trim().split('\n').filter((l) => l.trim() !== '').slice(0, 3).join(' ') : '';
+    const stderr = exit
+      ? exit.stderrHead
+          .trim()
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .slice(0, 3)
+          .join(' ')
+      : '';
     if (outcome === 'timeout') return { ok: false, problem: 'the canary run timed out' };
-    if (exit) return { ok: false, problem: `the CLI exited during the canary run (code ${exit.code}${stderr ? `: ${stderr.slice(0, 500)}` : ''})` };
-    return { ok: false, problem: `the guard did not refuse the canary call (${result ? result.output.slice(0, 200) : 'no tool call was made'})` };
+    if (exit)
+      return {
+        ok: false,
+        problem: `the CLI exited during the canary run (code ${exit.code}${stderr ? `: ${stderr.slice(0, 500)}` : ''})`,
+      };
+    return {
+      ok: false,
+      problem: `the guard did not refuse the canary call (${result ? result.output.slice(0, 200) : 'no tool call was made'})`,
+    };
   } catch (err) {
     return { ok: false, problem: (err as Error).message };
   } finally {

@@ -6,7 +6,13 @@
 // lives only in this process's memory: never in the CLI's environment, argv
 // or files, never in a log line or an error body.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
@@ -58,7 +64,8 @@ const CREDENTIAL_HEADERS = new Set(['x-api-key', 'authorization', 'cookie']);
 
 export async function startCredentialProxy(o: CredentialProxyOptions): Promise<CredentialProxy> {
   const upstream = new URL(o.upstream);
-  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:') throw new Error('credential proxy: the upstream must be an http(s) URL');
+  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:')
+    throw new Error('credential proxy: the upstream must be an http(s) URL');
   const sessionKey = `sy-session-${randomBytes(24).toString('base64url')}`;
   const expected = Buffer.from(sessionKey);
   const realKey = o.apiKey;
@@ -69,10 +76,13 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
     const url = new URL(req.url ?? '/', 'http://proxy.invalid');
     // claude checks connectivity with HEAD / before its first call; answer it here.
     if ((req.method === 'HEAD' || req.method === 'GET') && url.pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end(req.method === 'GET' ? 'switchyard credential proxy\n' : undefined);
+      res
+        .writeHead(200, { 'content-type': 'text/plain' })
+        .end(req.method === 'GET' ? 'switchyard credential proxy\n' : undefined);
       return;
     }
-    if (!presentedKeyMatches(req.headers, expected)) return fail(res, 401, 'authentication_error', 'invalid session key for the Switchyard credential proxy');
+    if (!presentedKeyMatches(req.headers, expected))
+      return fail(res, 401, 'authentication_error', 'invalid session key for the Switchyard credential proxy');
     if (!ROUTES.some((r) => r.method === req.method && r.path.test(url.pathname))) {
       return fail(res, 404, 'not_found_error', `the credential proxy does not forward ${req.method} ${url.pathname}`);
     }
@@ -93,7 +103,8 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
       },
       (up) => {
         const back: Record<string, string | string[]> = {};
-        for (const [name, value] of Object.entries(up.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+        for (const [name, value] of Object.entries(up.headers))
+          if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
         res.writeHead(up.statusCode ?? 502, back);
         up.pipe(res);
         up.on('error', () => res.destroy());
@@ -102,7 +113,13 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
     out.on('error', (err) => {
       if (res.headersSent) res.destroy();
       // The upstream's host is not a secret; the key never appears in these messages.
-      else fail(res, 502, 'api_error', `the model endpoint ${upstream.host} is unreachable (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      else
+        fail(
+          res,
+          502,
+          'api_error',
+          `the model endpoint ${upstream.host} is unreachable (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        );
     });
     // The CLI gave up (interrupt, exit): stop the upstream call too.
     res.on('close', () => {
@@ -150,5 +167,7 @@ function presentedKeyMatches(headers: IncomingHttpHeaders, expected: Buffer): bo
 }
 
 function fail(res: ServerResponse<IncomingMessage>, status: number, type: string, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type, message } }));
+  res
+    .writeHead(status, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ type: 'error', error: { type, message } }));
 }

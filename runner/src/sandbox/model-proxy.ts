@@ -19,7 +19,10 @@ export interface ProxiedModelAccess extends ModelAccess {
   close(): Promise<void>;
 }
 
-export async function startModelAccess(selection: ModelSelection, mode: SandboxMode): Promise<Result<ProxiedModelAccess>> {
+export async function startModelAccess(
+  selection: ModelSelection,
+  mode: SandboxMode,
+): Promise<Result<ProxiedModelAccess>> {
   const upstream = resolveModelAccess(selection);
   if (!upstream.ok) return upstream;
   const realKey = selection.kind === 'none' ? undefined : selection.apiKey;

@@ -15,7 +15,9 @@ import net from 'node:net';
 const [portArg, socketPath, dashes, command, ...args] = process.argv.slice(2);
 const port = Number(portArg);
 if (!Number.isInteger(port) || port <= 0 || port > 65535 || !socketPath || dashes !== '--' || !command) {
-  process.stderr.write('switchyard netns-forwarder: usage: netns-forwarder.mjs <port> <socket> -- <command> [args...]\n');
+  process.stderr.write(
+    'switchyard netns-forwarder: usage: netns-forwarder.mjs <port> <socket> -- <command> [args...]\n',
+  );
   process.exit(2);
 }
 

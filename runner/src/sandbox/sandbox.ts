@@ -9,7 +9,13 @@ import { constants } from 'node:fs';
 import { access, chmod, lstat, readdir, readlink, stat } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLAUDE_DEFAULT_TOOLS, PI_DEFAULT_TOOLS, type Backend, type SpawnOptions, type SpawnSpec } from '@switchyard/protocol';
+import {
+  CLAUDE_DEFAULT_TOOLS,
+  PI_DEFAULT_TOOLS,
+  type Backend,
+  type SpawnOptions,
+  type SpawnSpec,
+} from '@switchyard/protocol';
 import { ETC_ALLOW, SYSTEM_PATHS, wrapWithBwrap, type HostEntry } from './bwrap.ts';
 import { policyEnv, type GuardPolicy } from './guard/policy.ts';
 import { CLI_UID, missingRunnerCaps, wrapWithUidDrop } from './uid-drop.ts';
@@ -17,7 +23,14 @@ import { CLI_UID, missingRunnerCaps, wrapWithUidDrop } from './uid-drop.ts';
 /** Where the guard module lives; the runner ships it, the CLI loads it from here (never a copy). */
 export const GUARD_DIR = join(dirname(fileURLToPath(import.meta.url)), 'guard');
 /** Every file the guard loads. All must be readable before a CLI is spawned. */
-export const GUARD_FILES = ['claude-hook.ts', 'pi-extension.ts', 'rules.ts', 'policy.ts', 'resolve.ts', 'sensitive-paths.ts'] as const;
+export const GUARD_FILES = [
+  'claude-hook.ts',
+  'pi-extension.ts',
+  'rules.ts',
+  'policy.ts',
+  'resolve.ts',
+  'sensitive-paths.ts',
+] as const;
 
 export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
 
@@ -103,7 +116,10 @@ export class Sandbox {
         await access(file, constants.R_OK);
         if (!(await stat(file)).isFile()) throw new Error('not a regular file');
       } catch (err) {
-        throw new SandboxError('guard_missing', `guard file ${file} is missing or unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); the CLI is not started without its guard`);
+        throw new SandboxError(
+          'guard_missing',
+          `guard file ${file} is missing or unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); the CLI is not started without its guard`,
+        );
       }
     }
   }
@@ -112,7 +128,10 @@ export class Sandbox {
     try {
       await access(this.bwrap, constants.X_OK);
     } catch {
-      throw new SandboxError('sandbox_unavailable', `bubblewrap (${this.bwrap}) is not installed; run scripts/setup-system.sh, or set SWITCHYARD_SANDBOX=container inside the production container`);
+      throw new SandboxError(
+        'sandbox_unavailable',
+        `bubblewrap (${this.bwrap}) is not installed; run scripts/setup-system.sh, or set SWITCHYARD_SANDBOX=container inside the production container`,
+      );
     }
   }
 
@@ -128,7 +147,11 @@ export class Sandbox {
       await this.checkGuardFiles();
       const expected = join(this.guardDir, GUARD_ENTRY[paths.backend]);
       const flat = [...spec.args, ...spec.files.map((f) => f.content)].join('\n');
-      if (!flat.includes(expected)) throw new SandboxError('guard_missing', `the spawn spec does not load the guard ${expected}; pass guardOption() to the adapter`);
+      if (!flat.includes(expected))
+        throw new SandboxError(
+          'guard_missing',
+          `the spawn spec does not load the guard ${expected}; pass guardOption() to the adapter`,
+        );
       out = { ...out, env: { ...out.env, ...policyEnv(this.policy(paths)) } };
     }
     if (this.mode === 'bubblewrap') {
@@ -141,7 +164,9 @@ export class Sandbox {
         readOnlyFiles: spec.files.map((f) => f.path),
         system: await hostLayout(),
         etc: ETC_ALLOW,
-        ...(paths.modelSocket !== undefined && { model: { socket: paths.modelSocket, node: this.node, forwarder: NETNS_FORWARDER } }),
+        ...(paths.modelSocket !== undefined && {
+          model: { socket: paths.modelSocket, node: this.node, forwarder: NETNS_FORWARDER },
+        }),
       });
     } else if (this.mode === 'container') {
       out = await this.dropUid(out, paths);
@@ -160,15 +185,26 @@ export class Sandbox {
     const gid = process.getgid?.() ?? 0;
     const missing = await missingRunnerCaps();
     if (missing.length > 0) {
-      throw new SandboxError('sandbox_unavailable', `SWITCHYARD_SANDBOX=container starts the CLI as uid ${this.cliUid}, but the runner lacks ${missing.join(', ')}; run it through the image's entrypoint (runner/Dockerfile)`);
+      throw new SandboxError(
+        'sandbox_unavailable',
+        `SWITCHYARD_SANDBOX=container starts the CLI as uid ${this.cliUid}, but the runner lacks ${missing.join(', ')}; run it through the image's entrypoint (runner/Dockerfile)`,
+      );
     }
-    if (uid === 0 || uid === this.cliUid) throw new SandboxError('sandbox_unavailable', `SWITCHYARD_SANDBOX=container: the runner must run as its own non-root uid, not ${uid}`);
+    if (uid === 0 || uid === this.cliUid)
+      throw new SandboxError(
+        'sandbox_unavailable',
+        `SWITCHYARD_SANDBOX=container: the runner must run as its own non-root uid, not ${uid}`,
+      );
     try {
       await access(this.setpriv, constants.X_OK);
     } catch {
-      throw new SandboxError('sandbox_unavailable', `setpriv (${this.setpriv}, util-linux) is not installed; the container mode cannot start the CLI under its own uid`);
+      throw new SandboxError(
+        'sandbox_unavailable',
+        `setpriv (${this.setpriv}, util-linux) is not installed; the container mode cannot start the CLI under its own uid`,
+      );
     }
-    for (const dir of [paths.workspace, paths.home, paths.configDir]) await shareWithGroup(dir, uid, dir !== paths.workspace);
+    for (const dir of [paths.workspace, paths.home, paths.configDir])
+      await shareWithGroup(dir, uid, dir !== paths.workspace);
     // The files the runner writes for the CLI (pi's models.json is 0600): the owner's rights go to the group too.
     const files = spec.files.map((f) => (f.mode === undefined ? f : { ...f, mode: f.mode | ((f.mode & 0o700) >> 3) }));
     return wrapWithUidDrop({ ...spec, files }, { setpriv: this.setpriv, uid: this.cliUid, gid });
@@ -204,7 +240,9 @@ async function shareWithGroup(dir: string, uid: number, recursive: boolean): Pro
     if (st.uid !== uid || st.isSymbolicLink()) return;
     const want = (st.mode & 0o7777) | (isDir ? 0o070 : 0o060);
     if (want !== (st.mode & 0o7777)) await chmod(path, want);
-    if (isDir && recursive) for (const e of await readdir(path, { withFileTypes: true })) if (e.isDirectory() || e.isFile()) await open(join(path, e.name), e.isDirectory());
+    if (isDir && recursive)
+      for (const e of await readdir(path, { withFileTypes: true }))
+        if (e.isDirectory() || e.isFile()) await open(join(path, e.name), e.isDirectory());
   };
   await open(dir, true);
   for (let p = dirname(dir); p !== dirname(p); p = dirname(p)) {
@@ -229,7 +267,11 @@ export function hostLayout(): Promise<Record<string, HostEntry>> {
     for (const p of SYSTEM_PATHS) {
       try {
         const st = await lstat(p);
-        out[p] = st.isSymbolicLink() ? { kind: 'symlink', target: await readlink(p) } : st.isDirectory() ? { kind: 'dir' } : { kind: 'file' };
+        out[p] = st.isSymbolicLink()
+          ? { kind: 'symlink', target: await readlink(p) }
+          : st.isDirectory()
+            ? { kind: 'dir' }
+            : { kind: 'file' };
       } catch {
         out[p] = { kind: 'missing' };
       }
@@ -243,5 +285,7 @@ export function hostLayout(): Promise<Record<string, HostEntry>> {
 export function sandboxModeFrom(env: Record<string, string | undefined>): SandboxMode | { error: string } {
   const v = env.SWITCHYARD_SANDBOX;
   if (v === undefined || v === '') return 'bubblewrap';
-  return (SANDBOX_MODES as readonly string[]).includes(v) ? (v as SandboxMode) : { error: `SWITCHYARD_SANDBOX must be one of ${SANDBOX_MODES.join(', ')}` };
+  return (SANDBOX_MODES as readonly string[]).includes(v)
+    ? (v as SandboxMode)
+    : { error: `SWITCHYARD_SANDBOX must be one of ${SANDBOX_MODES.join(', ')}` };
 }

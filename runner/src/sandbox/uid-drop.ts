@@ -31,13 +31,19 @@ export interface UidDrop {
 
 export function wrapWithUidDrop(spec: SpawnSpec, drop: UidDrop): SpawnSpec {
   const args = [
-    '--reuid', String(drop.uid),
-    '--regid', String(drop.gid),
+    '--reuid',
+    String(drop.uid),
+    '--regid',
+    String(drop.gid),
     '--clear-groups',
-    '--inh-caps', '-all',
-    '--ambient-caps', '-all',
+    '--inh-caps',
+    '-all',
+    '--ambient-caps',
+    '-all',
     '--no-new-privs',
-    '--', spec.command, ...spec.args,
+    '--',
+    spec.command,
+    ...spec.args,
   ];
   return { ...spec, command: drop.setpriv, args };
 }

@@ -31,7 +31,13 @@ export class CliSlot {
     this.codec = codec;
   }
 
-  static start(gen: number, backend: Backend, codec: AgentCodec, spec: Promise<SpawnSpec>, h: CliSlotHandlers): CliSlot {
+  static start(
+    gen: number,
+    backend: Backend,
+    codec: AgentCodec,
+    spec: Promise<SpawnSpec>,
+    h: CliSlotHandlers,
+  ): CliSlot {
     const slot = new CliSlot(gen, codec);
     const readiness = readinessFor(backend);
     const becameReady = () => {
@@ -54,7 +60,11 @@ export class CliSlot {
           },
         });
       } catch (err) {
-        h.onSpawnFailed({ code: 'cli_spawn_failed', message: `cannot start the CLI: ${messageOf(err)}`, retryable: false });
+        h.onSpawnFailed({
+          code: 'cli_spawn_failed',
+          message: `cannot start the CLI: ${messageOf(err)}`,
+          retryable: false,
+        });
         return;
       }
       slot.proc = proc;

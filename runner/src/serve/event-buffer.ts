@@ -69,7 +69,10 @@ export class EventBuffer {
   /** Drops every frame up to `seq`. An ack beyond what was produced is a hub bug. */
   ack(seq: number): Result<number> {
     if (seq > this.lastSeq) {
-      return { ok: false, error: runnerError('ack_beyond_last_seq', `hub acked seq ${seq} but the runner produced only ${this.lastSeq}`) };
+      return {
+        ok: false,
+        error: runnerError('ack_beyond_last_seq', `hub acked seq ${seq} but the runner produced only ${this.lastSeq}`),
+      };
     }
     if (seq <= this.acked) return { ok: true, value: 0 };
     let n = 0;

@@ -228,11 +228,19 @@ export class HubLink {
     }
     if (welcome.ackedSeq > buffer.lastSeq) {
       // The hub claims frames this runner never produced: it is talking to the wrong runner.
-      this.reject(runnerError('hub_protocol', `welcome acked seq ${welcome.ackedSeq} but this runner produced only ${buffer.lastSeq}`));
+      this.reject(
+        runnerError(
+          'hub_protocol',
+          `welcome acked seq ${welcome.ackedSeq} but this runner produced only ${buffer.lastSeq}`,
+        ),
+      );
       return;
     }
     if (welcome.ackedSeq < buffer.ackedSeq) {
-      this.o.log.error('hub lost frames it had acked; they cannot be resent', { hubAckedSeq: welcome.ackedSeq, runnerAckedSeq: buffer.ackedSeq });
+      this.o.log.error('hub lost frames it had acked; they cannot be resent', {
+        hubAckedSeq: welcome.ackedSeq,
+        runnerAckedSeq: buffer.ackedSeq,
+      });
     }
     buffer.ack(welcome.ackedSeq);
     this.sentSeq = Math.max(welcome.ackedSeq, buffer.ackedSeq);
@@ -256,13 +264,22 @@ export class HubLink {
     this.welcomed = false;
     if (this.closing) return;
     if (FATAL_CLOSE_CODES.has(code) || (this.lastHttpStatus !== undefined && FATAL_HTTP.has(this.lastHttpStatus))) {
-      const why = this.lastHttpStatus !== undefined ? `HTTP ${this.lastHttpStatus}` : `close code ${code}${reason ? ` (${reason})` : ''}`;
+      const why =
+        this.lastHttpStatus !== undefined
+          ? `HTTP ${this.lastHttpStatus}`
+          : `close code ${code}${reason ? ` (${reason})` : ''}`;
       this.closing = true;
       this.o.onRejected(runnerError('hub_rejected', `the hub refused this runner: ${why}`));
       return;
     }
     const delay = backoffDelay(this.attempt++, this.o.backoff, this.o.random);
-    this.o.log.info('hub link down; reconnecting', { code, wasWelcomed, delayMs: delay, attempt: this.attempt, unacked: this.o.buffer.size });
+    this.o.log.info('hub link down; reconnecting', {
+      code,
+      wasWelcomed,
+      delayMs: delay,
+      attempt: this.attempt,
+      unacked: this.o.buffer.size,
+    });
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
   }
 
@@ -283,7 +300,8 @@ export class HubLink {
         sendBatch();
         ws.send(frame.json);
       } else {
-        if (batch.length >= MAX_BATCH_EVENTS || (batch.length > 0 && chars + frame.json.length > MAX_BATCH_CHARS)) sendBatch();
+        if (batch.length >= MAX_BATCH_EVENTS || (batch.length > 0 && chars + frame.json.length > MAX_BATCH_CHARS))
+          sendBatch();
         batch.push(frame);
         chars += frame.json.length;
       }
@@ -311,10 +329,15 @@ export class HubLink {
 
   private rejectInvalid(raw: unknown, problem: string): void {
     const r = raw as { type?: unknown; messageId?: unknown; requestId?: unknown } | null;
-    const id = typeof r?.messageId === 'string' ? r.messageId : typeof r?.requestId === 'string' ? r.requestId : undefined;
+    const id =
+      typeof r?.messageId === 'string' ? r.messageId : typeof r?.requestId === 'string' ? r.requestId : undefined;
     this.o.log.warn('hub sent an invalid frame', { type: typeof r?.type === 'string' ? r.type : undefined, problem });
     if (id && this.welcomed) {
-      this.send({ type: 'reject', inReplyTo: id, error: runnerError('invalid_message', `invalid ${String(r?.type)}: ${problem}`) });
+      this.send({
+        type: 'reject',
+        inReplyTo: id,
+        error: runnerError('invalid_message', `invalid ${String(r?.type)}: ${problem}`),
+      });
     }
   }
 
@@ -330,4 +353,3 @@ export class HubLink {
     for (const w of waiters) w();
   }
 }
-

@@ -31,7 +31,8 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
     log.error('invalid configuration', { ...sandbox.error });
     return ExitCode.usage;
   }
-  if (sandbox.value.capabilities.guard !== 'loaded') log.error('the tool-call guard failed its self-test; no CLI will be started', {});
+  if (sandbox.value.capabilities.guard !== 'loaded')
+    log.error('the tool-call guard failed its self-test; no CLI will be started', {});
   // The CLI talks to the credential proxy with a per-session key; the real key stays in this process.
   const model = await startModelAccess(config.model, sandbox.value.sandbox.mode);
   if (!model.ok) {
@@ -55,7 +56,15 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   await mkdir(paths.home, { recursive: true, mode: 0o700 });
   await mkdir(paths.configDir, { recursive: true, mode: 0o700 });
 
-  const runner = new SessionRunner({ config, log, executable, model: model.value, sandbox: sandbox.value, paths, baseEnv: env });
+  const runner = new SessionRunner({
+    config,
+    log,
+    executable,
+    model: model.value,
+    sandbox: sandbox.value,
+    paths,
+    baseEnv: env,
+  });
   const onSignal = (signal: NodeJS.Signals) => {
     log.info('signal', { signal });
     runner.shutdown('signal');

@@ -98,7 +98,11 @@ export class SessionRunner {
 
   /** Resolves with the process exit code once the session is over. */
   run(): Promise<number> {
-    this.o.log.info('runner starting', { runnerId: this.o.config.runnerId, sessionId: this.o.config.sessionId, backend: this.o.config.backend });
+    this.o.log.info('runner starting', {
+      runnerId: this.o.config.runnerId,
+      sessionId: this.o.config.sessionId,
+      backend: this.o.config.backend,
+    });
     this.dispatch({ type: 'start' });
     this.link.start();
     return this.exit;
@@ -123,7 +127,9 @@ export class SessionRunner {
     if (this.lastStatus) this.link.send(this.lastStatus);
   }
 
-  private async restore(transcript: NonNullable<Extract<HubToRunner, { type: 'welcome' }>['transcript']>): Promise<void> {
+  private async restore(
+    transcript: NonNullable<Extract<HubToRunner, { type: 'welcome' }>['transcript']>,
+  ): Promise<void> {
     const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.paths);
     if (restored.ok) {
       this.resumeHandle = restored.value;
@@ -198,7 +204,10 @@ export class SessionRunner {
         clearTimeout(this.timers.get(effect.name));
         if (effect.name === 'shutdown_deadline') this.shutdownStartedAt ??= Date.now();
         const name = effect.name;
-        this.timers.set(name, setTimeout(() => this.dispatch({ type: 'timer', name }), effect.ms));
+        this.timers.set(
+          name,
+          setTimeout(() => this.dispatch({ type: 'timer', name }), effect.ms),
+        );
         return;
       }
       case 'clear_timer':
@@ -244,7 +253,13 @@ export class SessionRunner {
         baseEnv: this.o.baseEnv,
       });
       // Guard policy + bubblewrap; throws (the spawn fails, naming why) when the guard is missing.
-      return this.o.sandbox.prepare(unwrapped, { backend: c.backend, workspace: paths.workspace, home: paths.home, configDir: paths.configDir, modelSocket: this.o.model.socketPath });
+      return this.o.sandbox.prepare(unwrapped, {
+        backend: c.backend,
+        workspace: paths.workspace,
+        home: paths.home,
+        configDir: paths.configDir,
+        modelSocket: this.o.model.socketPath,
+      });
     });
     const codec = adapter.createCodec();
     const slot = CliSlot.start(gen, c.backend, codec, spec, {
@@ -261,7 +276,12 @@ export class SessionRunner {
       },
       onExit: (exit) => {
         this.slots.delete(gen);
-        this.o.log.info('cli exit', { gen, code: exit.code, signal: exit.signal, stderrHead: exit.stderrHead.slice(0, 500) });
+        this.o.log.info('cli exit', {
+          gen,
+          code: exit.code,
+          signal: exit.signal,
+          stderrHead: exit.stderrHead.slice(0, 500),
+        });
         this.dispatch({ type: 'cli_exit', gen, exit });
       },
       onSpawnFailed: (error) => {
@@ -281,12 +301,23 @@ export class SessionRunner {
   private async resumable(): Promise<string | undefined> {
     const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.paths);
     if (!file) return undefined;
-    if (await access(file.path).then(() => true, () => false)) return this.resumeHandle;
+    if (
+      await access(file.path).then(
+        () => true,
+        () => false,
+      )
+    )
+      return this.resumeHandle;
     this.resumeHandle = undefined;
     // pi names its session file before writing it: a CLI that died before any message lost nothing.
     if (!this.conversationStarted) return undefined;
     this.o.log.warn('no transcript to resume; starting a new conversation', { resumeId: file.resumeId });
-    this.emit({ type: 'error', code: 'resume_unavailable', message: 'the previous conversation was not saved before the CLI stopped; continuing in a new conversation', retryable: false });
+    this.emit({
+      type: 'error',
+      code: 'resume_unavailable',
+      message: 'the previous conversation was not saved before the CLI stopped; continuing in a new conversation',
+      retryable: false,
+    });
     return undefined;
   }
 
@@ -296,8 +327,15 @@ export class SessionRunner {
     const checked = AgentEventSchema.safeParse(event);
     const out: AgentEvent = checked.success
       ? checked.data
-      : { type: 'error', code: 'runner_bad_event', message: `dropped a malformed ${event.type} event: ${checked.error.issues[0]?.message ?? ''}`, retryable: false };
-    const pushed = this.buffer.push('event', (seq) => JSON.stringify(messageId === undefined ? { seq, event: out } : { seq, event: out, messageId }));
+      : {
+          type: 'error',
+          code: 'runner_bad_event',
+          message: `dropped a malformed ${event.type} event: ${checked.error.issues[0]?.message ?? ''}`,
+          retryable: false,
+        };
+    const pushed = this.buffer.push('event', (seq) =>
+      JSON.stringify(messageId === undefined ? { seq, event: out } : { seq, event: out, messageId }),
+    );
     if (!pushed.ok) return this.overflow(pushed.error);
     this.link.notify();
   }
@@ -315,7 +353,9 @@ export class SessionRunner {
     }
     const transcript = collected.value;
     if (!transcript || transcript.sha256 === this.lastUploadSha) return;
-    const pushed = this.buffer.push('transcript', (seq) => JSON.stringify(RunnerToHubSchema.parse({ type: 'transcript', seq, transcript })));
+    const pushed = this.buffer.push('transcript', (seq) =>
+      JSON.stringify(RunnerToHubSchema.parse({ type: 'transcript', seq, transcript })),
+    );
     if (!pushed.ok) return this.overflow(pushed.error);
     this.lastUploadSha = transcript.sha256;
     this.o.log.info('transcript queued', { seq: pushed.value, bytes: transcript.bytes });
@@ -325,15 +365,25 @@ export class SessionRunner {
   private overflow(error: ErrorInfo): void {
     if (this.overflowReported) return;
     this.overflowReported = true;
-    this.o.log.error('event buffer overflow: failing the session', { code: error.code, message: error.message, unacked: this.buffer.size });
+    this.o.log.error('event buffer overflow: failing the session', {
+      code: error.code,
+      message: error.message,
+      unacked: this.buffer.size,
+    });
     this.dispatch({ type: 'fatal', reason: 'buffer_overflow', error, exitCode: ExitCode.bufferOverflow });
   }
 
   private async finish(reason: ByeReason, exitCode: number, error: ErrorInfo | undefined): Promise<void> {
     await this.uploads;
-    const deadline = (this.shutdownStartedAt ?? Date.now()) + this.o.config.timings.shutdownDeadlineMs + DELIVERY_GRACE_MS;
+    const deadline =
+      (this.shutdownStartedAt ?? Date.now()) + this.o.config.timings.shutdownDeadlineMs + DELIVERY_GRACE_MS;
     const drained = await this.link.waitDrained(Math.max(0, deadline - Date.now()));
-    if (!drained) this.o.log.error('stopping with frames the hub never acked', { unacked: this.buffer.size, ackedSeq: this.buffer.ackedSeq, lastSeq: this.buffer.lastSeq });
+    if (!drained)
+      this.o.log.error('stopping with frames the hub never acked', {
+        unacked: this.buffer.size,
+        ackedSeq: this.buffer.ackedSeq,
+        lastSeq: this.buffer.lastSeq,
+      });
     await this.link.close({ type: 'bye', reason, lastSeq: this.buffer.lastSeq, ...(error && { error }) });
     for (const t of this.timers.values()) clearTimeout(t);
     this.killAllNow();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, realpath, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, realpath, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { basename, join, sep } from 'node:path';
 import { promisify } from 'node:util';
@@ -39,9 +39,14 @@ export function piSessionDir(configDir: string): string {
 }
 
 /** The file holding the conversation, or undefined when the CLI has not named one yet. */
-export function transcriptFile(backend: Backend, resumeHandle: string | undefined, paths: CliPaths): { path: string; resumeId: string } | undefined {
+export function transcriptFile(
+  backend: Backend,
+  resumeHandle: string | undefined,
+  paths: CliPaths,
+): { path: string; resumeId: string } | undefined {
   if (!resumeHandle) return undefined;
-  if (backend === 'claude') return { path: claudeTranscriptPath(paths.configDir, paths.workspace, resumeHandle), resumeId: resumeHandle };
+  if (backend === 'claude')
+    return { path: claudeTranscriptPath(paths.configDir, paths.workspace, resumeHandle), resumeId: resumeHandle };
   return { path: resumeHandle, resumeId: basename(resumeHandle) };
 }
 
@@ -50,7 +55,10 @@ export function transcriptFile(backend: Backend, resumeHandle: string | undefine
  * `result` line, so reading it at turn.done would miss the turn. Waits until
  * the file has not changed for `quietMs` (or `maxMs` passed).
  */
-export async function waitForQuietFile(path: string, opts: { quietMs: number; maxMs: number; pollMs?: number }): Promise<void> {
+export async function waitForQuietFile(
+  path: string,
+  opts: { quietMs: number; maxMs: number; pollMs?: number },
+): Promise<void> {
   const poll = opts.pollMs ?? 25;
   const deadline = Date.now() + opts.maxMs;
   let last = '';
@@ -82,19 +90,28 @@ export async function collectTranscript(
     raw = await readInside(file.path, paths.configDir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, value: undefined };
-    return { ok: false, error: runnerError('transcript_unreadable', `cannot read the CLI transcript: ${messageOf(err)}`, true) };
+    return {
+      ok: false,
+      error: runnerError('transcript_unreadable', `cannot read the CLI transcript: ${messageOf(err)}`, true),
+    };
   }
   if (raw.length > MAX_TRANSCRIPT_BYTES) {
     return {
       ok: false,
-      error: runnerError('transcript_too_large', `transcript is ${raw.length} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; it was not uploaded`),
+      error: runnerError(
+        'transcript_too_large',
+        `transcript is ${raw.length} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; it was not uploaded`,
+      ),
     };
   }
   const data = (await gzipAsync(raw)).toString('base64');
   if (data.length > MAX_TRANSCRIPT_ENCODED) {
     return {
       ok: false,
-      error: runnerError('transcript_too_large', `transcript is ${raw.length} bytes (${data.length} encoded), over the ${MAX_TRANSCRIPT_ENCODED} limit; it was not uploaded`),
+      error: runnerError(
+        'transcript_too_large',
+        `transcript is ${raw.length} bytes (${data.length} encoded), over the ${MAX_TRANSCRIPT_ENCODED} limit; it was not uploaded`,
+      ),
     };
   }
   const transcript: Transcript = {
@@ -106,7 +123,14 @@ export async function collectTranscript(
     bytes: raw.length,
   };
   const checked = TranscriptSchema.safeParse(transcript);
-  if (!checked.success) return { ok: false, error: runnerError('transcript_invalid', `transcript cannot be sent: ${checked.error.issues[0]?.message ?? 'invalid'}`) };
+  if (!checked.success)
+    return {
+      ok: false,
+      error: runnerError(
+        'transcript_invalid',
+        `transcript cannot be sent: ${checked.error.issues[0]?.message ?? 'invalid'}`,
+      ),
+    };
   return { ok: true, value: checked.data };
 }
 
@@ -134,15 +158,28 @@ async function readInside(path: string, dir: string): Promise<Buffer> {
  * Writes a transcript from the hub where this runner's CLI will look for it
  * and returns the resume handle to spawn with (claude: session id; pi: file path).
  */
-export async function restoreTranscript(backend: Backend, transcript: Transcript, paths: CliPaths): Promise<Result<string>> {
+export async function restoreTranscript(
+  backend: Backend,
+  transcript: Transcript,
+  paths: CliPaths,
+): Promise<Result<string>> {
   if (transcript.backend !== backend) {
     // Sessions are pinned to their backend; a transcript of the other CLI cannot be resumed.
-    return { ok: false, error: runnerError('transcript_backend_mismatch', `transcript is from ${transcript.backend}, this runner runs ${backend}`) };
+    return {
+      ok: false,
+      error: runnerError(
+        'transcript_backend_mismatch',
+        `transcript is from ${transcript.backend}, this runner runs ${backend}`,
+      ),
+    };
   }
   if (transcript.bytes > MAX_TRANSCRIPT_BYTES) {
     return {
       ok: false,
-      error: runnerError('transcript_too_large', `transcript declares ${transcript.bytes} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; not restored`),
+      error: runnerError(
+        'transcript_too_large',
+        `transcript declares ${transcript.bytes} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; not restored`,
+      ),
     };
   }
   let raw: Buffer;
@@ -153,7 +190,10 @@ export async function restoreTranscript(backend: Backend, transcript: Transcript
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
       return {
         ok: false,
-        error: runnerError('transcript_too_large', `transcript decompresses to more than its declared ${transcript.bytes} bytes; not restored`),
+        error: runnerError(
+          'transcript_too_large',
+          `transcript decompresses to more than its declared ${transcript.bytes} bytes; not restored`,
+        ),
       };
     }
     return { ok: false, error: runnerError('transcript_corrupt', `transcript does not decompress: ${messageOf(err)}`) };
@@ -170,15 +210,23 @@ export async function restoreTranscript(backend: Backend, transcript: Transcript
     await mkdir(dir, { recursive: true, mode: 0o700 });
     // The CLI may have planted symlinks here (a previous one in this container): never write through one.
     const [realDir, root] = await Promise.all([realpath(dir), realpath(paths.configDir)]);
-    if (realDir !== root && !realDir.startsWith(`${root}${sep}`)) throw new Error(`${dir} resolves outside the CLI config dir`);
-    const fh = await open(join(realDir, basename(file.path)), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+    if (realDir !== root && !realDir.startsWith(`${root}${sep}`))
+      throw new Error(`${dir} resolves outside the CLI config dir`);
+    const fh = await open(
+      join(realDir, basename(file.path)),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
       await fh.writeFile(content);
     } finally {
       await fh.close();
     }
   } catch (err) {
-    return { ok: false, error: runnerError('transcript_unwritable', `cannot restore the transcript: ${messageOf(err)}`) };
+    return {
+      ok: false,
+      error: runnerError('transcript_unwritable', `cannot restore the transcript: ${messageOf(err)}`),
+    };
   }
   return { ok: true, value: handle };
 }
@@ -200,7 +248,13 @@ export function rehomePiSession(raw: Buffer, workspace: string): Buffer {
   } catch {
     return raw;
   }
-  if (typeof header !== 'object' || header === null || (header as { type?: unknown }).type !== 'session' || !('cwd' in header)) return raw;
+  if (
+    typeof header !== 'object' ||
+    header === null ||
+    (header as { type?: unknown }).type !== 'session' ||
+    !('cwd' in header)
+  )
+    return raw;
   const rehomed = JSON.stringify({ ...header, cwd: workspace });
   return Buffer.from(nl === -1 ? rehomed : `${rehomed}${text.slice(nl)}`, 'utf8');
 }

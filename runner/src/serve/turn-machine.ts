@@ -1,4 +1,12 @@
-import type { AgentEvent, ByeReason, CliExit, ErrorInfo, EventOf, RunnerStatus, UserMessage } from '@switchyard/protocol';
+import type {
+  AgentEvent,
+  ByeReason,
+  CliExit,
+  ErrorInfo,
+  EventOf,
+  RunnerStatus,
+  UserMessage,
+} from '@switchyard/protocol';
 
 // The serve-mode state machine: turns, interrupts with escalation, the stall
 // watchdog, CLI crashes, idle exit, max lifetime and graceful shutdown. It
@@ -202,7 +210,11 @@ export class TurnMachine {
       return;
     }
     if (this.turn) {
-      const error = { code: 'busy', message: 'a turn is already running; wait for turn.done or interrupt it', retryable: true };
+      const error = {
+        code: 'busy',
+        message: 'a turn is already running; wait for turn.done or interrupt it',
+        retryable: true,
+      };
       this.fx.push({ type: 'reject', inReplyTo: messageId, error });
       return;
     }
@@ -220,7 +232,11 @@ export class TurnMachine {
 
   private interrupt(requestId: string): void {
     if (!this.turn) {
-      this.fx.push({ type: 'reject', inReplyTo: requestId, error: { code: 'no_turn', message: 'no turn is running', retryable: false } });
+      this.fx.push({
+        type: 'reject',
+        inReplyTo: requestId,
+        error: { code: 'no_turn', message: 'no turn is running', retryable: false },
+      });
       return;
     }
     if (!this.turn.ending) this.beginEnding('interrupt');
@@ -262,7 +278,12 @@ export class TurnMachine {
     this.clearTimer('cli_start');
     this.clearTimer('cli_stop');
     this.clearTimer('kill_deadline');
-    this.fx.push({ type: 'log', level: this.stop ? 'info' : 'warn', msg: 'cli exited', fields: { gen, code: exit.code, signal: exit.signal } });
+    this.fx.push({
+      type: 'log',
+      level: this.stop ? 'info' : 'warn',
+      msg: 'cli exited',
+      fields: { gen, code: exit.code, signal: exit.signal },
+    });
     // The codec closes an open turn in end(); this is the backstop if it did not.
     if (this.turn) this.closeTurn({ type: 'turn.done', stopReason: 'error', error: exitError(exit) });
     this.continueStopping();
@@ -279,7 +300,12 @@ export class TurnMachine {
         return;
       case 'interrupt_deadline':
         if (!turn) return;
-        this.fx.push({ type: 'log', level: 'warn', msg: 'turn did not end after the CLI interrupt; killing the CLI group', fields: { messageId: turn.messageId } });
+        this.fx.push({
+          type: 'log',
+          level: 'warn',
+          msg: 'turn did not end after the CLI interrupt; killing the CLI group',
+          fields: { messageId: turn.messageId },
+        });
         this.killCli();
         return;
       case 'cli_start':
@@ -295,7 +321,12 @@ export class TurnMachine {
         // SIGKILL was sent but the exit never came (an escaped grandchild holding
         // the pipes, say). Stop waiting: the turn must still end.
         if (this.cli.state === 'none') return;
-        this.fx.push({ type: 'log', level: 'error', msg: 'cli did not exit after SIGKILL; abandoning it', fields: { gen: this.cli.gen } });
+        this.fx.push({
+          type: 'log',
+          level: 'error',
+          msg: 'cli did not exit after SIGKILL; abandoning it',
+          fields: { gen: this.cli.gen },
+        });
         this.cli.state = 'none';
         if (turn) {
           const error = { code: 'cli_unresponsive', message: 'the CLI did not exit after SIGKILL', retryable: true };
@@ -325,7 +356,11 @@ export class TurnMachine {
           this.cli.state = 'none';
         }
         if (turn) {
-          const error = { code: 'shutdown_deadline', message: 'the runner stopped before the turn ended', retryable: true };
+          const error = {
+            code: 'shutdown_deadline',
+            message: 'the runner stopped before the turn ended',
+            retryable: true,
+          };
           this.closeTurn({ type: 'turn.done', stopReason: 'error', error });
         }
         this.finish();
@@ -361,7 +396,12 @@ export class TurnMachine {
     this.phase = 'stopping';
     this.stop = { reason, exitCode, error };
     this.fatalError = error;
-    this.fx.push({ type: 'log', level: 'error', msg: 'fatal', fields: { reason, code: error.code, message: error.message } });
+    this.fx.push({
+      type: 'log',
+      level: 'error',
+      msg: 'fatal',
+      fields: { reason, code: error.code, message: error.message },
+    });
     if (this.turn) this.turn.ending = 'fatal';
     if (this.cli.state !== 'none') this.killCli();
     else this.continueStopping();
@@ -404,13 +444,23 @@ export class TurnMachine {
       case 'stall':
         return { ...rest, stopReason: 'error', error: stalledError(this.t.stallMs) };
       case 'start_timeout':
-        return { ...rest, stopReason: 'error', error: { code: 'cli_start_timeout', message: startTimeoutError(this.t.cliStartMs).message, retryable: true } };
+        return {
+          ...rest,
+          stopReason: 'error',
+          error: { code: 'cli_start_timeout', message: startTimeoutError(this.t.cliStartMs).message, retryable: true },
+        };
       case 'fatal':
-        return { ...rest, stopReason: 'error', error: this.fatalError ?? { code: 'fatal', message: 'the runner failed', retryable: true } };
+        return {
+          ...rest,
+          stopReason: 'error',
+          error: this.fatalError ?? { code: 'fatal', message: 'the runner failed', retryable: true },
+        };
       case 'interrupt':
       case 'shutdown':
         // A turn that completed while the interrupt was on its way keeps its real outcome.
-        return done.stopReason === 'error' || done.stopReason === 'unknown' ? { ...rest, stopReason: 'interrupted' } : done;
+        return done.stopReason === 'error' || done.stopReason === 'unknown'
+          ? { ...rest, stopReason: 'interrupted' }
+          : done;
       default:
         return done;
     }
@@ -441,7 +491,12 @@ export class TurnMachine {
     this.phase = 'stopped';
     for (const name of ALL_TIMERS) this.clearTimer(name);
     this.fx.push({ type: 'upload_transcript', final: true });
-    this.fx.push({ type: 'finish', reason: stop.reason, exitCode: stop.exitCode, ...(stop.error && { error: stop.error }) });
+    this.fx.push({
+      type: 'finish',
+      reason: stop.reason,
+      exitCode: stop.exitCode,
+      ...(stop.error && { error: stop.error }),
+    });
   }
 
   private armStall(): void {
@@ -465,13 +520,7 @@ export class TurnMachine {
     const status: RunnerStatus = {
       type: 'status',
       state:
-        this.phase === 'starting'
-          ? 'starting'
-          : this.phase === 'running'
-            ? this.turn
-              ? 'busy'
-              : 'ready'
-            : 'stopping',
+        this.phase === 'starting' ? 'starting' : this.phase === 'running' ? (this.turn ? 'busy' : 'ready') : 'stopping',
       cli: this.cli.state === 'none' ? 'stopped' : this.cli.state === 'starting' ? 'starting' : 'running',
       ...(this.stop && { reason: this.stop.reason }),
     };
@@ -489,11 +538,20 @@ export function exitError(exit: CliExit): ErrorInfo {
 }
 
 function stalledError(stallMs: number): ErrorInfo {
-  return { code: 'cli_stalled', message: `no output from the CLI for ${formatMs(stallMs)}; the turn was stopped`, retryable: true };
+  return {
+    code: 'cli_stalled',
+    message: `no output from the CLI for ${formatMs(stallMs)}; the turn was stopped`,
+    retryable: true,
+  };
 }
 
 function startTimeoutError(ms: number): EventOf<'error'> {
-  return { type: 'error', code: 'cli_start_timeout', message: `the CLI did not become ready within ${formatMs(ms)}`, retryable: true };
+  return {
+    type: 'error',
+    code: 'cli_start_timeout',
+    message: `the CLI did not become ready within ${formatMs(ms)}`,
+    retryable: true,
+  };
 }
 
 function formatMs(ms: number): string {

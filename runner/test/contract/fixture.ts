@@ -64,7 +64,11 @@ export function slowText(marker: string, chunks: number, delayMs: number): strin
 }
 
 export function waitReady(session: ContractSession, timeoutMs = 30_000): Promise<true> {
-  return session.waitFor(() => session.statuses().some((s) => s.state === 'ready' && s.cli === 'running'), 'runner ready with a running CLI', timeoutMs);
+  return session.waitFor(
+    () => session.statuses().some((s) => s.state === 'ready' && s.cli === 'running'),
+    'runner ready with a running CLI',
+    timeoutMs,
+  );
 }
 
 export function turnDones(session: ContractSession, messageId: string): Array<EventOf<'turn.done'>> {
@@ -74,11 +78,20 @@ export function turnDones(session: ContractSession, messageId: string): Array<Ev
     .map((e) => e.event as EventOf<'turn.done'>);
 }
 
-export function waitTurnDone(session: ContractSession, messageId: string, timeoutMs = 30_000): Promise<EventOf<'turn.done'>> {
+export function waitTurnDone(
+  session: ContractSession,
+  messageId: string,
+  timeoutMs = 30_000,
+): Promise<EventOf<'turn.done'>> {
   return session.waitFor(() => turnDones(session, messageId)[0], `turn.done for ${messageId}`, timeoutMs);
 }
 
-export function waitEvent(session: ContractSession, pred: (e: HubEvent) => boolean, what: string, timeoutMs = 30_000): Promise<HubEvent> {
+export function waitEvent(
+  session: ContractSession,
+  pred: (e: HubEvent) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<HubEvent> {
   return session.waitFor(() => session.events().find(pred), what, timeoutMs);
 }
 
@@ -91,7 +104,10 @@ export function textOf(session: ContractSession, messageId: string): string {
 }
 
 /** SIGTERM, then the exit; SIGKILL if it overstays (the test then fails on the exit code). */
-export async function stopRunner(runner: RunnerProcess, timeoutMs = 20_000): Promise<{ code: number | null; signal: string | null }> {
+export async function stopRunner(
+  runner: RunnerProcess,
+  timeoutMs = 20_000,
+): Promise<{ code: number | null; signal: string | null }> {
   runner.kill('SIGTERM');
   const timer = setTimeout(() => runner.kill('SIGKILL'), timeoutMs);
   const exit = await runner.exited;
@@ -100,7 +116,11 @@ export async function stopRunner(runner: RunnerProcess, timeoutMs = 20_000): Pro
 }
 
 /** The runner's exit, or a failure naming `what` if it takes longer than `timeoutMs`. */
-export async function exitWithin(runner: RunnerProcess, timeoutMs: number, what = 'runner exit'): Promise<{ code: number | null; signal: string | null; atMs: number }> {
+export async function exitWithin(
+  runner: RunnerProcess,
+  timeoutMs: number,
+  what = 'runner exit',
+): Promise<{ code: number | null; signal: string | null; atMs: number }> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what}: runner still running after ${timeoutMs} ms`)), timeoutMs);

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import {
   HubToRunnerSchema,
   RUNNER_LINK_PING,
@@ -118,8 +118,14 @@ class TestSession implements ContractSession {
         cleanup();
         const tail = this.events()
           .slice(-5)
-          .map((e) => (e.event.type === 'error' ? `error(${e.event.code}: ${e.event.message.slice(0, 120)})` : e.event.type));
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last events: ${tail.join(', ') || 'none'}; statuses: ${this.statusLog.map((s) => `${s.state}/${s.cli}`).join(' ')})`));
+          .map((e) =>
+            e.event.type === 'error' ? `error(${e.event.code}: ${e.event.message.slice(0, 120)})` : e.event.type,
+          );
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what} (last events: ${tail.join(', ') || 'none'}; statuses: ${this.statusLog.map((s) => `${s.state}/${s.cli}`).join(' ')})`,
+          ),
+        );
       }, timeoutMs);
       const cleanup = () => {
         clearTimeout(timer);
@@ -163,7 +169,12 @@ class TestSession implements ContractSession {
         return this.onHello(ws, msg);
       case 'events':
         for (const e of msg.events) {
-          const ev: HubEvent = { runnerId: this.socketRunnerId ?? '?', seq: e.seq, event: e.event, ...(e.messageId !== undefined && { messageId: e.messageId }) };
+          const ev: HubEvent = {
+            runnerId: this.socketRunnerId ?? '?',
+            seq: e.seq,
+            event: e.event,
+            ...(e.messageId !== undefined && { messageId: e.messageId }),
+          };
           if (!this.append(ws, e.seq, { event: ev })) return;
         }
         this.maybeAck(ws);
@@ -193,7 +204,8 @@ class TestSession implements ContractSession {
   }
 
   private onHello(ws: WebSocket, hello: Hello): void {
-    if (hello.sessionId !== this.sessionId) return this.violation(ws, `hello for session ${hello.sessionId} on ${this.sessionId}'s link`);
+    if (hello.sessionId !== this.sessionId)
+      return this.violation(ws, `hello for session ${hello.sessionId} on ${this.sessionId}'s link`);
     this.helloLog.push(hello);
     const previous = this.socket;
     if (previous && previous !== ws) {
@@ -210,7 +222,8 @@ class TestSession implements ContractSession {
       this.runners.push(log);
     }
     const high = log.frames.at(-1)?.seq ?? 0;
-    if (hello.lastSeq < high) return this.violation(ws, `hello.lastSeq ${hello.lastSeq} below what the hub holds (${high})`);
+    if (hello.lastSeq < high)
+      return this.violation(ws, `hello.lastSeq ${hello.lastSeq} below what the hub holds (${high})`);
     const transcript = isNew ? this.transcripts().at(-1)?.transcript : undefined;
     // What the hub holds counts as acked: the runner resends only what follows.
     log.ackedSeq = high;

@@ -73,11 +73,15 @@ describe('config', () => {
 
   test('defaults fit ECS: the shutdown deadline is below the 30 s stop timeout', () => {
     const c = loadServeConfig(base, '/w');
-    expect(c.ok && c.value.timings).toMatchObject({ interruptDeadlineMs: 10_000, shutdownDeadlineMs: 25_000, idleMs: 900_000 });
+    expect(c.ok && c.value.timings).toMatchObject({
+      interruptDeadlineMs: 10_000,
+      shutdownDeadlineMs: 25_000,
+      idleMs: 900_000,
+    });
     expect(c.ok && c.value.workspace).toBe('/w');
   });
 
-  test('the CLI retry budget is 5 retries from 500 ms unless set (the CLIs\' own defaults differ: claude ~3 minutes)', () => {
+  test("the CLI retry budget is 5 retries from 500 ms unless set (the CLIs' own defaults differ: claude ~3 minutes)", () => {
     const c = loadServeConfig(base, '/w');
     expect(c.ok && c.value.retry).toEqual({ maxRetries: 5, baseDelayMs: 500 });
     const set = loadServeConfig({ ...base, SWITCHYARD_CLI_RETRIES: '0', SWITCHYARD_CLI_RETRY_BASE_MS: '1' }, '/w');
@@ -85,7 +89,10 @@ describe('config', () => {
   });
 
   test('errors name the variable and never echo a value', () => {
-    const c = loadServeConfig({ ...base, SWITCHYARD_HUB_URL: 'http://x', SWITCHYARD_STALL_TIMEOUT: 'soon', SWITCHYARD_BACKEND: 'gpt' }, '/w');
+    const c = loadServeConfig(
+      { ...base, SWITCHYARD_HUB_URL: 'http://x', SWITCHYARD_STALL_TIMEOUT: 'soon', SWITCHYARD_BACKEND: 'gpt' },
+      '/w',
+    );
     expect(c.ok).toBe(false);
     const message = c.ok ? '' : c.error.message;
     expect(message).toContain('SWITCHYARD_HUB_URL');
@@ -97,10 +104,21 @@ describe('config', () => {
   });
 
   test('the hub is dialled over wss:// except on loopback; ws:// to anywhere else is a configuration error', () => {
-    for (const url of ['wss://edge.example.com/internal/runner/connect', 'ws://127.0.0.1:8787/x', 'ws://localhost:8787/x', 'ws://[::1]:8787/x', 'ws://dev.localhost/x']) {
+    for (const url of [
+      'wss://edge.example.com/internal/runner/connect',
+      'ws://127.0.0.1:8787/x',
+      'ws://localhost:8787/x',
+      'ws://[::1]:8787/x',
+      'ws://dev.localhost/x',
+    ]) {
       expect(loadServeConfig({ ...base, SWITCHYARD_HUB_URL: url }, '/w').ok, url).toBe(true);
     }
-    for (const url of ['ws://edge.example.com/internal/runner/connect', 'ws://10.0.0.5:8787/x', 'ws://127.0.0.1.evil.test/x', 'ws://localhost.evil.test/x']) {
+    for (const url of [
+      'ws://edge.example.com/internal/runner/connect',
+      'ws://10.0.0.5:8787/x',
+      'ws://127.0.0.1.evil.test/x',
+      'ws://localhost.evil.test/x',
+    ]) {
       const c = loadServeConfig({ ...base, SWITCHYARD_HUB_URL: url }, '/w');
       expect(c.ok, url).toBe(false);
       expect(c.ok ? '' : c.error.message).toMatch(/SWITCHYARD_HUB_URL.*wss:\/\//);
@@ -108,10 +126,16 @@ describe('config', () => {
   });
 
   test('model selection: endpoint wins over provider key; none is a typed error', () => {
-    const withUrl = loadServeConfig({ ...base, SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9', ANTHROPIC_API_KEY: 'k' }, '/w');
+    const withUrl = loadServeConfig(
+      { ...base, SWITCHYARD_MODEL_URL: 'http://127.0.0.1:9', ANTHROPIC_API_KEY: 'k' },
+      '/w',
+    );
     expect(withUrl.ok && withUrl.value.model).toEqual({ kind: 'endpoint', baseUrl: 'http://127.0.0.1:9', apiKey: 'k' });
     const withKey = loadServeConfig({ ...base, ANTHROPIC_API_KEY: 'k' }, '/w');
-    expect(withKey.ok && resolveModelAccess(withKey.value.model)).toMatchObject({ ok: true, value: { baseUrl: 'https://api.anthropic.com', credential: 'provider_key' } });
+    expect(withKey.ok && resolveModelAccess(withKey.value.model)).toMatchObject({
+      ok: true,
+      value: { baseUrl: 'https://api.anthropic.com', credential: 'provider_key' },
+    });
     const none = loadServeConfig(base, '/w');
     expect(none.ok && resolveModelAccess(none.value.model)).toMatchObject({ ok: false, error: { code: 'no_model' } });
   });

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, test } from 'vitest';
-import { WebSocket, WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { RUNNER_LINK_PING, type HubToRunner } from '@switchyard/protocol';
 import type { RunnerError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log.ts';
@@ -78,7 +78,15 @@ function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number 
     url,
     sessionId: 's1',
     token: 'token-1',
-    hello: { type: 'hello', protocol: 1, runnerId: 'r1', sessionId: 's1', backend: 'pi', cliVersion: 'x', capabilities: { guard: 'unchecked', sandbox: 'none' } },
+    hello: {
+      type: 'hello',
+      protocol: 1,
+      runnerId: 'r1',
+      sessionId: 's1',
+      backend: 'pi',
+      cliVersion: 'x',
+      capabilities: { guard: 'unchecked', sandbox: 'none' },
+    },
     buffer,
     backoff: { baseMs: 10, maxMs: 20 },
     pingIntervalMs: over.pingIntervalMs ?? 60_000,
@@ -101,7 +109,8 @@ function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number 
 }
 
 function pushEvents(buffer: EventBuffer, n: number): void {
-  for (let i = 0; i < n; i++) buffer.push('event', (seq) => JSON.stringify({ seq, event: { type: 'text.delta', index: 0, text: `e${seq}` } }));
+  for (let i = 0; i < n; i++)
+    buffer.push('event', (seq) => JSON.stringify({ seq, event: { type: 'text.delta', index: 0, text: `e${seq}` } }));
 }
 
 describe('HubLink', () => {
@@ -152,8 +161,17 @@ describe('HubLink', () => {
     const { requests, nextRequest } = link(hub.url, new EventBuffer({ maxFrames: 10, maxBytes: 1e6 }));
     const c = await first;
     send(c, { type: 'welcome', ackedSeq: 0 });
-    c.ws.send(JSON.stringify({ type: 'user_message', messageId: 'bad', message: { text: 'x', images: [{ mediaType: 'image/bmp', data: '!!' }] } }));
-    expect(await frameWhere(c, (f) => f.type === 'reject')).toMatchObject({ inReplyTo: 'bad', error: { code: 'invalid_message' } });
+    c.ws.send(
+      JSON.stringify({
+        type: 'user_message',
+        messageId: 'bad',
+        message: { text: 'x', images: [{ mediaType: 'image/bmp', data: '!!' }] },
+      }),
+    );
+    expect(await frameWhere(c, (f) => f.type === 'reject')).toMatchObject({
+      inReplyTo: 'bad',
+      error: { code: 'invalid_message' },
+    });
     const delivered = nextRequest();
     send(c, { type: 'user_message', messageId: 'good', message: { text: 'hi' } });
     await delivered;

@@ -18,7 +18,12 @@ describe('transcripts', () => {
     const collected = await collectTranscript('claude', 'abc-123', a);
     expect(collected.ok).toBe(true);
     const t = collected.ok ? collected.value : undefined;
-    expect(t).toMatchObject({ backend: 'claude', resumeId: 'abc-123', encoding: 'gzip+base64', bytes: Buffer.byteLength(conversation) });
+    expect(t).toMatchObject({
+      backend: 'claude',
+      resumeId: 'abc-123',
+      encoding: 'gzip+base64',
+      bytes: Buffer.byteLength(conversation),
+    });
     expect(TranscriptSchema.safeParse(t).success).toBe(true);
 
     const b = { configDir: dir(), workspace: '/work/ws-b' };
@@ -41,21 +46,29 @@ describe('transcripts', () => {
     const handle = join(b.configDir, 'sessions', '2026-01-01T00-00-00-000Z_id.jsonl');
     expect(restored).toEqual({ ok: true, value: handle });
     // pi refuses a session whose stored cwd is gone; only the header changes.
-    expect(readFileSync(handle, 'utf8')).toBe('{"type":"session","version":3,"id":"x","cwd":"/w-new"}\n' + conversation);
+    expect(readFileSync(handle, 'utf8')).toBe(
+      `{"type":"session","version":3,"id":"x","cwd":"/w-new"}\n${conversation}`,
+    );
   });
 
-  test('a transcript path the CLI replaced with a symlink out of its config dir (/proc/self/environ: the runner\'s own) is refused', async () => {
+  test("a transcript path the CLI replaced with a symlink out of its config dir (/proc/self/environ: the runner's own) is refused", async () => {
     const p = { configDir: dir(), workspace: '/w' };
     const file = claudeTranscriptPath(p.configDir, p.workspace, 's1');
     mkdirSync(dirname(file), { recursive: true });
     symlinkSync('/proc/self/environ', file);
     const t = await collectTranscript('claude', 's1', p);
-    expect(t).toMatchObject({ ok: false, error: { code: 'transcript_unreadable', message: expect.stringMatching(/resolves outside the CLI config dir/) } });
+    expect(t).toMatchObject({
+      ok: false,
+      error: { code: 'transcript_unreadable', message: expect.stringMatching(/resolves outside the CLI config dir/) },
+    });
     const pi = join(p.configDir, 'sessions', 'x.jsonl');
     mkdirSync(dirname(pi), { recursive: true });
     symlinkSync('/proc/self/environ', pi);
     expect(await collectTranscript('pi', pi, p)).toMatchObject({ ok: false, error: { code: 'transcript_unreadable' } });
-    expect(await collectTranscript('pi', '/proc/self/environ', p)).toMatchObject({ ok: false, error: { code: 'transcript_unreadable' } });
+    expect(await collectTranscript('pi', '/proc/self/environ', p)).toMatchObject({
+      ok: false,
+      error: { code: 'transcript_unreadable' },
+    });
   });
 
   test('a restore never writes through a symlink the CLI planted', async () => {
@@ -71,7 +84,10 @@ describe('transcripts', () => {
     const target = claudeTranscriptPath(b.configDir, b.workspace, 's2');
     mkdirSync(dirname(target), { recursive: true });
     symlinkSync(victim, target);
-    expect(await restoreTranscript('claude', collected.value, b)).toMatchObject({ ok: false, error: { code: 'transcript_unwritable' } });
+    expect(await restoreTranscript('claude', collected.value, b)).toMatchObject({
+      ok: false,
+      error: { code: 'transcript_unwritable' },
+    });
     expect(readFileSync(victim, 'utf8')).toBe('untouched');
   });
 
@@ -84,8 +100,14 @@ describe('transcripts', () => {
     writeFileSync(file, conversation);
     const t = await collectTranscript('claude', 's1', p);
     if (!t.ok || !t.value) throw new Error('no transcript');
-    expect(await restoreTranscript('pi', t.value, p)).toMatchObject({ ok: false, error: { code: 'transcript_backend_mismatch' } });
-    expect(await restoreTranscript('claude', { ...t.value, sha256: '0'.repeat(64) }, p)).toMatchObject({ ok: false, error: { code: 'transcript_corrupt' } });
+    expect(await restoreTranscript('pi', t.value, p)).toMatchObject({
+      ok: false,
+      error: { code: 'transcript_backend_mismatch' },
+    });
+    expect(await restoreTranscript('claude', { ...t.value, sha256: '0'.repeat(64) }, p)).toMatchObject({
+      ok: false,
+      error: { code: 'transcript_corrupt' },
+    });
     expect(TranscriptSchema.safeParse({ ...t.value, resumeId: '../../etc/passwd' }).success).toBe(false);
   });
 
@@ -93,7 +115,14 @@ describe('transcripts', () => {
     const p = { configDir: dir(), workspace: '/work/ws' };
     // 128 MiB of zeros gzip to ~128 KiB; inflating it whole is what the bound prevents.
     const bomb = gzipSync(Buffer.alloc(128 * 1024 * 1024), { level: 9 }).toString('base64');
-    const lie = { backend: 'claude' as const, resumeId: 'abc', encoding: 'gzip+base64' as const, data: bomb, sha256: sha256(Buffer.from('tiny')), bytes: 4 };
+    const lie = {
+      backend: 'claude' as const,
+      resumeId: 'abc',
+      encoding: 'gzip+base64' as const,
+      data: bomb,
+      sha256: sha256(Buffer.from('tiny')),
+      bytes: 4,
+    };
     const before = process.memoryUsage().rss;
     const small = await restoreTranscript('claude', lie, p);
     expect(small).toMatchObject({ ok: false, error: { code: 'transcript_too_large' } });

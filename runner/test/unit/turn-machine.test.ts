@@ -1,6 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import type { AgentEvent } from '@switchyard/protocol';
-import { TurnMachine, type MachineEffect, type MachineInput, type MachineTimings } from '../../src/serve/turn-machine.ts';
+import {
+  TurnMachine,
+  type MachineEffect,
+  type MachineInput,
+  type MachineTimings,
+} from '../../src/serve/turn-machine.ts';
 
 const T: MachineTimings = {
   interruptDeadlineMs: 10_000,
@@ -30,12 +35,17 @@ function ready(timings: Partial<MachineTimings> = {}) {
   return { m, run, log };
 }
 
-const of = <K extends MachineEffect['type']>(fx: MachineEffect[], type: K) => fx.filter((e): e is Extract<MachineEffect, { type: K }> => e.type === type);
+const of = <K extends MachineEffect['type']>(fx: MachineEffect[], type: K) =>
+  fx.filter((e): e is Extract<MachineEffect, { type: K }> => e.type === type);
 const emitted = (fx: MachineEffect[]) => of(fx, 'emit').map((e) => e.event);
 const turnDones = (fx: MachineEffect[]) => emitted(fx).filter((e) => e.type === 'turn.done');
 const timerSet = (fx: MachineEffect[], name: string) => of(fx, 'set_timer').find((t) => t.name === name);
 const ev = (gen: number, event: AgentEvent): MachineInput => ({ type: 'cli_event', gen, event });
-const done = (stopReason: 'end_turn' | 'error' | 'interrupted', extra: object = {}): AgentEvent => ({ type: 'turn.done', stopReason, ...extra });
+const done = (stopReason: 'end_turn' | 'error' | 'interrupted', extra: object = {}): AgentEvent => ({
+  type: 'turn.done',
+  stopReason,
+  ...extra,
+});
 const msg = (id: string): MachineInput => ({ type: 'user_message', messageId: id, message: { text: 'hi' } });
 
 describe('TurnMachine', () => {
@@ -131,7 +141,9 @@ describe('TurnMachine', () => {
     expect(timerSet(run({ type: 'cli_output', gen: 1 }), 'stall')?.ms).toBe(9000);
     run(ev(1, { type: 'tool.result', toolId: 't1', isError: false, output: '' }));
     expect(timerSet(run({ type: 'cli_output', gen: 1 }), 'stall')?.ms).toBe(1000);
-    expect(timerSet(run(ev(1, { type: 'turn.retry', attempt: 1, delayMs: 4000, reason: '529' })), 'stall')?.ms).toBe(5000);
+    expect(timerSet(run(ev(1, { type: 'turn.retry', attempt: 1, delayMs: 4000, reason: '529' })), 'stall')?.ms).toBe(
+      5000,
+    );
     const fx = run({ type: 'timer', name: 'stall' });
     expect(of(fx, 'cli_interrupt')).toHaveLength(1);
     const end = run(ev(1, done('interrupted')));
@@ -141,8 +153,15 @@ describe('TurnMachine', () => {
   test('a CLI that dies mid-turn without closing it gets a turn.done with its stderr head', () => {
     const { run } = ready();
     run(msg('m1'));
-    const fx = run({ type: 'cli_exit', gen: 1, exit: { code: 3, signal: null, stderrHead: 'boom: out of memory\nmore' } });
-    expect(turnDones(fx)[0]).toMatchObject({ stopReason: 'error', error: { code: 'cli_exited', message: 'CLI exited with code 3: boom: out of memory' } });
+    const fx = run({
+      type: 'cli_exit',
+      gen: 1,
+      exit: { code: 3, signal: null, stderrHead: 'boom: out of memory\nmore' },
+    });
+    expect(turnDones(fx)[0]).toMatchObject({
+      stopReason: 'error',
+      error: { code: 'cli_exited', message: 'CLI exited with code 3: boom: out of memory' },
+    });
     expect(of(fx, 'status').at(-1)?.status).toMatchObject({ state: 'ready', cli: 'stopped' });
     // Nothing restarts on its own.
     expect(of(fx, 'spawn_cli')).toEqual([]);
@@ -152,7 +171,11 @@ describe('TurnMachine', () => {
     const { run } = ready();
     run({ type: 'cli_exit', gen: 1, exit: { code: 1, signal: null, stderrHead: '' } });
     run(msg('m1'));
-    const fx = run({ type: 'cli_spawn_failed', gen: 2, error: { code: 'cli_spawn_failed', message: 'ENOENT', retryable: false } });
+    const fx = run({
+      type: 'cli_spawn_failed',
+      gen: 2,
+      error: { code: 'cli_spawn_failed', message: 'ENOENT', retryable: false },
+    });
     expect(turnDones(fx)[0]).toMatchObject({ stopReason: 'error', error: { code: 'cli_spawn_failed' } });
   });
 

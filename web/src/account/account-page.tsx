@@ -42,15 +42,35 @@ export function AccountPage() {
         <h2 id="password-title">Change password</h2>
         <label>
           Current password
-          <input type="password" autocomplete="current-password" required value={current} onInput={(e) => setCurrent(e.currentTarget.value)} />
+          <input
+            type="password"
+            autocomplete="current-password"
+            required
+            value={current}
+            onInput={(e) => setCurrent(e.currentTarget.value)}
+          />
         </label>
         <label>
           New password
-          <input type="password" autocomplete="new-password" required minLength={12} value={next} onInput={(e) => setNext(e.currentTarget.value)} />
+          <input
+            type="password"
+            autocomplete="new-password"
+            required
+            minLength={12}
+            value={next}
+            onInput={(e) => setNext(e.currentTarget.value)}
+          />
         </label>
         <label>
           Repeat new password
-          <input type="password" autocomplete="new-password" required minLength={12} value={repeat} onInput={(e) => setRepeat(e.currentTarget.value)} />
+          <input
+            type="password"
+            autocomplete="new-password"
+            required
+            minLength={12}
+            value={repeat}
+            onInput={(e) => setRepeat(e.currentTarget.value)}
+          />
         </label>
         <div class="form-actions">
           <button type="submit" class="btn primary">

@@ -11,15 +11,24 @@ function change(e: Entry): string {
   for (const k of keys) {
     const b = e.before?.[k];
     const a = e.after?.[k];
-    parts.push(`${k}: ${b === undefined ? '' : `${JSON.stringify(b)} → `}${a === undefined ? '(removed)' : JSON.stringify(a)}`);
+    parts.push(
+      `${k}: ${b === undefined ? '' : `${JSON.stringify(b)} → `}${a === undefined ? '(removed)' : JSON.stringify(a)}`,
+    );
   }
   return parts.join('; ');
 }
 
 /** The audit trail, newest first, 50 a page. */
 export function AuditPanel() {
-  const { rows: entries, error, hasMore, more } = usePagedList<Entry>(async (cursor) => {
-    const page = await call(api.GET('/api/admin/audit', { params: { query: { limit: 50, ...(cursor !== null && { cursor }) } } }));
+  const {
+    rows: entries,
+    error,
+    hasMore,
+    more,
+  } = usePagedList<Entry>(async (cursor) => {
+    const page = await call(
+      api.GET('/api/admin/audit', { params: { query: { limit: 50, ...(cursor !== null && { cursor }) } } }),
+    );
     return { rows: page.entries, nextCursor: page.nextCursor };
   });
 

@@ -51,7 +51,9 @@ export function BackendPanel() {
                 <div class="backend-card-head">
                   <strong>{b.name}</strong>
                   {b.name === status.llmBackend && <span class="badge state-busy">current</span>}
-                  <span class={`badge ${b.available ? 'state-idle' : 'state-failed'}`}>{b.available ? 'available' : 'unavailable'}</span>
+                  <span class={`badge ${b.available ? 'state-idle' : 'state-failed'}`}>
+                    {b.available ? 'available' : 'unavailable'}
+                  </span>
                 </div>
                 {b.version !== undefined && <p class="muted">version {b.version}</p>}
                 <p class="muted">{b.checkedAt === null ? 'not probed yet' : `checked ${relativeTime(b.checkedAt)}`}</p>
@@ -62,12 +64,16 @@ export function BackendPanel() {
           </ul>
           <form class="card form-inline" onSubmit={save}>
             <label for="backend-select">Backend</label>
-            <select id="backend-select" value={choice} onChange={(e) => setChoice(e.currentTarget.value as PublicSettings['llmBackend'])}>
-                {status.backends.map((b) => (
-                  <option key={b.name} value={b.name}>
-                    {b.name}
-                  </option>
-                ))}
+            <select
+              id="backend-select"
+              value={choice}
+              onChange={(e) => setChoice(e.currentTarget.value as PublicSettings['llmBackend'])}
+            >
+              {status.backends.map((b) => (
+                <option key={b.name} value={b.name}>
+                  {b.name}
+                </option>
+              ))}
             </select>
             <button type="submit" class="btn primary" disabled={saving}>
               {saving ? 'Checking…' : 'Save'}

@@ -5,11 +5,24 @@ import { api, call, describeError, isApiError, type Schemas } from '../api/clien
 import { ErrorText, Notice } from '../ui/messages.tsx';
 
 type Settings = Schemas['Settings'];
-type NumberField = 'sessionIdleMinutes' | 'sessionMaxMinutes' | 'maxMessageBytes' | 'maxLiveRunnersPerUser' | 'maxLiveRunners';
+type NumberField =
+  | 'sessionIdleMinutes'
+  | 'sessionMaxMinutes'
+  | 'maxMessageBytes'
+  | 'maxLiveRunnersPerUser'
+  | 'maxLiveRunners';
 
 const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = [
-  { key: 'sessionIdleMinutes', label: 'Idle timeout (minutes)', hint: 'a runner with no activity this long is stopped' },
-  { key: 'sessionMaxMinutes', label: 'Maximum session length (minutes)', hint: 'a runner is stopped after this long regardless' },
+  {
+    key: 'sessionIdleMinutes',
+    label: 'Idle timeout (minutes)',
+    hint: 'a runner with no activity this long is stopped',
+  },
+  {
+    key: 'sessionMaxMinutes',
+    label: 'Maximum session length (minutes)',
+    hint: 'a runner is stopped after this long regardless',
+  },
   { key: 'maxMessageBytes', label: 'Largest message (bytes)', hint: 'text plus images' },
   { key: 'maxLiveRunnersPerUser', label: 'Runners per user', hint: 'live runners one person may have' },
   { key: 'maxLiveRunners', label: 'Runners in total', hint: 'live runners across everyone' },
@@ -30,7 +43,8 @@ export function LimitsPanel() {
       .catch((e: unknown) => setError({ message: describeError(e) }));
   }, []);
 
-  if (draft === null || saved === null) return error === null ? <p class="muted">Loading…</p> : <ErrorText message={error.message} />;
+  if (draft === null || saved === null)
+    return error === null ? <p class="muted">Loading…</p> : <ErrorText message={error.message} />;
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -38,7 +52,8 @@ export function LimitsPanel() {
     setNotice(null);
     const patch: Schemas['SettingsPatch'] = {};
     for (const { key } of NUMBER_FIELDS) if (draft[key] !== saved[key]) patch[key] = draft[key];
-    if (draft.defaultModel.claude !== saved.defaultModel.claude || draft.defaultModel.pi !== saved.defaultModel.pi) patch.defaultModel = draft.defaultModel;
+    if (draft.defaultModel.claude !== saved.defaultModel.claude || draft.defaultModel.pi !== saved.defaultModel.pi)
+      patch.defaultModel = draft.defaultModel;
     if (Object.keys(patch).length === 0) {
       setNotice('Nothing changed.');
       return;
@@ -49,7 +64,10 @@ export function LimitsPanel() {
       setDraft(s);
       setNotice('Saved. New limits apply to runners started from now on.');
     } catch (err) {
-      setError({ message: describeError(err), ...(isApiError(err) && err.field !== undefined && { field: err.field }) });
+      setError({
+        message: describeError(err),
+        ...(isApiError(err) && err.field !== undefined && { field: err.field }),
+      });
     }
   };
 
@@ -60,7 +78,15 @@ export function LimitsPanel() {
         value={draft.defaultModel[backend] ?? ''}
         placeholder="the CLI’s default"
         aria-invalid={error?.field === `defaultModel.${backend}` ? true : undefined}
-        onInput={(e) => setDraft({ ...draft, defaultModel: { ...draft.defaultModel, [backend]: e.currentTarget.value.trim() === '' ? null : e.currentTarget.value.trim() } })}
+        onInput={(e) =>
+          setDraft({
+            ...draft,
+            defaultModel: {
+              ...draft.defaultModel,
+              [backend]: e.currentTarget.value.trim() === '' ? null : e.currentTarget.value.trim(),
+            },
+          })
+        }
       />
     </label>
   );

@@ -19,7 +19,11 @@ export function LiveSessionsPanel() {
   const [scope, setScope] = useState<'live' | 'all'>('live');
   const { rows, error, hasMore, more, reload } = usePagedList<AdminSession>(
     async (cursor) => {
-      const page = await call(api.GET('/api/admin/sessions', { params: { query: { state: scope, limit: 50, ...(cursor !== null && { cursor }) } } }));
+      const page = await call(
+        api.GET('/api/admin/sessions', {
+          params: { query: { state: scope, limit: 50, ...(cursor !== null && { cursor }) } },
+        }),
+      );
       return { rows: page.sessions, nextCursor: page.nextCursor };
     },
     [scope],

@@ -53,7 +53,12 @@ export function UsersPanel() {
         <h3 id="new-user-title">Add a user</h3>
         <label>
           New username
-          <input required value={form.username} autocomplete="off" onInput={(e) => setForm({ ...form, username: e.currentTarget.value })} />
+          <input
+            required
+            value={form.username}
+            autocomplete="off"
+            onInput={(e) => setForm({ ...form, username: e.currentTarget.value })}
+          />
         </label>
         <label>
           Initial password
@@ -68,7 +73,11 @@ export function UsersPanel() {
         </label>
         <label>
           Role
-          <select value={form.role} aria-label="Role" onChange={(e) => setForm({ ...form, role: e.currentTarget.value as User['role'] })}>
+          <select
+            value={form.role}
+            aria-label="Role"
+            onChange={(e) => setForm({ ...form, role: e.currentTarget.value as User['role'] })}
+          >
             <option value="user">user</option>
             <option value="admin">admin</option>
           </select>
@@ -114,13 +123,25 @@ export function UsersPanel() {
                         id={`role-${u.id}`}
                         value={u.role}
                         disabled={self}
-                        onChange={(e) => void update(u, { role: e.currentTarget.value as User['role'] }, `${u.username} is now ${e.currentTarget.value}.`)}
+                        onChange={(e) =>
+                          void update(
+                            u,
+                            { role: e.currentTarget.value as User['role'] },
+                            `${u.username} is now ${e.currentTarget.value}.`,
+                          )
+                        }
                       >
                         <option value="user">user</option>
                         <option value="admin">admin</option>
                       </select>
                     </td>
-                    <td>{u.disabled ? <span class="badge state-failed">disabled</span> : <span class="badge state-idle">active</span>}</td>
+                    <td>
+                      {u.disabled ? (
+                        <span class="badge state-failed">disabled</span>
+                      ) : (
+                        <span class="badge state-idle">active</span>
+                      )}
+                    </td>
                     <td>{relativeTime(u.createdAt)}</td>
                     <td class="actions">
                       <button type="button" class="btn small" onClick={() => setResetting(u)}>
@@ -130,7 +151,13 @@ export function UsersPanel() {
                         <button
                           type="button"
                           class="btn small"
-                          onClick={() => void update(u, { disabled: !u.disabled }, `${u.username} is ${u.disabled ? 'enabled' : 'disabled'}.`)}
+                          onClick={() =>
+                            void update(
+                              u,
+                              { disabled: !u.disabled },
+                              `${u.username} is ${u.disabled ? 'enabled' : 'disabled'}.`,
+                            )
+                          }
                         >
                           {u.disabled ? 'Enable' : 'Disable'}
                         </button>
@@ -154,7 +181,11 @@ export function UsersPanel() {
           onCancel={() => setResetting(null)}
           onSave={(password) => {
             setResetting(null);
-            void update(resetting, { password }, `Password of ${resetting.username} reset; their sign-ins and API tokens were revoked.`);
+            void update(
+              resetting,
+              { password },
+              `Password of ${resetting.username} reset; their sign-ins and API tokens were revoked.`,
+            );
           }}
         />
       )}
@@ -167,7 +198,10 @@ export function UsersPanel() {
           onConfirm={() => {
             const u = deleting;
             setDeleting(null);
-            void act(() => call(api.DELETE('/api/admin/users/{id}', { params: { path: { id: u.id } } })), `Deleted ${u.username}.`);
+            void act(
+              () => call(api.DELETE('/api/admin/users/{id}', { params: { path: { id: u.id } } })),
+              `Deleted ${u.username}.`,
+            );
           }}
           onCancel={() => setDeleting(null)}
         />
@@ -189,7 +223,15 @@ function ResetPassword({ user, onSave, onCancel }: { user: User; onSave: (p: str
         <h2 id="reset-title">Reset the password of {user.username}</h2>
         <label>
           New password
-          <input type="password" required minLength={12} autoFocus autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <input
+            type="password"
+            required
+            minLength={12}
+            autoFocus
+            autocomplete="new-password"
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
         </label>
         <div class="dialog-actions">
           <button type="button" class="btn" onClick={onCancel}>

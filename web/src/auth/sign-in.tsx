@@ -45,7 +45,14 @@ export function SignIn({ onSignedIn }: { onSignedIn: (me: Me) => void }) {
         <h1 id="signin-title">Sign in to Switchyard</h1>
         <label>
           Username
-          <input name="username" autocomplete="username" required autoFocus value={username} onInput={(e) => setUsername(e.currentTarget.value)} />
+          <input
+            name="username"
+            autocomplete="username"
+            required
+            autoFocus
+            value={username}
+            onInput={(e) => setUsername(e.currentTarget.value)}
+          />
         </label>
         <label>
           Password

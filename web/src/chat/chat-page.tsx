@@ -93,7 +93,12 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   const rename = async (title: string) => {
     setRenaming(false);
     try {
-      const s = await call(api.PATCH('/api/sessions/{id}', { params: { path: { id: sessionId } }, body: { title: title.trim() === '' ? null : title } }));
+      const s = await call(
+        api.PATCH('/api/sessions/{id}', {
+          params: { path: { id: sessionId } },
+          body: { title: title.trim() === '' ? null : title },
+        }),
+      );
       setDetail({ ...detail, title: s.title, updatedAt: s.updatedAt });
       upsertSession(s);
       setActionError(null);
@@ -138,7 +143,9 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
           <Watching presence={presence} me={me.username} />
           <span class="runner-state">
             Runner: <StateBadge state={state} />
-            {stateReason !== null && (state === 'failed' || state === 'stopped' || state === 'starting') && <span class="muted"> {stateReason}</span>}
+            {stateReason !== null && (state === 'failed' || state === 'stopped' || state === 'starting') && (
+              <span class="muted"> {stateReason}</span>
+            )}
           </span>
         </div>
         {!owner && <p class="notice readonly">Read-only: this session belongs to another user.</p>}
@@ -151,7 +158,9 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
           sessionId={sessionId}
           running={running}
           maxMessageBytes={maxBytes}
-          onSent={(messageId, text) => setPending((ps) => [...ps.filter((p) => !shown.has(p.messageId)), { messageId, text }])}
+          onSent={(messageId, text) =>
+            setPending((ps) => [...ps.filter((p) => !shown.has(p.messageId)), { messageId, text }])
+          }
         />
       )}
       {confirmDelete && (
@@ -172,15 +181,25 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
 function Watching({ presence, me }: { presence: Presence | null; me: string }) {
   if (presence === null || presence.viewers.length === 0) return null;
   const people = [...presence.viewers].sort((a, b) => Number(b.name === me) - Number(a.name === me));
-  const text = people.map((v) => `${v.name === me ? 'you' : v.name}${v.streams > 1 ? ` (${v.streams} tabs)` : ''}`).join(', ');
+  const text = people
+    .map((v) => `${v.name === me ? 'you' : v.name}${v.streams > 1 ? ` (${v.streams} tabs)` : ''}`)
+    .join(', ');
   return (
-    <span class="watching" aria-label={`Watching now: ${text}`} title="who has this session open">
+    <span class="watching" role="status" aria-label={`Watching now: ${text}`} title="who has this session open">
       <EyeIcon /> {text}
     </span>
   );
 }
 
-function RenameForm({ initial, onSave, onCancel }: { initial: string; onSave: (t: string) => void; onCancel: () => void }) {
+function RenameForm({
+  initial,
+  onSave,
+  onCancel,
+}: {
+  initial: string;
+  onSave: (t: string) => void;
+  onCancel: () => void;
+}) {
   const [value, setValue] = useState(initial);
   return (
     <form
@@ -193,7 +212,14 @@ function RenameForm({ initial, onSave, onCancel }: { initial: string; onSave: (t
       <label class="sr-only" for="rename-input">
         Session title
       </label>
-      <input id="rename-input" value={value} maxLength={200} autoFocus onInput={(e) => setValue(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Escape' && onCancel()} />
+      <input
+        id="rename-input"
+        value={value}
+        maxLength={200}
+        autoFocus
+        onInput={(e) => setValue(e.currentTarget.value)}
+        onKeyDown={(e) => e.key === 'Escape' && onCancel()}
+      />
       <button type="submit" class="btn small primary">
         Save title
       </button>

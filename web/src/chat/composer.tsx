@@ -18,7 +18,8 @@ export interface ComposerProps {
 
 function sendError(e: unknown): string {
   if (!isApiError(e)) return 'Could not send; your message is kept.';
-  if (e.status === 409) return 'The agent is still busy with the previous message. Your message is kept: send it when the turn ends, or press Stop.';
+  if (e.status === 409)
+    return 'The agent is still busy with the previous message. Your message is kept: send it when the turn ends, or press Stop.';
   if (e.status === 0) return 'Could not reach the server. Your message is kept; press Send to try again.';
   if (e.status === 429) return `${e.message}. Your message is kept.`;
   return `${e.field !== undefined ? `${e.field}: ` : ''}${e.message}. Your message is kept.`;
@@ -41,7 +42,12 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
   useEffect(() => {
     if (!running) setStopping(false);
   }, [running]);
-  useEffect(() => () => images.forEach((i) => URL.revokeObjectURL(i.previewUrl)), []);
+  useEffect(
+    () => () => {
+      for (const i of images) URL.revokeObjectURL(i.previewUrl);
+    },
+    [],
+  );
   // Opening a session puts the cursor in its message box (autofocus only works on page load).
   useEffect(() => box.current?.focus(), []);
 
@@ -71,7 +77,9 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
     if (body === '' || sending) return;
     const size = bodyBytes(text, images);
     if (size > maxMessageBytes) {
-      setError(`This message is ${formatBytes(size)}; the limit is ${formatBytes(maxMessageBytes)}. Remove an image or shorten the text.`);
+      setError(
+        `This message is ${formatBytes(size)}; the limit is ${formatBytes(maxMessageBytes)}. Remove an image or shorten the text.`,
+      );
       return;
     }
     setSending(true);
@@ -88,7 +96,7 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
         }),
       );
       onSent(r.messageId, text);
-      images.forEach((i) => URL.revokeObjectURL(i.previewUrl));
+      for (const i of images) URL.revokeObjectURL(i.previewUrl);
       setText('');
       setImages([]);
     } catch (e) {
@@ -128,7 +136,12 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
           {images.map((i) => (
             <li key={i.id}>
               <img src={i.previewUrl} alt={i.name} />
-              <button type="button" class="remove-attachment" aria-label={`Remove ${i.name}`} onClick={() => removeImage(i.id)}>
+              <button
+                type="button"
+                class="remove-attachment"
+                aria-label={`Remove ${i.name}`}
+                onClick={() => removeImage(i.id)}
+              >
                 ×
               </button>
             </li>
@@ -136,7 +149,13 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
         </ul>
       )}
       <div class="composer-row">
-        <button type="button" class="icon-btn" aria-label="Attach images" title="Attach images" onClick={() => fileInput.current?.click()}>
+        <button
+          type="button"
+          class="icon-btn"
+          aria-label="Attach images"
+          title="Attach images"
+          onClick={() => fileInput.current?.click()}
+        >
           <PaperclipIcon />
         </button>
         <input

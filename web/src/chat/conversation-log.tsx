@@ -30,12 +30,25 @@ function useStickToBottom(dep: unknown) {
 export const RECENT_TURNS = 60;
 
 /** The conversation region: the latest turns, then messages sent but not yet confirmed by the stream. */
-export function ConversationLog({ conv, pending }: { conv: Conversation; pending: ReadonlyArray<{ messageId: string; text: string }> }) {
+export function ConversationLog({
+  conv,
+  pending,
+}: {
+  conv: Conversation;
+  pending: ReadonlyArray<{ messageId: string; text: string }>;
+}) {
   const scroller = useStickToBottom(conv);
   const [shown, setShown] = useState(RECENT_TURNS);
   const from = Math.max(0, conv.turns.length - shown);
   return (
-    <section class="conversation" ref={scroller} role="log" aria-label="Conversation" aria-live="polite" onClick={handleCopyClick}>
+    <section
+      class="conversation"
+      ref={scroller}
+      role="log"
+      aria-label="Conversation"
+      aria-live="polite"
+      onClick={handleCopyClick}
+    >
       {conv.turns.length === 0 && pending.length === 0 && <p class="muted center">No messages yet. Say hello below.</p>}
       {from > 0 && (
         <p class="center">

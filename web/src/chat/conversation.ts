@@ -85,7 +85,13 @@ function callMap(conv: Conversation, messageId: string | null): Map<number, numb
   return m;
 }
 
-function appendDelta(conv: Conversation, messageId: string | null, index: number, kind: 'text' | 'thinking', text: string): void {
+function appendDelta(
+  conv: Conversation,
+  messageId: string | null,
+  index: number,
+  kind: 'text' | 'thinking',
+  text: string,
+): void {
   const t = editTurn(conv, messageId);
   const calls = callMap(conv, messageId);
   const at = calls.get(index);
@@ -163,7 +169,8 @@ function apply(conv: Conversation, ev: StreamEvent): void {
       if (calls.size === 0) {
         const t = editTurn(conv, mid);
         for (const c of ev.content) {
-          if (c.type === 'tool_use') t.blocks.push({ kind: 'tool', toolId: c.id, name: c.name, inputText: '', input: c.input });
+          if (c.type === 'tool_use')
+            t.blocks.push({ kind: 'tool', toolId: c.id, name: c.name, inputText: '', input: c.input });
           else t.blocks.push({ kind: c.type, text: c.text });
         }
       }
@@ -172,7 +179,11 @@ function apply(conv: Conversation, ev: StreamEvent): void {
     }
     case 'turn.retry': {
       const t = editTurn(conv, mid);
-      t.retry = { attempt: ev.attempt, reason: ev.reason, ...(ev.maxAttempts !== undefined && { maxAttempts: ev.maxAttempts }) };
+      t.retry = {
+        attempt: ev.attempt,
+        reason: ev.reason,
+        ...(ev.maxAttempts !== undefined && { maxAttempts: ev.maxAttempts }),
+      };
       return;
     }
     case 'turn.done': {

@@ -22,7 +22,18 @@ import { Marked, type Tokens } from 'marked';
 // The languages coding agents show most; others render as plain code.
 const LANGUAGES = { bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml };
 for (const [name, lang] of Object.entries(LANGUAGES)) hljs.registerLanguage(name, lang);
-for (const [alias, name] of [['sh', 'bash'], ['shell', 'bash'], ['js', 'javascript'], ['ts', 'typescript'], ['tsx', 'typescript'], ['jsx', 'javascript'], ['html', 'xml'], ['py', 'python'], ['yml', 'yaml'], ['md', 'markdown']] as const) {
+for (const [alias, name] of [
+  ['sh', 'bash'],
+  ['shell', 'bash'],
+  ['js', 'javascript'],
+  ['ts', 'typescript'],
+  ['tsx', 'typescript'],
+  ['jsx', 'javascript'],
+  ['html', 'xml'],
+  ['py', 'python'],
+  ['yml', 'yaml'],
+  ['md', 'markdown'],
+] as const) {
   hljs.registerAliases(alias, { languageName: name });
 }
 
@@ -31,7 +42,8 @@ function escapeHtml(s: string): string {
 }
 
 function highlight(code: string, lang: string): string {
-  if (lang !== '' && hljs.getLanguage(lang) !== undefined) return hljs.highlight(code, { language: lang, ignoreIllegals: true }).value;
+  if (lang !== '' && hljs.getLanguage(lang) !== undefined)
+    return hljs.highlight(code, { language: lang, ignoreIllegals: true }).value;
   return escapeHtml(code);
 }
 

@@ -20,7 +20,8 @@ function toolGist(b: Extract<Block, { kind: 'tool' }>): string | null {
 }
 
 function ToolCard({ block, running }: { block: Extract<Block, { kind: 'tool' }>; running: boolean }) {
-  const status = block.result === undefined ? (running ? 'running' : 'no result') : block.result.isError ? 'error' : 'done';
+  const status =
+    block.result === undefined ? (running ? 'running' : 'no result') : block.result.isError ? 'error' : 'done';
   const gist = toolGist(block);
   return (
     <details class={`tool-card tool-${status.replace(' ', '-')}`} aria-label={`Tool call ${block.name}: ${status}`}>
@@ -38,7 +39,9 @@ function ToolCard({ block, running }: { block: Extract<Block, { kind: 'tool' }>;
         {block.result !== undefined && (
           <>
             <div class="tool-section-label">{block.result.isError ? 'Error' : 'Result'}</div>
-            <pre class={block.result.isError ? 'tool-io is-error' : 'tool-io'}>{block.result.output || '(no output)'}</pre>
+            <pre class={block.result.isError ? 'tool-io is-error' : 'tool-io'}>
+              {block.result.output || '(no output)'}
+            </pre>
           </>
         )}
       </div>
@@ -83,7 +86,9 @@ function TurnFooter({ turn }: { turn: Turn }) {
   const reason = stopReasonText(done);
   const usage = done.usage;
   const facts = [
-    usage !== undefined ? `${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out tokens` : null,
+    usage !== undefined
+      ? `${usage.inputTokens.toLocaleString()} in · ${usage.outputTokens.toLocaleString()} out tokens`
+      : null,
     done.costUsd !== undefined ? formatCost(done.costUsd) : null,
     done.durationMs !== undefined ? formatDuration(done.durationMs) : null,
   ].filter((x) => x !== null);
@@ -98,7 +103,11 @@ function TurnFooter({ turn }: { turn: Turn }) {
 export const TurnView = memo(function TurnView({ turn }: { turn: Turn }) {
   const running = turn.done === undefined && turn.user !== undefined;
   return (
-    <article class="turn" data-message-id={turn.messageId ?? undefined} data-state={turn.done !== undefined ? 'done' : running ? 'running' : undefined}>
+    <article
+      class="turn"
+      data-message-id={turn.messageId ?? undefined}
+      data-state={turn.done !== undefined ? 'done' : running ? 'running' : undefined}
+    >
       {turn.user !== undefined && (
         <div class="msg user">
           <div class="msg-author">You</div>
@@ -112,7 +121,7 @@ export const TurnView = memo(function TurnView({ turn }: { turn: Turn }) {
             <BlockView key={i} block={b} running={running} />
           ))}
           {running && turn.blocks.length === 0 && turn.retry === undefined && (
-            <p class="typing" aria-label="The agent is working">
+            <p class="typing" role="status" aria-label="The agent is working">
               <span class="spinner" /> Working…
             </p>
           )}

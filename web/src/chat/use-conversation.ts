@@ -3,7 +3,12 @@
 // frame, so a burst of deltas costs one render.
 import { useEffect, useState } from 'preact/hooks';
 import type { Presence } from '@switchyard/protocol';
-import { SessionStream, type SessionStreamOptions, type StreamEvent, type StreamStatus } from '../stream/session-stream.ts';
+import {
+  SessionStream,
+  type SessionStreamOptions,
+  type StreamEvent,
+  type StreamStatus,
+} from '../stream/session-stream.ts';
 import { applyEvents, type Conversation, emptyConversation } from './conversation.ts';
 
 /** `fetch` is for the bench harness, which feeds a scripted stream through the same path. */

@@ -7,7 +7,10 @@ import { upsertSession, useSessionList } from './session-list-store.ts';
 import { ErrorText } from '../ui/messages.tsx';
 
 export function sessionTitle(s: { title: string | null; createdAt: string }): string {
-  return s.title ?? `Untitled · ${new Date(s.createdAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}`;
+  return (
+    s.title ??
+    `Untitled · ${new Date(s.createdAt).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })}`
+  );
 }
 
 export function SessionSidebar({ currentId }: { currentId: string | null }) {

@@ -110,12 +110,15 @@ export class SessionStream {
     if (!continuing) this.opts.onStatus({ state: 'connecting' });
     let res: Response;
     try {
-      res = await this.doFetch(`/api/sessions/${encodeURIComponent(this.opts.sessionId)}/events${this.opts.onPresence ? '?presence=1' : ''}`, {
-        headers: { Accept: 'text/event-stream', ...(this.lastId !== null && { 'Last-Event-ID': this.lastId }) },
-        credentials: 'same-origin',
-        cache: 'no-store',
-        signal: ctrl.signal,
-      });
+      res = await this.doFetch(
+        `/api/sessions/${encodeURIComponent(this.opts.sessionId)}/events${this.opts.onPresence ? '?presence=1' : ''}`,
+        {
+          headers: { Accept: 'text/event-stream', ...(this.lastId !== null && { 'Last-Event-ID': this.lastId }) },
+          credentials: 'same-origin',
+          cache: 'no-store',
+          signal: ctrl.signal,
+        },
+      );
     } catch {
       if (this.abort === ctrl) this.cut('cannot reach the server');
       return;

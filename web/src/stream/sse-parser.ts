@@ -41,7 +41,8 @@ export class SseParser {
 
   private line(line: string, out: SseItem[]): void {
     if (line === '') {
-      if (this.data.length > 0) out.push({ kind: 'event', id: this.id, event: this.event || 'message', data: this.data.join('\n') });
+      if (this.data.length > 0)
+        out.push({ kind: 'event', id: this.id, event: this.event || 'message', data: this.data.join('\n') });
       this.id = null;
       this.event = '';
       this.data = [];

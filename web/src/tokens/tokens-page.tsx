@@ -30,7 +30,9 @@ export function TokensPage() {
     setCopied(false);
     try {
       // The server asks for the password again before it mints a credential.
-      const r = await call(api.POST('/api/tokens', { body: { name, expiresInDays: Number(days), currentPassword: password } }));
+      const r = await call(
+        api.POST('/api/tokens', { body: { name, expiresInDays: Number(days), currentPassword: password } }),
+      );
       setCreated({ name: r.token.name, secret: r.secret });
       setName('');
       setPassword('');
@@ -53,12 +55,21 @@ export function TokensPage() {
   return (
     <div class="page">
       <h1>API tokens</h1>
-      <p class="muted">Scripts use a token as <code>Authorization: Bearer …</code>. A token can do everything you can; revoke any you no longer use.</p>
+      <p class="muted">
+        Scripts use a token as <code>Authorization: Bearer …</code>. A token can do everything you can; revoke any you
+        no longer use.
+      </p>
       <form class="card form-grid" onSubmit={create} aria-labelledby="new-token-title">
         <h2 id="new-token-title">New token</h2>
         <label>
           Token name
-          <input required maxLength={64} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="e.g. ci-script" />
+          <input
+            required
+            maxLength={64}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+            placeholder="e.g. ci-script"
+          />
         </label>
         <label>
           Expires in
@@ -71,7 +82,13 @@ export function TokensPage() {
         </label>
         <label>
           Your current password
-          <input type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <input
+            type="password"
+            autocomplete="current-password"
+            required
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
         </label>
         <div class="form-actions">
           <button type="submit" class="btn primary">
@@ -83,11 +100,11 @@ export function TokensPage() {
       {created !== null && (
         <div class="card secret-once" role="status">
           <h2>Token “{created.name}” created</h2>
-          <p>Copy it now: it is shown only once.</p>
+          <p id="token-secret-note">Copy it now: it is shown only once.</p>
           <div class="secret-row">
-            <code class="secret" aria-label="New token secret">
+            <output class="secret" aria-describedby="token-secret-note" aria-label="New token secret">
               {created.secret}
-            </code>
+            </output>
             <button
               type="button"
               class="btn small"
@@ -128,7 +145,12 @@ export function TokensPage() {
                   <td title={absoluteTime(t.expiresAt)}>{relativeTime(t.expiresAt)}</td>
                   <td>{t.lastUsedAt === null ? 'never' : relativeTime(t.lastUsedAt)}</td>
                   <td class="actions">
-                    <button type="button" class="btn small danger-outline" aria-label={`Revoke ${t.name}`} onClick={() => setRevoking(t)}>
+                    <button
+                      type="button"
+                      class="btn small danger-outline"
+                      aria-label={`Revoke ${t.name}`}
+                      onClick={() => setRevoking(t)}
+                    >
                       Revoke
                     </button>
                   </td>

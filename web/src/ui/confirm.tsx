@@ -1,7 +1,14 @@
 import { useEffect, useRef } from 'preact/hooks';
 
 /** A modal confirmation on the native <dialog> (focus trapping and Escape come with it). */
-export function Confirm(props: { title: string; body: string; confirm: string; danger?: boolean; onConfirm: () => void; onCancel: () => void }) {
+export function Confirm(props: {
+  title: string;
+  body: string;
+  confirm: string;
+  danger?: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     ref.current?.showModal();

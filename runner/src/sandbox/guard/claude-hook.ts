@@ -25,8 +25,12 @@ function finish(code: 0 | typeof BLOCK, message?: string): void {
 }
 const block = (message: string) => finish(BLOCK, message);
 
-process.on('uncaughtException', (err) => block(`switchyard guard: internal error, refusing the call (${err?.message ?? String(err)})`));
-process.on('unhandledRejection', (err) => block(`switchyard guard: internal error, refusing the call (${err instanceof Error ? err.message : String(err)})`));
+process.on('uncaughtException', (err) =>
+  block(`switchyard guard: internal error, refusing the call (${err?.message ?? String(err)})`),
+);
+process.on('unhandledRejection', (err) =>
+  block(`switchyard guard: internal error, refusing the call (${err instanceof Error ? err.message : String(err)})`),
+);
 setTimeout(() => block('switchyard guard: timed out deciding, refusing the call'), SELF_TIMEOUT_MS);
 
 async function readStdin(): Promise<string> {
@@ -56,7 +60,8 @@ async function run(): Promise<void> {
   } catch {
     return block('switchyard guard: hook input is not JSON, refusing the call');
   }
-  if (typeof hook !== 'object' || hook === null || Array.isArray(hook)) return block('switchyard guard: hook input is not an object, refusing the call');
+  if (typeof hook !== 'object' || hook === null || Array.isArray(hook))
+    return block('switchyard guard: hook input is not an object, refusing the call');
   const h = hook as Record<string, unknown>;
   if (typeof h.tool_name !== 'string') return block('switchyard guard: hook input has no tool_name, refusing the call');
   const decision = decide(
@@ -68,4 +73,6 @@ async function run(): Promise<void> {
   return block(decision.reason);
 }
 
-run().catch((err: unknown) => block(`switchyard guard: internal error, refusing the call (${err instanceof Error ? err.message : String(err)})`));
+run().catch((err: unknown) =>
+  block(`switchyard guard: internal error, refusing the call (${err instanceof Error ? err.message : String(err)})`),
+);

@@ -18,7 +18,10 @@ interface ExtensionContext {
   cwd?: string;
 }
 interface PiExtensionApi {
-  on(event: 'tool_call', handler: (event: ToolCallEvent, ctx: ExtensionContext) => { block: true; reason: string } | undefined): void;
+  on(
+    event: 'tool_call',
+    handler: (event: ToolCallEvent, ctx: ExtensionContext) => { block: true; reason: string } | undefined,
+  ): void;
 }
 
 export default function switchyardGuard(pi: PiExtensionApi): void {

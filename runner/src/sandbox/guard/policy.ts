@@ -27,10 +27,12 @@ export function parsePolicy(text: string | undefined): PolicyResult {
   } catch {
     return { ok: false, reason: `${POLICY_ENV} is not JSON` };
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, reason: `${POLICY_ENV} is not an object` };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return { ok: false, reason: `${POLICY_ENV} is not an object` };
   const r = raw as Record<string, unknown>;
   if (r.v !== POLICY_VERSION) return { ok: false, reason: `${POLICY_ENV}: unsupported version ${JSON.stringify(r.v)}` };
-  if (r.backend !== 'claude' && r.backend !== 'pi') return { ok: false, reason: `${POLICY_ENV}: backend must be claude or pi` };
+  if (r.backend !== 'claude' && r.backend !== 'pi')
+    return { ok: false, reason: `${POLICY_ENV}: backend must be claude or pi` };
   if (typeof r.workspace !== 'string' || !r.workspace.startsWith('/') || r.workspace.includes('\0'))
     return { ok: false, reason: `${POLICY_ENV}: workspace must be an absolute path` };
   if (!Array.isArray(r.tools) || !r.tools.every((t): t is string => typeof t === 'string' && t.length > 0))

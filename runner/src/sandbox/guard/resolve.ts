@@ -16,9 +16,7 @@ export interface FsView {
   readlink(path: string): string;
 }
 
-export type Resolution =
-  | { ok: true; path: string; exists: boolean }
-  | { ok: false; reason: string; proc?: true };
+export type Resolution = { ok: true; path: string; exists: boolean } | { ok: false; reason: string; proc?: true };
 
 const MAX_LINKS = 40;
 
@@ -69,7 +67,10 @@ export function resolveReal(absolute: string, fs: FsView): Resolution {
         try {
           target = fs.readlink(here);
         } catch (err) {
-          return { ok: false, reason: `cannot read link ${here}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+          return {
+            ok: false,
+            reason: `cannot read link ${here}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+          };
         }
         if (target.startsWith('/')) stack.length = 0;
         todo = [...target.split('/'), ...todo];

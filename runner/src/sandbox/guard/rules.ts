@@ -114,24 +114,43 @@ export function pathCandidates(p: string, bases: readonly string[]): string[] {
   const all = new Set<string>();
   for (const a of absolute) {
     const nfd = a.normalize('NFD');
-    for (const v of [a, a.replace(/ (AM|PM)\./gi, '\u202F$1.'), nfd, a.replace(/'/g, '\u2019'), nfd.replace(/'/g, '\u2019')]) all.add(v);
+    for (const v of [
+      a,
+      a.replace(/ (AM|PM)\./gi, '\u202F$1.'),
+      nfd,
+      a.replace(/'/g, '\u2019'),
+      nfd.replace(/'/g, '\u2019'),
+    ])
+      all.add(v);
   }
   return [...all];
 }
 
 const UNICODE_SPACES = /[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g;
 
-function checkPath(tool: string, key: string, value: unknown, ws: string, bases: readonly string[], fs: FsView): Decision {
+function checkPath(
+  tool: string,
+  key: string,
+  value: unknown,
+  ws: string,
+  bases: readonly string[],
+  fs: FsView,
+): Decision {
   if (typeof value !== 'string') return deny(`${tool}: ${key} is not a string`);
   if (value.includes('\0')) return deny(`${tool}: ${key} contains a NUL byte`);
   const expanded = (value.startsWith('@') ? value.slice(1) : value).replace(UNICODE_SPACES, ' ');
-  if (value.startsWith('~') || expanded.startsWith('~')) return deny(`${tool}: ${clip(value)} is relative to a home directory, outside the session workspace`);
+  if (value.startsWith('~') || expanded.startsWith('~'))
+    return deny(`${tool}: ${clip(value)} is relative to a home directory, outside the session workspace`);
   const hit = sensitiveMatch(relativeSegments(value, ws));
   if (hit) return deny(`${tool}: ${clip(value)} is a sensitive path (${hit.name}): ${hit.reason}`);
   for (const candidate of pathCandidates(value, bases)) {
     const r = resolveReal(candidate, fs);
-    if (!r.ok) return deny(r.proc ? `${tool}: ${clip(value)}: ${PROC_REASON}` : `${tool}: ${clip(value)} cannot be checked (${r.reason})`);
-    if (!inside(r.path, ws)) return deny(`${tool}: ${clip(value)} resolves to ${clip(r.path)}, outside the session workspace ${ws}`);
+    if (!r.ok)
+      return deny(
+        r.proc ? `${tool}: ${clip(value)}: ${PROC_REASON}` : `${tool}: ${clip(value)} cannot be checked (${r.reason})`,
+      );
+    if (!inside(r.path, ws))
+      return deny(`${tool}: ${clip(value)} resolves to ${clip(r.path)}, outside the session workspace ${ws}`);
     const s = sensitiveMatch(relativeSegments(r.path, ws));
     if (s) return deny(`${tool}: ${clip(value)} resolves to a sensitive path (${s.name}): ${s.reason}`);
   }
@@ -153,7 +172,8 @@ function relativeSegments(path: string, ws: string): string[] {
 
 function checkGlob(tool: string, key: string, value: unknown): Decision {
   if (typeof value !== 'string') return deny(`${tool}: ${key} is not a string`);
-  if (value.startsWith('/') || value.startsWith('~')) return deny(`${tool}: ${key} ${clip(value)} is absolute; globs must stay relative to the workspace`);
+  if (value.startsWith('/') || value.startsWith('~'))
+    return deny(`${tool}: ${key} ${clip(value)} is absolute; globs must stay relative to the workspace`);
   if (value.includes('..')) return deny(`${tool}: ${key} ${clip(value)} climbs out with '..'`);
   const hit = sensitiveMatch(value.split(/[/{},]/).filter((s) => s !== ''));
   if (hit) return deny(`${tool}: ${key} ${clip(value)} names a sensitive path (${hit.name}): ${hit.reason}`);
@@ -171,7 +191,8 @@ function checkUrl(tool: string, key: string, value: unknown): Decision {
   } catch {
     return deny(`${tool}: ${key} ${clip(value)} is not an absolute URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return deny(`${tool}: ${key} uses ${url.protocol}; only http: and https: URLs are allowed`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return deny(`${tool}: ${key} uses ${url.protocol}; only http: and https: URLs are allowed`);
   const internal = internalHost(url.hostname);
   if (internal) return deny(`${tool}: ${key} ${clip(value)} points at ${internal}`);
   return ALLOW;
@@ -179,7 +200,10 @@ function checkUrl(tool: string, key: string, value: unknown): Decision {
 
 /** Loopback, link-local (cloud metadata), private and unspecified addresses: the runner's proxy, the host, the VPC. */
 export function internalHost(hostname: string): string | undefined {
-  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const h = hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
   if (h === 'localhost' || h.endsWith('.localhost')) return 'a loopback host';
   if (h === 'metadata.google.internal' || h.endsWith('.internal')) return 'an internal host name';
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h)?.[1];

@@ -33,7 +33,10 @@ const pair =
   (segments: readonly string[]): boolean =>
     segments.some((s, i) => s === a && i + 1 < segments.length && b(segments[i + 1] ?? ''));
 
-const is = (...names: string[]) => (s: string) => names.includes(s);
+const is =
+  (...names: string[]) =>
+  (s: string) =>
+    names.includes(s);
 
 export const SENSITIVE_PATTERNS: readonly SensitivePattern[] = [
   {
@@ -94,10 +97,23 @@ export const SENSITIVE_PATTERNS: readonly SensitivePattern[] = [
   },
   {
     name: '.config/gh/, .config/hub, .vault-token, .terraformrc, terraform.rc, credentials.tfrc.json, .boto, .s3cfg, .pgpass, .my.cnf, .htpasswd',
-    reason: 'developer-tool tokens and database passwords (GitHub CLI, Vault, Terraform, S3 tools, PostgreSQL, MySQL, Apache)',
+    reason:
+      'developer-tool tokens and database passwords (GitHub CLI, Vault, Terraform, S3 tools, PostgreSQL, MySQL, Apache)',
     matches: (seg) =>
       pair('.config', is('gh', 'hub'))(seg) ||
-      basename(is('.vault-token', '.terraformrc', 'terraform.rc', 'credentials.tfrc.json', '.boto', '.s3cfg', '.pgpass', '.my.cnf', '.htpasswd'))(seg),
+      basename(
+        is(
+          '.vault-token',
+          '.terraformrc',
+          'terraform.rc',
+          'credentials.tfrc.json',
+          '.boto',
+          '.s3cfg',
+          '.pgpass',
+          '.my.cnf',
+          '.htpasswd',
+        ),
+      )(seg),
   },
   {
     name: '.gnupg/, .password-store/',
@@ -114,7 +130,8 @@ export const SENSITIVE_PATTERNS: readonly SensitivePattern[] = [
   },
   {
     name: '.claude/, .claude.json, .pi/, .codex/, .gemini/, .config/claude/',
-    reason: "the agent CLIs' own configuration and auth files: settings can add hooks or permissions, auth files hold tokens",
+    reason:
+      "the agent CLIs' own configuration and auth files: settings can add hooks or permissions, auth files hold tokens",
     matches: (seg) =>
       anySegment(is('.claude', '.claude.json', '.pi', '.codex', '.gemini'))(seg) || pair('.config', is('claude'))(seg),
   },
@@ -130,7 +147,8 @@ export const SENSITIVE_PATTERNS: readonly SensitivePattern[] = [
  * cmdline and mem of any process, and magic links (/proc/self/root, /cwd,
  * /fd/N) that resolve differently for the guard than for the tool.
  */
-export const PROC_REASON = 'process information under /proc (environ, cmdline, memory, magic links) is never readable by tools';
+export const PROC_REASON =
+  'process information under /proc (environ, cmdline, memory, magic links) is never readable by tools';
 
 export function sensitiveMatch(segments: readonly string[]): SensitivePattern | undefined {
   return SENSITIVE_PATTERNS.find((p) => p.matches(segments));
