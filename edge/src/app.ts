@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
@@ -10,7 +11,7 @@ import { newRouter, type AppDeps } from './context.ts';
 import { apiError, errorBody, httpExceptionBody } from './errors.ts';
 import { serveOpenApi } from './openapi.ts';
 import { unwiredProbe } from './settings/backend-probe.ts';
-import { RUNNER_CONNECT_PATH, runnerLinkRoutes } from './sessions/runner-link.ts';
+import { runnerLinkRoutes } from './runner-link/connect.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { publicSettingsRoutes } from './settings/routes.ts';
 import { tokenRoutes } from './tokens/routes.ts';

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { RUNNER_LINK_PING, RunnerCloseCode, type Transcript } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mintRunnerToken, verifyRunnerToken } from '../src/hub/runner-token.ts';
+import { mintRunnerToken, verifyRunnerToken } from '../src/runner-link/token.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { transcriptKey } from '../src/hub/transcript-store.ts';
 import {

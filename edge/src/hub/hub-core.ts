@@ -18,16 +18,16 @@ import {
   type Meta,
   type TurnRecord,
 } from './lifecycle.ts';
-import { attachmentOf, closeQuietly, liveRunner, sendToRunner, type RunnerAuth } from './runner-sockets.ts';
-import { releaseRunnerSlotStatement } from './runner-slots.ts';
-import { MIN_SECRET_LENGTH, mintRunnerToken } from './runner-token.ts';
+import { attachmentOf, closeQuietly, liveRunner, sendToRunner, type RunnerAuth } from '../runner-link/sockets.ts';
+import { releaseRunnerSlotStatement } from '../runner-link/slots.ts';
+import { MIN_SECRET_LENGTH, mintRunnerToken } from '../runner-link/token.ts';
 import { hubRuntime, type HubTimings } from './runtime.ts';
 import type { HubSessionInfo } from './types.ts';
 import { nextUlid } from './ulid.ts';
 import { toViewerFrames, type StoredEvent } from './viewer-frames.ts';
 
 // What a session hub does to itself, shared by its RPC methods (session-hub.ts), its tick and
-// the runner link (runner-frames.ts): keep the lifecycle record, log and broadcast events,
+// the runner link (runner-link/frames.ts): keep the lifecycle record, log and broadcast events,
 // derive and publish state, arm the alarm, start and end launches, mint runner tokens, and talk
 // to the live runner. It is a plain object held by the Durable Object, so none of this is
 // reachable over RPC. The rules it applies are in lifecycle.ts.

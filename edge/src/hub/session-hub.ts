@@ -2,9 +2,15 @@ import { DurableObject } from 'cloudflare:workers';
 import { RUNNER_LINK_PING, RUNNER_LINK_PONG, RunnerCloseCode, type UserMessage } from '@switchyard/protocol';
 import { errorText, HubCore } from './hub-core.ts';
 import { decideTick, deriveState, exitedReason, freshMeta, newTurn } from './lifecycle.ts';
-import { LOG_FULL_MESSAGE, RunnerFrames } from './runner-frames.ts';
-import { claimRunnerSlot } from './runner-slots.ts';
-import { closeQuietly, refusal, runnerAuthFrom, type RunnerAttachment, type RunnerAuth } from './runner-sockets.ts';
+import { LOG_FULL_MESSAGE, RunnerFrames } from '../runner-link/frames.ts';
+import { claimRunnerSlot } from '../runner-link/slots.ts';
+import {
+  closeQuietly,
+  refusal,
+  runnerAuthFrom,
+  type RunnerAttachment,
+  type RunnerAuth,
+} from '../runner-link/sockets.ts';
 import { deleteTranscript } from './transcript-store.ts';
 import type {
   HubResult,
@@ -32,7 +38,7 @@ import {
 //   time) and what the hub does to itself: log and broadcast events, publish state changes as
 //   `session.status` (mirrored into D1), arm the alarm, start and end launches, mint tokens;
 // - lifecycle.ts: the rules, pure (state, deadlines, what a tick or a bye decides);
-// - runner-frames.ts, runner-sockets.ts: the runner link (a hibernatable socket tagged `runner`);
+// - ../runner-link/: the runner link (frames.ts, sockets.ts; a hibernatable socket tagged `runner`);
 // - event-log.ts: SQLite (every event gets a strictly increasing ULID and is written before it
 //   is sent anywhere); transcript-store.ts: R2.
 // Viewers are hibernatable sockets tagged `viewer`, each held by the Worker invocation serving

@@ -1,5 +1,5 @@
 import type { Backend, ContentBlock, Image, SessionState, StopReason } from '@switchyard/protocol';
-import type { RunnerCaps } from './runner-slots.ts';
+import type { RunnerCaps } from '../runner-link/slots.ts';
 
 // What crosses the Worker → SessionHub RPC boundary (structured-clonable plain objects).
 

@@ -13,7 +13,7 @@ import { auditInsert } from '../audit/store.ts';
 import { readSettings } from '../settings/store.ts';
 import { hit, type RateRule } from '../rate-limit.ts';
 import { validationHook } from '../validation.ts';
-import { RUNNER_CONNECT_PATH } from './runner-link.ts';
+import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import {
   AdminSessionPageSchema,
   AdminSessionsQuerySchema,

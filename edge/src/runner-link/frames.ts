@@ -7,11 +7,11 @@ import {
   type RunnerToHub,
   type Transcript,
 } from '@switchyard/protocol';
-import type { HubCore, Reply } from './hub-core.ts';
-import { byeOutcome, checkSeq, closesTurn, type LaunchRecord } from './lifecycle.ts';
-import { attachmentOf, BOOTSTRAP_SPENT, closeQuietly, isOpen, type RunnerAttachment } from './runner-sockets.ts';
-import { putTranscript, readTranscript } from './transcript-store.ts';
-import { nextUlid } from './ulid.ts';
+import type { HubCore, Reply } from '../hub/hub-core.ts';
+import { byeOutcome, checkSeq, closesTurn, type LaunchRecord } from '../hub/lifecycle.ts';
+import { attachmentOf, BOOTSTRAP_SPENT, closeQuietly, isOpen, type RunnerAttachment } from './sockets.ts';
+import { putTranscript, readTranscript } from '../hub/transcript-store.ts';
+import { nextUlid } from '../hub/ulid.ts';
 
 // The runner link as the hub speaks it (DESIGN "Runner link"): frame validation, hello (token
 // binding, the sequence ledger, the welcome and whatever waited for it), sequenced events and

@@ -1,13 +1,11 @@
 import { RunnerCloseCode, bearerToken } from '@switchyard/protocol';
 import { Hono } from 'hono';
 import type { AppDeps, AppEnv } from '../context.ts';
-import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../hub/runner-token.ts';
+import { MIN_SECRET_LENGTH, verifyRunnerToken } from './token.ts';
 
 // GET /internal/runner/connect: the runner link's front door. The token is checked here, so a
 // bad one never wakes a hub; a refusal is a WebSocket closed with a RunnerCloseCode (the runner
 // stops for good on those) rather than an HTTP status a proxy might rewrite.
-
-export { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 
 function refuse(code: number, reason: string): Response {
   const pair = new WebSocketPair();

@@ -1,5 +1,5 @@
 import { HubToRunnerSchema, RunnerCloseCode, type HubToRunner } from '@switchyard/protocol';
-import type { LaunchRecord, Meta } from './lifecycle.ts';
+import type { LaunchRecord, Meta } from '../hub/lifecycle.ts';
 
 // The runner's side of the hub's sockets: what each runner socket carries across hibernation
 // (its attachment), which socket is the live runner, admission of a new link, and sending.
