@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor, AgentEventSchema, JsonlSplitter, type AgentEvent, type Backend } from '@switchyard/protocol';
-import { locateCli } from '../runner/src/cli/locate.ts';
-import { startOfflineModel, type OfflineModel } from '../runner/src/offline-model/index.ts';
+import { locateCli } from '@switchyard/runner/cli';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { count, startCli, textOf, type Harness } from './helpers/cli-harness.ts';
 import { lastUserText } from './helpers/model-requests.ts';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DescribeTasksCommand, ECSClient, StopTaskCommand } from '@aws-sdk/client-ecs';
 import { afterAll, expect, it } from 'vitest';
-import { liveInGroups } from '../runner/src/host/process-tree.ts';
+import { liveInGroups } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../scripts/start.ts';
 import { waitFor } from './helpers/poll.ts';
 

@@ -18,7 +18,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { liveInGroups, listProcs } from '../../runner/src/host/process-tree.ts';
+import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 import { Api, type SseStream } from '../../test/helpers/sse-client.ts';

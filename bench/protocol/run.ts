@@ -1,7 +1,7 @@
 // Codec parse throughput on a large stream recorded from the real CLIs, as a
 // ratio to bare JSON.parse of the same lines in the same run.
 import { adapterFor, type Backend } from '@switchyard/protocol';
-import { startOfflineModel } from '../../runner/src/offline-model/index.ts';
+import { startOfflineModel } from '@switchyard/offline-model';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 
 const TARGET_LINES = Number(process.env.BENCH_LINES ?? 100_000);

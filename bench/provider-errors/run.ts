@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Backend } from '@switchyard/protocol';
-import { startOfflineModel } from '../../runner/src/offline-model/index.ts';
+import { startOfflineModel } from '@switchyard/offline-model';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 
 const RUNNER_BIN = join(import.meta.dirname, '..', '..', 'runner', 'bin', 'switchyard-runner.js');

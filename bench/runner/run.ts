@@ -13,9 +13,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { adapterFor, type Backend, type SpawnSpec } from '@switchyard/protocol';
-import { locateCli } from '../../runner/src/cli/locate.ts';
-import { readinessFor } from '../../runner/src/cli/readiness.ts';
-import { startOfflineModel, type OfflineModel } from '../../runner/src/offline-model/index.ts';
+import { locateCli, readinessFor } from '@switchyard/runner/cli';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/fixture.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startRunnerHost, type RecordedEcsRequest } from '../../runner/src/host/server.ts';
+import { startRunnerHost, type RecordedEcsRequest } from '@switchyard/runner/host';
 
 const RUNNER_BIN = resolve(import.meta.dirname, '..', '..', 'runner', 'bin', 'switchyard-runner.js');
 

@@ -26,7 +26,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'probe':
       return probeMode(rest);
     case 'host':
-      return (await import('./host/cli.ts')).hostMode(rest);
+      return hostMode(rest);
     case '-h':
     case '--help':
     case 'help':
@@ -91,6 +91,19 @@ async function probeMode(args: string[]): Promise<number> {
   const report = await probe(backends, config.value, process.env);
   printJson(report);
   return report.ok ? ExitCode.ok : ExitCode.failed;
+}
+
+/** The local runner host is development-only: the production image leaves `host/` out. */
+async function hostMode(args: string[]): Promise<number> {
+  let mod: typeof import('./host/cli.ts');
+  try {
+    mod = await import('./host/cli.ts');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code !== 'ERR_MODULE_NOT_FOUND' || !e.message.includes('/host/cli.ts')) throw err;
+    return usage('host mode is not in this install (the runner image leaves the local runner host out)');
+  }
+  return mod.hostMode(args);
 }
 
 type Options = Record<string, { type: 'string' | 'boolean' }>;

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { locateCli } from '../src/cli/locate.ts';
 import { tempDir } from './contract/fixture.ts';
 import { assertNoOrphans, RUNNER_BIN } from './contract/runner-process.ts';

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { SpawnSpec } from '@switchyard/protocol';
 import { MODEL_PORT, MODEL_SOCKET, MODEL_URL, wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
 import { startModelRoute } from '../src/sandbox/model-proxy.ts';
-import { startOfflineModel } from '../src/offline-model/index.ts';
+import { startOfflineModel } from '@switchyard/offline-model';
 import { missingRunnerCaps, wrapWithUidDrop } from '../src/sandbox/uid-drop.ts';
 import { GUARD_DIR, installRoot, Sandbox, SandboxError, sandboxModeFrom } from '../src/sandbox/sandbox.ts';
 

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
 import { CliProcess } from '../src/cli/cli-process.ts';
 import { locateCli } from '../src/cli/locate.ts';
-import { startOfflineModel } from '../src/offline-model/index.ts';
+import { startOfflineModel } from '@switchyard/offline-model';
 import { guardSelfTest, runGuardCanary } from '../src/sandbox/canary.ts';
 import { startModelRoute } from '../src/sandbox/model-proxy.ts';
 import { GUARD_DIR, Sandbox } from '../src/sandbox/sandbox.ts';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { validate } from 'dockerfile-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 
 // runner/Dockerfile cannot be built here (no Docker engine). It is linted
 // (dockerfile-utils, the validator behind the VS Code Docker extension),

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCredentialProxy, type CredentialProxy } from '../src/sandbox/credential-proxy.ts';
-import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 
 const REAL_KEY = 'sk-ant-real-key-never-leaves-the-runner';
 

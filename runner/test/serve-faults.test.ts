@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { RunnerCloseCode } from '@switchyard/protocol';
-import { startOfflineModel, type OfflineModel } from '../src/offline-model/index.ts';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import {
   exitWithin,
   serveRunner,

@@ -3,7 +3,7 @@
 // SIGTERM to the group and SIGKILL to every group seen below it after a grace period.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { descendants, killGroup, listProcs, liveInGroups, readProc } from '../../runner/src/host/process-tree.ts';
+import { descendants, killGroup, listProcs, liveInGroups, readProc } from '@switchyard/runner/host';
 
 export type OutputSink = (service: string, stream: 'stdout' | 'stderr', line: string) => void;
 

@@ -14,9 +14,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
-import { hostFetch } from '../../runner/src/host/client.ts';
-import { claimStateDir } from '../../runner/src/host/process-tree.ts';
-import { reapStaleTasks, type HostTaskSummary } from '../../runner/src/host/tasks.ts';
+import { hostFetch, claimStateDir, reapStaleTasks, type HostTaskSummary } from '@switchyard/runner/host';
 import type { EdgeDevOptions } from './edge-dev.ts';
 import {
   reapStaleServices,
@@ -33,7 +31,7 @@ import { ROOT, WRANGLER_CONFIG } from './wrangler.ts';
 const NODE = process.execPath;
 const WRANGLER_BIN = path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 const RUNNER_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-runner.js');
-const MODEL_BIN = path.join(ROOT, 'runner', 'bin', 'switchyard-offline-model.js');
+const MODEL_BIN = path.join(ROOT, 'offline-model', 'bin', 'switchyard-offline-model.js');
 const ADMIN_SCRIPT = path.join(ROOT, 'scripts', 'admin-create.ts');
 const EDGE_DEV = path.join(ROOT, 'scripts', 'lib', 'edge-dev.ts');
 /** wrangler.toml `[assets] directory`. */

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { liveInGroups } from '../../runner/src/host/process-tree.ts';
+import { liveInGroups } from '@switchyard/runner/host';
 import type { Stack } from '../../scripts/start.ts';
 import { Api, textOf, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';

@@ -6,7 +6,7 @@
 // here, and to succeed in the bare control run.
 import { existsSync, readFileSync } from 'node:fs';
 import type { AgentEvent, Backend } from '@switchyard/protocol';
-import type { OfflineModel } from '../../runner/src/offline-model/index.ts';
+import type { OfflineModel } from '@switchyard/offline-model';
 import type { ConfigName, Session } from './session.ts';
 import { lastUserText } from '../helpers/model-requests.ts';
 

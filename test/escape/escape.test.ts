@@ -24,7 +24,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '@switchyard/protocol';
-import { startOfflineModel } from '../../runner/src/offline-model/index.ts';
+import { startOfflineModel } from '@switchyard/offline-model';
 import { ATTEMPTS, wallOf, type Attempt, type Ctx } from './attempts.ts';
 import { CONFIGS, startSession, type ConfigName } from './session.ts';
 

@@ -3,10 +3,8 @@
 // environment allow-list); turning one off is exactly what the runner would do
 // without it, so a control run shows what that wall is holding back.
 import { adapterFor, type AgentEvent, type Backend, type SpawnSpec } from '@switchyard/protocol';
-import { CliProcess } from '../../runner/src/cli/cli-process.ts';
-import { locateCli } from '../../runner/src/cli/locate.ts';
-import { startModelRoute } from '../../runner/src/sandbox/model-proxy.ts';
-import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
+import { CliProcess, locateCli } from '@switchyard/runner/cli';
+import { startModelRoute, Sandbox } from '@switchyard/runner/sandbox';
 
 export interface Walls {
   /** The tool-call guard (claude hook / pi extension). */

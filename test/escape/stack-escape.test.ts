@@ -18,8 +18,8 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listProcs } from '../../runner/src/host/process-tree.ts';
-import { MODEL_URL } from '../../runner/src/sandbox/bwrap.ts';
+import { listProcs } from '@switchyard/runner/host';
+import { MODEL_URL } from '@switchyard/runner/sandbox';
 import type { Stack } from '../../scripts/start.ts';
 import { Api, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';

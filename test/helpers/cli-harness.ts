@@ -2,8 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adapterFor, type AgentCodec, type AgentEvent, type Backend, type SpawnOptions } from '@switchyard/protocol';
-import { CliProcess } from '../../runner/src/cli/cli-process.ts';
-import { locateCli } from '../../runner/src/cli/locate.ts';
+import { CliProcess, locateCli } from '@switchyard/runner/cli';
 
 export interface Harness {
   backend: Backend;

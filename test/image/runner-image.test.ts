@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTAINER_NAME, DEFAULT_CAPS, DROPPED_CAPS, VOLUMES } from '../../infra/src/runner-container.ts';
-import { startOfflineModel, type OfflineModel } from '../../runner/src/offline-model/index.ts';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 
 // runner/Dockerfile, really built (scripts/image/build.sh: buildah on a local Debian + Node 22
 // base) and really run: the built root filesystem (`buildah mount`) under bubblewrap, the way

@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { adapterFor, claudeHookCommand, type AgentEvent, type Backend } from '@switchyard/protocol';
 import { CliProcess } from '../cli/cli-process.ts';
 import type { CliExecutable } from '../cli/locate.ts';
-import { startOfflineModel } from '../offline-model/index.ts';
+import { startOfflineModel } from '@switchyard/offline-model';
 import { policyEnv, POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
 import { DENY_PREFIX } from './guard/rules.ts';
 import { startModelRoute } from './model-proxy.ts';

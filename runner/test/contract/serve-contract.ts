@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { Backend } from '@switchyard/protocol';
 import { locateCli } from '../../src/cli/locate.ts';
-import { startOfflineModel, type OfflineModel } from '../../src/offline-model/index.ts';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import type { ContractHub, ContractSession } from './contract-hub.ts';
 import {
   exitWithin,

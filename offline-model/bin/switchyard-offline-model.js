@@ -8,4 +8,4 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(1);
 }
-await import('../src/offline-model/cli.ts');
+await import('../src/cli.ts');

@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { MessageReply, ReplyStep } from '../src/offline-model/script.ts';
-import {
-  encodeError,
-  encodeMessage,
-  encodeStream,
-  splitChunks,
-  sseEvent,
-  totalDelayMs,
-} from '../src/offline-model/sse.ts';
-import type { StreamChunk } from '../src/offline-model/sse.ts';
+import type { MessageReply, ReplyStep } from '../src/script.ts';
+import { encodeError, encodeMessage, encodeStream, splitChunks, sseEvent, totalDelayMs } from '../src/sse.ts';
+import type { StreamChunk } from '../src/sse.ts';
 
 function reply(steps: ReplyStep[], extra: Partial<MessageReply> = {}): MessageReply {
   return {

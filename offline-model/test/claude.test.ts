@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startOfflineModel } from '../src/offline-model/index.ts';
-import type { OfflineModel, RecordedRequest } from '../src/offline-model/index.ts';
+import { startOfflineModel } from '../src/index.ts';
+import type { OfflineModel, RecordedRequest } from '../src/index.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLAUDE = join(ROOT, 'node_modules/@anthropic-ai/claude-code/bin/claude.exe');

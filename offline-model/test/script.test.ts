@@ -11,8 +11,8 @@ import {
   THINKING_SIGNATURE,
   userText,
   workingDirectory,
-} from '../src/offline-model/script.ts';
-import type { MessageReply, MessagesRequest, Reply, ReplyStep, Script } from '../src/offline-model/script.ts';
+} from '../src/script.ts';
+import type { MessageReply, MessagesRequest, Reply, ReplyStep, Script } from '../src/script.ts';
 
 // Tool definitions shaped like the ones the pinned CLIs send (names and properties copied from recorded requests).
 const claudeTools = [
