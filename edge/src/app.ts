@@ -9,7 +9,7 @@ import { authRoutes } from './auth/routes.ts';
 import { systemClock } from './clock.ts';
 import { newRouter, type AppDeps } from './context.ts';
 import { apiError, errorBody, httpExceptionBody } from './errors.ts';
-import { serveOpenApi } from './openapi.ts';
+import { jsonContent, serveOpenApi } from './openapi.ts';
 import { unwiredProbe } from './settings/backend-probe.ts';
 import { runnerLinkRoutes } from './runner-link/connect.ts';
 import { sessionRoutes } from './sessions/routes.ts';
@@ -46,7 +46,7 @@ const healthRoute = createRoute({
   tags: ['ops'],
   summary: 'Liveness',
   responses: {
-    200: { description: 'alive', content: { 'application/json': { schema: z.object({ ok: z.literal(true) }) } } },
+    200: { description: 'alive', content: jsonContent(z.object({ ok: z.literal(true) })) },
   },
 });
 

@@ -1,4 +1,4 @@
-import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from './context.ts';
 
 export const OPENAPI_PATH = '/api/openapi.json';
@@ -29,3 +29,8 @@ export function serveOpenApi(app: OpenAPIHono<AppEnv>): void {
 
 /** OpenAPI `security` for routes that take either a bearer token or the session cookie. */
 export const AUTHENTICATED: Array<Record<string, string[]>> = [{ bearer: [] }, { cookie: [] }];
+
+/** An OpenAPI `content` entry: a JSON body with this schema. */
+export function jsonContent<T extends z.ZodType>(schema: T) {
+  return { 'application/json': { schema } };
+}

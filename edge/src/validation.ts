@@ -19,7 +19,12 @@ type HookResult = { success: true } | { success: false; error: z.ZodError; targe
 /** defaultHook for every OpenAPIHono router: invalid input becomes a 400 error value. */
 export function validationHook(result: HookResult, c: Context) {
   if (result.success) return undefined;
-  const first = result.error.issues[0];
+  return invalidInput(c, result.error);
+}
+
+/** The API's 400 for input that failed its schema (for routes that parse a body themselves). */
+export function invalidInput(c: Context, error: z.ZodError) {
+  const first = error.issues[0];
   if (first === undefined) return apiError(c, 400, 'invalid_request', 'invalid request');
   const { field, message } = describeIssue(first);
   // A body that is not an object at all is reported without a field; so is a whole-body rule

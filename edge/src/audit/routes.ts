@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { AUTHENTICATED } from '../openapi.ts';
+import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { newRouter } from '../context.ts';
 import { errorResponses } from '../errors.ts';
 import { AuditPageSchema, AuditQuerySchema } from './schemas.ts';
@@ -13,7 +13,7 @@ const listRoute = createRoute({
   security: AUTHENTICATED,
   request: { query: AuditQuerySchema },
   responses: {
-    200: { description: 'one page', content: { 'application/json': { schema: AuditPageSchema } } },
+    200: { description: 'one page', content: jsonContent(AuditPageSchema) },
     ...errorResponses(400, 401, 403),
   },
 });

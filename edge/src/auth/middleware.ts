@@ -1,17 +1,23 @@
 import { bearerToken } from '@switchyard/protocol';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { AppDeps, AppEnv } from '../context.ts';
 import { apiError } from '../errors.ts';
-import { isUnsafeMethod, originAllowed } from './csrf.ts';
+import { isUnsafeMethod, type OriginCheck, originAllowed } from './csrf.ts';
 import { readSessionCookie } from './session-cookie.ts';
 import { resolveToken, touchToken } from './token-store.ts';
 import { TOKEN_PATTERN } from './tokens.ts';
 
+/** The request's side of the CSRF origin checks. */
+export function originCheckOf<E extends AppEnv>(c: Context<E>): OriginCheck {
+  return { origin: c.req.header('Origin'), requestUrl: c.req.url, allowedOrigins: c.env.ALLOWED_ORIGINS };
+}
+
 /**
  * Resolves the caller from `Authorization: Bearer` or, failing that, the session cookie. A bearer
  * header wins and is never silently ignored: a bad one is a 401 even if a good cookie is present.
+ * Generic so a router whose env adds variables (sessions: the loaded session) uses it as is.
  */
-export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
+export function authenticate<E extends AppEnv = AppEnv>(deps: AppDeps): MiddlewareHandler<E> {
   return async (c, next) => {
     const header = c.req.header('Authorization');
     let secret: string;
@@ -27,7 +33,7 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
       const cookie = readSessionCookie(c);
       if (cookie === undefined) return apiError(c, 401, 'unauthenticated', 'authentication required');
       // Checked before the token is even looked up: a forged cross-site request learns nothing.
-      if (isUnsafeMethod(c.req.method) && !originAllowed(c)) {
+      if (isUnsafeMethod(c.req.method) && !originAllowed(originCheckOf(c))) {
         return apiError(
           c,
           403,

@@ -1,7 +1,7 @@
-import { createRoute, type z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { iso } from '../clock.ts';
 import { clientAddress } from '../client-address.ts';
-import { AUTHENTICATED } from '../openapi.ts';
+import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -15,7 +15,7 @@ import {
 } from '../users/store.ts';
 import { auditInsert } from '../audit/store.ts';
 import { originNotForeign } from './csrf.ts';
-import { authenticate } from './middleware.ts';
+import { authenticate, originCheckOf } from './middleware.ts';
 import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash } from './password.ts';
 import { ChangePasswordSchema, LoginResultSchema, LoginSchema } from './schemas.ts';
 import { requireCurrentPassword } from './current-password.ts';
@@ -24,19 +24,17 @@ import { isFamiliar, loginIdentity, loginThrottleKeys, reserveAttempt, settleSuc
 import { issueToken, revokeToken, revokeTokensStatement } from './token-store.ts';
 import { SESSION_TTL_MS } from './tokens.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
-
 const loginRoute = createRoute({
   method: 'post',
   path: '/auth/login',
   tags: ['auth'],
   summary: 'Log in with a username and password',
-  request: { body: { required: true, content: json(LoginSchema) } },
+  request: { body: { required: true, content: jsonContent(LoginSchema) } },
   responses: {
     200: {
       description:
         'logged in; also sets the HttpOnly session cookie (`__Host-sy_session` over https, `sy_session` on plain-http loopback)',
-      content: json(LoginResultSchema),
+      content: jsonContent(LoginResultSchema),
     },
     ...errorResponses(400, 401, 403, 413, 415, 429),
   },
@@ -57,7 +55,7 @@ const changePasswordRoute = createRoute({
   tags: ['auth'],
   summary: 'Change your own password; revokes every other login session and all your API tokens',
   security: AUTHENTICATED,
-  request: { body: { required: true, content: json(ChangePasswordSchema) } },
+  request: { body: { required: true, content: jsonContent(ChangePasswordSchema) } },
   responses: { 204: { description: 'changed' }, ...errorResponses(400, 401, 403, 409, 413, 415, 429) },
 });
 
@@ -67,7 +65,7 @@ const meRoute = createRoute({
   tags: ['auth'],
   summary: 'Who am I',
   security: AUTHENTICATED,
-  responses: { 200: { description: 'the caller', content: json(PublicUserSchema) }, ...errorResponses(401) },
+  responses: { 200: { description: 'the caller', content: jsonContent(PublicUserSchema) }, ...errorResponses(401) },
 });
 
 export function authRoutes(deps: AppDeps) {
@@ -75,7 +73,7 @@ export function authRoutes(deps: AppDeps) {
 
   app.openapi(loginRoute, async (c) => {
     // Login CSRF: a foreign page must not be able to log a victim into the attacker's account.
-    if (!originNotForeign(c)) return apiError(c, 403, 'csrf_rejected', 'cross-site login refused');
+    if (!originNotForeign(originCheckOf(c))) return apiError(c, 403, 'csrf_rejected', 'cross-site login refused');
     const { username, password } = c.req.valid('json');
     const db = c.env.DB;
     const now = deps.clock();

@@ -1,5 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import { RUNNER_LINK_PING, RUNNER_LINK_PONG, RunnerCloseCode, type UserMessage } from '@switchyard/protocol';
+import { errorBody } from '../errors.ts';
 import { errorText, HubCore } from './hub-core.ts';
 import { decideTick, deriveState, exitedReason, freshMeta, newTurn } from './lifecycle.ts';
 import { LOG_FULL_MESSAGE, RunnerFrames } from '../runner-link/frames.ts';
@@ -11,11 +12,13 @@ import {
   type RunnerAttachment,
   type RunnerAuth,
 } from '../runner-link/sockets.ts';
+import type { Resolution } from './approvals.ts';
 import { deleteTranscript } from './transcript-store.ts';
 import type {
   HubResult,
   HubSessionInfo,
   HubSnapshot,
+  AnswerApprovalInput,
   PostMessageInput,
   PostMessageResult,
   TranscriptEntry,
@@ -123,6 +126,7 @@ export class SessionHub extends DurableObject<Env> {
     this.hub.meta.model = input.model;
     this.hub.meta.hubUrl = input.hubUrl;
     this.hub.meta.lastActivityAt = now;
+    if (input.approvals !== undefined) this.hub.approvals.setConfig(input.approvals);
 
     if (this.hub.meta.launch === null) {
       // This message starts a runner: it needs a slot under the caps. meta.turn is already set,
@@ -210,6 +214,8 @@ export class SessionHub extends DurableObject<Env> {
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     const turn = this.hub.meta.turn;
     if (turn === null) return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
+    // Nobody needs to answer what the turn no longer waits for (claude withdraws its questions).
+    this.hub.approvals.resolveAllPending('interrupted');
     if (!turn.sent) {
       // Never reached a runner: the hub ends the turn itself.
       this.hub.endTurn({ type: 'turn.done', stopReason: 'interrupted' });
@@ -227,6 +233,26 @@ export class SessionHub extends DurableObject<Env> {
       return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
     }
     return { ok: true, value: { interrupted: true } };
+  }
+
+  /** A person's answer to a pending approval (the Worker checked that they own the session). */
+  async answerApproval(
+    input: AnswerApprovalInput,
+  ): Promise<HubResult<Resolution> | { ok: false; status: 409; code: 'conflict'; message: string; resolution: Resolution }> {
+    if (this.hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    return this.#serializedValue(() => {
+      const r = this.hub.approvals.answer(input.approvalId, input.decision, input.by, input.message);
+      if (r.ok) return { ok: true as const, value: r.resolution };
+      if (r.status === 404) return { ok: false as const, status: 404 as const, code: 'not_found' as const, message: 'no such approval' };
+      return {
+        ok: false as const,
+        status: 409 as const,
+        code: 'conflict' as const,
+        message: `approval already resolved: ${r.resolution.decision} (${r.resolution.reason})`,
+        resolution: r.resolution,
+      };
+    });
   }
 
   /** One page of the conversation after `after` (an event id); `nextCursor` is null on the last. */
@@ -310,7 +336,12 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.#serialized(() => this.#tick());
+    await this.#serialized(() => {
+      this.hub.approvals.expireDue();
+      return this.#tick();
+    });
+    // Re-armed for the next expiry even when there is no launch to tick.
+    this.hub.arm();
   }
 
   // ------------------------------------------------------------------ sockets
@@ -318,21 +349,18 @@ export class SessionHub extends DurableObject<Env> {
   override async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
-      return Response.json(
-        { error: { code: 'invalid_request', message: 'WebSocket upgrade required' } },
-        { status: 426 },
-      );
+      return Response.json(errorBody('invalid_request', 'WebSocket upgrade required'), { status: 426 });
     }
     if (url.pathname === '/viewer')
       return this.#acceptViewer(url.searchParams.get('after'), url.searchParams.get('name') ?? 'someone');
     if (url.pathname === '/runner')
       return this.#acceptRunner(request.headers.get('X-Switchyard-Launch') ?? '', runnerAuthFrom(request.headers));
-    return Response.json({ error: { code: 'not_found', message: 'not found' } }, { status: 404 });
+    return Response.json(errorBody('not_found', 'not found'), { status: 404 });
   }
 
   #acceptViewer(after: string | null, name: string): Response {
     if (this.hub.meta.session === null) {
-      return Response.json({ error: { code: 'not_found', message: 'no such session' } }, { status: 404 });
+      return Response.json(errorBody('not_found', 'no such session'), { status: 404 });
     }
     const pair = new WebSocketPair();
     const server = pair[1];
@@ -382,6 +410,16 @@ export class SessionHub extends DurableObject<Env> {
       server.serializeAttachment({ kind: 'runner', launchId, runnerId: null, auth } satisfies RunnerAttachment);
     }
     return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** `#serialized` for work that answers a value (approval answers race the link's frames). */
+  #serializedValue<T>(fn: () => T): Promise<T> {
+    const run = this.linkChain.then(fn);
+    this.linkChain = run.then(
+      () => undefined,
+      (err) => console.error('session hub: link handler failed:', errorText(err)),
+    );
+    return run;
   }
 
   /** Runner frames are handled one at a time, in arrival order, even across awaits (R2). */

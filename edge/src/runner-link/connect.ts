@@ -1,6 +1,6 @@
 import { RunnerCloseCode, bearerToken } from '@switchyard/protocol';
-import { Hono } from 'hono';
-import type { AppDeps, AppEnv } from '../context.ts';
+import { type AppDeps, newRouter } from '../context.ts';
+import { apiError } from '../errors.ts';
 import { MIN_SECRET_LENGTH, verifyRunnerToken } from './token.ts';
 
 // GET /internal/runner/connect: the runner link's front door. The token is checked here, so a
@@ -16,10 +16,10 @@ function refuse(code: number, reason: string): Response {
 }
 
 export function runnerLinkRoutes(deps: AppDeps) {
-  const app = new Hono<AppEnv>();
+  const app = newRouter();
   app.get('/connect', async (c) => {
     if (c.req.header('Upgrade')?.toLowerCase() !== 'websocket') {
-      return c.json({ error: { code: 'invalid_request', message: 'this endpoint takes a WebSocket upgrade' } }, 400);
+      return apiError(c, 400, 'invalid_request', 'this endpoint takes a WebSocket upgrade');
     }
     const secret = c.env.RUNNER_TOKEN_SECRET ?? '';
     if (secret.length < MIN_SECRET_LENGTH)

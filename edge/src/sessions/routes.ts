@@ -1,18 +1,18 @@
-import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { authenticate } from '../auth/middleware.ts';
 import { liveTokenRole } from '../auth/token-store.ts';
 import { iso } from '../clock.ts';
-import type { AppDeps, AuthContext } from '../context.ts';
+import { type AppDeps, type AuthContext, newRouter } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import type { HubResult, HubSnapshot } from '../hub/types.ts';
 import { newId, ULID_PATTERN } from '../ids.ts';
-import { AUTHENTICATED } from '../openapi.ts';
+import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { auditInsert } from '../audit/store.ts';
 import { readSettings } from '../settings/store.ts';
 import { hit, type RateRule } from '../rate-limit.ts';
-import { validationHook } from '../validation.ts';
+import { invalidInput } from '../validation.ts';
 import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import {
   AdminSessionPageSchema,
@@ -42,9 +42,9 @@ import {
   type SessionRow,
 } from './store.ts';
 
+/** The session routes also carry the session `sessionAccess` loaded. */
 type SessionsEnv = { Bindings: Env; Variables: { auth: AuthContext; session: SessionRow } };
 
-const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 const security = AUTHENTICATED;
 const tags = ['sessions'];
 
@@ -167,9 +167,9 @@ const createRoute_ = createRoute({
   tags,
   summary: 'Create a session; its backend is pinned from settings now',
   security,
-  request: { body: { required: false, content: json(CreateSessionSchema) } },
+  request: { body: { required: false, content: jsonContent(CreateSessionSchema) } },
   responses: {
-    201: { description: 'created', content: json(SessionSchema) },
+    201: { description: 'created', content: jsonContent(SessionSchema) },
     ...errorResponses(400, 401, 403, 413, 415, 429),
   },
 });
@@ -181,7 +181,7 @@ const listRoute = createRoute({
   summary: "The caller's sessions, newest first",
   security,
   request: { query: ListSessionsQuerySchema },
-  responses: { 200: { description: 'one page', content: json(SessionPageSchema) }, ...errorResponses(400, 401) },
+  responses: { 200: { description: 'one page', content: jsonContent(SessionPageSchema) }, ...errorResponses(400, 401) },
 });
 
 const getRoute = createRoute({
@@ -191,7 +191,10 @@ const getRoute = createRoute({
   summary: 'One session with its live state (owner or admin)',
   security,
   request: { params: SessionIdParamSchema },
-  responses: { 200: { description: 'session', content: json(SessionDetailSchema) }, ...errorResponses(401, 404) },
+  responses: {
+    200: { description: 'session', content: jsonContent(SessionDetailSchema) },
+    ...errorResponses(401, 404),
+  },
 });
 
 const renameRoute = createRoute({
@@ -200,9 +203,9 @@ const renameRoute = createRoute({
   tags,
   summary: 'Rename the session (owner)',
   security,
-  request: { params: SessionIdParamSchema, body: { required: true, content: json(RenameSessionSchema) } },
+  request: { params: SessionIdParamSchema, body: { required: true, content: jsonContent(RenameSessionSchema) } },
   responses: {
-    200: { description: 'the renamed session', content: json(SessionSchema) },
+    200: { description: 'the renamed session', content: jsonContent(SessionSchema) },
     ...errorResponses(400, 401, 403, 404),
   },
 });
@@ -223,9 +226,9 @@ const messageRoute = createRoute({
   tags,
   summary: 'Send a message (owner); the answer streams on /events',
   security,
-  request: { params: SessionIdParamSchema, body: { required: true, content: json(PostMessageSchema) } },
+  request: { params: SessionIdParamSchema, body: { required: true, content: jsonContent(PostMessageSchema) } },
   responses: {
-    202: { description: 'accepted; a runner starts if none is running', content: json(MessageAcceptedSchema) },
+    202: { description: 'accepted; a runner starts if none is running', content: jsonContent(MessageAcceptedSchema) },
     ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429),
   },
 });
@@ -238,7 +241,7 @@ const interruptRoute = createRoute({
   security,
   request: { params: SessionIdParamSchema },
   responses: {
-    202: { description: 'interrupt sent', content: json(z.object({ accepted: z.literal(true) })) },
+    202: { description: 'interrupt sent', content: jsonContent(z.object({ accepted: z.literal(true) })) },
     ...errorResponses(401, 403, 404, 409),
   },
 });
@@ -270,14 +273,14 @@ const transcriptRoute = createRoute({
   security,
   request: { params: SessionIdParamSchema, query: TranscriptQuerySchema },
   responses: {
-    200: { description: 'transcript', content: json(SessionTranscriptSchema) },
+    200: { description: 'transcript', content: jsonContent(SessionTranscriptSchema) },
     ...errorResponses(400, 401, 404),
   },
 });
 
 export function sessionRoutes(deps: AppDeps) {
-  const app = new OpenAPIHono<SessionsEnv>({ defaultHook: validationHook });
-  app.use('*', authenticate(deps) as unknown as MiddlewareHandler<SessionsEnv>);
+  const app = newRouter<SessionsEnv>();
+  app.use('*', authenticate<SessionsEnv>(deps));
   const smallBody = bodyLimit({
     maxSize: CREATE_BODY_LIMIT,
     onError: (c) => apiError(c, 413, 'payload_too_large', `request body exceeds ${CREATE_BODY_LIMIT} bytes`),
@@ -302,7 +305,7 @@ export function sessionRoutes(deps: AppDeps) {
         return apiError(c, 400, 'invalid_json', 'request body is not valid JSON');
       }
       const parsed = CreateSessionSchema.safeParse(body);
-      if (!parsed.success) return validationHook({ success: false, error: parsed.error }, c) as never;
+      if (!parsed.success) return invalidInput(c, parsed.error);
       title = parsed.data.title ?? null;
     }
     const { user } = c.get('auth');
@@ -437,14 +440,14 @@ const adminListRoute = createRoute({
   security,
   request: { query: AdminSessionsQuerySchema },
   responses: {
-    200: { description: 'one page', content: json(AdminSessionPageSchema) },
+    200: { description: 'one page', content: jsonContent(AdminSessionPageSchema) },
     ...errorResponses(400, 401, 403),
   },
 });
 
 /** Mounted under the admin router (already authenticated and admin-gated). */
 export function adminSessionRoutes() {
-  const app = new OpenAPIHono<SessionsEnv>({ defaultHook: validationHook });
+  const app = newRouter();
   app.openapi(adminListRoute, async (c) => {
     const q = c.req.valid('query');
     const { rows, nextCursor } = await listAllSessions(c.env.DB, {

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { BackendSchema } from '@switchyard/protocol';
 import { authenticate } from '../auth/middleware.ts';
-import { AUTHENTICATED } from '../openapi.ts';
+import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import { startProbe, storedStatuses } from './backend-status.ts';
@@ -11,7 +11,6 @@ import { newId } from '../ids.ts';
 import { applyPatch, diffSettings, SettingsPatchSchema, SettingsSchema } from './schema.ts';
 import { readSettings, writeSettings } from './store.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 const security = AUTHENTICATED;
 
 export const PublicSettingsSchema = z
@@ -44,7 +43,7 @@ const publicRoute = createRoute({
   summary:
     'The backend new sessions use, and the last stored probe answer per backend (an admin reading a stale answer starts one background probe)',
   security,
-  responses: { 200: { description: 'settings', content: json(PublicSettingsSchema) }, ...errorResponses(401) },
+  responses: { 200: { description: 'settings', content: jsonContent(PublicSettingsSchema) }, ...errorResponses(401) },
 });
 
 const adminGetRoute = createRoute({
@@ -53,7 +52,7 @@ const adminGetRoute = createRoute({
   tags: ['admin'],
   summary: 'All settings',
   security,
-  responses: { 200: { description: 'settings', content: json(SettingsSchema) }, ...errorResponses(401, 403) },
+  responses: { 200: { description: 'settings', content: jsonContent(SettingsSchema) }, ...errorResponses(401, 403) },
 });
 
 const adminPutRoute = createRoute({
@@ -62,9 +61,9 @@ const adminPutRoute = createRoute({
   tags: ['admin'],
   summary: 'Change some settings. Switching llmBackend to pi probes pi first; switching to claude never probes.',
   security,
-  request: { body: { required: true, content: json(SettingsPatchSchema) } },
+  request: { body: { required: true, content: jsonContent(SettingsPatchSchema) } },
   responses: {
-    200: { description: 'the settings after the change', content: json(SettingsSchema) },
+    200: { description: 'the settings after the change', content: jsonContent(SettingsSchema) },
     ...errorResponses(400, 401, 403, 409, 413, 415),
   },
 });

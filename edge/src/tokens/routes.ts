@@ -11,7 +11,7 @@ import {
 import { auditInsert } from '../audit/store.ts';
 import { DAY_MS } from '../auth/tokens.ts';
 import { iso } from '../clock.ts';
-import { AUTHENTICATED } from '../openapi.ts';
+import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import {
@@ -23,7 +23,6 @@ import {
   type TokenInfo,
 } from './schemas.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 const security = AUTHENTICATED;
 
 function toInfo(row: TokenRow): TokenInfo {
@@ -42,9 +41,9 @@ const createTokenRoute = createRoute({
   tags: ['tokens'],
   summary: 'Create a personal API token (the secret is shown once); needs a login session and the current password',
   security,
-  request: { body: { required: true, content: json(CreateTokenSchema) } },
+  request: { body: { required: true, content: jsonContent(CreateTokenSchema) } },
   responses: {
-    201: { description: 'created', content: json(CreatedTokenSchema) },
+    201: { description: 'created', content: jsonContent(CreatedTokenSchema) },
     ...errorResponses(400, 401, 403, 409, 413, 415, 429),
   },
 });
@@ -56,7 +55,7 @@ const listTokensRoute = createRoute({
   summary: "The caller's live API tokens (never their secrets)",
   security,
   responses: {
-    200: { description: 'tokens', content: json(z.object({ tokens: z.array(TokenInfoSchema) })) },
+    200: { description: 'tokens', content: jsonContent(z.object({ tokens: z.array(TokenInfoSchema) })) },
     ...errorResponses(401),
   },
 });
@@ -69,7 +68,7 @@ const getTokenRoute = createRoute({
   security,
   request: { params: TokenIdParamSchema },
   responses: {
-    200: { description: 'token', content: json(TokenInfoSchema) },
+    200: { description: 'token', content: jsonContent(TokenInfoSchema) },
     ...errorResponses(400, 401, 404),
   },
 });

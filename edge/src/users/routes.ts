@@ -3,7 +3,7 @@ import { hashPassword } from '../auth/password.ts';
 import { revokeTokensStatement } from '../auth/token-store.ts';
 import { auditInsert } from '../audit/store.ts';
 import { hubFor } from '../sessions/routes.ts';
-import { AUTHENTICATED } from '../openapi.ts';
+import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -19,7 +19,6 @@ import {
   type UserRow,
 } from './store.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 const security = AUTHENTICATED;
 const tags = ['admin'];
 
@@ -30,7 +29,7 @@ const listRoute = createRoute({
   summary: 'All users',
   security,
   responses: {
-    200: { description: 'users', content: json(z.object({ users: z.array(UserSchema) })) },
+    200: { description: 'users', content: jsonContent(z.object({ users: z.array(UserSchema) })) },
     ...errorResponses(401, 403),
   },
 });
@@ -41,9 +40,9 @@ const createUserRoute = createRoute({
   tags,
   summary: 'Create a user',
   security,
-  request: { body: { required: true, content: json(CreateUserSchema) } },
+  request: { body: { required: true, content: jsonContent(CreateUserSchema) } },
   responses: {
-    201: { description: 'created', content: json(UserSchema) },
+    201: { description: 'created', content: jsonContent(UserSchema) },
     ...errorResponses(400, 401, 403, 409, 413, 415),
   },
 });
@@ -55,7 +54,7 @@ const getRoute = createRoute({
   summary: 'One user',
   security,
   request: { params: UserIdParamSchema },
-  responses: { 200: { description: 'user', content: json(UserSchema) }, ...errorResponses(400, 401, 403, 404) },
+  responses: { 200: { description: 'user', content: jsonContent(UserSchema) }, ...errorResponses(400, 401, 403, 404) },
 });
 
 const updateRoute = createRoute({
@@ -65,9 +64,9 @@ const updateRoute = createRoute({
   summary:
     'Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions',
   security,
-  request: { params: UserIdParamSchema, body: { required: true, content: json(UpdateUserSchema) } },
+  request: { params: UserIdParamSchema, body: { required: true, content: jsonContent(UpdateUserSchema) } },
   responses: {
-    200: { description: 'updated', content: json(UserSchema) },
+    200: { description: 'updated', content: jsonContent(UserSchema) },
     ...errorResponses(400, 401, 403, 404, 409, 413, 415),
   },
 });
