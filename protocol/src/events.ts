@@ -73,6 +73,12 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('error'), ...ErrorInfoSchema.shape }),
   z.object({ type: z.literal('session.status'), state: SessionStateSchema, reason: z.string().optional() }),
   z.object({ type: z.literal('message.user'), messageId: z.string(), text: z.string() }),
+  /** The durable workspace now holds `files` files, `bytes` in all; everything before this is saved. */
+  z.object({
+    type: z.literal('workspace.saved'),
+    files: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+  }),
 ]);
 export type AgentEvent = z.infer<typeof AgentEventSchema>;
 export type AgentEventType = AgentEvent['type'];

@@ -16,3 +16,5 @@ export { PI_DEFAULT_TOOLS, PI_DEFAULT_MODEL } from './pi/spawn.ts';
 export { ClaudeCodec } from './claude/codec.ts';
 export { PiCodec } from './pi/codec.ts';
 export * from './sigv4.ts';
+export * from './workspace/paths.ts';
+export * from './workspace/manifest.ts';

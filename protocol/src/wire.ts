@@ -146,6 +146,8 @@ export const HubToRunnerSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('shutdown'), reason: z.string() }),
   /** A replacement runner token, same use as welcome.runnerToken. */
   z.object({ type: z.literal('token'), runnerToken: z.string().min(1) }),
+  /** The durable workspace changed outside this runner (the Files API): fetch the manifest and apply it. */
+  z.object({ type: z.literal('workspace_sync'), generation: z.number().int().nonnegative() }),
   z.object({ type: z.literal('pong') }),
 ]);
 export type HubToRunner = z.infer<typeof HubToRunnerSchema>;

@@ -15,7 +15,7 @@ import type { BufferedFrame, EventBuffer } from './event-buffer.ts';
 
 type Hello = Extract<RunnerToHub, { type: 'hello' }>;
 type Welcome = Extract<HubToRunner, { type: 'welcome' }>;
-export type HubRequest = Extract<HubToRunner, { type: 'user_message' | 'interrupt' | 'shutdown' }>;
+export type HubRequest = Extract<HubToRunner, { type: 'user_message' | 'interrupt' | 'shutdown' | 'workspace_sync' }>;
 
 export interface HubLinkOptions {
   url: string;
@@ -69,6 +69,11 @@ export class HubLink {
   constructor(options: HubLinkOptions) {
     this.o = options;
     this.token = options.token;
+  }
+
+  /** The runner's current credential, for its HTTP calls to the edge (the durable workspace). */
+  get currentToken(): string {
+    return this.token;
   }
 
   get connected(): boolean {
