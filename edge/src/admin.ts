@@ -1,7 +1,7 @@
 import { authenticate, requireAdmin } from './auth/middleware.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { newRouter, type AppDeps } from './context.ts';
-import { adminSessionRoutes } from './sessions/routes.ts';
+import { adminSessionRoutes } from './sessions/admin-routes.ts';
 import { adminSettingsRoutes } from './settings/routes.ts';
 import { userRoutes } from './users/routes.ts';
 

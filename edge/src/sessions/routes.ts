@@ -4,19 +4,15 @@ import { bodyLimit } from 'hono/body-limit';
 import { authenticate } from '../auth/middleware.ts';
 import { liveTokenRole } from '../auth/token-store.ts';
 import { iso } from '../clock.ts';
-import { type AppDeps, type AuthContext, newRouter } from '../context.ts';
+import { type AppDeps, newRouter } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import type { HubResult, HubSnapshot } from '../hub/types.ts';
 import { newId, ULID_PATTERN } from '../ids.ts';
 import { AUTHENTICATED, jsonContent } from '../openapi.ts';
-import { auditInsert } from '../audit/store.ts';
 import { readSettings } from '../settings/store.ts';
 import { hit, type RateRule } from '../rate-limit.ts';
 import { invalidInput } from '../validation.ts';
-import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import {
-  AdminSessionPageSchema,
-  AdminSessionsQuerySchema,
   CreateSessionSchema,
   EventsQuerySchema,
   ListSessionsQuerySchema,
@@ -31,19 +27,17 @@ import {
   TranscriptQuerySchema,
 } from './schemas.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
+import { hubFor, type SessionsEnv, sessionAccess } from './access.ts';
+import { runnerHubUrl } from '../runner-link/hub-url.ts';
 import {
   deleteSession,
   findSession,
   insertSession,
-  listAllSessions,
   listUserSessions,
   renameSession,
   toSession,
   type SessionRow,
 } from './store.ts';
-
-/** The session routes also carry the session `sessionAccess` loaded. */
-type SessionsEnv = { Bindings: Env; Variables: { auth: AuthContext; session: SessionRow } };
 
 const security = AUTHENTICATED;
 const tags = ['sessions'];
@@ -54,33 +48,6 @@ const INITIAL_REASON = 'no runner yet; the first message starts one';
 const RUNNER_LIMIT_RETRY_SECONDS = 30;
 /** Each session is a Durable Object and a D1 row; runners are capped separately (settings). */
 export const CREATE_SESSION_RULE: RateRule = { max: 60, windowMs: 10 * 60_000 };
-
-export function hubFor(env: Env, sessionId: string) {
-  return env.SESSION_HUB.get(env.SESSION_HUB.idFromName(sessionId));
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(h) || h === '[::1]';
-}
-
-/**
- * Where launched runners dial: RUNNER_HUB_URL, else this request's origin as ws(s). Always wss:
- * unless the host is loopback: the link carries the runner credential, every user message and
- * the transcript (the runner refuses ws:// to anywhere else too).
- */
-export function runnerHubUrl(env: Env, requestUrl: string): string {
-  const configured = env.RUNNER_HUB_URL?.trim();
-  const url = new URL(configured ? configured : requestUrl);
-  if (!configured) {
-    url.pathname = RUNNER_CONNECT_PATH;
-    url.search = '';
-    url.hash = '';
-  }
-  const secure = url.protocol === 'https:' || url.protocol === 'wss:' || !isLoopbackHost(url.hostname);
-  url.protocol = secure ? 'wss:' : 'ws:';
-  return url.toString();
-}
 
 /** The hub's refusal as the API's error value (typed loosely: its statuses vary by route). */
 function hubError(c: Context, r: Extract<HubResult<unknown>, { ok: false }>): never {
@@ -106,48 +73,6 @@ function detail(row: SessionRow, snap: HubSnapshot) {
             startedAt: iso(snap.runner.startedAt),
           },
     lastEventId: snap.lastEventId,
-  };
-}
-
-/**
- * Loads the session named by `:id` for the caller. Another user's session is a 404 (its
- * existence never leaks) unless the caller is an admin; `owner` routes refuse admins who are
- * not the owner with 403.
- */
-function sessionAccess(deps: AppDeps, mode: 'read' | 'owner'): MiddlewareHandler<SessionsEnv> {
-  return async (c, next) => {
-    const id = c.req.param('id') ?? '';
-    if (!ULID_PATTERN.test(id)) return apiError(c, 404, 'not_found', 'no such session');
-    const row = await findSession(c.env.DB, id);
-    const { user } = c.get('auth');
-    if (row === null || (row.user_id !== user.id && user.role !== 'admin')) {
-      return apiError(c, 404, 'not_found', 'no such session');
-    }
-    if (mode === 'owner' && row.user_id !== user.id) {
-      return apiError(c, 403, 'forbidden', "only the session's owner can do this");
-    }
-    if (row.user_id !== user.id) {
-      // An admin looking into (or deleting) someone else's conversation leaves a trace.
-      const now = deps.clock();
-      const deleting = c.req.method === 'DELETE';
-      await auditInsert(
-        c.env.DB,
-        {
-          at: now,
-          actor: user,
-          action: deleting ? 'session.delete' : 'session.read',
-          target: `session:${row.id}`,
-          before: deleting ? { ownerId: row.user_id, title: row.title } : null,
-          after: deleting
-            ? null
-            : { ownerId: row.user_id, route: new URL(c.req.url).pathname.replace(/^.*\/sessions\/[^/]+/, '') || '/' },
-        },
-        { onlyIfPreviousChanged: false },
-      ).statement.run();
-    }
-    c.set('session', row);
-    await next();
-    return undefined;
   };
 }
 
@@ -429,43 +354,5 @@ export function sessionRoutes(deps: AppDeps) {
     return c.json({ sessionId: row.id, backend: row.backend, ...result.value }, 200);
   });
 
-  return app;
-}
-
-const adminListRoute = createRoute({
-  method: 'get',
-  path: '/',
-  tags: ['admin'],
-  summary: 'Sessions of every user with their runners; `state=live` (default) or `all`',
-  security,
-  request: { query: AdminSessionsQuerySchema },
-  responses: {
-    200: { description: 'one page', content: jsonContent(AdminSessionPageSchema) },
-    ...errorResponses(400, 401, 403),
-  },
-});
-
-/** Mounted under the admin router (already authenticated and admin-gated). */
-export function adminSessionRoutes() {
-  const app = newRouter();
-  app.openapi(adminListRoute, async (c) => {
-    const q = c.req.valid('query');
-    const { rows, nextCursor } = await listAllSessions(c.env.DB, {
-      live: q.state === 'live',
-      limit: q.limit,
-      cursor: q.cursor,
-    });
-    return c.json(
-      {
-        sessions: rows.map((r) => ({
-          ...toSession(r),
-          owner: { id: r.user_id, username: r.username },
-          runnerRef: r.runner_ref,
-        })),
-        nextCursor,
-      },
-      200,
-    );
-  });
   return app;
 }

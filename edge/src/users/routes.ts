@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { hashPassword } from '../auth/password.ts';
 import { revokeTokensStatement } from '../auth/token-store.ts';
 import { auditInsert } from '../audit/store.ts';
-import { hubFor } from '../sessions/routes.ts';
+import { hubFor } from '../sessions/access.ts';
 import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';

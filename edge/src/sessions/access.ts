@@ -1,0 +1,58 @@
+import type { MiddlewareHandler } from 'hono';
+import { auditInsert } from '../audit/store.ts';
+import type { AppDeps, AuthContext } from '../context.ts';
+import { apiError } from '../errors.ts';
+import { ULID_PATTERN } from '../ids.ts';
+import { findSession, type SessionRow } from './store.ts';
+
+// Who may reach a session through /api/sessions/:id, and the session's hub.
+
+/** The session routes also carry the session `sessionAccess` loaded. */
+export type SessionsEnv = { Bindings: Env; Variables: { auth: AuthContext; session: SessionRow } };
+
+/** The session's hub (one Durable Object per session, named by its id). */
+export function hubFor(env: Env, sessionId: string) {
+  return env.SESSION_HUB.get(env.SESSION_HUB.idFromName(sessionId));
+}
+
+/**
+ * Loads the session named by `:id` for the caller. Another user's session is a 404 (its
+ * existence never leaks) unless the caller is an admin; `owner` routes refuse admins who are
+ * not the owner with 403.
+ */
+export function sessionAccess(deps: AppDeps, mode: 'read' | 'owner'): MiddlewareHandler<SessionsEnv> {
+  return async (c, next) => {
+    const id = c.req.param('id') ?? '';
+    if (!ULID_PATTERN.test(id)) return apiError(c, 404, 'not_found', 'no such session');
+    const row = await findSession(c.env.DB, id);
+    const { user } = c.get('auth');
+    if (row === null || (row.user_id !== user.id && user.role !== 'admin')) {
+      return apiError(c, 404, 'not_found', 'no such session');
+    }
+    if (mode === 'owner' && row.user_id !== user.id) {
+      return apiError(c, 403, 'forbidden', "only the session's owner can do this");
+    }
+    if (row.user_id !== user.id) {
+      // An admin looking into (or deleting) someone else's conversation leaves a trace.
+      const now = deps.clock();
+      const deleting = c.req.method === 'DELETE';
+      await auditInsert(
+        c.env.DB,
+        {
+          at: now,
+          actor: user,
+          action: deleting ? 'session.delete' : 'session.read',
+          target: `session:${row.id}`,
+          before: deleting ? { ownerId: row.user_id, title: row.title } : null,
+          after: deleting
+            ? null
+            : { ownerId: row.user_id, route: new URL(c.req.url).pathname.replace(/^.*\/sessions\/[^/]+/, '') || '/' },
+        },
+        { onlyIfPreviousChanged: false },
+      ).statement.run();
+    }
+    c.set('session', row);
+    await next();
+    return undefined;
+  };
+}
