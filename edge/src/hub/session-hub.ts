@@ -34,7 +34,9 @@ import {
 // One SessionHub per session (DESIGN.md "Data path"; decisions in "Session hub decisions").
 // This file is the Durable Object shell: the RPC methods the Worker calls, the socket hooks and
 // the alarm. workerd exposes every prototype method over RPC, so everything else is either a
-// `#` method or lives in plain objects held as fields:
+// `#` method or lives in plain objects held as fields. Longer than 400 lines on purpose: every
+// RPC method and socket hook has to be a method of this class, so the file is as long as the
+// hub's surface (sessions, approvals, workspaces); each method checks, serializes and delegates:
 // - hub-core.ts: the lifecycle record (`meta`, one JSON row, so the object can be evicted at any
 //   time) and what the hub does to itself: log and broadcast events, publish state changes as
 //   `session.status` (mirrored into D1), arm the alarm, start and end launches, mint tokens;
