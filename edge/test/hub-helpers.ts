@@ -157,7 +157,7 @@ export class FakeRunner {
       sessionId,
       backend: opts.backend ?? 'claude',
       cliVersion: 'fake 1.0',
-      capabilities: { guard: 'unchecked', sandbox: 'none' },
+      capabilities: { guard: 'loaded', sandbox: 'none' },
       lastSeq: opts.lastSeq ?? this.seq,
     });
   }

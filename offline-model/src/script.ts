@@ -61,7 +61,6 @@ export const ScriptSchema = z.union([
   z.strictObject(prose),
 ]);
 export type Script = z.infer<typeof ScriptSchema>;
-export type ErrorScript = Extract<Script, { error: number }>;
 export type ToolScript = Extract<Script, { tool: string }>;
 
 // ---------------------------------------------------------------------------
@@ -104,7 +103,7 @@ export type Reply = MessageReply | ErrorReply;
 
 export const SIDE_REPLY_TEXT = 'Offline model.';
 export const THINKING_SIGNATURE = 'offline-model-signature';
-export const DIRECTIVE_PREFIX = '#offline';
+const DIRECTIVE_PREFIX = '#offline';
 
 // ---------------------------------------------------------------------------
 // Reading the request
@@ -121,7 +120,7 @@ function textOf(block: Block): string | undefined {
 }
 
 /** The last message with role user. claude appends role:"system" messages after it. */
-export function lastUserMessage(req: MessagesRequest): Message | undefined {
+function lastUserMessage(req: MessagesRequest): Message | undefined {
   for (let i = req.messages.length - 1; i >= 0; i--) {
     const m = req.messages[i];
     if (m?.role === 'user') return m;
@@ -341,7 +340,7 @@ const ERROR_TYPES: Record<number, [type: string, message: string]> = {
   529: ['overloaded_error', 'Overloaded'],
 };
 
-export function errorTypeFor(status: number): [type: string, message: string] {
+function errorTypeFor(status: number): [type: string, message: string] {
   return (
     ERROR_TYPES[status] ??
     (status >= 500
@@ -351,7 +350,7 @@ export function errorTypeFor(status: number): [type: string, message: string] {
 }
 
 /** Deterministic token estimate: about four characters a token. */
-export function estimateTokens(chars: number): number {
+function estimateTokens(chars: number): number {
   return Math.max(1, Math.ceil(chars / 4));
 }
 
@@ -373,7 +372,7 @@ function outputChars(steps: ReplyStep[]): number {
   return n;
 }
 
-export const defaultText = (req: MessagesRequest): string => `Offline model reply to: ${userText(req).slice(0, 200)}`;
+const defaultText = (req: MessagesRequest): string => `Offline model reply to: ${userText(req).slice(0, 200)}`;
 
 export function toolResultText(results: ToolResult[]): string {
   const text = results.map((r) => r.text).join('\n');

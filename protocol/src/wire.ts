@@ -40,8 +40,8 @@ export const RunnerCloseCode = {
 } as const;
 
 export const CapabilitiesSchema = z.object({
-  /** Tool-call guard status (filled in by the sandbox work; `unchecked` until then). */
-  guard: z.enum(['loaded', 'missing', 'unchecked']),
+  /** The tool-call guard: `loaded` when its self-test at runner start passed, else `missing` (no CLI is spawned). */
+  guard: z.enum(['loaded', 'missing']),
   sandbox: z.enum(['bubblewrap', 'container', 'none']),
 });
 export type Capabilities = z.infer<typeof CapabilitiesSchema>;

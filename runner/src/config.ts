@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { BackendSchema, type Backend } from '@switchyard/protocol';
+import { type Backend, type LaunchEnv, LaunchEnvSchema } from '@switchyard/protocol';
 import { z } from 'zod';
 import { runnerError, type Result } from './errors.ts';
 
 // Environment configuration, validated once at start. Durations accept
 // `250ms`, `10s`, `15m`, `2h` or a bare number of milliseconds, so tests can
-// use small values and operators can write readable ones.
+// use small values and operators can write readable ones. The per-session names a
+// launcher sets, and their base rules, are protocol's LaunchEnvSchema.
 
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/;
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
@@ -50,11 +51,13 @@ const ExecutableOverride = z
     }),
   );
 
+const launch = LaunchEnvSchema.shape;
+
 /** Model selection and CLI settings shared by serve, once and probe. */
 const CommonEnv = z.object({
   SWITCHYARD_MODEL_URL: z.url({ protocol: /^https?$/ }).optional(),
   ANTHROPIC_API_KEY: z.string().min(1).optional(),
-  SWITCHYARD_MODEL: z.string().min(1).optional(),
+  SWITCHYARD_MODEL: launch.SWITCHYARD_MODEL,
   SWITCHYARD_CLI_RETRIES: z.coerce.number().int().min(0).max(10).optional(),
   SWITCHYARD_CLI_RETRY_BASE_MS: z.coerce.number().int().min(0).optional(),
   /** Dev and tests only: run this instead of the pinned CLI (e.g. a fake CLI that ignores interrupts). */
@@ -63,27 +66,40 @@ const CommonEnv = z.object({
 });
 
 /** Hosts whose traffic stays on this machine. */
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   const h = hostname.toLowerCase();
   return h === 'localhost' || h.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(h) || h === '[::1]' || h === '::1';
 }
 
-const ServeEnv = CommonEnv.extend({
+/**
+ * The launch environment: every name of protocol's LaunchEnvSchema (`satisfies` keeps the two
+ * in step), read with the runner's defaults and stricter rules where it has them.
+ */
+const ServeLaunchEnv = {
   // The link carries the runner credential, user messages and the transcript: plain ws:// only
   // where it never leaves the machine.
-  SWITCHYARD_HUB_URL: z
-    .url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' })
-    .refine((u) => new URL(u).protocol === 'wss:' || isLoopbackHost(new URL(u).hostname), {
-      error: 'must be wss:// (ws:// only to a loopback host: localhost, 127.0.0.0/8, [::1])',
-    }),
-  SWITCHYARD_SESSION_ID: z.string().min(1).max(200),
-  SWITCHYARD_RUNNER_TOKEN: z.string().min(1),
-  SWITCHYARD_RUNNER_ID: z.string().min(1).max(100).optional(),
-  SWITCHYARD_BACKEND: BackendSchema,
-  SWITCHYARD_WORKSPACE: z.string().min(1).optional(),
-  SWITCHYARD_STATE_DIR: z.string().min(1).optional(),
+  SWITCHYARD_HUB_URL: launch.SWITCHYARD_HUB_URL.pipe(
+    z
+      .url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' })
+      .refine((u) => new URL(u).protocol === 'wss:' || isLoopbackHost(new URL(u).hostname), {
+        error: 'must be wss:// (ws:// only to a loopback host: localhost, 127.0.0.0/8, [::1])',
+      }),
+  ),
+  SWITCHYARD_SESSION_ID: launch.SWITCHYARD_SESSION_ID.max(200),
+  SWITCHYARD_RUNNER_TOKEN: launch.SWITCHYARD_RUNNER_TOKEN,
+  // Optional here: `serve` started by hand or by a test gets a random id.
+  SWITCHYARD_RUNNER_ID: launch.SWITCHYARD_RUNNER_ID.max(100).optional(),
+  SWITCHYARD_BACKEND: launch.SWITCHYARD_BACKEND,
+  // Any duration (a superset of the launcher's `<n>ms`), with defaults for a runner started by hand.
   SWITCHYARD_IDLE_TIMEOUT: duration('15m'),
   SWITCHYARD_MAX_LIFETIME: duration('8h'),
+  SWITCHYARD_MODEL: launch.SWITCHYARD_MODEL,
+} satisfies Record<keyof LaunchEnv, z.ZodType>;
+
+const ServeEnv = CommonEnv.extend({
+  ...ServeLaunchEnv,
+  SWITCHYARD_WORKSPACE: z.string().min(1).optional(),
+  SWITCHYARD_STATE_DIR: z.string().min(1).optional(),
   SWITCHYARD_INTERRUPT_DEADLINE: duration('10s'),
   SWITCHYARD_STALL_TIMEOUT: duration('120s'),
   SWITCHYARD_TOOL_STALL_TIMEOUT: duration('15m'),

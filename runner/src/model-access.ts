@@ -3,7 +3,7 @@ import { runnerError, type Result } from './errors.ts';
 
 export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 /** What the CLI presents when the endpoint needs no key (the offline model accepts any). */
-export const DUMMY_API_KEY = 'switchyard-no-key';
+const DUMMY_API_KEY = 'switchyard-no-key';
 
 export interface ModelAccess {
   /** The URL the CLI talks to. */

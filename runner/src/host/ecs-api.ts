@@ -10,7 +10,7 @@ import { z } from 'zod';
 export const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
 export const JSON_11 = 'application/x-amz-json-1.1';
 /** The account id in the ARNs the local host makes up. */
-export const LOCAL_ACCOUNT = '000000000000';
+const LOCAL_ACCOUNT = '000000000000';
 
 export class EcsError extends Error {
   readonly status: number;

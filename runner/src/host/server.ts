@@ -76,8 +76,8 @@ export interface RunnerHost {
   close(graceMs?: number): Promise<void>;
 }
 
-export const DEFAULT_CLUSTER = 'switchyard-local';
-export const DEFAULT_CONTAINER = 'runner';
+const DEFAULT_CLUSTER = 'switchyard-local';
+const DEFAULT_CONTAINER = 'runner';
 const MAX_BODY = 1024 * 1024;
 
 export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHost> {

@@ -23,7 +23,7 @@ import { CLI_UID, missingRunnerCaps, wrapWithUidDrop } from './uid-drop.ts';
 /** Where the guard module lives; the runner ships it, the CLI loads it from here (never a copy). */
 export const GUARD_DIR = join(dirname(fileURLToPath(import.meta.url)), 'guard');
 /** Every file the guard loads. All must be readable before a CLI is spawned. */
-export const GUARD_FILES = [
+const GUARD_FILES = [
   'claude-hook.ts',
   'pi-extension.ts',
   'rules.ts',
@@ -35,7 +35,7 @@ export const GUARD_FILES = [
 export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
 
 /** Relays the model URL inside the CLI's network namespace to the proxy's socket (bubblewrap mode). */
-export const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.mjs');
+const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.mjs');
 
 /**
  * The OS wall around the CLI. `bubblewrap`: local runs, the runner wraps the
@@ -44,7 +44,7 @@ export const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'ne
  * only for explicitly unsafe debugging, never a default.
  */
 export type SandboxMode = 'bubblewrap' | 'container' | 'none';
-export const SANDBOX_MODES: readonly SandboxMode[] = ['bubblewrap', 'container', 'none'];
+const SANDBOX_MODES: readonly SandboxMode[] = ['bubblewrap', 'container', 'none'];
 
 export class SandboxError extends Error {
   readonly code: 'guard_missing' | 'sandbox_unavailable';

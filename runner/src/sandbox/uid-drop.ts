@@ -49,7 +49,7 @@ export function wrapWithUidDrop(spec: SpawnSpec, drop: UidDrop): SpawnSpec {
 }
 
 /** Capability numbers the runner needs in its effective set to start, stop and read after the CLI as another uid. */
-export const RUNNER_CAPS = { CAP_DAC_OVERRIDE: 1, CAP_KILL: 5, CAP_SETGID: 6, CAP_SETUID: 7 } as const;
+const RUNNER_CAPS = { CAP_DAC_OVERRIDE: 1, CAP_KILL: 5, CAP_SETGID: 6, CAP_SETUID: 7 } as const;
 
 /** The names of RUNNER_CAPS missing from this process's effective set (Linux /proc/self/status). */
 export async function missingRunnerCaps(status?: string): Promise<string[]> {

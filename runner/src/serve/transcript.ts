@@ -19,7 +19,7 @@ const gunzipAsync = promisify(gunzip);
  * Kept well under what a hub can hold in one WebSocket message (workerd
  * allows 32 MiB); a bigger transcript is reported, not truncated.
  */
-export const MAX_TRANSCRIPT_ENCODED = 16 * 1024 * 1024;
+const MAX_TRANSCRIPT_ENCODED = 16 * 1024 * 1024;
 
 /**
  * Largest uncompressed transcript this runner sends or restores. The restore decompresses at most
@@ -34,7 +34,7 @@ export interface CliPaths {
 }
 
 /** pi keeps sessions here (spawnSpec passes `--session-dir <configDir>/sessions`). */
-export function piSessionDir(configDir: string): string {
+function piSessionDir(configDir: string): string {
   return join(configDir, 'sessions');
 }
 
@@ -238,7 +238,7 @@ export async function restoreTranscript(
  * container. The header is pointed at this runner's workspace; nothing else
  * in the file is touched.
  */
-export function rehomePiSession(raw: Buffer, workspace: string): Buffer {
+function rehomePiSession(raw: Buffer, workspace: string): Buffer {
   const text = raw.toString('utf8');
   const nl = text.indexOf('\n');
   const first = nl === -1 ? text : text.slice(0, nl);

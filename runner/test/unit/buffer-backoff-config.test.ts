@@ -1,3 +1,4 @@
+import { launchEnvironment } from '@switchyard/protocol';
 import { describe, expect, test } from 'vitest';
 import { loadServeConfig, parseDuration } from '../../src/config.ts';
 import { resolveModelAccess } from '../../src/model-access.ts';
@@ -79,6 +80,29 @@ describe('config', () => {
       idleMs: 900_000,
     });
     expect(c.ok && c.value.workspace).toBe('/w');
+  });
+
+  test('what a launcher writes (protocol launchEnvironment) is a serve configuration, read as written', () => {
+    const env = launchEnvironment({
+      hubUrl: 'wss://edge.example.com/internal/runner/connect',
+      sessionId: 's1',
+      backend: 'claude',
+      runnerId: 'r1',
+      idleMs: 60_000,
+      maxLifetimeMs: 3_600_000,
+      runnerToken: 'secret-token-value-123',
+      model: 'claude-sonnet-4-5',
+    });
+    const c = loadServeConfig(env, '/w');
+    expect(c.ok && c.value).toMatchObject({
+      hubUrl: env.SWITCHYARD_HUB_URL,
+      sessionId: 's1',
+      backend: 'claude',
+      runnerId: 'r1',
+      runnerToken: 'secret-token-value-123',
+      modelName: 'claude-sonnet-4-5',
+      timings: { idleMs: 60_000, maxLifetimeMs: 3_600_000 },
+    });
   });
 
   test("the CLI retry budget is 5 retries from 500 ms unless set (the CLIs' own defaults differ: claude ~3 minutes)", () => {

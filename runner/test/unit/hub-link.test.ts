@@ -85,7 +85,7 @@ function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number 
       sessionId: 's1',
       backend: 'pi',
       cliVersion: 'x',
-      capabilities: { guard: 'unchecked', sandbox: 'none' },
+      capabilities: { guard: 'loaded', sandbox: 'none' },
     },
     buffer,
     backoff: { baseMs: 10, maxMs: 20 },
