@@ -1,38 +1,19 @@
-// Decides what the offline model answers. Pure: no clock, no I/O, no state;
-// the server passes in the queued script (if any) and a sequence number.
+// Decides what the offline model answers: the script (queued, or a `#offline` directive in the
+// user's text) or a default, as a reply. Pure: no clock, no I/O, no state; the server passes in
+// the queued script (if any) and a sequence number. Reading the request is request.ts; mapping a
+// tool script onto the offered tools is tools.ts.
 import { z } from 'zod';
-
-// ---------------------------------------------------------------------------
-// Request (lenient: the CLIs send many fields we don't care about, and new
-// versions add more; only what we read is checked).
-
-const ContentBlockIn = z.looseObject({ type: z.string() });
-const Content = z.union([z.string(), z.array(ContentBlockIn)]);
-
-export const MessagesRequestSchema = z.looseObject({
-  model: z.string().optional(),
-  messages: z.array(z.looseObject({ role: z.string(), content: Content })),
-  system: z.union([z.string(), z.array(ContentBlockIn)]).optional(),
-  tools: z
-    .array(
-      z.looseObject({
-        name: z.string(),
-        input_schema: z
-          .looseObject({
-            properties: z.record(z.string(), z.unknown()).optional(),
-            required: z.array(z.string()).optional(),
-          })
-          .optional(),
-      }),
-    )
-    .optional(),
-  stream: z.boolean().optional(),
-  max_tokens: z.number().optional(),
-  output_config: z
-    .looseObject({ format: z.looseObject({ type: z.string(), schema: z.unknown().optional() }).optional() })
-    .optional(),
-});
-export type MessagesRequest = z.infer<typeof MessagesRequestSchema>;
+import {
+  estimateTokens,
+  inputTokens,
+  isMainTurn,
+  lastUserTexts,
+  type MessagesRequest,
+  toolResults,
+  type ToolResult,
+  userText,
+} from './request.ts';
+import { mapTool } from './tools.ts';
 
 // ---------------------------------------------------------------------------
 // Scripts. Strict objects: a typo in a test's script should fail loudly
@@ -106,52 +87,7 @@ export const THINKING_SIGNATURE = 'offline-model-signature';
 const DIRECTIVE_PREFIX = '#offline';
 
 // ---------------------------------------------------------------------------
-// Reading the request
-
-type Message = MessagesRequest['messages'][number];
-type Block = z.infer<typeof ContentBlockIn>;
-
-function blocksOf(content: Message['content']): Block[] {
-  return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
-}
-
-function textOf(block: Block): string | undefined {
-  return block.type === 'text' && typeof block.text === 'string' ? block.text : undefined;
-}
-
-/** The last message with role user. claude appends role:"system" messages after it. */
-function lastUserMessage(req: MessagesRequest): Message | undefined {
-  for (let i = req.messages.length - 1; i >= 0; i--) {
-    const m = req.messages[i];
-    if (m?.role === 'user') return m;
-  }
-  return undefined;
-}
-
-/**
- * Only requests that can drive the agent loop count as turns. claude 2.1.197
- * also sends a session-title request (streaming, `tools: []`, structured
- * output via `output_config.format`) unless
- * CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, and older/other paths send small
- * non-streaming tool-less requests; neither may eat a scripted reply.
- */
-export function isMainTurn(req: MessagesRequest): boolean {
-  if ((req.tools?.length ?? 0) > 0) return true;
-  return req.stream === true && req.output_config?.format === undefined;
-}
-
-const SYSTEM_REMINDER = /^\s*<system-reminder>/;
-
-/** The human-typed text of the last user message (claude's injected reminders dropped). */
-export function userText(req: MessagesRequest): string {
-  const m = lastUserMessage(req);
-  if (!m) return '';
-  return blocksOf(m.content)
-    .map(textOf)
-    .filter((t): t is string => t !== undefined && !SYSTEM_REMINDER.test(t))
-    .join('\n')
-    .trim();
-}
+// Directives
 
 export type Directive = { ok: true; script: Script } | { ok: false; error: string };
 
@@ -161,12 +97,8 @@ export type Directive = { ok: true; script: Script } | { ok: false; error: strin
  * The last one wins.
  */
 export function findDirective(req: MessagesRequest): Directive | undefined {
-  const m = lastUserMessage(req);
-  if (!m) return undefined;
   let found: string | undefined;
-  for (const block of blocksOf(m.content)) {
-    const text = textOf(block);
-    if (text === undefined) continue;
+  for (const text of lastUserTexts(req)) {
     for (const line of text.split(/\r?\n/)) {
       const match = /^\s*#offline\s+(.*)$/.exec(line);
       if (match?.[1] !== undefined) found = match[1].trim();
@@ -182,146 +114,6 @@ export function findDirective(req: MessagesRequest): Directive | undefined {
   const parsed = ScriptSchema.safeParse(json);
   if (!parsed.success) return { ok: false, error: z.prettifyError(parsed.error).replace(/\s+/g, ' ') };
   return { ok: true, script: parsed.data };
-}
-
-type ToolResult = { text: string; isError: boolean };
-
-/** The tool results carried by the last user message, or undefined if it carries none. */
-export function toolResults(req: MessagesRequest): ToolResult[] | undefined {
-  const m = lastUserMessage(req);
-  if (!m) return undefined;
-  const results = blocksOf(m.content).filter((b) => b.type === 'tool_result');
-  if (results.length === 0) return undefined;
-  return results.map((b) => {
-    const c = b.content;
-    let text = '';
-    if (typeof c === 'string') text = c;
-    else if (Array.isArray(c)) {
-      text = c
-        .map((x: unknown) =>
-          typeof x === 'object' && x !== null && (x as Block).type === 'text' ? String((x as Block).text ?? '') : '',
-        )
-        .filter((t) => t !== '')
-        .join('\n');
-    }
-    return { text, isError: b.is_error === true };
-  });
-}
-
-/** The working directory the CLI announces in its system prompt (claude and pi both do). */
-export function workingDirectory(req: MessagesRequest): string | undefined {
-  const sys = req.system;
-  const text =
-    typeof sys === 'string' ? sys : (sys ?? []).map((b) => (typeof b.text === 'string' ? b.text : '')).join('\n');
-  const m = /(?:Primary working directory|Current working directory|Working directory):\s*(\/[^\n]*)/.exec(text);
-  return m?.[1]?.trim();
-}
-
-// ---------------------------------------------------------------------------
-// Mapping a tool script onto the tools the request offers
-
-type Tool = NonNullable<MessagesRequest['tools']>[number];
-
-// Names in order of preference; matched case-insensitively.
-const TOOL_NAMES = {
-  read: ['read', 'read_file', 'readfile', 'view'],
-  write: ['write', 'write_file', 'writefile', 'create_file'],
-  list: ['ls', 'list', 'list_dir', 'list_directory'],
-  glob: ['glob', 'find'],
-  shell: ['bash', 'shell', 'run_shell_command', 'exec'],
-} as const;
-
-const PARAM_NAMES = {
-  path: ['file_path', 'path', 'filePath', 'filename', 'file'],
-  dir: ['path', 'dir', 'directory', 'dir_path'],
-  content: ['content', 'contents', 'file_text', 'text'],
-  command: ['command', 'cmd'],
-  pattern: ['pattern', 'glob'],
-} as const;
-
-function findTool(tools: Tool[], names: readonly string[]): Tool | undefined {
-  for (const name of names) {
-    const t = tools.find((x) => x.name.toLowerCase() === name);
-    if (t) return t;
-  }
-  return undefined;
-}
-
-function param(tool: Tool, candidates: readonly string[]): string | undefined {
-  const props = Object.keys(tool.input_schema?.properties ?? {});
-  return candidates.find((c) => props.includes(c));
-}
-
-function shellQuote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
-}
-
-function posixJoin(dir: string, rel: string): string {
-  const parts: string[] = [];
-  for (const p of `${dir}/${rel}`.split('/')) {
-    if (p === '' || p === '.') continue;
-    if (p === '..') parts.pop();
-    else parts.push(p);
-  }
-  return `/${parts.join('/')}`;
-}
-
-type ToolCall = { name: string; input: Record<string, unknown> } | { unavailable: string };
-
-/**
- * Picks the offered tool for an action and fills its parameters from the
- * tool's input_schema. A `file_path` parameter is claude's, whose tools want
- * absolute paths, so relative paths are resolved against the announced cwd.
- */
-export function mapTool(script: ToolScript, req: MessagesRequest): ToolCall {
-  const tools = req.tools ?? [];
-  const cwd = workingDirectory(req);
-  const pathFor = (name: string, p: string): string =>
-    name === 'file_path' && !p.startsWith('/') && cwd !== undefined ? posixJoin(cwd, p) : p;
-  const shell = (command: string): ToolCall | undefined => {
-    const t = findTool(tools, TOOL_NAMES.shell);
-    const c = t && param(t, PARAM_NAMES.command);
-    return t && c ? { name: t.name, input: { [c]: command } } : undefined;
-  };
-  const none = (what: string): ToolCall => ({
-    unavailable: `Offline model: no offered tool can ${what} (offered: ${tools.map((t) => t.name).join(', ') || 'none'}).`,
-  });
-
-  switch (script.tool) {
-    case 'read':
-    case 'write': {
-      const t = findTool(tools, TOOL_NAMES[script.tool]);
-      const p = t && param(t, PARAM_NAMES.path);
-      if (!t || !p) return none(script.tool === 'read' ? 'read a file' : 'write a file');
-      if (script.tool === 'read') return { name: t.name, input: { [p]: pathFor(p, script.path) } };
-      const c = param(
-        t,
-        PARAM_NAMES.content.filter((x) => x !== p),
-      );
-      if (!c) return none('write a file');
-      return { name: t.name, input: { [p]: pathFor(p, script.path), [c]: script.content } };
-    }
-    case 'list': {
-      const ls = findTool(tools, TOOL_NAMES.list);
-      const lsDir = ls && param(ls, PARAM_NAMES.dir);
-      if (ls && lsDir) return { name: ls.name, input: { [lsDir]: script.path } };
-      const glob = findTool(tools, TOOL_NAMES.glob);
-      const pattern = glob && param(glob, PARAM_NAMES.pattern);
-      if (glob && pattern) {
-        const dir = param(
-          glob,
-          PARAM_NAMES.dir.filter((x) => x !== pattern),
-        );
-        return dir
-          ? { name: glob.name, input: { [pattern]: '*', [dir]: script.path } }
-          : { name: glob.name, input: { [pattern]: `${script.path.replace(/\/+$/, '')}/*` } };
-      }
-      // claude 2.1.197 offers neither LS nor Glob; listing through the shell still exercises a tool.
-      return shell(`ls -1a ${shellQuote(script.path)}`) ?? none('list a directory');
-    }
-    case 'shell':
-      return shell(script.command) ?? none('run a shell command');
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -347,19 +139,6 @@ function errorTypeFor(status: number): [type: string, message: string] {
       ? ['api_error', 'Internal server error']
       : ['invalid_request_error', 'Invalid request (offline model).'])
   );
-}
-
-/** Deterministic token estimate: about four characters a token. */
-function estimateTokens(chars: number): number {
-  return Math.max(1, Math.ceil(chars / 4));
-}
-
-export function inputTokens(req: MessagesRequest): number {
-  const chars =
-    JSON.stringify(req.system ?? '').length +
-    JSON.stringify(req.messages).length +
-    JSON.stringify(req.tools ?? []).length;
-  return estimateTokens(chars);
 }
 
 function outputChars(steps: ReplyStep[]): number {

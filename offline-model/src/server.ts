@@ -5,7 +5,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { decideReply, inputTokens, isMainTurn, MessagesRequestSchema, ScriptSchema } from './script.ts';
+import { inputTokens, isMainTurn, MessagesRequestSchema } from './request.ts';
+import { decideReply, ScriptSchema } from './script.ts';
 import type { MessageReply, ReplySource, Script } from './script.ts';
 import { encodeError, encodeMessage, encodeStream, totalDelayMs } from './sse.ts';
 

@@ -1,18 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import type { MessagesRequest } from '../src/request.ts';
+import { isMainTurn, MessagesRequestSchema, userText, workingDirectory } from '../src/request.ts';
+import type { MessageReply, Reply, ReplyStep, Script } from '../src/script.ts';
 import {
   decideReply,
   exampleFor,
   findDirective,
-  isMainTurn,
-  mapTool,
-  MessagesRequestSchema,
   ScriptSchema,
   SIDE_REPLY_TEXT,
   THINKING_SIGNATURE,
-  userText,
-  workingDirectory,
 } from '../src/script.ts';
-import type { MessageReply, MessagesRequest, Reply, ReplyStep, Script } from '../src/script.ts';
+import { mapTool } from '../src/tools.ts';
 
 // Tool definitions shaped like the ones the pinned CLIs send (names and properties copied from recorded requests).
 const claudeTools = [

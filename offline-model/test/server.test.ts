@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startOfflineModel } from '../src/index.ts';
 import type { OfflineModel } from '../src/index.ts';
-import { inputTokens, MessagesRequestSchema } from '../src/script.ts';
+import { inputTokens, MessagesRequestSchema } from '../src/request.ts';
 
 let model: OfflineModel;
 beforeAll(async () => {
