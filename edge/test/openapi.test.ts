@@ -32,6 +32,7 @@ describe('GET /api/openapi.json', () => {
         'GET /api/admin/audit',
         'GET /api/admin/sessions',
         'POST /api/sessions',
+        'POST /api/sessions/{id}/approvals/{approvalId}',
         'GET /api/sessions',
         'GET /api/sessions/{id}',
         'PATCH /api/sessions/{id}',

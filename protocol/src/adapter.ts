@@ -50,6 +50,8 @@ export const SpawnOptionsSchema = z.object({
       z.record(z.string(), z.string().optional()),
     )
     .default({}),
+  /** `ask`: every tool call the guard allows waits for the runner's approval answer (DESIGN "Tool approvals"). */
+  approvals: z.enum(['auto', 'ask']).default('auto'),
   /** Retry policy for provider errors, honoured by both CLIs. */
   retry: z.object({ maxRetries: z.number().int().min(0).max(10), baseDelayMs: z.number().int().min(0) }).optional(),
 });
@@ -63,6 +65,14 @@ export interface SpawnSpec {
   cwd: string;
   /** Files the runner must write before spawning (CLI config, hooks). */
   files: Array<{ path: string; content: string; mode?: number }>;
+}
+
+/** A decided approval as the codec writes it to the CLI. */
+export interface ApprovalAnswerLine {
+  approvalId: string;
+  decision: 'allow' | 'deny';
+  /** The deny's text for the model (the runner fills in a default). */
+  message?: string | undefined;
 }
 
 export interface CliExit {
@@ -83,6 +93,11 @@ export interface AgentCodec {
    */
   takeInput(): string[];
   end(exit: CliExit): AgentEvent[];
+  /**
+   * The line that answers an `approval.request` this codec emitted, or undefined when the CLI
+   * no longer waits for it (answered, cancelled by an interrupt, or never asked).
+   */
+  encodeApproval(answer: ApprovalAnswerLine): string | undefined;
   /** True between an accepted user message and its turn.done. */
   readonly turnOpen: boolean;
   /** The CLI's own session handle for resuming (claude session id, pi session file). */

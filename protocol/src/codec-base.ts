@@ -36,6 +36,11 @@ export class TurnTracker {
     this.input.push(line);
   }
 
+  /** A line the CLI needs whatever the turn's state (an answer to its own request). */
+  queueInput(line: string): void {
+    this.input.push(line);
+  }
+
   takeInput(): string[] {
     if (this.input.length === 0) return [];
     const lines = this.input;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { approvalRequestShape, approvalResolvedShape } from './approvals.ts';
 import { BackendSchema } from './backend.ts';
 
 // The normalized event union: what every adapter emits and what SSE clients
@@ -73,6 +74,8 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('error'), ...ErrorInfoSchema.shape }),
   z.object({ type: z.literal('session.status'), state: SessionStateSchema, reason: z.string().optional() }),
   z.object({ type: z.literal('message.user'), messageId: z.string(), text: z.string() }),
+  z.object({ type: z.literal('approval.request'), ...approvalRequestShape }),
+  z.object({ type: z.literal('approval.resolved'), ...approvalResolvedShape }),
   /** The durable workspace now holds `files` files, `bytes` in all; everything before this is saved. */
   z.object({
     type: z.literal('workspace.saved'),

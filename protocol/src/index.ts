@@ -1,6 +1,7 @@
 // Everything here loads in workerd as well as Node: no Node-only imports.
 export * from './backend.ts';
 export * from './events.ts';
+export * from './approvals.ts';
 export * from './adapter.ts';
 export * from './limits.ts';
 export * from './adapters.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UserMessageSchema } from './adapter.ts';
+import { ApprovalDecisionFrameSchema, ApprovalModeSchema } from './approvals.ts';
 import { BackendSchema } from './backend.ts';
 import { AgentEventSchema, ErrorInfoSchema } from './events.ts';
 
@@ -136,6 +137,8 @@ export const HubToRunnerSchema = z.discriminatedUnion('type', [
     transcript: TranscriptSchema.optional(),
     /** A fresh runner token for the next reconnect (tokens are short-lived). */
     runnerToken: z.string().min(1).optional(),
+    /** The session's approval mode (absent: `auto`); the CLI is spawned after the first welcome. */
+    approvals: ApprovalModeSchema.optional(),
   }),
   /** Every sequenced frame up to and including `seq` is durably stored. */
   z.object({ type: z.literal('ack'), seq: z.number().int().nonnegative() }),
@@ -148,6 +151,8 @@ export const HubToRunnerSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('token'), runnerToken: z.string().min(1) }),
   /** The durable workspace changed outside this runner (the Files API): fetch the manifest and apply it. */
   z.object({ type: z.literal('workspace_sync'), generation: z.number().int().nonnegative() }),
+  /** A tool call's approval was decided; the runner answers `accepted {inReplyTo: approvalId}`. */
+  ApprovalDecisionFrameSchema,
   z.object({ type: z.literal('pong') }),
 ]);
 export type HubToRunner = z.infer<typeof HubToRunnerSchema>;

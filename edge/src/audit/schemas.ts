@@ -11,6 +11,7 @@ export const AuditActionSchema = z.enum([
   'auth.login_failed',
   'session.read',
   'session.delete',
+  'approval.decide',
 ]);
 export type AuditAction = z.infer<typeof AuditActionSchema>;
 

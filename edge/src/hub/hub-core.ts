@@ -6,6 +6,7 @@ import {
   type UserMessage,
 } from '@switchyard/protocol';
 import type { Launcher } from '../launchers/launcher.ts';
+import { HubApprovals } from './approvals.ts';
 import { EventLog, type LogItem } from './event-log.ts';
 import {
   deriveState,
@@ -43,6 +44,7 @@ export class HubCore {
   readonly log: EventLog;
   readonly ctx: DurableObjectState;
   readonly env: Env;
+  readonly approvals: HubApprovals;
   readonly #waiters = new Map<string, (reply: Reply) => void>();
   #d1Chain: Promise<void> = Promise.resolve();
 
@@ -51,6 +53,7 @@ export class HubCore {
     this.env = env;
     this.log = new EventLog(ctx.storage);
     this.meta = this.log.loadMeta();
+    this.approvals = new HubApprovals(this);
   }
 
   saveMeta(): void {
@@ -138,7 +141,9 @@ export class HubCore {
   }
 
   arm(): void {
-    const deadline = nextDeadline(this.meta, this.timings);
+    const lifecycle = nextDeadline(this.meta, this.timings);
+    const expiry = this.approvals.nextExpiry();
+    const deadline = expiry === null ? lifecycle : lifecycle === null ? expiry : Math.min(lifecycle, expiry);
     // Deadlines are in the hub clock's time; the alarm is set by the wall clock, so an
     // injected clock in tests never makes the alarm fire in a loop.
     const p =
@@ -157,6 +162,8 @@ export class HubCore {
   endTurn(done: Extract<AgentEvent, { type: 'turn.done' }>): void {
     const turn = this.meta.turn;
     if (turn === null) return;
+    // Nothing waits for a person once its turn is over; the decisions are logged before the end.
+    this.approvals.resolveAllPending(done.stopReason === 'interrupted' ? 'interrupted' : 'runner_lost');
     this.meta.turn = null;
     if (turn.announced) {
       this.meta.lastActivityAt = this.now;
@@ -239,6 +246,8 @@ export class HubCore {
           .catch((err) => console.error('session hub: launcher stop failed:', errorText(err))),
       );
     }
+    // The runner's CLI is gone with it: whatever it asked can no longer be answered.
+    this.approvals.resolveAllPending('runner_lost');
     if (endsTurnWithLaunch(this.meta.turn, rest)) this.endTurn({ type: 'turn.done', stopReason: 'error', error: lost });
     this.commit();
     if (needsRelaunch(this.meta)) this.startLaunch();

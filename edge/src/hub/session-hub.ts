@@ -12,11 +12,13 @@ import {
   type RunnerAttachment,
   type RunnerAuth,
 } from '../runner-link/sockets.ts';
+import type { Resolution } from './approvals.ts';
 import { deleteTranscript } from './transcript-store.ts';
 import type {
   HubResult,
   HubSessionInfo,
   HubSnapshot,
+  AnswerApprovalInput,
   PostMessageInput,
   PostMessageResult,
   TranscriptEntry,
@@ -126,6 +128,7 @@ export class SessionHub extends DurableObject<Env> {
     this.hub.meta.model = input.model;
     this.hub.meta.hubUrl = input.hubUrl;
     this.hub.meta.lastActivityAt = now;
+    if (input.approvals !== undefined) this.hub.approvals.setConfig(input.approvals);
 
     if (this.hub.meta.launch === null) {
       // This message starts a runner: it needs a slot under the caps. meta.turn is already set,
@@ -213,6 +216,8 @@ export class SessionHub extends DurableObject<Env> {
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     const turn = this.hub.meta.turn;
     if (turn === null) return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
+    // Nobody needs to answer what the turn no longer waits for (claude withdraws its questions).
+    this.hub.approvals.resolveAllPending('interrupted');
     if (!turn.sent) {
       // Never reached a runner: the hub ends the turn itself.
       this.hub.endTurn({ type: 'turn.done', stopReason: 'interrupted' });
@@ -230,6 +235,29 @@ export class SessionHub extends DurableObject<Env> {
       return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
     }
     return { ok: true, value: { interrupted: true } };
+  }
+
+  /** A person's answer to a pending approval (the Worker checked that they own the session). */
+  async answerApproval(
+    input: AnswerApprovalInput,
+  ): Promise<
+    HubResult<Resolution> | { ok: false; status: 409; code: 'conflict'; message: string; resolution: Resolution }
+  > {
+    if (this.hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    return this.#serializedValue(() => {
+      const r = this.hub.approvals.answer(input.approvalId, input.decision, input.by, input.message);
+      if (r.ok) return { ok: true as const, value: r.resolution };
+      if (r.status === 404)
+        return { ok: false as const, status: 404 as const, code: 'not_found' as const, message: 'no such approval' };
+      return {
+        ok: false as const,
+        status: 409 as const,
+        code: 'conflict' as const,
+        message: `approval already resolved: ${r.resolution.decision} (${r.resolution.reason})`,
+        resolution: r.resolution,
+      };
+    });
   }
 
   /** One page of the conversation after `after` (an event id); `nextCursor` is null on the last. */
@@ -313,7 +341,12 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.#serialized(() => this.#tick());
+    await this.#serialized(() => {
+      this.hub.approvals.expireDue();
+      return this.#tick();
+    });
+    // Re-armed for the next expiry even when there is no launch to tick.
+    this.hub.arm();
   }
 
   // ------------------------------------------------------------------ sockets
@@ -382,6 +415,16 @@ export class SessionHub extends DurableObject<Env> {
       server.serializeAttachment({ kind: 'runner', launchId, runnerId: null, auth } satisfies RunnerAttachment);
     }
     return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  /** `#serialized` for work that answers a value (approval answers race the link's frames). */
+  #serializedValue<T>(fn: () => T): Promise<T> {
+    const run = this.linkChain.then(fn);
+    this.linkChain = run.then(
+      () => undefined,
+      (err) => console.error('session hub: link handler failed:', errorText(err)),
+    );
+    return run;
   }
 
   /** Runner frames are handled one at a time, in arrival order, even across awaits (R2). */

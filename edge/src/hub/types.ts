@@ -1,4 +1,5 @@
-import type { Backend, ContentBlock, Image, SessionState, StopReason } from '@switchyard/protocol';
+import type { ApprovalMode, Backend, ContentBlock, Image, SessionState, StopReason } from '@switchyard/protocol';
+import type { ApprovalConfig } from './approvals.ts';
 import type { RunnerCaps } from '../runner-link/slots.ts';
 
 // What crosses the Worker → SessionHub RPC boundary (structured-clonable plain objects).
@@ -9,6 +10,8 @@ export interface HubSessionInfo {
   backend: Backend;
   title: string | null;
   createdAt: number;
+  /** Absent in sessions created before approvals existed: `auto`. */
+  approvals?: ApprovalMode;
 }
 
 export interface HubLimits {
@@ -26,6 +29,16 @@ export interface PostMessageInput {
   model: string | null;
   /** Checked when this message has to start a runner. */
   runnerCaps: RunnerCaps;
+  /** Settings `approvalPolicy` / `approvalTimeoutSeconds` now; applied to this turn's requests. */
+  approvals?: ApprovalConfig;
+}
+
+export interface AnswerApprovalInput {
+  approvalId: string;
+  decision: 'allow' | 'deny';
+  message?: string;
+  /** The username shown as `by`. */
+  by: string;
 }
 
 export type HubErrorCode =

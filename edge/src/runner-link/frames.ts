@@ -19,7 +19,7 @@ import { nextUlid } from '../hub/ulid.ts';
 
 const utf8 = new TextEncoder();
 /** Only the hub says what state a session is in and what the user sent. */
-const HUB_ONLY_EVENTS = new Set<string>(['session.status', 'message.user']);
+const HUB_ONLY_EVENTS = new Set<string>(['session.status', 'message.user', 'approval.resolved']);
 
 export const LOG_FULL_MESSAGE = (max: number) =>
   `this session's event log reached its limit (${Math.round(max / 1024 / 1024)} MiB); start a new session to continue`;
@@ -185,7 +185,9 @@ export class RunnerFrames {
       ackedSeq: held,
       ...(transcript !== undefined && { transcript }),
       ...(token !== undefined && { runnerToken: token }),
+      ...(session.approvals === 'ask' && { approvals: 'ask' as const }),
     });
+    this.#hub.approvals.resendTo(ws);
 
     if (launch.stoppingSince !== null) {
       this.#hub.sendTo(ws, { type: 'shutdown', reason: launch.stopReason ?? 'stopping' });
@@ -235,22 +237,29 @@ export class RunnerFrames {
     const incoming = fresh.reduce((n, e) => n + utf8.encode(JSON.stringify(e.event)).byteLength, 0);
     if ((this.#hub.meta.logBytes ?? 0) + incoming > this.#hub.timings.logMaxBytes) return this.logFull();
     let doneTurn = false;
-    const stored = this.#hub.append(
-      fresh.map((e) => ({ event: e.event, messageId: e.messageId })),
-      () => {
-        this.#hub.log.setHeldSeq(runnerId, held);
-        if (fresh.length > 0) this.#hub.meta.lastActivityAt = this.#hub.now;
-        doneTurn = closesTurn(this.#hub.meta.turn, fresh);
-        if (doneTurn) {
-          this.#hub.meta.turn = null;
-          if (this.#hub.meta.launch !== null) this.#hub.meta.launch.turns += 1;
-        }
-      },
-    );
+    // Approval requests get the hub's expiry and a durable row in the same transaction.
+    const approvals = this.#hub.approvals.admit(fresh.map((e) => ({ event: e.event, messageId: e.messageId })));
+    const stored = this.#hub.append(approvals.items, () => {
+      approvals.record();
+      this.#hub.log.setHeldSeq(runnerId, held);
+      if (fresh.length > 0) this.#hub.meta.lastActivityAt = this.#hub.now;
+      doneTurn = closesTurn(this.#hub.meta.turn, fresh);
+      if (doneTurn) {
+        this.#hub.meta.turn = null;
+        if (this.#hub.meta.launch !== null) this.#hub.meta.launch.turns += 1;
+      }
+    });
     // Durable first, then out to viewers, then acked.
     this.#hub.broadcast(stored);
     this.#hub.sendTo(ws, { type: 'ack', seq: held });
-    if (doneTurn) this.#hub.commit();
+    this.#hub.approvals.applyPolicy(approvals.requests);
+    if (doneTurn) {
+      // A turn that ended while asking (the CLI died, or claude withdrew the question).
+      const done = fresh.find((e) => e.event.type === 'turn.done')?.event;
+      const interrupted = done?.type === 'turn.done' && done.stopReason === 'interrupted';
+      this.#hub.approvals.resolveAllPending(interrupted ? 'interrupted' : 'runner_lost');
+      this.#hub.commit();
+    }
   }
 
   /**
@@ -298,6 +307,7 @@ export class RunnerFrames {
   }
 
   private onReply(id: string, reply: Reply): void {
+    if (this.#hub.approvals.delivered(id)) return;
     const turn = this.#hub.meta.turn;
     if (turn !== null && turn.messageId === id) {
       if (reply.accepted) {

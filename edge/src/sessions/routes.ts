@@ -12,6 +12,7 @@ import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { readSettings } from '../settings/store.ts';
 import { hit, type RateRule } from '../rate-limit.ts';
 import { invalidInput } from '../validation.ts';
+import { workspaceFileRoutes } from '../workspace/file-routes.ts';
 import {
   CreateSessionSchema,
   EventsQuerySchema,
@@ -26,6 +27,8 @@ import {
   SessionTranscriptSchema,
   TranscriptQuerySchema,
 } from './schemas.ts';
+import type { ApprovalMode } from '@switchyard/protocol';
+import { approvalRoutes } from './approval-routes.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
 import { hubFor, type SessionsEnv, sessionAccess } from './access.ts';
 import { runnerHubUrl } from '../runner-link/hub-url.ts';
@@ -214,13 +217,16 @@ export function sessionRoutes(deps: AppDeps) {
   app.on('PATCH', '/:id', smallBody);
   app.use('/:id/messages', sessionAccess(deps, 'owner'), messageSizeLimit);
   app.use('/:id/interrupt', sessionAccess(deps, 'owner'));
+  app.use('/:id/approvals/*', sessionAccess(deps, 'owner'));
   app.use('/:id/events', sessionAccess(deps, 'read'));
   app.use('/:id/transcript', sessionAccess(deps, 'read'));
   app.use('/:id', sessionAccess(deps, 'read'));
+  app.route('/', workspaceFileRoutes(deps));
 
   app.openapi(createRoute_, async (c) => {
     // An absent or empty body is `{}`: POST /api/sessions with nothing is a valid request.
     let title: string | null = null;
+    let approvals: ApprovalMode | undefined;
     const raw = await c.req.text();
     if (raw.trim() !== '') {
       let body: unknown;
@@ -232,6 +238,7 @@ export function sessionRoutes(deps: AppDeps) {
       const parsed = CreateSessionSchema.safeParse(body);
       if (!parsed.success) return invalidInput(c, parsed.error);
       title = parsed.data.title ?? null;
+      approvals = parsed.data.approvals;
     }
     const { user } = c.get('auth');
     const now = deps.clock();
@@ -248,8 +255,9 @@ export function sessionRoutes(deps: AppDeps) {
     const { settings } = await readSettings(c.env.DB);
     const id = newId(now);
     const backend = settings.llmBackend;
+    approvals ??= settings.defaultApprovals;
     // The hub first: a D1 row whose hub was never told about it would answer 404s.
-    await hubFor(c.env, id).create({ id, userId: user.id, backend, title, createdAt: now });
+    await hubFor(c.env, id).create({ id, userId: user.id, backend, title, createdAt: now, approvals });
     await insertSession(c.env.DB, {
       id,
       userId: user.id,
@@ -258,6 +266,7 @@ export function sessionRoutes(deps: AppDeps) {
       state: 'stopped',
       reason: INITIAL_REASON,
       now,
+      approvals,
     });
     const row = await findSession(c.env.DB, id);
     if (row === null) return apiError(c, 500, 'internal', 'session vanished after creation') as never;
@@ -306,6 +315,7 @@ export function sessionRoutes(deps: AppDeps) {
       limits: { idleMs: settings.sessionIdleMinutes * 60_000, maxLifetimeMs: settings.sessionMaxMinutes * 60_000 },
       model: settings.defaultModel[row.backend],
       runnerCaps: { perUser: settings.maxLiveRunnersPerUser, total: settings.maxLiveRunners },
+      approvals: { policy: settings.approvalPolicy, timeoutMs: settings.approvalTimeoutSeconds * 1000 },
     });
     if (!result.ok) return hubError(c, result);
     return c.json({ messageId: result.value.messageId, duplicate: result.value.duplicate }, 202);
@@ -345,6 +355,8 @@ export function sessionRoutes(deps: AppDeps) {
     });
     return new Response(stream, { status: 200, headers: SSE_HEADERS }) as never;
   });
+
+  approvalRoutes(app, deps);
 
   app.openapi(transcriptRoute, async (c) => {
     const row = c.get('session');

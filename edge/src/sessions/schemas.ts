@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import {
+  ApprovalModeSchema,
   BackendSchema,
   ContentBlockSchema,
   ImageSchema,
@@ -24,6 +25,9 @@ export const SessionSchema = z
     state: SessionStateSchema,
     stateReason: z.string().nullable(),
     ownerId: z.string(),
+    approvals: ApprovalModeSchema.openapi({
+      description: 'chosen at creation: `ask` waits for a person before each tool call the guard allows',
+    }),
     createdAt: z.string().openapi({ format: 'date-time' }),
     updatedAt: z.string().openapi({ format: 'date-time' }),
   })
@@ -57,7 +61,12 @@ const TitleSchema = z
   .max(200, 'at most 200 characters')
   .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters');
 
-export const CreateSessionSchema = z.strictObject({ title: TitleSchema.optional() }).openapi('CreateSession');
+export const CreateSessionSchema = z
+  .strictObject({
+    title: TitleSchema.optional(),
+    approvals: ApprovalModeSchema.optional().openapi({ description: 'default: settings `defaultApprovals`' }),
+  })
+  .openapi('CreateSession');
 
 export const RenameSessionSchema = z
   .strictObject({ title: TitleSchema.nullable().openapi({ description: 'null clears the title' }) })

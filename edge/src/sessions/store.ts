@@ -1,4 +1,4 @@
-import type { Backend, SessionState } from '@switchyard/protocol';
+import type { ApprovalMode, Backend, SessionState } from '@switchyard/protocol';
 import { iso } from '../clock.ts';
 import type { Session } from './schemas.ts';
 
@@ -13,6 +13,7 @@ export interface SessionRow {
   created_at: number;
   updated_at: number;
   stopped_at: number | null;
+  approvals: ApprovalMode;
 }
 
 export const LIVE_STATES: SessionState[] = ['starting', 'ready', 'busy', 'idle', 'stopping'];
@@ -25,6 +26,7 @@ export function toSession(row: SessionRow): Session {
     state: row.state,
     stateReason: row.state_reason,
     ownerId: row.user_id,
+    approvals: row.approvals === 'ask' ? 'ask' : 'auto',
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
@@ -40,14 +42,15 @@ export async function insertSession(
     state: SessionState;
     reason: string | null;
     now: number;
+    approvals: ApprovalMode;
   },
 ): Promise<void> {
   await db
     .prepare(
-      `INSERT INTO sessions (id, user_id, backend, title, state, state_reason, created_at, updated_at, stopped_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+      `INSERT INTO sessions (id, user_id, backend, title, state, state_reason, created_at, updated_at, stopped_at, approvals)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
     )
-    .bind(s.id, s.userId, s.backend, s.title, s.state, s.reason, s.now, s.now)
+    .bind(s.id, s.userId, s.backend, s.title, s.state, s.reason, s.now, s.now, s.approvals)
     .run();
 }
 

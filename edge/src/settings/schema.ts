@@ -1,5 +1,13 @@
 import { z } from '@hono/zod-openapi';
-import { BackendSchema, type Backend } from '@switchyard/protocol';
+import {
+  APPROVAL_TIMEOUT_BOUNDS,
+  ApprovalModeSchema,
+  ApprovalPolicySchema,
+  BackendSchema,
+  DEFAULT_APPROVAL_POLICY,
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  type Backend,
+} from '@switchyard/protocol';
 import { echo } from '../validation.ts';
 
 /**
@@ -22,6 +30,7 @@ export const SETTINGS_BOUNDS = {
   maxMessageBytes: { min: 1024, max: 10 * 1024 * 1024 },
   maxLiveRunnersPerUser: { min: 1, max: 1000 },
   maxLiveRunners: { min: 1, max: 100_000 },
+  approvalTimeoutSeconds: APPROVAL_TIMEOUT_BOUNDS,
 } as const;
 
 const int = (b: { min: number; max: number }) => z.number().int().min(b.min).max(b.max);
@@ -50,6 +59,16 @@ const SettingsObject = z.object({
   }),
   maxLiveRunners: int(SETTINGS_BOUNDS.maxLiveRunners).openapi({
     description: 'runners all users together may have at once',
+  }),
+  defaultApprovals: ApprovalModeSchema.openapi({
+    description:
+      'approval mode of new sessions that do not choose one: `auto` runs every tool the guard allows, `ask` waits for a person',
+  }),
+  approvalPolicy: ApprovalPolicySchema.openapi({
+    description: 'tool kinds (read, write, shell, web, other) decided without a person in `ask` sessions',
+  }),
+  approvalTimeoutSeconds: int(SETTINGS_BOUNDS.approvalTimeoutSeconds).openapi({
+    description: 'a pending approval nobody answers is denied (reason `expired`) after this long',
   }),
 });
 
@@ -84,6 +103,9 @@ export const DEFAULT_SETTINGS: Settings = {
   maxMessageBytes: 1024 * 1024,
   maxLiveRunnersPerUser: 5,
   maxLiveRunners: 50,
+  defaultApprovals: 'auto',
+  approvalPolicy: DEFAULT_APPROVAL_POLICY,
+  approvalTimeoutSeconds: DEFAULT_APPROVAL_TIMEOUT_SECONDS,
 };
 
 /** A partial update: some or all fields, `defaultModel` merged per backend. Unknown keys are refused. */
@@ -98,6 +120,9 @@ export const SettingsPatchSchema = z
     maxMessageBytes: SettingsObject.shape.maxMessageBytes.optional(),
     maxLiveRunnersPerUser: SettingsObject.shape.maxLiveRunnersPerUser.optional(),
     maxLiveRunners: SettingsObject.shape.maxLiveRunners.optional(),
+    defaultApprovals: SettingsObject.shape.defaultApprovals.optional(),
+    approvalPolicy: SettingsObject.shape.approvalPolicy.optional(),
+    approvalTimeoutSeconds: SettingsObject.shape.approvalTimeoutSeconds.optional(),
   })
   .refine((p) => Object.keys(p).length > 0, { message: 'give at least one setting to change' })
   .openapi('SettingsPatch');
@@ -115,6 +140,9 @@ export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
     maxMessageBytes: patch.maxMessageBytes ?? current.maxMessageBytes,
     maxLiveRunnersPerUser: patch.maxLiveRunnersPerUser ?? current.maxLiveRunnersPerUser,
     maxLiveRunners: patch.maxLiveRunners ?? current.maxLiveRunners,
+    defaultApprovals: patch.defaultApprovals ?? current.defaultApprovals,
+    approvalPolicy: patch.approvalPolicy ?? current.approvalPolicy,
+    approvalTimeoutSeconds: patch.approvalTimeoutSeconds ?? current.approvalTimeoutSeconds,
   };
 }
 

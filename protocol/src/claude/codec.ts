@@ -1,4 +1,5 @@
-import type { AgentCodec, CliExit, UserMessage } from '../adapter.ts';
+import type { AgentCodec, ApprovalAnswerLine, CliExit, UserMessage } from '../adapter.ts';
+import { ApprovalIdSchema, DEFAULT_APPROVAL_TIMEOUT_SECONDS, DEFAULT_DENY_MESSAGE, toolKind } from '../approvals.ts';
 import { TurnTracker } from '../codec-base.ts';
 import {
   capOutput,
@@ -34,6 +35,8 @@ export class ClaudeCodec implements AgentCodec {
   private blocks = new Map<number, OpenBlock>();
   private messageBlocks: ContentBlock[] = [];
   private sessionId: string | undefined;
+  /** `can_use_tool` requests claude waits on: request_id → the tool input an allow hands back. */
+  private readonly asking = new Map<string, Record<string, unknown>>();
   /** This turn's last provider failure as claude reported it (api_retry, synthetic error message). */
   private providerFacts: ProviderErrorFacts = {};
 
@@ -95,11 +98,65 @@ export class ClaudeCodec implements AgentCodec {
           this.providerFacts.type = msg.error;
         // Otherwise `assistant` snapshots repeat what the stream already delivered (invariant 2).
         return [];
+      case 'control_request':
+        return this.controlRequest(msg);
+      case 'control_cancel_request': {
+        // claude withdrew a question (an interrupt): an answer now would be a stray line.
+        const id = str(msg, 'request_id');
+        if (id !== undefined) this.asking.delete(id);
+        return [];
+      }
       default:
         // control_response and unknown types are skipped (invariant 4).
         return [];
     }
   };
+
+  /**
+   * `--permission-prompt-tool stdio` (approval mode `ask`), verified on 2.1.197:
+   * `{"type":"control_request","request_id","request":{"subtype":"can_use_tool","tool_name",
+   * "input","tool_use_id",...}}`, answered by encodeApproval. Any other request subtype is
+   * answered with an error at once so claude never waits on something the runner cannot do.
+   */
+  private controlRequest(msg: Obj): AgentEvent[] {
+    const requestId = str(msg, 'request_id');
+    const request = obj(msg, 'request');
+    if (requestId === undefined || request === undefined) return [];
+    if (str(request, 'subtype') !== 'can_use_tool' || !ApprovalIdSchema.safeParse(requestId).success) {
+      this.turn.queueInput(controlError(requestId, `unsupported control request ${String(request.subtype)}`));
+      return [];
+    }
+    const name = str(request, 'tool_name') ?? 'unknown';
+    const input = obj(request, 'input') ?? {};
+    this.asking.set(requestId, input);
+    return [
+      {
+        type: 'approval.request',
+        approvalId: requestId,
+        toolId: str(request, 'tool_use_id') ?? '',
+        name,
+        kind: toolKind('claude', name),
+        input,
+        // Provisional: the hub replaces it with its own clock and approvalTimeoutSeconds.
+        expiresAt: new Date(Date.now() + DEFAULT_APPROVAL_TIMEOUT_SECONDS * 1000).toISOString(),
+      },
+    ];
+  }
+
+  encodeApproval(answer: ApprovalAnswerLine): string | undefined {
+    const input = this.asking.get(answer.approvalId);
+    if (input === undefined) return undefined;
+    this.asking.delete(answer.approvalId);
+    // A deny's message reaches the model as the tool's error result (is_error: true).
+    const response =
+      answer.decision === 'allow'
+        ? { behavior: 'allow', updatedInput: input }
+        : { behavior: 'deny', message: answer.message ?? DEFAULT_DENY_MESSAGE };
+    return `${JSON.stringify({
+      type: 'control_response',
+      response: { subtype: 'success', request_id: answer.approvalId, response },
+    })}\n`;
+  }
 
   end(exit: CliExit): AgentEvent[] {
     return this.turn.end(exit);
@@ -296,6 +353,10 @@ export class ClaudeCodec implements AgentCodec {
     const stopReason = STOP_REASONS[str(msg, 'stop_reason') ?? 'end_turn'] ?? 'unknown';
     return this.turn.close({ stopReason, ...common });
   }
+}
+
+function controlError(requestId: string, error: string): string {
+  return `${JSON.stringify({ type: 'control_response', response: { subtype: 'error', request_id: requestId, error } })}\n`;
 }
 
 function interruptLine(): string {

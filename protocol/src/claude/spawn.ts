@@ -1,6 +1,9 @@
 import { SpawnOptionsSchema, type SpawnOptions, type SpawnSpec } from '../adapter.ts';
 import { allowListedEnv, shellQuote } from '../env.ts';
 
+/** The guard hook's argument for sessions in approval mode `ask`. */
+export const CLAUDE_HOOK_ASK_FLAG = '--ask';
+
 export const CLAUDE_DEFAULT_TOOLS = ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'];
 
 export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
@@ -15,12 +18,14 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
     'stream-json',
     '--verbose',
     '--include-partial-messages',
-    // Tools outside the list do not exist for the model; those inside run
-    // without a permission prompt (headless), still behind the guard hook.
+    // Tools outside the list do not exist for the model.
     '--tools',
     tools.join(','),
-    '--allowedTools',
-    tools.join(','),
+    // auto: those inside run without a permission prompt (headless), still behind the guard hook.
+    // ask: claude asks over the control protocol (`can_use_tool` on stdout, answered on stdin);
+    // the guard hook answers "ask" for every call it allows, so claude's own read-only
+    // shortcuts never skip the question, and a guard deny never reaches it.
+    ...(o.approvals === 'ask' ? ['--permission-prompt-tool', 'stdio'] : ['--allowedTools', tools.join(',')]),
     // Only our --settings file counts: no user/project settings can add hooks
     // or permissions behind the runner's back.
     '--setting-sources',
@@ -35,7 +40,7 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
   const files: SpawnSpec['files'] = [];
   if (o.guard) {
     const settingsPath = `${o.configDir}/switchyard-settings.json`;
-    const command = claudeHookCommand(o.guard);
+    const command = claudeHookCommand(o.guard, { ask: o.approvals === 'ask' });
     files.push({
       path: settingsPath,
       content: JSON.stringify({
@@ -76,6 +81,7 @@ export function claudeTranscriptPath(configDir: string, workspace: string, sessi
  * non-blocking error: a guard that crashes would fail OPEN. `|| exit 2` turns every failure to
  * run it (missing node, syntax error, signal) into a block.
  */
-export function claudeHookCommand(guard: { node: string; file: string }): string {
-  return `${shellQuote(guard.node)} ${shellQuote(guard.file)} || exit 2`;
+export function claudeHookCommand(guard: { node: string; file: string }, opts: { ask?: boolean } = {}): string {
+  // --ask: a call the guard allows is answered "ask" (a person decides) instead of silence.
+  return `${shellQuote(guard.node)} ${shellQuote(guard.file)}${opts.ask ? ` ${CLAUDE_HOOK_ASK_FLAG}` : ''} || exit 2`;
 }

@@ -76,6 +76,11 @@ export class PiCodec implements AgentCodec {
     return this.turn.parseLine(line, this.dispatch);
   }
 
+  /** pi asks through its extension UI; this codec does not emit approval requests yet. */
+  encodeApproval(): string | undefined {
+    return undefined;
+  }
+
   takeInput(): string[] {
     return this.turn.takeInput();
   }

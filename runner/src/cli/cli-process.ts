@@ -6,6 +6,7 @@ import {
   JsonlSplitter,
   type AgentCodec,
   type AgentEvent,
+  type ApprovalAnswerLine,
   type CliExit,
   type SpawnSpec,
   type UserMessage,
@@ -103,6 +104,14 @@ export class CliProcess {
 
   interrupt(): void {
     this.write(this.codec.encodeInterrupt());
+  }
+
+  /** Writes the answer to an approval the CLI waits on; false when it no longer waits. */
+  answerApproval(answer: ApprovalAnswerLine): boolean {
+    const line = this.codec.encodeApproval(answer);
+    if (line === undefined) return false;
+    this.write(line);
+    return true;
   }
 
   /** A runner-level control line (readiness probe); never user text, which goes through sendUserMessage. */

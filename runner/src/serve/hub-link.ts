@@ -15,7 +15,10 @@ import type { BufferedFrame, EventBuffer } from './event-buffer.ts';
 
 type Hello = Extract<RunnerToHub, { type: 'hello' }>;
 type Welcome = Extract<HubToRunner, { type: 'welcome' }>;
-export type HubRequest = Extract<HubToRunner, { type: 'user_message' | 'interrupt' | 'shutdown' | 'workspace_sync' }>;
+export type HubRequest = Extract<
+  HubToRunner,
+  { type: 'user_message' | 'interrupt' | 'shutdown' | 'workspace_sync' | 'approval_decision' }
+>;
 
 export interface HubLinkOptions {
   url: string;

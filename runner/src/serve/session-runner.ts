@@ -5,6 +5,7 @@ import {
   RunnerToHubSchema,
   WIRE_PROTOCOL_VERSION,
   type AgentEvent,
+  type ApprovalMode,
   type ByeReason,
   type ErrorInfo,
   type HubToRunner,
@@ -54,6 +55,8 @@ export class SessionRunner {
   private readonly inbox: MachineInput[] = [];
   private processing = false;
   private resumeHandle: string | undefined;
+  /** From the first welcome, before the first CLI is spawned (DESIGN "Tool approvals"). */
+  private approvals: ApprovalMode = 'auto';
   /** A user message has reached a CLI (or a transcript was restored): there is a conversation to lose. */
   private conversationStarted = false;
   private restoring: Promise<void> = Promise.resolve();
@@ -120,6 +123,7 @@ export class SessionRunner {
 
   private onWelcome(welcome: Extract<HubToRunner, { type: 'welcome' }>, first: boolean): void {
     if (first) {
+      this.approvals = welcome.approvals ?? 'auto';
       const transcript = welcome.transcript;
       if (transcript) this.restoring = this.restore(transcript);
       this.dispatch({ type: 'linked' });
@@ -151,6 +155,15 @@ export class SessionRunner {
       case 'interrupt':
         this.dispatch({ type: 'interrupt', requestId: request.requestId });
         return;
+      case 'approval_decision': {
+        // Answered to the CLI that asked; a decision it no longer waits for (interrupted,
+        // restarted, a resend after a reconnect) is dropped. Either way the hub hears it landed.
+        const answer = { approvalId: request.approvalId, decision: request.decision, message: request.message };
+        this.slots.get(this.machine.cliGen)?.run((p) => p.answerApproval(answer));
+        this.dispatch({ type: 'approval_answered', approvalId: request.approvalId });
+        this.link.send({ type: 'accepted', inReplyTo: request.approvalId });
+        return;
+      }
       case 'shutdown':
         this.o.log.info('hub asked to shut down', { reason: request.reason });
         this.dispatch({ type: 'shutdown', reason: 'hub_shutdown', graceful: false });
@@ -249,6 +262,7 @@ export class SessionRunner {
         ...(c.modelName !== undefined && { model: c.modelName }),
         ...(resume !== undefined && { resume }),
         guard: this.o.sandbox.guard(c.backend),
+        approvals: this.approvals,
         ...(c.retry !== undefined && { retry: c.retry }),
         baseEnv: this.o.baseEnv,
       });

@@ -53,6 +53,8 @@ export type MachineInput =
   | { type: 'linked' }
   | { type: 'user_message'; messageId: string; message: UserMessage }
   | { type: 'interrupt'; requestId: string }
+  /** The hub's answer to an approval reached the CLI (or the CLI no longer waited for it). */
+  | { type: 'approval_answered'; approvalId: string }
   | { type: 'cli_ready'; gen: number }
   /** Any stdout line: the watchdog's heartbeat. */
   | { type: 'cli_output'; gen: number }
@@ -92,6 +94,8 @@ interface Turn {
   ending?: Ending;
   /** Tools whose input is complete and whose result has not come back: they may run silently. */
   runningTools: Set<string>;
+  /** Approvals the CLI waits on: a person may take minutes, so the stall watchdog is off meanwhile. */
+  waiting: Set<string>;
 }
 
 type CliState = 'none' | 'starting' | 'ready' | 'stopping';
@@ -166,6 +170,10 @@ export class TurnMachine {
         return this.userMessage(input.messageId, input.message);
       case 'interrupt':
         return this.interrupt(input.requestId);
+      case 'approval_answered':
+        if (this.turn?.waiting.delete(input.approvalId) && !this.turn.ending && this.cli.state === 'ready')
+          this.armStall();
+        return;
       case 'cli_ready':
         if (input.gen !== this.cli.gen || this.cli.state !== 'starting') return;
         this.cli.state = 'ready';
@@ -221,7 +229,7 @@ export class TurnMachine {
     // A CLI that is gone (crashed, killed by an interrupt) is replaced here, not earlier:
     // the runner restarts nothing on its own, the next message does.
     if (this.cli.state === 'none' || this.cli.state === 'stopping') this.spawnCli();
-    this.turn = { messageId, runningTools: new Set() };
+    this.turn = { messageId, runningTools: new Set(), waiting: new Set() };
     this.recent.push(messageId);
     if (this.recent.length > RECENT_IDS) this.recent.shift();
     this.clearTimer('idle');
@@ -262,7 +270,10 @@ export class TurnMachine {
     }
     const turn = this.turn;
     if (turn) {
-      if (event.type === 'tool.end') turn.runningTools.add(event.toolId);
+      if (event.type === 'approval.request') {
+        turn.waiting.add(event.approvalId);
+        this.clearTimer('stall');
+      } else if (event.type === 'tool.end') turn.runningTools.add(event.toolId);
       else if (event.type === 'tool.result') turn.runningTools.delete(event.toolId);
       else if (event.type === 'turn.retry' && !turn.ending && this.cli.state === 'ready') {
         // The CLI waits out its own retry delay in silence; that is not a stall.
@@ -500,6 +511,7 @@ export class TurnMachine {
   }
 
   private armStall(): void {
+    if (this.turn !== undefined && this.turn.waiting.size > 0) return this.clearTimer('stall');
     const tools = this.turn?.runningTools.size ?? 0;
     this.setTimer('stall', tools > 0 ? this.t.toolStallMs : this.t.stallMs);
   }

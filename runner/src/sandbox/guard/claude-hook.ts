@@ -12,6 +12,14 @@
 // this very file, a missing node binary, a signal).
 
 const BLOCK = 2;
+/** claude then asks over its control protocol (`can_use_tool`) instead of running the tool. */
+const ASK_ANSWER = JSON.stringify({
+  hookSpecificOutput: {
+    hookEventName: 'PreToolUse',
+    permissionDecision: 'ask',
+    permissionDecisionReason: 'switchyard: this session asks a person before each tool call',
+  },
+});
 /** claude's own hook timeout is 60 s and a timeout fails open: deny well before it. */
 const SELF_TIMEOUT_MS = 20_000;
 const MAX_INPUT_BYTES = 16 * 1024 * 1024;
@@ -69,7 +77,12 @@ async function run(): Promise<void> {
     policy.policy,
     nodeFs(),
   );
-  if (decision.allow) return finish(0);
+  if (decision.allow) {
+    // Approval mode `ask` (the spawn adds --ask): the guard allows, a person decides next.
+    // Pipes are written synchronously on Linux, so the line is out before the exit.
+    if (process.argv.includes('--ask')) process.stdout.write(`${ASK_ANSWER}\n`);
+    return finish(0);
+  }
   return block(decision.reason);
 }
 
