@@ -18,7 +18,7 @@ import { hostFetch } from '../src/host/client.ts';
 import { LAUNCHER_OVERRIDES } from '../src/host/ecs-api.ts';
 import { claimStateDir, readProc } from '../src/host/process-tree.ts';
 import { startRunnerHost, type RecordedEcsRequest, type RunnerHost } from '../src/host/server.ts';
-import { reapStaleTasks } from '../src/host/tasks.ts';
+import { reapStaleTasks } from '../src/host/stale-tasks.ts';
 
 const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'host-task.ts');
 const RUNNER_BIN = resolve(import.meta.dirname, '..', 'bin', 'switchyard-runner.js');

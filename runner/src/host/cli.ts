@@ -13,7 +13,7 @@ import { parseDuration } from '../config.ts';
 import { ExitCode } from '../errors.ts';
 import { claimStateDir } from './process-tree.ts';
 import { startRunnerHost } from './server.ts';
-import { reapStaleTasks } from './tasks.ts';
+import { reapStaleTasks } from './stale-tasks.ts';
 
 const RUNNER_BIN = resolve(import.meta.dirname, '..', '..', 'bin', 'switchyard-runner.js');
 

@@ -11,4 +11,5 @@ export {
   readProc,
 } from './process-tree.ts';
 export { type RecordedEcsRequest, type RunnerHost, type RunnerHostOptions, startRunnerHost } from './server.ts';
-export { type HostTaskSummary, reapStaleTasks } from './tasks.ts';
+export { reapStaleTasks } from './stale-tasks.ts';
+export type { HostTaskSummary } from './tasks.ts';

@@ -27,7 +27,7 @@ import {
   TARGET_PREFIX,
   taskId,
 } from './ecs-api.ts';
-import { TaskManager, type TaskSpawn } from './tasks.ts';
+import { TaskManager } from './tasks.ts';
 
 export interface RecordedEcsRequest {
   method: string;
@@ -263,13 +263,12 @@ export interface HostProbeAnswer {
 
 /** Runs `<entrypoint> probe --backend B` with the task environment and returns its report. */
 async function runProbe(opts: RunnerHostOptions, backend: string, timeoutMs: number): Promise<HostProbeAnswer> {
-  const s: TaskSpawn = {
-    command: opts.entrypoint.command,
-    args: [...opts.entrypoint.args, 'probe', '--backend', backend],
-    env: { ...opts.baseEnv },
+  const child = spawn(opts.entrypoint.command, [...opts.entrypoint.args, 'probe', '--backend', backend], {
     cwd: opts.stateDir,
-  };
-  const child = spawn(s.command, s.args, { cwd: s.cwd, env: s.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    env: { ...opts.baseEnv },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => {

@@ -4,18 +4,11 @@
 // SIGTERM, then SIGKILL to everything that is left once the stop timeout passes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { arn, type EcsTask, type StopCode, type TaskStatus } from './ecs-api.ts';
 import { descendants, exitCodeFor, killGroup, listProcs, liveInGroups, readProc } from './process-tree.ts';
-
-/** What is about to be executed for a task; the sandbox seam may rewrite it. */
-export interface TaskSpawn {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-}
+import { forgetRunning, recordRunning } from './stale-tasks.ts';
 
 export interface TaskManagerOptions {
   /** The "image entrypoint": the runner command and its leading arguments. */
@@ -84,14 +77,6 @@ export interface HostTaskSummary {
   logPath: string;
 }
 
-/** What is written to `<stateDir>/running/<id>.json` so a later host can reap a crashed one's tasks. */
-interface RunningRecord {
-  id: string;
-  pid: number;
-  startTime: number;
-  groups: number[];
-}
-
 const seconds = (ms: number) => ms / 1000;
 /** A function, not an inline comparison: StopTask changes it while `launch` awaits. */
 const stopRequested = (task: Task) => task.desiredStatus === 'STOPPED';
@@ -104,7 +89,6 @@ export class TaskManager {
 
   constructor(opts: TaskManagerOptions) {
     this.opts = opts;
-    mkdirSync(join(opts.stateDir, 'running'), { recursive: true });
     mkdirSync(join(opts.stateDir, 'logs'), { recursive: true });
   }
 
@@ -144,15 +128,17 @@ export class TaskManager {
     try {
       mkdirSync(workspace, { recursive: true, mode: 0o700 });
       out = openSync(task.logPath, 'a', 0o600);
-      const s: TaskSpawn = {
-        command: this.opts.entrypoint.command,
-        args: [...this.opts.entrypoint.args, ...(task.spec.command ?? ['serve'])],
-        // The task definition's environment, then the overrides; a runner's default workspace is its cwd.
-        env: { ...this.opts.baseEnv, SWITCHYARD_WORKSPACE: workspace, ...task.spec.env },
-        cwd: workspace,
-      };
+      const command = task.spec.command ?? ['serve'];
+      // The task definition's environment, then the overrides; a runner's default workspace is its cwd.
+      const env = { ...this.opts.baseEnv, SWITCHYARD_WORKSPACE: workspace, ...task.spec.env };
       if (stopRequested(task)) throw new Error('stopped before it started');
-      const child = spawn(s.command, s.args, { cwd: s.cwd, env: s.env, detached: true, stdio: ['ignore', out, out] });
+      const { entrypoint } = this.opts;
+      const child = spawn(entrypoint.command, [...entrypoint.args, ...command], {
+        cwd: workspace,
+        env,
+        detached: true,
+        stdio: ['ignore', out, out],
+      });
       task.child = child;
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);
@@ -163,9 +149,7 @@ export class TaskManager {
       task.startedAt = Date.now();
       if (task.lastStatus === 'PROVISIONING') task.lastStatus = 'RUNNING';
       this.persist(task);
-      this.opts.log?.(
-        `task ${task.id} RUNNING pid ${task.pid} (${s.args.slice(this.opts.entrypoint.args.length).join(' ')}); log ${task.logPath}`,
-      );
+      this.opts.log?.(`task ${task.id} RUNNING pid ${task.pid} (${command.join(' ')}); log ${task.logPath}`);
       child.once('exit', (code, signal) => void this.exited(task, code, signal));
       this.ensureSampler();
       // A StopTask that arrived while spawning.
@@ -240,25 +224,19 @@ export class TaskManager {
   }
 
   private cleanup(task: Task): void {
-    rmSync(join(this.opts.stateDir, 'running', `${task.id}.json`), { force: true });
+    forgetRunning(this.opts.stateDir, task.id);
     // A stopped container's filesystem is gone; its log stays for the operator.
     rmSync(task.dir, { recursive: true, force: true });
   }
 
   private persist(task: Task): void {
     if (task.pid === undefined) return;
-    const self = readProc(task.pid);
-    const record: RunningRecord = {
+    recordRunning(this.opts.stateDir, {
       id: task.id,
       pid: task.pid,
-      startTime: self?.startTime ?? 0,
+      startTime: readProc(task.pid)?.startTime ?? 0,
       groups: [...task.groups],
-    };
-    try {
-      writeFileSync(join(this.opts.stateDir, 'running', `${task.id}.json`), JSON.stringify(record));
-    } catch {
-      // Best effort: only used to reap after a crash.
-    }
+    });
   }
 
   /** Records the process groups currently below a task (the runner starts each CLI in its own). */
@@ -359,41 +337,4 @@ export class TaskManager {
     await Promise.all(live.map((t) => t.stopped));
     if (this.sampler) clearInterval(this.sampler);
   }
-}
-
-/**
- * Kills what a previous host left running (it crashed or was SIGKILLed before stopping its
- * tasks): every recorded task whose main process is still the same process (pid and start
- * time match), and its recorded groups. Returns how many tasks were reaped.
- */
-export function reapStaleTasks(stateDir: string): number {
-  const dir = join(stateDir, 'running');
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return 0;
-  }
-  let reaped = 0;
-  for (const name of names) {
-    if (!name.endsWith('.json')) continue;
-    const file = join(dir, name);
-    try {
-      const r = JSON.parse(readFileSync(file, 'utf8')) as RunningRecord;
-      const self = readProc(r.pid);
-      const same = self !== undefined && self.startTime === r.startTime;
-      // Without the main process there is no proof the recorded group ids still mean these tasks.
-      if (same) {
-        const procs = listProcs();
-        const groups = new Set([...r.groups, ...descendants(r.pid, procs).map((p) => p.pgid)]);
-        for (const pgid of groups) killGroup(pgid, 'SIGKILL');
-        reaped += 1;
-      }
-    } catch {
-      // unreadable record: drop it
-    }
-    rmSync(file, { force: true });
-    rmSync(join(stateDir, 'tasks', name.replace(/\.json$/, '')), { recursive: true, force: true });
-  }
-  return reaped;
 }
