@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
+import { RUNNER_CONNECT_PATH, RUNNER_WORKSPACE_PATH } from '@switchyard/protocol';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
@@ -12,6 +12,7 @@ import { apiError, errorBody, httpExceptionBody } from './errors.ts';
 import { jsonContent, serveOpenApi } from './openapi.ts';
 import { unwiredProbe } from './settings/backend-probe.ts';
 import { runnerLinkRoutes } from './runner-link/connect.ts';
+import { runnerWorkspaceRoutes } from './workspace/runner-routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { publicSettingsRoutes } from './settings/routes.ts';
 import { tokenRoutes } from './tokens/routes.ts';
@@ -73,6 +74,7 @@ export function createApp(overrides: Partial<AppDeps> = {}) {
   app.route('/api/admin', adminRoutes(deps));
   app.route('/api/sessions', sessionRoutes(deps));
   app.route(RUNNER_CONNECT_PATH.replace(/\/connect$/, ''), runnerLinkRoutes(deps));
+  app.route(RUNNER_WORKSPACE_PATH, runnerWorkspaceRoutes(deps));
   serveOpenApi(app);
 
   app.notFound((c) => apiError(c, 404, 'not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`));

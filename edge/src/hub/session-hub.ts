@@ -14,6 +14,8 @@ import {
 } from '../runner-link/sockets.ts';
 import type { Resolution } from './approvals.ts';
 import { deleteTranscript } from './transcript-store.ts';
+import { HubWorkspace, type WorkspaceResult, type WorkspaceWriter } from '../workspace/hub-workspace.ts';
+import type { WorkspaceCommit, WorkspaceCommitResult, WorkspaceLimits, WorkspaceManifest } from '@switchyard/protocol';
 import type {
   HubResult,
   HubSessionInfo,
@@ -53,12 +55,14 @@ export class SessionHub extends DurableObject<Env> {
   // Fields, not methods: nothing here is reachable over RPC (workerd exposes prototype methods).
   private readonly hub: HubCore;
   private readonly frames: RunnerFrames;
+  private readonly workspace: HubWorkspace;
   private linkChain: Promise<void> = Promise.resolve();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.hub = new HubCore(ctx, env);
     this.frames = new RunnerFrames(this.hub);
+    this.workspace = new HubWorkspace(this.hub);
     // Runner heartbeats are answered without waking the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(RUNNER_LINK_PING, RUNNER_LINK_PONG));
   }
@@ -269,7 +273,25 @@ export class SessionHub extends DurableObject<Env> {
     return { ok: true, value: this.hub.log.transcriptPage(page.after, page.limit) };
   }
 
-  /** Stops the runner, ends every stream, deletes the log and the stored transcript. */
+  // The durable workspace (../workspace/hub-workspace.ts).
+
+  async workspaceManifest(limits: WorkspaceLimits): Promise<WorkspaceResult<WorkspaceManifest>> {
+    return this.workspace.manifest(limits);
+  }
+
+  async workspaceCommit(
+    commit: WorkspaceCommit,
+    from: WorkspaceWriter,
+    limits: WorkspaceLimits,
+  ): Promise<WorkspaceResult<WorkspaceCommitResult>> {
+    return this.workspace.commit(commit, from, limits);
+  }
+
+  async workspaceRunnerAllowed(launchId: string, runnerId: string): Promise<boolean> {
+    return this.workspace.runnerAllowed(launchId, runnerId);
+  }
+
+  /** Stops the runner, ends every stream, deletes the log, the stored transcript and the workspace. */
   async destroy(): Promise<void> {
     const session = this.hub.meta.session;
     const launch = this.hub.meta.launch;
@@ -285,6 +307,7 @@ export class SessionHub extends DurableObject<Env> {
         .catch((err) => console.error('session hub: stop on delete failed:', errorText(err)));
     }
     if (session !== null) await deleteTranscript(this.env.TRANSCRIPTS, session.id);
+    if (session !== null) await this.workspace.destroy(this.env.TRANSCRIPTS, session.id);
     await this.ctx.storage.deleteAlarm();
     await this.hub.log.clear();
     this.hub.meta = freshMeta();

@@ -8,6 +8,7 @@ import {
   DEFAULT_APPROVAL_TIMEOUT_SECONDS,
   type Backend,
 } from '@switchyard/protocol';
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@switchyard/protocol';
 import { echo } from '../validation.ts';
 
 /**
@@ -30,6 +31,9 @@ export const SETTINGS_BOUNDS = {
   maxMessageBytes: { min: 1024, max: 10 * 1024 * 1024 },
   maxLiveRunnersPerUser: { min: 1, max: 1000 },
   maxLiveRunners: { min: 1, max: 100_000 },
+  workspaceMaxFileBytes: { min: 1024, max: 1024 * 1024 * 1024 },
+  workspaceMaxBytes: { min: 1024, max: 64 * 1024 * 1024 * 1024 },
+  workspaceMaxFiles: { min: 1, max: 100_000 },
   approvalTimeoutSeconds: APPROVAL_TIMEOUT_BOUNDS,
 } as const;
 
@@ -59,6 +63,15 @@ const SettingsObject = z.object({
   }),
   maxLiveRunners: int(SETTINGS_BOUNDS.maxLiveRunners).openapi({
     description: 'runners all users together may have at once',
+  }),
+  workspaceMaxFileBytes: int(SETTINGS_BOUNDS.workspaceMaxFileBytes).openapi({
+    description: 'largest file a session workspace may hold (uploads and what the agent writes)',
+  }),
+  workspaceMaxBytes: int(SETTINGS_BOUNDS.workspaceMaxBytes).openapi({
+    description: 'bytes of all files in one session workspace together',
+  }),
+  workspaceMaxFiles: int(SETTINGS_BOUNDS.workspaceMaxFiles).openapi({
+    description: 'files one session workspace may hold',
   }),
   defaultApprovals: ApprovalModeSchema.openapi({
     description:
@@ -103,6 +116,9 @@ export const DEFAULT_SETTINGS: Settings = {
   maxMessageBytes: 1024 * 1024,
   maxLiveRunnersPerUser: 5,
   maxLiveRunners: 50,
+  workspaceMaxFileBytes: DEFAULT_WORKSPACE_LIMITS.maxFileBytes,
+  workspaceMaxBytes: DEFAULT_WORKSPACE_LIMITS.maxWorkspaceBytes,
+  workspaceMaxFiles: DEFAULT_WORKSPACE_LIMITS.maxWorkspaceFiles,
   defaultApprovals: 'auto',
   approvalPolicy: DEFAULT_APPROVAL_POLICY,
   approvalTimeoutSeconds: DEFAULT_APPROVAL_TIMEOUT_SECONDS,
@@ -120,6 +136,9 @@ export const SettingsPatchSchema = z
     maxMessageBytes: SettingsObject.shape.maxMessageBytes.optional(),
     maxLiveRunnersPerUser: SettingsObject.shape.maxLiveRunnersPerUser.optional(),
     maxLiveRunners: SettingsObject.shape.maxLiveRunners.optional(),
+    workspaceMaxFileBytes: SettingsObject.shape.workspaceMaxFileBytes.optional(),
+    workspaceMaxBytes: SettingsObject.shape.workspaceMaxBytes.optional(),
+    workspaceMaxFiles: SettingsObject.shape.workspaceMaxFiles.optional(),
     defaultApprovals: SettingsObject.shape.defaultApprovals.optional(),
     approvalPolicy: SettingsObject.shape.approvalPolicy.optional(),
     approvalTimeoutSeconds: SettingsObject.shape.approvalTimeoutSeconds.optional(),
@@ -140,6 +159,9 @@ export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
     maxMessageBytes: patch.maxMessageBytes ?? current.maxMessageBytes,
     maxLiveRunnersPerUser: patch.maxLiveRunnersPerUser ?? current.maxLiveRunnersPerUser,
     maxLiveRunners: patch.maxLiveRunners ?? current.maxLiveRunners,
+    workspaceMaxFileBytes: patch.workspaceMaxFileBytes ?? current.workspaceMaxFileBytes,
+    workspaceMaxBytes: patch.workspaceMaxBytes ?? current.workspaceMaxBytes,
+    workspaceMaxFiles: patch.workspaceMaxFiles ?? current.workspaceMaxFiles,
     defaultApprovals: patch.defaultApprovals ?? current.defaultApprovals,
     approvalPolicy: patch.approvalPolicy ?? current.approvalPolicy,
     approvalTimeoutSeconds: patch.approvalTimeoutSeconds ?? current.approvalTimeoutSeconds,
@@ -178,4 +200,13 @@ export function settingsFromStored(stored: unknown): Settings {
         sessionMaxMinutes: Math.max(merged.sessionMaxMinutes, merged.sessionIdleMinutes),
         maxLiveRunnersPerUser: Math.min(merged.maxLiveRunnersPerUser, merged.maxLiveRunners),
       };
+}
+
+/** The workspace limits these settings set, in the shape the protocol checks. */
+export function workspaceLimitsOf(s: Settings): WorkspaceLimits {
+  return {
+    maxFileBytes: s.workspaceMaxFileBytes,
+    maxWorkspaceBytes: s.workspaceMaxBytes,
+    maxWorkspaceFiles: s.workspaceMaxFiles,
+  };
 }

@@ -1,0 +1,57 @@
+import { toHex } from '@switchyard/protocol';
+
+// Workspace file contents in R2 (the TRANSCRIPTS bucket), one object per distinct content under
+// the session's prefix, named by its sha256: a save uploads only contents the session does not
+// hold yet. Per session, not global, so one user's upload never tells another what exists, and a
+// deleted session takes its blobs with it.
+
+export function blobPrefix(sessionId: string): string {
+  return `sessions/${sessionId}/workspace/blobs/`;
+}
+
+export function blobKey(sessionId: string, sha256: string): string {
+  return `${blobPrefix(sessionId)}${sha256}`;
+}
+
+export async function sha256Hex(data: ArrayBuffer | Uint8Array): Promise<string> {
+  return toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', data)));
+}
+
+export async function hasBlob(bucket: R2Bucket, sessionId: string, sha256: string): Promise<boolean> {
+  return (await bucket.head(blobKey(sessionId, sha256))) !== null;
+}
+
+/**
+ * Stores `data` under its own sha256 (computed here, never taken from the caller) and returns it;
+ * when `expected` is given and differs, stores nothing.
+ */
+export async function putBlob(
+  bucket: R2Bucket,
+  sessionId: string,
+  data: ArrayBuffer,
+  expected?: string,
+): Promise<string> {
+  const sha = await sha256Hex(data);
+  if (expected !== undefined && sha !== expected) return sha;
+  if (!(await hasBlob(bucket, sessionId, sha))) await bucket.put(blobKey(sessionId, sha), data);
+  return sha;
+}
+
+export function getBlob(bucket: R2Bucket, sessionId: string, sha256: string): Promise<R2ObjectBody | null> {
+  return bucket.get(blobKey(sessionId, sha256));
+}
+
+/** Deletes the session's blobs that `keep` does not name (all of them when `keep` is empty). */
+export async function sweepBlobs(bucket: R2Bucket, sessionId: string, keep: Set<string>): Promise<number> {
+  const prefix = blobPrefix(sessionId);
+  let cursor: string | undefined;
+  let deleted = 0;
+  do {
+    const page = await bucket.list({ prefix, ...(cursor !== undefined && { cursor }) });
+    const gone = page.objects.map((o) => o.key).filter((k) => !keep.has(k.slice(prefix.length)));
+    if (gone.length > 0) await bucket.delete(gone);
+    deleted += gone.length;
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor !== undefined);
+  return deleted;
+}

@@ -1,0 +1,76 @@
+import type { WorkspaceCommit, WorkspaceCommitResult, WorkspaceLimits, WorkspaceManifest } from '@switchyard/protocol';
+import type { HubCore } from '../hub/hub-core.ts';
+import { sweepBlobs } from './blobs.ts';
+import { WorkspaceLedger } from './ledger.ts';
+
+// What the session hub does for the durable workspace: hand out the manifest, apply commits one
+// at a time (the Durable Object serializes them), announce each as `workspace.saved`, and tell a
+// live runner when someone else (the Files API) changed the durable copy.
+
+export type WorkspaceResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; status: 401 | 404 | 409 | 413; code: WorkspaceErrorCode; message: string; field?: string };
+
+export type WorkspaceErrorCode = 'unauthenticated' | 'not_found' | 'conflict' | 'payload_too_large';
+
+/** Who commits: a person through the Files API, or the runner of the current launch. */
+export type WorkspaceWriter = { kind: 'user' } | { kind: 'runner'; launchId: string; runnerId: string };
+
+export class HubWorkspace {
+  readonly ledger: WorkspaceLedger;
+  readonly #hub: HubCore;
+
+  constructor(hub: HubCore) {
+    this.#hub = hub;
+    this.ledger = new WorkspaceLedger(hub.ctx.storage);
+  }
+
+  /** A runner may use the workspace only while it is the current launch's welcomed runner. */
+  runnerAllowed(launchId: string, runnerId: string): boolean {
+    const launch = this.#hub.meta.launch;
+    return launch !== null && launch.id === launchId && launch.runnerId === runnerId;
+  }
+
+  manifest(limits: WorkspaceLimits): WorkspaceResult<WorkspaceManifest> {
+    if (this.#hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    return { ok: true, value: { generation: this.ledger.generation, files: this.ledger.files(), limits } };
+  }
+
+  commit(
+    commit: WorkspaceCommit,
+    from: WorkspaceWriter,
+    limits: WorkspaceLimits,
+  ): WorkspaceResult<WorkspaceCommitResult> {
+    if (this.#hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    if (from.kind === 'runner' && !this.runnerAllowed(from.launchId, from.runnerId)) {
+      return {
+        ok: false,
+        status: 401,
+        code: 'unauthenticated',
+        message: 'this runner is not the session’s current runner',
+      };
+    }
+    const applied = this.ledger.apply(commit, limits);
+    if (!applied.ok) {
+      const { status, field, message } = applied.error;
+      return { ok: false, status, code: status === 413 ? 'payload_too_large' : 'conflict', field, message };
+    }
+    this.#hub.emit({ type: 'workspace.saved', files: applied.value.files, bytes: applied.value.bytes });
+    if (from.kind === 'user') {
+      // The runner holds the workspace the agent works in: it fetches the change now, so the
+      // agent sees it on its next tool call. A runner whose link is down catches up at its next
+      // save (it compares generations).
+      const ws = this.#hub.meta.launch?.stoppingSince == null ? this.#hub.liveRunner() : undefined;
+      if (ws !== undefined) this.#hub.sendTo(ws, { type: 'workspace_sync', generation: applied.value.generation });
+    }
+    return applied;
+  }
+
+  /** Forgets the manifest and deletes every blob (the session is being deleted). */
+  async destroy(bucket: R2Bucket, sessionId: string): Promise<void> {
+    this.ledger.clear();
+    await sweepBlobs(bucket, sessionId, new Set());
+  }
+}

@@ -1,0 +1,114 @@
+import { bearerToken, Sha256Schema, WorkspaceCommitSchema } from '@switchyard/protocol';
+import { Hono } from 'hono';
+import type { AppDeps, AppEnv } from '../context.ts';
+import { apiError } from '../errors.ts';
+import { hubFor } from '../sessions/access.ts';
+import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../runner-link/token.ts';
+import { workspaceLimitsOf } from '../settings/schema.ts';
+import { readSettings } from '../settings/store.ts';
+import { getBlob, hasBlob, putBlob } from './blobs.ts';
+import { readBody } from './body.ts';
+
+// The runner's side of the durable workspace, over HTTP (RUNNER_WORKSPACE_PATH): blobs go
+// straight between the runner and R2 through the Worker, never through the session hub's
+// single thread or the runner link's frame limits; only the small manifest commit reaches the
+// hub. The bearer is the runner's credential (the token its welcome gave it), and the hub
+// confirms it names the current launch and runner on every call.
+
+type RunnerEnv = AppEnv & {
+  Variables: { runnerSession: string; runnerLaunch: { launchId: string; runnerId: string } };
+};
+
+export function runnerWorkspaceRoutes(deps: AppDeps) {
+  const app = new Hono<RunnerEnv>();
+  app.use('*', async (c, next) => {
+    const secret = c.env.RUNNER_TOKEN_SECRET ?? '';
+    const token = bearerToken(c.req.header('Authorization'));
+    if (secret.length < MIN_SECRET_LENGTH || token === undefined)
+      return apiError(c, 401, 'unauthenticated', 'a runner credential is required');
+    const verdict = await verifyRunnerToken(secret, token, deps.clock());
+    // Only a credential (issued in a welcome) names a runner; the bootstrap token is for dialling.
+    if (!verdict.ok || verdict.claims.kind !== 'credential')
+      return apiError(c, 401, 'unauthenticated', 'a valid runner credential is required');
+    const { sessionId, launchId, runnerId } = verdict.claims;
+    if (!(await hubFor(c.env, sessionId).workspaceRunnerAllowed(launchId, runnerId)))
+      return apiError(c, 401, 'unauthenticated', 'this runner is not the session’s current runner');
+    c.set('runnerSession', sessionId);
+    c.set('runnerLaunch', { launchId, runnerId });
+    await next();
+    return undefined;
+  });
+
+  app.get('/manifest', async (c) => {
+    const { settings } = await readSettings(c.env.DB);
+    const r = await hubFor(c.env, c.get('runnerSession')).workspaceManifest(workspaceLimitsOf(settings));
+    if (!r.ok) return apiError(c, r.status, r.code, r.message);
+    return c.json(r.value, 200);
+  });
+
+  app.get('/blobs/:sha', async (c) => {
+    const sha = Sha256Schema.safeParse(c.req.param('sha'));
+    if (!sha.success) return apiError(c, 400, 'invalid_request', 'sha256: must be a lowercase hex sha256', 'sha256');
+    const obj = await getBlob(c.env.TRANSCRIPTS, c.get('runnerSession'), sha.data);
+    if (obj === null) return apiError(c, 404, 'not_found', 'no such blob');
+    return new Response(obj.body, {
+      headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(obj.size) },
+    });
+  });
+
+  app.put('/blobs/:sha', async (c) => {
+    const sha = Sha256Schema.safeParse(c.req.param('sha'));
+    if (!sha.success) return apiError(c, 400, 'invalid_request', 'sha256: must be a lowercase hex sha256', 'sha256');
+    const { settings } = await readSettings(c.env.DB);
+    const max = settings.workspaceMaxFileBytes;
+    const body = await readBody(c.req.raw, max);
+    if (!body.ok)
+      return apiError(
+        c,
+        413,
+        'payload_too_large',
+        `maxFileBytes: a file may hold at most ${max} bytes`,
+        'maxFileBytes',
+      );
+    const stored = await putBlob(c.env.TRANSCRIPTS, c.get('runnerSession'), body.value, sha.data);
+    if (stored !== sha.data)
+      return apiError(c, 400, 'invalid_request', `sha256: the body's sha256 is ${stored}`, 'sha256');
+    return c.json({ sha256: stored, size: body.value.byteLength }, 201);
+  });
+
+  app.post('/commit', async (c) => {
+    let raw: unknown;
+    try {
+      raw = await c.req.json();
+    } catch {
+      return apiError(c, 400, 'invalid_json', 'body is not JSON');
+    }
+    const parsed = WorkspaceCommitSchema.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = issue?.path.join('.') ?? '';
+      return apiError(c, 400, 'invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, field);
+    }
+    const sessionId = c.get('runnerSession');
+    const shas = [...new Set(parsed.data.upserts.map((u) => u.sha256))];
+    const present = await Promise.all(shas.map((s) => hasBlob(c.env.TRANSCRIPTS, sessionId, s)));
+    const missing = shas.filter((_, i) => !present[i]);
+    if (missing.length > 0)
+      return apiError(
+        c,
+        400,
+        'invalid_request',
+        `upserts: ${missing.length} blob(s) not uploaded, e.g. ${missing[0]}`,
+        'upserts',
+      );
+    const { settings } = await readSettings(c.env.DB);
+    const r = await hubFor(c.env, sessionId).workspaceCommit(
+      parsed.data,
+      { kind: 'runner', ...c.get('runnerLaunch') },
+      workspaceLimitsOf(settings),
+    );
+    if (!r.ok) return apiError(c, r.status, r.code, r.message, r.field);
+    return c.json(r.value, 200);
+  });
+  return app;
+}

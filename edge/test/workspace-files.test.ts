@@ -1,0 +1,303 @@
+import { env } from 'cloudflare:workers';
+import type { WorkspaceManifest } from '@switchyard/protocol';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts';
+import { call, createSession, hubContext, launchAndConnect, type HubTestContext } from './hub-helpers.ts';
+
+// The Files API and the runner's workspace routes, in workerd with real R2, D1 and the hub.
+
+afterEach(() => setHubRuntimeForTests({}));
+
+async function req(
+  ctx: HubTestContext,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: Uint8Array | string } = {},
+): Promise<Response> {
+  const headers = new Headers();
+  if (opts.token !== undefined) headers.set('Authorization', `Bearer ${opts.token}`);
+  const init: RequestInit = { method, headers };
+  if (opts.body !== undefined) init.body = opts.body;
+  return ctx.app.request(`${ORIGIN}${path}`, init, env);
+}
+
+async function sha256(data: Uint8Array): Promise<string> {
+  return [...new Uint8Array(await crypto.subtle.digest('SHA-256', data))]
+    .map((b) => b.toString(16).padStart(2, '0'))
+    .join('');
+}
+
+async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) {
+  const admin = await adminWithToken(ctx.clock);
+  const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: admin.token, body: patch });
+  expect(r.status).toBe(200);
+}
+
+/** Parses an uncompressed tar: name (pax path when present) → content. */
+function untar(bytes: Uint8Array): Map<string, Uint8Array> {
+  const out = new Map<string, Uint8Array>();
+  const text = new TextDecoder();
+  let at = 0;
+  let paxPath: string | undefined;
+  while (at + 512 <= bytes.length) {
+    const h = bytes.subarray(at, at + 512);
+    if (h.every((b) => b === 0)) break;
+    const name = text.decode(h.subarray(0, 100)).replace(/\0.*$/s, '');
+    const size = Number.parseInt(text.decode(h.subarray(124, 136)).replace(/\0.*$/s, ''), 8);
+    const type = String.fromCharCode(h[156] ?? 0);
+    const body = bytes.subarray(at + 512, at + 512 + size);
+    if (type === 'x') paxPath = /\d+ path=(.*)\n/s.exec(text.decode(body))?.[1];
+    else {
+      out.set(paxPath ?? name, body.slice());
+      paxPath = undefined;
+    }
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+  return out;
+}
+
+describe('Files API', () => {
+  it('puts, lists, gets byte-identical as an attachment, archives and deletes with no runner live', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const bytes = new Uint8Array(3000).map((_, i) => (i * 7) % 256);
+    const put = await req(ctx, 'PUT', `/api/sessions/${id}/files/data/blob.bin`, { token: ctx.token, body: bytes });
+    expect(put.status).toBe(201);
+    expect(await put.json()).toEqual({ path: 'data/blob.bin', size: 3000, sha256: await sha256(bytes) });
+    const page = '<script>alert(1)</script>';
+    expect(
+      (await req(ctx, 'PUT', `/api/sessions/${id}/files/index.html`, { token: ctx.token, body: page })).status,
+    ).toBe(201);
+    const name = 'dir/ünï côde.txt';
+    const enc = name.split('/').map(encodeURIComponent).join('/');
+    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/${enc}`, { token: ctx.token, body: 'hi' })).status).toBe(
+      201,
+    );
+
+    const list = await call(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token });
+    expect(list.status).toBe(200);
+    expect(list.body.files.map((f: { path: string }) => f.path)).toEqual(['data/blob.bin', name, 'index.html']);
+    expect(list.body.totalBytes).toBe(3000 + page.length + 2);
+
+    const got = await req(ctx, 'GET', `/api/sessions/${id}/files/data/blob.bin`, { token: ctx.token });
+    expect(got.status).toBe(200);
+    expect(new Uint8Array(await got.arrayBuffer())).toEqual(bytes);
+    expect(got.headers.get('Content-Disposition')).toMatch(/^attachment; filename="blob.bin"/);
+    const html = await req(ctx, 'GET', `/api/sessions/${id}/files/index.html`, { token: ctx.token });
+    // Never rendered as a page from our origin.
+    expect(html.headers.get('Content-Type')).toMatch(/^text\/plain/);
+    expect(html.headers.get('Content-Disposition')).toMatch(/^attachment/);
+    expect(html.headers.get('X-Content-Type-Options')).toBe('nosniff');
+    expect(await html.text()).toBe(page);
+
+    const archive = await req(ctx, 'GET', `/api/sessions/${id}/archive`, { token: ctx.token });
+    expect(archive.status).toBe(200);
+    expect(archive.headers.get('Content-Disposition')).toContain('.tar.gz');
+    const tar = new Uint8Array(
+      await new Response(archive.body?.pipeThrough(new DecompressionStream('gzip'))).arrayBuffer(),
+    );
+    const entries = untar(tar);
+    expect([...entries.keys()].sort()).toEqual(['data/blob.bin', name, 'index.html']);
+    expect(entries.get('data/blob.bin')).toEqual(bytes);
+    expect(new TextDecoder().decode(entries.get(name))).toBe('hi');
+
+    expect((await req(ctx, 'DELETE', `/api/sessions/${id}/files/index.html`, { token: ctx.token })).status).toBe(204);
+    expect((await req(ctx, 'GET', `/api/sessions/${id}/files/index.html`, { token: ctx.token })).status).toBe(404);
+    expect((await req(ctx, 'DELETE', `/api/sessions/${id}/files/index.html`, { token: ctx.token })).status).toBe(404);
+  });
+
+  it('answers every bad path with 400 naming path, and a file/folder clash with 409', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    for (const bad of [
+      '..%2Fescape',
+      'a%2F..%2F..%2Fx',
+      '.%2Fx',
+      '%2Fetc%2Fpasswd',
+      'a//b',
+      'a%00b',
+      'a%0Ab',
+      'a%5C..%5Cb',
+      'dir/',
+      '%E0%A4%A',
+    ]) {
+      for (const method of ['PUT', 'GET', 'DELETE']) {
+        const r = await req(ctx, method, `/api/sessions/${id}/files/${bad}`, {
+          token: ctx.token,
+          ...(method === 'PUT' && { body: 'x' }),
+        });
+        const body = (await r.json()) as { error: { field?: string } };
+        expect({ bad, method, status: r.status, field: body.error.field }).toEqual({
+          bad,
+          method,
+          status: 400,
+          field: 'path',
+        });
+      }
+    }
+    // Dot segments the URL layer resolves before the Worker sees them land on another route.
+    for (const bad of ['%2e%2e/%2e%2e/escape', '../../../escape']) {
+      const r = await req(ctx, 'PUT', `/api/sessions/${id}/files/${bad}`, { token: ctx.token, body: 'x' });
+      expect(r.status).toBe(404);
+    }
+    const deep = Array(40).fill('d').join('/');
+    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/${deep}`, { token: ctx.token, body: 'x' })).status).toBe(
+      400,
+    );
+    expect(
+      (await req(ctx, 'PUT', `/api/sessions/${id}/files/${'n'.repeat(1100)}`, { token: ctx.token, body: 'x' })).status,
+    ).toBe(400);
+    // Nothing was stored by any of those.
+    expect((await call(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token })).body.files).toEqual([]);
+
+    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/a`, { token: ctx.token, body: 'x' })).status).toBe(201);
+    const under = await req(ctx, 'PUT', `/api/sessions/${id}/files/a/b`, { token: ctx.token, body: 'x' });
+    expect(under.status).toBe(409);
+    expect(((await under.json()) as { error: { field: string } }).error.field).toBe('path');
+    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/c/d`, { token: ctx.token, body: 'x' })).status).toBe(201);
+    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/c`, { token: ctx.token, body: 'x' })).status).toBe(409);
+  });
+
+  it('refuses over each limit with 413 naming it, and stores nothing of the refused write', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    await setSettings(ctx, { workspaceMaxFileBytes: 2048, workspaceMaxFiles: 2, workspaceMaxBytes: 3000 });
+    try {
+      const big = await req(ctx, 'PUT', `/api/sessions/${id}/files/big`, {
+        token: ctx.token,
+        body: new Uint8Array(2049),
+      });
+      expect(big.status).toBe(413);
+      expect(await big.json()).toMatchObject({ error: { code: 'payload_too_large', field: 'maxFileBytes' } });
+      expect(
+        (await req(ctx, 'PUT', `/api/sessions/${id}/files/one`, { token: ctx.token, body: new Uint8Array(2000) }))
+          .status,
+      ).toBe(201);
+      const bytes = await req(ctx, 'PUT', `/api/sessions/${id}/files/two`, {
+        token: ctx.token,
+        body: new Uint8Array(1500),
+      });
+      expect(bytes.status).toBe(413);
+      expect(((await bytes.json()) as { error: { field: string } }).error.field).toBe('maxWorkspaceBytes');
+      expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/two`, { token: ctx.token, body: 'x' })).status).toBe(
+        201,
+      );
+      const files = await req(ctx, 'PUT', `/api/sessions/${id}/files/three`, { token: ctx.token, body: 'x' });
+      expect(files.status).toBe(413);
+      expect(((await files.json()) as { error: { field: string; message: string } }).error).toMatchObject({
+        field: 'maxWorkspaceFiles',
+      });
+      const list = await call(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token });
+      expect(list.body.files.map((f: { path: string }) => f.path)).toEqual(['one', 'two']);
+    } finally {
+      await setSettings(ctx, {
+        workspaceMaxFileBytes: 32 * 1024 * 1024,
+        workspaceMaxFiles: 10_000,
+        workspaceMaxBytes: 512 * 1024 * 1024,
+      });
+    }
+  });
+
+  it('another user gets 404 for everything; an admin reads (audited) but cannot write (403)', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    expect(
+      (await req(ctx, 'PUT', `/api/sessions/${id}/files/secret.txt`, { token: ctx.token, body: 'mine' })).status,
+    ).toBe(201);
+    const other = await userWithToken(ctx.clock);
+    for (const [method, path] of [
+      ['GET', 'files'],
+      ['GET', 'files/secret.txt'],
+      ['PUT', 'files/secret.txt'],
+      ['DELETE', 'files/secret.txt'],
+      ['GET', 'archive'],
+    ] as const) {
+      const r = await req(ctx, method, `/api/sessions/${id}/${path}`, {
+        token: other.token,
+        ...(method === 'PUT' && { body: 'theirs' }),
+      });
+      expect({ method, path, status: r.status }).toEqual({ method, path, status: 404 });
+    }
+    const admin = await adminWithToken(ctx.clock);
+    const read = await req(ctx, 'GET', `/api/sessions/${id}/files/secret.txt`, { token: admin.token });
+    expect(read.status).toBe(200);
+    expect(await read.text()).toBe('mine');
+    const audit = await env.DB.prepare('SELECT action, target FROM audit_log WHERE actor_id = ? AND target = ?')
+      .bind(admin.user.id, `session:${id}`)
+      .all();
+    expect(audit.results).toContainEqual({ action: 'session.read', target: `session:${id}` });
+    expectError(
+      await call(ctx.app, 'PUT', `/api/sessions/${id}/files/secret.txt`, {
+        token: admin.token,
+        raw: 'x',
+        contentType: 'application/octet-stream',
+      }),
+      403,
+    );
+    expectError(await call(ctx.app, 'DELETE', `/api/sessions/${id}/files/secret.txt`, { token: admin.token }), 403);
+    expectError(await call(ctx.app, 'GET', `/api/sessions/${id}/files`), 401);
+  });
+});
+
+describe('runner workspace routes', () => {
+  it('a welcomed runner uploads blobs and commits; the hub logs workspace.saved and tells it about user writes', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const { runner, launch } = await launchAndConnect(ctx, id);
+    const welcome = runner.of('welcome')[0];
+    const credential = welcome?.runnerToken ?? '';
+    expect(credential).not.toBe('');
+    const base = '/internal/runner/workspace';
+
+    // The bootstrap token (the one in the launch request) is for dialling only.
+    expect((await req(ctx, 'GET', `${base}/manifest`, { token: launch.runnerToken })).status).toBe(401);
+    expect((await req(ctx, 'GET', `${base}/manifest`, { token: ctx.token })).status).toBe(401);
+
+    const m0 = (await (await req(ctx, 'GET', `${base}/manifest`, { token: credential })).json()) as WorkspaceManifest;
+    expect(m0).toMatchObject({ generation: 0, files: [] });
+
+    const data = new TextEncoder().encode('written by the agent\n');
+    const sha = await sha256(data);
+    const lie = await req(ctx, 'PUT', `${base}/blobs/${'0'.repeat(64)}`, { token: credential, body: data });
+    expect(lie.status).toBe(400);
+    const commitBody = JSON.stringify({
+      upserts: [{ path: 'out/result.txt', sha256: sha, size: data.length, executable: false, modifiedAt: 1 }],
+      deletes: [],
+    });
+    const early = await req(ctx, 'POST', `${base}/commit`, { token: credential, body: commitBody });
+    expect(early.status).toBe(400);
+    expect((await req(ctx, 'PUT', `${base}/blobs/${sha}`, { token: credential, body: data })).status).toBe(201);
+    const commit = await req(ctx, 'POST', `${base}/commit`, { token: credential, body: commitBody });
+    expect(commit.status).toBe(200);
+    expect(await commit.json()).toEqual({ generation: 1, files: 1, bytes: data.length });
+    const outside = await req(ctx, 'POST', `${base}/commit`, {
+      token: credential,
+      body: JSON.stringify({ upserts: [], deletes: ['../../etc/passwd'] }),
+    });
+    expect(outside.status).toBe(400);
+
+    const got = await req(ctx, 'GET', `/api/sessions/${id}/files/out/result.txt`, { token: ctx.token });
+    expect(await got.text()).toBe('written by the agent\n');
+
+    expect(
+      (await req(ctx, 'PUT', `/api/sessions/${id}/files/in.txt`, { token: ctx.token, body: 'from a person' })).status,
+    ).toBe(201);
+    const sync = await runner.waitFor('workspace_sync');
+    expect(sync.generation).toBe(2);
+
+    const events = await call(ctx.app, 'GET', `/api/sessions/${id}/transcript`, { token: ctx.token });
+    expect(events.status).toBe(200);
+    const log = await env.SESSION_HUB.get(env.SESSION_HUB.idFromName(id)).workspaceManifest({
+      maxFileBytes: 1,
+      maxWorkspaceBytes: 1,
+      maxWorkspaceFiles: 1,
+    });
+    expect(log.ok && log.value.files.map((f) => f.path)).toEqual(['in.txt', 'out/result.txt']);
+
+    // Deleting the session takes the blobs with it.
+    expect((await call(ctx.app, 'DELETE', `/api/sessions/${id}`, { token: ctx.token })).status).toBe(204);
+    const left = await env.TRANSCRIPTS.list({ prefix: `sessions/${id}/workspace/` });
+    expect(left.objects).toEqual([]);
+  });
+});
