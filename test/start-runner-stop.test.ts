@@ -9,7 +9,7 @@ import { DescribeTasksCommand, ECSClient, StopTaskCommand } from '@aws-sdk/clien
 import { afterAll, expect, it } from 'vitest';
 import { liveInGroups } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../scripts/start.ts';
-import { waitFor } from './helpers/poll.ts';
+import { until } from './helpers/poll.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -70,10 +70,10 @@ it('StopTask mid-turn ends the runner and its CLI process groups: nothing left',
       body: JSON.stringify({ text: slow }),
     });
     expect(sent.status).toBe(202);
-    await waitFor('a text.delta', () => (text.includes('event: text.delta') ? true : undefined), 120_000);
+    await until('a text.delta', () => (text.includes('event: text.delta') ? true : undefined), 120_000);
 
     // The runner for this session, and every process group the host has seen below it (the CLI's too).
-    const runner = await waitFor(
+    const runner = await until(
       'the runner and its CLI group',
       async () =>
         (await s.runners()).find(
@@ -93,7 +93,7 @@ it('StopTask mid-turn ends the runner and its CLI process groups: nothing left',
     await ecs.send(
       new StopTaskCommand({ cluster: 'switchyard-local', task: runner.taskArn, reason: 'test: stop mid-turn' }),
     );
-    const stopped = await waitFor(
+    const stopped = await until(
       'STOPPED',
       async () => {
         const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [runner.taskArn] })))

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { hostFetch, descendants, listProcs, liveInGroups, reapStaleTasks } from '@switchyard/runner/host';
 import { reapStaleServices } from '../scripts/lib/services.ts';
 import { freePort, startStack } from '../scripts/start.ts';
-import { waitFor } from './helpers/poll.ts';
+import { until } from './helpers/poll.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const dirs: string[] = [];
@@ -59,7 +59,7 @@ async function startRunnerTask(
     }),
   );
   const arn = out.tasks?.[0]?.taskArn as string;
-  const task = await waitFor(
+  const task = await until(
     'task RUNNING',
     async () => {
       const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
@@ -103,8 +103,8 @@ describe('npm start', () => {
     let groups: Set<number> = new Set();
     try {
       const url = `http://127.0.0.1:${port}`;
-      await waitFor('the edge to answer /healthz', () => healthy(url), 180_000);
-      await waitFor('the banner', () => (stdout.includes('Ctrl-C stops everything') ? true : undefined), 30_000);
+      await until('the edge to answer /healthz', () => healthy(url), 180_000);
+      await until('the banner', () => (stdout.includes('Ctrl-C stops everything') ? true : undefined), 30_000);
       expect(stdout).toContain(`Switchyard is up: ${url}`);
       const credentials = join(devDir, 'dev-admin.json');
       expect(stdout).toContain(`admin login: admin — the password is in ${credentials} (mode 0600; not printed)`);
@@ -178,7 +178,7 @@ describe('npm start', () => {
       expect(groups.size).toBeGreaterThanOrEqual(5);
 
       process.kill(-(npm.pid as number), 'SIGINT');
-      const exit = await waitFor('npm start to exit', () => exited, 90_000);
+      const exit = await until('npm start to exit', () => exited, 90_000);
       // start.ts exits 0; npm itself, having been sent SIGINT too, re-raises it once its child is done.
       expect([
         { code: 0, signal: null },
@@ -187,7 +187,7 @@ describe('npm start', () => {
       expect(stderr).toContain('SIGINT: stopping the runner host');
       expect(stderr).toContain('all stopped');
       // Everything that was below npm start is gone, in every process group it used.
-      await waitFor('no process left', () => (liveInGroups(groups).length === 0 ? true : undefined), 10_000);
+      await until('no process left', () => (liveInGroups(groups).length === 0 ? true : undefined), 10_000);
       expect(liveInGroups(groups)).toEqual([]);
       expect(await healthy(url)).toBeUndefined();
     } catch (err) {
@@ -199,7 +199,7 @@ describe('npm start', () => {
       if (npm.exitCode === null && npm.signalCode === null) {
         try {
           process.kill(-(npm.pid as number), 'SIGINT');
-          await waitFor('npm start to stop', () => exited, 60_000).catch(() => undefined);
+          await until('npm start to stop', () => exited, 60_000).catch(() => undefined);
         } catch {
           // already gone
         }

@@ -40,7 +40,7 @@ describe('hub-only event types', () => {
       const sid = await createSession(ctx);
       const { runner, messageId } = await launchAndConnect(ctx, sid);
       const sse = await SseReader.open(ctx, sid);
-      await sse.waitFor((e) => e.event === 'message.user', 'the real message.user');
+      await sse.waitFor('the real message.user', (e) => e.event === 'message.user');
       const before = await logTypes(sid);
       runner.events([forged], messageId);
       expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
@@ -76,7 +76,7 @@ describe('log size cap', () => {
     expect(bytes).toBeLessThan(16 * 1024 + 2048);
     expect(types).toContain('error');
     const sse = await SseReader.open(ctx, sid);
-    const done = await sse.waitFor((e) => e.event === 'turn.done', 'turn.done');
+    const done = await sse.waitFor('turn.done', (e) => e.event === 'turn.done');
     expect(done.data).toMatchObject({ stopReason: 'error', error: { code: 'session_log_full' } });
     const refused = expectError(await postMessage(ctx, sid, 'more'), 409, 'session_log_full');
     expect(refused.message).toMatch(/event log reached its limit .* start a new session/);
@@ -100,14 +100,14 @@ describe('paged reads', () => {
     }
     await runner.waitAck(total);
     const first = await SseReader.open(ctx, sid);
-    await until(() => first.done || undefined, 'the first page to end the stream');
+    await until('the first page to end the stream', () => first.ended || undefined);
     expect(first.events).toHaveLength(REPLAY_PAGE_EVENTS);
     const second = await SseReader.open(ctx, sid, { lastEventId: first.events.at(-1)!.id });
     const all = (await logTypes(sid)).length;
-    await second.waitCount(all - REPLAY_PAGE_EVENTS);
+    await second.waitForCount(all - REPLAY_PAGE_EVENTS);
     const ids = [...first.events, ...second.events].map((e) => e.id);
     expect(new Set(ids).size).toBe(all);
-    expect(second.done).toBe(false);
+    expect(second.ended).toBe(false);
     await second.close();
     runner.close();
   });
@@ -183,10 +183,10 @@ describe('open SSE streams re-check who is reading', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     const sse = await SseReader.open(ctx, sid, { envOverride: fast });
-    await until(() => sse.comments.filter((c) => c === 'heartbeat').length >= 2 || undefined, 'heartbeats');
-    expect(sse.done).toBe(false);
+    await until('heartbeats', () => sse.comments.filter((c) => c === 'heartbeat').length >= 2 || undefined);
+    expect(sse.ended).toBe(false);
     expect((await call(ctx.app, 'POST', '/api/auth/logout', { token: ctx.token })).status).toBe(204);
-    await until(() => sse.done || undefined, 'the stream to end after the token was revoked');
+    await until('the stream to end after the token was revoked', () => sse.ended || undefined);
     expect(sse.comments).toContain('access revoked');
   });
 
@@ -198,8 +198,8 @@ describe('open SSE streams re-check who is reading', () => {
     const own = await SseReader.open(ctx, sid, { envOverride: fast });
     const watching = await SseReader.open(ctx, sid, { envOverride: fast, token: other.token });
     await until(
-      () => (own.comments.includes('heartbeat') && watching.comments.includes('heartbeat')) || undefined,
       'heartbeats',
+      () => (own.comments.includes('heartbeat') && watching.comments.includes('heartbeat')) || undefined,
     );
     expect(
       (
@@ -209,8 +209,8 @@ describe('open SSE streams re-check who is reading', () => {
         })
       ).status,
     ).toBe(200);
-    await until(() => own.done || undefined, 'the disabled user’s stream to end');
-    expect(watching.done).toBe(false);
+    await until('the disabled user’s stream to end', () => own.ended || undefined);
+    expect(watching.ended).toBe(false);
     expect(
       (
         await call(ctx.app, 'PATCH', `/api/admin/users/${other.user.id}`, {
@@ -219,7 +219,7 @@ describe('open SSE streams re-check who is reading', () => {
         })
       ).status,
     ).toBe(200);
-    await until(() => watching.done || undefined, 'the demoted admin’s stream to end');
+    await until('the demoted admin’s stream to end', () => watching.ended || undefined);
   });
 });
 
@@ -266,7 +266,7 @@ describe('the hub URL given to runners', () => {
         env: extra,
       });
       expect(r.status, r.text).toBe(202);
-      const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+      const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
       expect(launch.hubUrl, `${base} ${JSON.stringify(extra)}`).toBe(expected);
     }
   });

@@ -9,25 +9,14 @@ import {
 } from '@switchyard/protocol';
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
 import { setHubRuntimeForTests, timingsFromEnv, type HubTimings } from '../src/hub/runtime.ts';
+import { until } from '../../test/helpers/poll.ts';
+import { type SseEvent, SseReader as SharedSseReader } from '../../test/helpers/sse.ts';
 import { call, type FakeClock, makeApp, userWithToken, type TestApp } from './helpers.ts';
 
 // Helpers for the session hub tests: a fake Launcher that records calls, a fake runner that
-// speaks the wire schemas over a real WebSocket through the Worker, and an SSE reader.
-// Nothing here sleeps to synchronize: `until` polls a condition against a deadline.
-
-export async function until<T>(
-  probe: () => T | undefined | false | Promise<T | undefined | false>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+// speaks the wire schemas over a real WebSocket through the Worker, and the session's events
+// through the shared SSE reader. Nothing here sleeps to synchronize: `until` (the shared poll
+// helper) polls a condition against a deadline.
 
 export class FakeLauncher implements Launcher {
   starts: LaunchRequest[] = [];
@@ -183,15 +172,15 @@ export class FakeRunner {
     pred: (m: Extract<HubToRunner, { type: T }>) => boolean = () => true,
     what = type,
   ): Promise<Extract<HubToRunner, { type: T }>> {
-    return until(() => this.of(type).find(pred), `runner to receive ${what}`);
+    return until(`runner to receive ${what}`, () => this.of(type).find(pred));
   }
 
   async waitAck(seq: number): Promise<void> {
-    await until(() => this.of('ack').some((a) => a.seq >= seq), `ack of seq ${seq}`);
+    await until(`ack of seq ${seq}`, () => this.of('ack').some((a) => a.seq >= seq));
   }
 
   async waitClosed(): Promise<{ code: number; reason: string }> {
-    return until(() => this.closed, 'the runner link to close');
+    return until('the runner link to close', () => this.closed);
   }
 
   close(): void {
@@ -211,7 +200,7 @@ export async function launchAndConnect(
 ): Promise<{ runner: FakeRunner; messageId: string; launch: LaunchRequest }> {
   const r = await postMessage(ctx, sessionId, text);
   if (r.status !== 202) throw new Error(`post message: ${r.status} ${r.text}`);
-  const launch = await until(() => ctx.launcher.startsFor(sessionId).at(-1), 'a launch');
+  const launch = await until('a launch', () => ctx.launcher.startsFor(sessionId).at(-1));
   const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId });
   runner.hello(sessionId);
   await runner.waitFor('welcome');
@@ -220,27 +209,13 @@ export async function launchAndConnect(
 
 // ------------------------------------------------------------------ SSE reader
 
-export interface SseEvent {
-  id: string;
-  event: string;
-  data: unknown;
-}
-
-export class SseReader {
-  events: SseEvent[] = [];
-  comments: string[] = [];
-  raw = '';
-  done = false;
-  private buffer = '';
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  private readonly pump: Promise<void>;
-
+/** A session's event stream through the Worker: the shared reader plus the response. */
+export class SseReader extends SharedSseReader {
   readonly response: Response;
   constructor(response: Response) {
-    this.response = response;
     if (response.body === null) throw new Error('no body');
-    this.reader = response.body.getReader();
-    this.pump = this.run();
+    super(response.body);
+    this.response = response;
   }
 
   static async open(
@@ -259,66 +234,10 @@ export class SseReader {
     if (res.status !== 200) throw new Error(`events: ${res.status} ${await res.text()}`);
     return new SseReader(res);
   }
-
-  private async run(): Promise<void> {
-    const decoder = new TextDecoder();
-    try {
-      for (;;) {
-        const { value, done } = await this.reader.read();
-        if (done) break;
-        const text = decoder.decode(value, { stream: true });
-        this.raw += text;
-        this.buffer += text;
-        let cut = this.buffer.indexOf('\n\n');
-        while (cut >= 0) {
-          this.parseBlock(this.buffer.slice(0, cut));
-          this.buffer = this.buffer.slice(cut + 2);
-          cut = this.buffer.indexOf('\n\n');
-        }
-      }
-    } catch {
-      // cancelled
-    }
-    this.done = true;
-  }
-
-  private parseBlock(block: string): void {
-    const fields: Record<string, string> = {};
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':')) {
-        this.comments.push(line.slice(1).trim());
-        continue;
-      }
-      const i = line.indexOf(':');
-      const key = i < 0 ? line : line.slice(0, i);
-      const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
-      fields[key] = fields[key] === undefined ? value : `${fields[key]}\n${value}`;
-    }
-    if (fields.id !== undefined && fields.event !== undefined && fields.data !== undefined) {
-      this.events.push({ id: fields.id, event: fields.event, data: JSON.parse(fields.data) });
-    }
-  }
-
-  async waitFor(pred: (e: SseEvent) => boolean, what: string, timeoutMs = 10_000): Promise<SseEvent> {
-    return until(() => this.events.find(pred), what, timeoutMs);
-  }
-
-  async waitCount(n: number, what = `${n} events`, timeoutMs = 10_000): Promise<void> {
-    await until(() => this.events.length >= n, what, timeoutMs);
-  }
-
-  ofType(type: string): SseEvent[] {
-    return this.events.filter((e) => e.event === type);
-  }
-
-  async close(): Promise<void> {
-    await this.reader.cancel().catch(() => undefined);
-    await this.pump;
-  }
 }
 
 export function statusStates(events: SseEvent[]): string[] {
   return events.filter((e) => e.event === 'session.status').map((e) => (e.data as { state: string }).state);
 }
 
-export { call };
+export { call, type SseEvent, until };

@@ -45,9 +45,8 @@ const answered = new WeakMap<FakeRunner, Set<string>>();
 async function acceptNext(runner: FakeRunner): Promise<string> {
   const seen = answered.get(runner) ?? new Set<string>();
   answered.set(runner, seen);
-  const um = await until(
-    () => runner.of('user_message').find((m) => !seen.has(m.messageId)),
-    'an unanswered user_message',
+  const um = await until('an unanswered user_message', () =>
+    runner.of('user_message').find((m) => !seen.has(m.messageId)),
   );
   seen.add(um.messageId);
   runner.send({ type: 'accepted', inReplyTo: um.messageId });
@@ -125,7 +124,7 @@ describe('runner link: hello, welcome, sequencing', () => {
     const { runner } = await launchAndConnect(ctx, sid);
     const mid = await acceptNext(runner);
     const sse = await SseReader.open(ctx, sid);
-    await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'busy', 'busy');
+    await sse.waitFor('busy', (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'busy');
     // Make the next write fail.
     await runInDurableObject(hubStub(sid), (_h, state) =>
       state.storage.sql.exec('ALTER TABLE events RENAME TO events_away'),
@@ -134,7 +133,7 @@ describe('runner link: hello, welcome, sequencing', () => {
     // A frame after it that the hub answers in order: a resend of seq 0..0 is impossible, so
     // use a ping frame sent as JSON through the handler (not the auto-response string).
     runner.sendRaw('{"type":"ping" }');
-    await until(() => runner.received.filter((m) => m.type === 'pong').length >= 1, 'pong after the failed frame');
+    await until('pong after the failed frame', () => runner.received.filter((m) => m.type === 'pong').length >= 1);
     expect(runner.of('ack').filter((a) => a.seq >= 1)).toEqual([]);
     await runInDurableObject(hubStub(sid), (_h, state) =>
       state.storage.sql.exec('ALTER TABLE events_away RENAME TO events'),
@@ -146,7 +145,7 @@ describe('runner link: hello, welcome, sequencing', () => {
     });
     await runner.waitAck(1);
     expect(runner.of('ack').filter((a) => a.seq >= 1)).toHaveLength(1);
-    await sse.waitFor((e) => e.event === 'text.delta', 'the delta, once stored');
+    await sse.waitFor('the delta, once stored', (e) => e.event === 'text.delta');
     expect(sse.ofType('text.delta')).toHaveLength(1);
     expect((await logIds(sid)).filter((e) => e.type === 'text.delta')).toHaveLength(1);
     await sse.close();
@@ -165,7 +164,7 @@ describe('runner link: hello, welcome, sequencing', () => {
     await runner.waitAck(3);
     const token = runner.of('welcome')[0]?.runnerToken ?? '';
     runner.ws.close(1001, 'going away');
-    await until(async () => (await snapshot(ctx, sid)).runner?.connected === false, 'the hub to see the link down');
+    await until('the hub to see the link down', async () => (await snapshot(ctx, sid)).runner?.connected === false);
     const again = await FakeRunner.connect(ctx.app, { token, sessionId: sid, runnerId: runner.runnerId });
     again.seq = 5;
     again.hello(sid, { lastSeq: 5 });
@@ -210,7 +209,7 @@ describe('runner link: hello, welcome, sequencing', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     await postMessage(ctx, sid, 'x');
-    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
     const a = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
     a.send({ type: 'status', state: 'ready', cli: 'running' });
     expect((await a.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
@@ -227,7 +226,7 @@ describe('runner link: hello, welcome, sequencing', () => {
     const sid = await createSession(ctx);
     const { runner } = await launchAndConnect(ctx, sid);
     runner.sendRaw(RUNNER_LINK_PING);
-    await until(() => runner.received.some((m) => m.type === 'pong'), 'pong');
+    await until('pong', () => runner.received.some((m) => m.type === 'pong'));
     runner.close();
   });
 });
@@ -238,7 +237,7 @@ describe('runner link: tokens', () => {
     const sid = await createSession(ctx);
     const other = await createSession(ctx);
     await postMessage(ctx, sid, 'x');
-    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
 
     const wrongSession = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: other });
     expect(await wrongSession.waitClosed()).toMatchObject({
@@ -273,7 +272,7 @@ describe('runner link: tokens', () => {
     const ctx = await hubContext({ connectTimeoutMs: 60_000 });
     const sid = await createSession(ctx);
     await postMessage(ctx, sid, 'one');
-    const first = await until(() => ctx.launcher.startsFor(sid)[0], 'first launch');
+    const first = await until('first launch', () => ctx.launcher.startsFor(sid)[0]);
     // It never connects: the deadline fails the launch.
     ctx.clock.advance(61_000);
     expect(await runDurableObjectAlarm(hubStub(sid))).toBe(true);
@@ -281,7 +280,7 @@ describe('runner link: tokens', () => {
     expect((await gone.waitClosed()).code).toBe(RunnerCloseCode.sessionGone);
 
     expect((await postMessage(ctx, sid, 'two')).status).toBe(202);
-    await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+    await until('second launch', () => ctx.launcher.startsFor(sid)[1]);
     const stale = await FakeRunner.connect(ctx.app, { token: first.runnerToken, sessionId: sid });
     expect((await stale.waitClosed()).code).toBe(RunnerCloseCode.superseded);
   });
@@ -361,7 +360,7 @@ describe('runner link: tokens', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     await postMessage(ctx, sid, 'x');
-    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
     // The state a first hello leaves when its link dies before the welcome is sent (the window is
     // too short to hit reliably from outside): the launch is bound to runner-a, nobody welcomed.
     await runInDurableObject(hubStub(sid), (hub) => {
@@ -422,7 +421,7 @@ describe('messages and interrupts through the runner', () => {
 
     // The hub thinks the runner is free; the runner disagrees.
     const pending = postMessage(ctx, sid, 'third', { clientMessageId: 'c-3' });
-    const um = await until(() => runner.of('user_message')[1], 'second user_message');
+    const um = await until('second user_message', () => runner.of('user_message')[1]);
     runner.send({ type: 'reject', inReplyTo: um.messageId, error: { code: 'busy', message: 'busy', retryable: true } });
     const refused = await pending;
     expect(refused.status).toBe(409);
@@ -430,7 +429,7 @@ describe('messages and interrupts through the runner', () => {
     const users = (await logIds(sid)).filter((e) => e.type === 'message.user');
     expect(users).toHaveLength(1);
     const retry = postMessage(ctx, sid, 'third', { clientMessageId: 'c-3' });
-    const um2 = await until(() => runner.of('user_message')[2], 'third user_message');
+    const um2 = await until('third user_message', () => runner.of('user_message')[2]);
     runner.send({ type: 'accepted', inReplyTo: um2.messageId });
     expect((await retry).status).toBe(202);
     runner.close();
@@ -444,7 +443,7 @@ describe('messages and interrupts through the runner', () => {
     runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], first);
     await runner.waitAck(1);
     const pending = postMessage(ctx, sid, 'second');
-    const um = await until(() => runner.of('user_message')[1], 'second user_message');
+    const um = await until('second user_message', () => runner.of('user_message')[1]);
     const stored = await runInDurableObject(
       hubStub(sid),
       (_h, state) =>
@@ -467,7 +466,7 @@ describe('messages and interrupts through the runner', () => {
     const again = await postMessage(ctx, sid, 'hi', { clientMessageId: 'client-1' });
     expect(again.status).toBe(202);
     expect(again.body).toEqual({ messageId: first.body.messageId, duplicate: true });
-    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
     const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
     runner.hello(sid);
     const um = await runner.waitFor('user_message');
@@ -496,7 +495,7 @@ describe('messages and interrupts through the runner', () => {
     const done = log.filter((e) => e.type === 'turn.done').map((e) => JSON.parse(e.data));
     expect(done).toEqual([{ type: 'turn.done', stopReason: 'interrupted', messageId: queued.body.messageId }]);
 
-    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
     const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
     runner.hello(sid);
     await runner.waitFor('welcome');
@@ -534,9 +533,9 @@ describe('transcripts', () => {
     expect(await stored?.json()).toEqual(t);
     // The runner stops on its own (idle); the next message starts a fresh runner.
     runner.send({ type: 'bye', reason: 'idle', lastSeq: 2 });
-    await until(async () => (await snapshot(ctx, sid)).state === 'stopped', 'stopped');
+    await until('stopped', async () => (await snapshot(ctx, sid)).state === 'stopped');
     expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
-    const second = await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+    const second = await until('second launch', () => ctx.launcher.startsFor(sid)[1]);
     const next = await FakeRunner.connect(ctx.app, { token: second.runnerToken, sessionId: sid });
     next.hello(sid);
     const welcome = await next.waitFor('welcome');
@@ -564,11 +563,11 @@ describe('lifecycle', () => {
     expect(shutdown.reason).toBe('idle for 15 min');
     runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 1 });
     await sse.waitFor(
-      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'stopped',
       'stopped',
+      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'stopped',
     );
     expect(statusStates(sse.events)).toEqual(['starting', 'busy', 'idle', 'stopping', 'stopped']);
-    await until(() => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'), 'launcher.stop');
+    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'));
     expect(launch.launchId).toBeTruthy();
     expect((await snapshot(ctx, sid)).runner).toBeNull();
     await sse.close();
@@ -596,13 +595,13 @@ describe('lifecycle', () => {
     const sid = await createSession(ctx);
     const sse = await SseReader.open(ctx, sid);
     const msg = await postMessage(ctx, sid, 'hello?');
-    await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
-    await until(async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1', 'the ref recorded');
+    await until('launch', () => ctx.launcher.startsFor(sid)[0]);
+    await until('the ref recorded', async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1');
     ctx.clock.advance(180_000 + 1);
     await runDurableObjectAlarm(hubStub(sid));
     const failed = await sse.waitFor(
-      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'failed',
       'failed',
+      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'failed',
     );
     expect((failed.data as { reason: string }).reason).toBe('the runner did not connect within 180 s');
     const done = sse.ofType('turn.done');
@@ -614,7 +613,7 @@ describe('lifecycle', () => {
         messageId: msg.body.messageId,
       },
     ]);
-    await until(() => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'), 'launcher.stop');
+    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'));
     const row = await call(ctx.app, 'GET', `/api/sessions`, { token: ctx.token });
     expect(row.body.sessions.find((s: { id: string }) => s.id === sid)).toMatchObject({ state: 'failed' });
     await sse.close();
@@ -624,7 +623,7 @@ describe('lifecycle', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     await postMessage(ctx, sid, 'hello?');
-    await until(async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1', 'the ref recorded');
+    await until('the ref recorded', async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1');
     ctx.launcher.states.set('fake-task-1', {
       state: 'stopped',
       exitCode: 3,
@@ -643,12 +642,12 @@ describe('lifecycle', () => {
     ctx.launcher.failStart = 'RunTask: capacity unavailable';
     const sid = await createSession(ctx);
     await postMessage(ctx, sid, 'hello?');
-    await until(async () => (await snapshot(ctx, sid)).state === 'failed', 'failed');
+    await until('failed', async () => (await snapshot(ctx, sid)).state === 'failed');
     expect((await snapshot(ctx, sid)).stateReason).toBe('could not start a runner: RunTask: capacity unavailable');
     // The next message tries again.
     ctx.launcher.failStart = undefined;
     expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
-    await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+    await until('second launch', () => ctx.launcher.startsFor(sid)[1]);
   });
 
   it('a runner lost mid-turn: one turn.done from the hub after the reconnect grace, and the task is stopped', async () => {
@@ -659,7 +658,7 @@ describe('lifecycle', () => {
     runner.events([{ type: 'text.delta', index: 0, text: 'partial' }], mid);
     await runner.waitAck(1);
     runner.ws.close(1011, 'crash');
-    await until(async () => (await snapshot(ctx, sid)).runner?.connected === false, 'link down');
+    await until('link down', async () => (await snapshot(ctx, sid)).runner?.connected === false);
     ctx.clock.advance(60_001);
     await runDurableObjectAlarm(hubStub(sid));
     const log = await logIds(sid);
@@ -667,7 +666,7 @@ describe('lifecycle', () => {
     expect(done).toHaveLength(1);
     expect(done[0]).toMatchObject({ stopReason: 'error', error: { code: 'runner_failed' }, messageId: mid });
     expect((await snapshot(ctx, sid)).state).toBe('failed');
-    await until(() => ctx.launcher.stops.length === 1, 'launcher.stop');
+    await until('launcher.stop', () => ctx.launcher.stops.length === 1);
   });
 
   it('a message sent while the runner is stopping waits for it and starts the next runner', async () => {
@@ -684,7 +683,7 @@ describe('lifecycle', () => {
     expect(queued.status).toBe(202);
     expect(runner.of('user_message')).toHaveLength(1);
     runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 1 });
-    const second = await until(() => ctx.launcher.startsFor(sid)[1], 'second launch');
+    const second = await until('second launch', () => ctx.launcher.startsFor(sid)[1]);
     const next = await FakeRunner.connect(ctx.app, { token: second.runnerToken, sessionId: sid });
     next.hello(sid);
     const um = await next.waitFor('user_message');
@@ -705,7 +704,7 @@ describe('lifecycle', () => {
       lastSeq: 4,
       error: { code: 'buffer_overflow', message: 'event buffer full', retryable: false },
     });
-    await until(async () => (await snapshot(ctx, sid)).state === 'failed', 'failed');
+    await until('failed', async () => (await snapshot(ctx, sid)).state === 'failed');
     const log = (await logIds(sid)).map((e) => JSON.parse(e.data));
     expect(log.find((e) => e.type === 'error')).toMatchObject({ code: 'runner_events_lost' });
     expect(log.filter((e) => e.type === 'turn.done')).toEqual([

@@ -40,7 +40,7 @@ async function busySession(ctx: HubTestContext): Promise<{ sid: string; runner: 
   const { runner } = await launchAndConnect(ctx, sid);
   const um = await runner.waitFor('user_message');
   runner.send({ type: 'accepted', inReplyTo: um.messageId });
-  await until(async () => (await logIds(sid)).length >= 3, 'message.user, starting, busy');
+  await until('message.user, starting, busy', async () => (await logIds(sid)).length >= 3);
   return { sid, runner, mid: um.messageId };
 }
 
@@ -69,7 +69,7 @@ describe('SSE framing', () => {
       ],
       mid,
     );
-    await sse.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle', 'idle');
+    await sse.waitFor('idle', (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle');
     expect(sse.raw.startsWith(': connected\n\n')).toBe(true);
     // Each event block is exactly three lines; data is one line of JSON (U+2028 is not an SSE
     // line break, so it may stay raw; CR and LF never appear raw).
@@ -104,7 +104,7 @@ describe('SSE framing', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     const sse = await SseReader.open(ctx, sid, { envOverride: { SSE_HEARTBEAT_SECONDS: '0.02' } });
-    await until(() => sse.comments.filter((c) => c === 'heartbeat').length >= 3, 'three heartbeats');
+    await until('three heartbeats', () => sse.comments.filter((c) => c === 'heartbeat').length >= 3);
     await sse.close();
     const base = env as Env;
     expect(heartbeatMs({ ...base, SSE_HEARTBEAT_SECONDS: undefined })).toBe(DEFAULT_HEARTBEAT_MS);
@@ -123,9 +123,9 @@ describe('SSE replay', () => {
     const ids = await logIds(sid);
     const cut = ids[4] ?? '';
     const sse = await SseReader.open(ctx, sid, { lastEventId: cut });
-    await sse.waitCount(ids.length - 5);
+    await sse.waitForCount(ids.length - 5);
     runner.events(deltas(2, 5), mid);
-    await sse.waitCount(ids.length - 5 + 2);
+    await sse.waitForCount(ids.length - 5 + 2);
     const after = await logIds(sid);
     expect(sse.events.map((e) => e.id)).toEqual(after.slice(5));
     await sse.close();
@@ -139,14 +139,14 @@ describe('SSE replay', () => {
     await runner.waitAck(4);
     const ids = await logIds(sid);
     const byQuery = await SseReader.open(ctx, sid, { after: ids[1] ?? '' });
-    await byQuery.waitCount(ids.length - 2);
+    await byQuery.waitForCount(ids.length - 2);
     expect(byQuery.events.map((e) => e.id)).toEqual(ids.slice(2));
     const both = await SseReader.open(ctx, sid, { after: ids[1] ?? '', lastEventId: ids[5] ?? '' });
-    await both.waitCount(ids.length - 6);
+    await both.waitForCount(ids.length - 6);
     expect(both.events.map((e) => e.id)).toEqual(ids.slice(6));
     const latest = await SseReader.open(ctx, sid, { lastEventId: ids.at(-1) ?? '' });
     runner.events(deltas(1, 10), mid);
-    await latest.waitCount(1);
+    await latest.waitForCount(1);
     expect(latest.events).toHaveLength(1);
     for (const s of [byQuery, both, latest]) await s.close();
     runner.close();
@@ -175,13 +175,13 @@ describe('SSE replay', () => {
       // Read a little (or whatever is left), then drop the connection mid-stream.
       const want = 1 + (reconnects % 5);
       await until(
+        'some events',
         () =>
           sse.events.length >= want ||
           (!producing &&
             sse.events.some(
               (e: SseEvent) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle',
             )),
-        'some events',
       );
       await sse.close();
       received.push(...sse.events);
@@ -198,8 +198,8 @@ describe('SSE replay', () => {
     const tail = await SseReader.open(ctx, sid, last === undefined ? {} : { lastEventId: last });
     const full = await logIds(sid);
     await until(
-      () => (received.at(-1)?.id ?? '') === full.at(-1) || tail.events.at(-1)?.id === full.at(-1),
       'the end of the log',
+      () => (received.at(-1)?.id ?? '') === full.at(-1) || tail.events.at(-1)?.id === full.at(-1),
     );
     await tail.close();
     received.push(...tail.events);
@@ -231,7 +231,7 @@ describe('SSE replay', () => {
     runner.events(deltas(3, 3), mid);
     await runner.waitAck(6);
     const after = await logIds(sid);
-    await until(() => got.length >= after.length - 3, 'replay plus live');
+    await until('replay plus live', () => got.length >= after.length - 3);
     expect(got).toEqual(after.slice(3));
     ws.close();
     runner.close();
@@ -253,7 +253,7 @@ describe('SSE replay', () => {
       return { ws, seen };
     };
     const a = await open('ada');
-    await until(() => a.seen.length >= 1, 'first presence');
+    await until('first presence', () => a.seen.length >= 1);
     const b = await open('bob');
     const c = await open('ada');
     const both = {
@@ -262,10 +262,11 @@ describe('SSE replay', () => {
         { name: 'bob', streams: 1 },
       ],
     };
-    await until(() => JSON.stringify(a.seen.at(-1)) === JSON.stringify(both), 'ada sees three streams');
-    await until(() => JSON.stringify(b.seen.at(-1)) === JSON.stringify(both), 'bob sees three streams');
+    await until('ada sees three streams', () => JSON.stringify(a.seen.at(-1)) === JSON.stringify(both));
+    await until('bob sees three streams', () => JSON.stringify(b.seen.at(-1)) === JSON.stringify(both));
     c.ws.close();
     await until(
+      'one tab of ada left',
       () =>
         JSON.stringify(b.seen.at(-1)) ===
         JSON.stringify({
@@ -274,7 +275,6 @@ describe('SSE replay', () => {
             { name: 'bob', streams: 1 },
           ],
         }),
-      'one tab of ada left',
     );
     expect(await logIds(sid)).toEqual([]);
     a.ws.close();
@@ -310,7 +310,7 @@ describe('fan-out', () => {
     runner.send({ type: 'accepted', inReplyTo: um.messageId });
     runner.events([...deltas(20), { type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
     for (const v of viewers) {
-      await v.waitFor((e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle', 'idle');
+      await v.waitFor('idle', (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle');
     }
     const full = await logIds(sid);
     for (const v of viewers) expect(v.events.map((e) => e.id)).toEqual(full);
@@ -324,15 +324,15 @@ describe('fan-out', () => {
     const { sid, runner, mid } = await busySession(ctx);
     const sse = await SseReader.open(ctx, sid);
     runner.events(deltas(2), mid);
-    await sse.waitFor((e) => e.event === 'text.delta' && (e.data as { text: string }).text === 't1', 'before eviction');
+    await sse.waitFor('before eviction', (e) => e.event === 'text.delta' && (e.data as { text: string }).text === 't1');
     await evictDurableObject(hubStub(sid));
     runner.events(deltas(2, 2), mid);
-    await sse.waitFor((e) => e.event === 'text.delta' && (e.data as { text: string }).text === 't3', 'after eviction');
+    await sse.waitFor('after eviction', (e) => e.event === 'text.delta' && (e.data as { text: string }).text === 't3');
     await runner.waitAck(4);
     runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
     await sse.waitFor(
-      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle',
       'idle after eviction',
+      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle',
     );
     const ids = sse.events.map((e) => e.id);
     expectStrictlyIncreasing(ids);
@@ -346,7 +346,7 @@ describe('fan-out', () => {
     const sid = await createSession(ctx);
     const sse = await SseReader.open(ctx, sid);
     expect((await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: ctx.token })).status).toBe(204);
-    await until(() => sse.done, 'the stream to end');
+    await until('the stream to end', () => sse.ended);
     const again = await call(ctx.app, 'GET', `/api/sessions/${sid}/events`, { token: ctx.token });
     expect(again.status).toBe(404);
   });

@@ -67,7 +67,7 @@ describe('runner caps', () => {
       expect(err.message).toMatch(/maxLiveRunnersPerUser: you already have 2 live runners/);
       expect(r.headers.get('Retry-After')).toMatch(/^\d+$/);
     }
-    await until(() => ctx.launcher.starts.length >= 2 || undefined, 'two launches');
+    await until('two launches', () => ctx.launcher.starts.length >= 2 || undefined);
     expect(new Set(ctx.launcher.starts.map((s) => s.sessionId)).size).toBe(2);
     expect(await slotCount(ctx.user.id)).toBe(2);
 
@@ -80,7 +80,7 @@ describe('runner caps', () => {
     const again = await postMessage(ctx, refused, 'go', { clientMessageId: `m${refusedIndex}` });
     expect(again.status).toBe(202);
     expect(again.body.duplicate).toBe(false);
-    await until(() => ctx.launcher.startsFor(refused).length === 1 || undefined, 'the refused session to launch');
+    await until('the refused session to launch', () => ctx.launcher.startsFor(refused).length === 1 || undefined);
   });
 
   it('a runner that stops gives its slot back', async () => {
@@ -91,7 +91,7 @@ describe('runner caps', () => {
     const { runner } = await launchAndConnect(ctx, a);
     expectError(await postMessage(ctx, b, 'hi'), 429, 'runner_limit');
     runner.send({ type: 'bye', reason: 'idle', lastSeq: runner.seq });
-    await until(async () => (await slotCount(ctx.user.id)) === 0 || undefined, 'the slot to be given back');
+    await until('the slot to be given back', async () => (await slotCount(ctx.user.id)) === 0 || undefined);
     expect((await postMessage(ctx, b, 'hi')).status).toBe(202);
   });
 

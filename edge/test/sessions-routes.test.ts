@@ -47,9 +47,9 @@ describe('POST /api/sessions', () => {
     expect(old.body.backend).toBe('claude');
     // The runner launched for the old session is a claude runner.
     await postMessage(ctx, r.body.id, 'hi');
-    expect((await until(() => ctx.launcher.startsFor(r.body.id)[0], 'launch')).backend).toBe('claude');
+    expect((await until('launch', () => ctx.launcher.startsFor(r.body.id)[0])).backend).toBe('claude');
     await postMessage(ctx, pi.body.id, 'hi');
-    expect((await until(() => ctx.launcher.startsFor(pi.body.id)[0], 'launch')).backend).toBe('pi');
+    expect((await until('launch', () => ctx.launcher.startsFor(pi.body.id)[0])).backend).toBe('pi');
     await setSettings(ctx, { llmBackend: 'claude' });
   });
 
@@ -178,7 +178,7 @@ describe('DELETE /api/sessions/:id', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     const { runner } = await launchAndConnect(ctx, sid);
-    await until(() => ctx.launcher.startsFor(sid).length === 1, 'launch');
+    await until('launch', () => ctx.launcher.startsFor(sid).length === 1);
     await env.TRANSCRIPTS.put(transcriptKey(sid), '{}');
     const other = await otherUser(ctx);
     expectError(await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: other.token }), 404);
@@ -247,7 +247,7 @@ describe('POST /api/sessions/:id/messages', () => {
     const ok = await postMessage(ctx, sid, 'hi', { images: [{ mediaType: 'image/png', data: 'iVBORw0KGgo=' }] });
     expect(ok.status).toBe(202);
     expect(ok.body).toEqual({ messageId: expect.stringMatching(ULID_PATTERN), duplicate: false });
-    const launch = await until(() => ctx.launcher.startsFor(sid)[0], 'launch');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
     expect(launch.hubUrl).toBe('ws://localhost/internal/runner/connect');
   });
 
@@ -387,13 +387,13 @@ describe('GET /api/admin/sessions', () => {
     const theirToken = await tokenFor(someone.id, ctx.clock);
     const live = await createSession(ctx, theirToken);
     await postMessage(ctx, live, 'go', {}, theirToken);
-    await until(() => ctx.launcher.startsFor(live)[0], 'launch');
+    await until('launch', () => ctx.launcher.startsFor(live)[0]);
     const admin = await adminWithToken(ctx.clock);
-    const r = await until(async () => {
+    const r = await until('the live session with its runner ref', async () => {
       const res = await call(ctx.app, 'GET', '/api/admin/sessions', { token: admin.token });
       const row = res.body.sessions.find((s: { id: string }) => s.id === live);
       return row?.runnerRef ? res : undefined;
-    }, 'the live session with its runner ref');
+    });
     expect(r.body.sessions.find((s: { id: string }) => s.id === live)).toMatchObject({
       state: 'starting',
       owner: { id: someone.id, username: someone.username },

@@ -287,7 +287,6 @@ function backendSuite(backend: 'claude' | 'pi') {
             `${k} events or the end`,
             () => r.events.length >= k || r.events.some((e) => e.event === 'turn.done' && e.data.messageId === mid),
             Math.max(1, deadline - Date.now()),
-            5,
           );
         } finally {
           await r.close();

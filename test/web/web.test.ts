@@ -9,7 +9,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
-import { waitFor } from '../helpers/poll.ts';
+import { until } from '../helpers/poll.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
@@ -273,7 +273,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('status').filter({ hasText: 'Reconnecting' }).waitFor();
     await screenshot(page, 'chat-reconnecting');
     // The answer finishes on the server while this browser is cut off.
-    await waitFor('the turn to finish on the server', () => sessionTurnFinished(id), TURN_MS);
+    await until('the turn to finish on the server', () => sessionTurnFinished(id), TURN_MS);
     await ctx.setOffline(false);
     await turnsDone(page, 1);
     await turnsDone(second, 1);
