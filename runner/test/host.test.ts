@@ -19,25 +19,12 @@ import { LAUNCHER_OVERRIDES } from '../src/host/ecs-api.ts';
 import { claimStateDir, readProc } from '../src/host/process-tree.ts';
 import { startRunnerHost, type RecordedEcsRequest, type RunnerHost } from '../src/host/server.ts';
 import { reapStaleTasks } from '../src/host/stale-tasks.ts';
+import { until } from '../../test/helpers/poll.ts';
 
 const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'host-task.ts');
 const RUNNER_BIN = resolve(import.meta.dirname, '..', 'bin', 'switchyard-runner.js');
 const TARGET = 'AmazonEC2ContainerServiceV20141113.';
 const TASK_ARN = /^arn:aws:ecs:us-east-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/;
-
-async function waitFor<T>(
-  what: string,
-  f: () => T | undefined | Promise<T | undefined>,
-  deadlineMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const alive = (pid: number) => {
   const p = readProc(pid);
@@ -147,11 +134,15 @@ describe('runner host with a stand-in task', () => {
   it('DescribeTasks after the process exits reports STOPPED with its exit code', async () => {
     const out = await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'exit', HOST_TASK_EXIT: '7' })));
     const arn = out.tasks?.[0]?.taskArn as string;
-    const task = await waitFor('STOPPED', async () => {
-      const d = await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }));
-      const t = d.tasks?.[0];
-      return t?.lastStatus === 'STOPPED' ? t : undefined;
-    });
+    const task = await until(
+      'STOPPED',
+      async () => {
+        const d = await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }));
+        const t = d.tasks?.[0];
+        return t?.lastStatus === 'STOPPED' ? t : undefined;
+      },
+      30_000,
+    );
     expect(task.desiredStatus).toBe('STOPPED');
     expect(task.stopCode).toBe('EssentialContainerExited');
     expect(task.stoppedReason).toBe('Essential container in task exited');
@@ -175,15 +166,18 @@ describe('runner host with a stand-in task', () => {
       ),
     );
     const arn = out.tasks?.[0]?.taskArn as string;
-    const seen = await waitFor('report', () =>
-      existsSync(report)
-        ? (JSON.parse(readFileSync(report, 'utf8')) as {
-            pid: number;
-            env: Record<string, string>;
-            cwd: string;
-            argv: string[];
-          })
-        : undefined,
+    const seen = await until(
+      'report',
+      () =>
+        existsSync(report)
+          ? (JSON.parse(readFileSync(report, 'utf8')) as {
+              pid: number;
+              env: Record<string, string>;
+              cwd: string;
+              argv: string[];
+            })
+          : undefined,
+      30_000,
     );
     expect(seen.env.SWITCHYARD_SESSION_ID).toBe('sess-1');
     expect(seen.env.SWITCHYARD_RUNNER_TOKEN).toBe('tok-secret-123456');
@@ -214,24 +208,35 @@ describe('runner host with a stand-in task', () => {
       new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report, HOST_TASK_IGNORE_TERM: '1' })),
     );
     const arn = out.tasks?.[0]?.taskArn as string;
-    const { pid, children } = await waitFor('report', () =>
-      existsSync(report)
-        ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] })
-        : undefined,
+    const { pid, children } = await until(
+      'report',
+      () =>
+        existsSync(report)
+          ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] })
+          : undefined,
+      30_000,
     );
     const id = arn.split('/').at(-1) as string;
     // The detached child leads its own group; the host must have seen it before it stops the task.
-    await waitFor('the child group sampled', () => host.tasks.processes(id)?.groups.includes(children[0] as number));
+    await until(
+      'the child group sampled',
+      () => host.tasks.processes(id)?.groups.includes(children[0] as number),
+      30_000,
+    );
     expect([pid, ...children].every(alive)).toBe(true);
 
     const started = Date.now();
     const stop = await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn, reason: 'idle' }));
     expect(stop.task?.desiredStatus).toBe('STOPPED');
     expect(stop.task?.lastStatus).toBe('STOPPING');
-    const task = await waitFor('STOPPED', async () => {
-      const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
-      return t?.lastStatus === 'STOPPED' ? t : undefined;
-    });
+    const task = await until(
+      'STOPPED',
+      async () => {
+        const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
+        return t?.lastStatus === 'STOPPED' ? t : undefined;
+      },
+      30_000,
+    );
     // It ignored SIGTERM, so only the SIGKILL after the 1.5 s stop timeout ended it.
     expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
     expect(task.containers?.[0]?.exitCode).toBe(137);
@@ -245,12 +250,19 @@ describe('runner host with a stand-in task', () => {
     const out = await ecs.send(new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: report })));
     const arn = out.tasks?.[0]?.taskArn as string;
     const id = arn.split('/').at(-1) as string;
-    const { pid, children } = await waitFor('report', () =>
-      existsSync(report)
-        ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] })
-        : undefined,
+    const { pid, children } = await until(
+      'report',
+      () =>
+        existsSync(report)
+          ? (JSON.parse(readFileSync(report, 'utf8')) as { pid: number; children: number[] })
+          : undefined,
+      30_000,
     );
-    await waitFor('the child group sampled', () => host.tasks.processes(id)?.groups.includes(children[0] as number));
+    await until(
+      'the child group sampled',
+      () => host.tasks.processes(id)?.groups.includes(children[0] as number),
+      30_000,
+    );
     await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arn }));
     await host.tasks.waitStopped(id);
     const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
@@ -326,10 +338,13 @@ describe('runner host with a stand-in task', () => {
       env: { ...process.env, HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: join(dir, 'r.json') },
     });
     leader.unref();
-    const { pid, children } = await waitFor('report', () =>
-      existsSync(join(dir, 'r.json'))
-        ? (JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')) as { pid: number; children: number[] })
-        : undefined,
+    const { pid, children } = await until(
+      'report',
+      () =>
+        existsSync(join(dir, 'r.json'))
+          ? (JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')) as { pid: number; children: number[] })
+          : undefined,
+      30_000,
     );
     mkdirSync(join(dir, 'running'), { recursive: true });
     const self = readProc(pid);
@@ -338,7 +353,7 @@ describe('runner host with a stand-in task', () => {
       JSON.stringify({ id: 'abc', pid, startTime: self?.startTime, groups: [pid] }),
     );
     expect(reapStaleTasks(dir)).toBe(1);
-    await waitFor('all gone', () => [pid, ...children].every((p) => !alive(p)));
+    await until('all gone', () => [pid, ...children].every((p) => !alive(p)), 30_000);
     expect(existsSync(join(dir, 'running', 'abc.json'))).toBe(false);
   });
 });
@@ -387,7 +402,7 @@ describe('claimStateDir', () => {
     writeFileSync(file, JSON.stringify({ pid, startTime: readProc(pid)?.startTime }));
     holder.kill('SIGKILL');
     await new Promise((r) => holder.once('exit', r));
-    await waitFor('the holder reaped', () => !alive(pid));
+    await until('the holder reaped', () => !alive(pid), 30_000);
     claimStateDir(file, 'the dir')();
   });
 });
@@ -406,10 +421,15 @@ describe('runner host with the real switchyard-runner', () => {
       // No hub URL, token or backend: `serve` refuses its configuration.
       const out = await ecs.send(new RunTaskCommand(runInput({ SWITCHYARD_SESSION_ID: 's' })));
       const arn = out.tasks?.[0]?.taskArn as string;
-      const t = await waitFor('STOPPED', async () => {
-        const x = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
-        return x?.lastStatus === 'STOPPED' ? x : undefined;
-      });
+      const t = await until(
+        'STOPPED',
+        async () => {
+          const x = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] })))
+            .tasks?.[0];
+          return x?.lastStatus === 'STOPPED' ? x : undefined;
+        },
+        30_000,
+      );
       expect(t.containers?.[0]?.exitCode).toBe(2);
       expect(t.stopCode).toBe('EssentialContainerExited');
     } finally {
@@ -435,10 +455,13 @@ describe('runner host with the real switchyard-runner', () => {
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     const spawned: ChildProcess[] = [child];
     try {
-      const ready = await waitFor('ready line', () =>
-        stdout.includes('\n')
-          ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number })
-          : undefined,
+      const ready = await until(
+        'ready line',
+        () =>
+          stdout.includes('\n')
+            ? (JSON.parse(stdout.split('\n')[0] as string) as { url: string; port: number })
+            : undefined,
+        30_000,
       );
       const forged = new ECSClient({
         region: 'eu-west-1',
@@ -468,10 +491,15 @@ describe('runner host with the real switchyard-runner', () => {
       );
       const arn = out.tasks?.[0]?.taskArn as string;
       expect(arn).toMatch(/^arn:aws:ecs:eu-west-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/);
-      const running = await waitFor('RUNNING', async () => {
-        const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
-        return t?.lastStatus === 'RUNNING' ? t : undefined;
-      });
+      const running = await until(
+        'RUNNING',
+        async () => {
+          const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] })))
+            .tasks?.[0];
+          return t?.lastStatus === 'RUNNING' ? t : undefined;
+        },
+        30_000,
+      );
       const pid = Number(running.containers?.[0]?.runtimeId?.split('-').at(-1));
       expect(alive(pid)).toBe(true);
       // A second host on the same state directory would reap this one's tasks: it refuses.
@@ -482,11 +510,11 @@ describe('runner host with the real switchyard-runner', () => {
       let secondErr = '';
       second.stderr.setEncoding('utf8').on('data', (d: string) => (secondErr += d));
       const secondExit = new Promise<number | null>((r) => second.once('exit', (code) => r(code)));
-      expect(await waitFor('the second host to refuse', () => secondExit, 30_000)).toBe(2);
+      expect(await until('the second host to refuse', () => secondExit, 30_000)).toBe(2);
       expect(secondErr).toContain(`is in use by process ${child.pid}`);
       expect(alive(pid)).toBe(true);
       child.kill('SIGINT');
-      expect(await waitFor('host exit', () => exited, 60_000)).toBe(0);
+      expect(await until('host exit', () => exited, 60_000)).toBe(0);
       expect(alive(pid)).toBe(false);
       expect(stderr).toContain('STOPPED');
       expect(stderr).not.toContain('tok-abcdefgh');

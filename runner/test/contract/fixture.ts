@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, EventOf } from '@switchyard/protocol';
 import type { ContractSession, HubEvent } from './contract-hub.ts';
+import { until } from '../../../test/helpers/poll.ts';
 import { groupMembers, startRunner, type RunnerProcess } from './runner-process.ts';
 
 /** Settings that keep the suite fast; each test overrides what it exercises. */
@@ -137,10 +138,8 @@ export async function exitWithin(
  * the death of a process that is not the test's child raises no event.
  */
 export async function waitGroupGone(pgid: number, timeoutMs = 10_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (groupMembers(pgid).length > 0) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
+  return until(`group ${pgid} to be gone`, () => groupMembers(pgid).length === 0, timeoutMs).then(
+    () => true,
+    () => false,
+  );
 }

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { until } from '../../../test/helpers/poll.ts';
 
 // Runs `switchyard-runner` as a real child process (its own process group)
 // and parses its JSON log lines, which name every CLI pid it starts. Every
@@ -141,12 +142,9 @@ export async function assertNoOrphans(timeoutMs = 5000): Promise<void> {
   const groups = [...tracked];
   tracked.clear();
   // Polled with a deadline: the death of a process that is not our child raises no event.
-  const deadline = Date.now() + timeoutMs;
-  let alive = groups.filter((g) => groupMembers(g).length > 0);
-  while (alive.length > 0 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 50));
-    alive = alive.filter((g) => groupMembers(g).length > 0);
-  }
+  const gone = () => groups.every((g) => groupMembers(g).length === 0);
+  await until('the tracked process groups to be gone', gone, timeoutMs).catch(() => undefined);
+  const alive = groups.filter((g) => groupMembers(g).length > 0);
   if (alive.length === 0) return;
   const report = alive.map((g) => `group ${g}: ${groupMembers(g).join(',')}`).join('; ');
   for (const g of alive) {
