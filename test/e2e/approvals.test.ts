@@ -154,6 +154,22 @@ describe.sequential('tool approvals (claude)', () => {
   );
 
   it(
+    'the guard runs first: a call it refuses is never put to a person, and its reason reaches the model',
+    dumpOnFail(async () => {
+      const id = await askSession(admin);
+      const sse = await track(admin.events(id));
+      const m = await send(admin, id, { tool: 'write', path: '.env', content: 'SECRET=1' });
+      const done = await sse.turnDone(m, TURN_MS);
+      expect(done.data.stopReason).toBe('end_turn');
+      expect(sse.ofMessage(m).filter((e) => e.event.startsWith('approval.'))).toEqual([]);
+      const result = toolResult(sse, m);
+      expect(result?.data.isError).toBe(true);
+      expect(String(result?.data.output)).toContain('switchyard guard:');
+    }),
+    TURN_MS,
+  );
+
+  it(
     'a shell command waits too; two viewers see it, one answers, both see it resolved; a reconnecting viewer replays the pending request and answers it',
     dumpOnFail(async () => {
       const id = await askSession(admin);
