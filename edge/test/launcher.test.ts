@@ -5,6 +5,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { EcsLauncher, ecsLauncherFromEnv } from '../src/launchers/ecs-launcher.ts';
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
+import { until } from '../../test/helpers/poll.ts';
 
 const { url: HOST_URL, recorderUrl } = inject('launcherHost');
 
@@ -46,19 +47,20 @@ const request = (over: Partial<LaunchRequest> = {}): LaunchRequest => ({
   ...over,
 });
 
-async function until(
+/** Polls describe() until `done`; a timeout names the last description. */
+async function describedAs(
   launcher: Launcher,
   ref: string,
   done: (d: RunnerDescription) => boolean,
-  deadlineMs = 40_000,
 ): Promise<RunnerDescription> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const d = await launcher.describe(ref);
-    if (done(d)) return d;
-    if (Date.now() > deadline) throw new Error(`timed out; last description ${JSON.stringify(d)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let last: RunnerDescription | undefined;
+  const probe = async () => {
+    last = await launcher.describe(ref);
+    return done(last) && last;
+  };
+  return until('the task description to match', probe, 40_000).catch((err: Error) => {
+    throw new Error(`${err.message}; last description ${JSON.stringify(last)}`);
+  });
 }
 
 const SIGV4 =
@@ -123,14 +125,14 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     });
 
     // A real runner process: pending → running, then StopTask ends it.
-    await until(launcher, ref, (d) => d.state === 'running');
+    await describedAs(launcher, ref, (d) => d.state === 'running');
     await clearRequests();
     await launcher.stop(ref, 'idle for 15 minutes');
     const [stop] = await requests();
     expect(stop?.headers['x-amz-target']).toBe('AmazonEC2ContainerServiceV20141113.StopTask');
     expect(stop?.headers.authorization).toMatch(SIGV4);
     expect(stop?.body).toEqual({ cluster: 'switchyard-local', task: ref, reason: 'idle for 15 minutes' });
-    const stopped = await until(launcher, ref, (d) => d.state === 'stopped');
+    const stopped = await describedAs(launcher, ref, (d) => d.state === 'stopped');
     expect(typeof stopped.exitCode).toBe('number');
     // The reason ECS gives, then the container's (`killed by SIGTERM` when the runner had not
     // installed its handlers yet; nothing when it shut down cleanly).
@@ -144,7 +146,7 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     const launcher = ecsLauncherFromEnv(VARS);
     // `serve` refuses a hub URL that is not ws(s): configuration error, exit 2.
     const ref = await launcher.start(request({ hubUrl: 'http://127.0.0.1:9/not-a-websocket' }));
-    const d = await until(launcher, ref, (x) => x.state === 'stopped');
+    const d = await describedAs(launcher, ref, (x) => x.state === 'stopped');
     expect(d).toEqual({
       state: 'stopped',
       exitCode: 2,
