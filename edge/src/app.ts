@@ -17,7 +17,7 @@ import { sessionRoutes } from './sessions/routes.ts';
 import { publicSettingsRoutes } from './settings/routes.ts';
 import { tokenRoutes } from './tokens/routes.ts';
 
-export const DEFAULT_DEPS: AppDeps = {
+const DEFAULT_DEPS: AppDeps = {
   clock: systemClock,
   probeFor: () => unwiredProbe,
   probeTimeoutMs: 15_000,

@@ -36,7 +36,7 @@ export const ErrorBodySchema = z
     }),
   })
   .openapi('Error');
-export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+type ErrorBody = z.infer<typeof ErrorBodySchema>;
 
 export function errorBody(code: ErrorCode, message: string, field?: string): ErrorBody {
   return { error: field === undefined ? { code, message } : { code, message, field } };

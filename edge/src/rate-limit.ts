@@ -4,7 +4,7 @@ export interface RateRule {
   windowMs: number;
 }
 
-export type RateVerdict = { ok: true } | { ok: false; retryAfterSeconds: number };
+type RateVerdict = { ok: true } | { ok: false; retryAfterSeconds: number };
 
 /**
  * Counts one hit and says whether it is within the rule, in one statement (parallel hits cannot

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { apiError } from './errors.ts';
 
 /** Turns the first zod issue into the API's 400: `field` is the dotted path, the message names it. */
-export function describeIssue(issue: z.core.$ZodIssue): { field?: string; message: string } {
+function describeIssue(issue: z.core.$ZodIssue): { field?: string; message: string } {
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
     const field = [...issue.path.map(String), key].join('.');

@@ -56,7 +56,6 @@ export const SpawnOptionsSchema = z.object({
   retry: z.object({ maxRetries: z.number().int().min(0).max(10), baseDelayMs: z.number().int().min(0) }).optional(),
 });
 export type SpawnOptions = z.input<typeof SpawnOptionsSchema>;
-export type ResolvedSpawnOptions = z.output<typeof SpawnOptionsSchema>;
 
 export interface SpawnSpec {
   command: string;

@@ -12,7 +12,7 @@ export const ErrorInfoSchema = z.object({
 });
 export type ErrorInfo = z.infer<typeof ErrorInfoSchema>;
 
-export const UsageSchema = z.object({
+const UsageSchema = z.object({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
   cacheReadTokens: z.number().int().nonnegative().optional(),
@@ -84,7 +84,7 @@ export const AgentEventSchema = z.discriminatedUnion('type', [
   }),
 ]);
 export type AgentEvent = z.infer<typeof AgentEventSchema>;
-export type AgentEventType = AgentEvent['type'];
+type AgentEventType = AgentEvent['type'];
 export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
 
 /**
@@ -92,13 +92,13 @@ export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>
  * number of streams (tabs, scripts) they hold. Sent over SSE as `event: presence` without an
  * id whenever a viewer joins or leaves.
  */
-export const PresenceSchema = z.object({
+const PresenceSchema = z.object({
   viewers: z.array(z.object({ name: z.string(), streams: z.number().int().positive() })),
 });
 export type Presence = z.infer<typeof PresenceSchema>;
 
 /** Tool output is capped so one huge `cat` cannot bloat the event log. */
-export const TOOL_OUTPUT_CAP = 16 * 1024;
+const TOOL_OUTPUT_CAP = 16 * 1024;
 
 export function capOutput(text: string, cap = TOOL_OUTPUT_CAP): string {
   if (text.length <= cap) return text;

@@ -26,7 +26,7 @@ export type LaunchEnv = z.infer<typeof LaunchEnvSchema>;
 /** Every name a launcher may set, and nothing else (the local host's override allow-list). */
 export const LAUNCH_ENV_NAMES = Object.keys(LaunchEnvSchema.shape) as readonly (keyof LaunchEnv)[];
 
-export interface LaunchEnvInput {
+interface LaunchEnvInput {
   hubUrl: string;
   sessionId: string;
   backend: Backend;

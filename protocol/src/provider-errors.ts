@@ -13,7 +13,7 @@ export const PROVIDER_ERROR_CODES = [
   'provider_overloaded',
   'provider_unavailable',
 ] as const;
-export type ProviderErrorCode = (typeof PROVIDER_ERROR_CODES)[number];
+type ProviderErrorCode = (typeof PROVIDER_ERROR_CODES)[number];
 
 /** What a CLI reported about one failed model request; every field optional. */
 export interface ProviderErrorFacts {
@@ -41,7 +41,7 @@ interface ProviderErrorClass {
  * arrives as 402, as a 400 "credit balance is too low", or as claude's
  * `billing_error`); then the HTTP status; then the text; then the type.
  */
-export const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
+const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
   {
     code: 'provider_billing',
     retryable: false,

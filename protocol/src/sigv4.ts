@@ -11,7 +11,7 @@ export interface SigV4Credentials {
   secretAccessKey: string;
 }
 
-export interface SigV4Request {
+interface SigV4Request {
   method: string;
   /** The request target as sent: path and query, not decoded. */
   target: string;
@@ -20,7 +20,7 @@ export interface SigV4Request {
   body: Uint8Array | string;
 }
 
-export type SigV4Failure = {
+type SigV4Failure = {
   ok: false;
   /** The AWS error type a real endpoint answers with. */
   type:
@@ -30,14 +30,14 @@ export type SigV4Failure = {
     | 'UnrecognizedClientException';
   message: string;
 };
-export type SigV4Result = { ok: true; accessKeyId: string; region: string; service: string } | SigV4Failure;
+type SigV4Result = { ok: true; accessKeyId: string; region: string; service: string } | SigV4Failure;
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
 const AUTH =
   /^AWS4-HMAC-SHA256 Credential=([^/\s,]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
 const AMZ_DATE = /^(\d{8})T\d{6}Z$/;
 /** How far X-Amz-Date may be from the verifier's clock, as AWS allows. */
-export const SIGV4_MAX_SKEW_MS = 5 * 60_000;
+const SIGV4_MAX_SKEW_MS = 5 * 60_000;
 
 const enc = new TextEncoder();
 // A copy backed by a plain ArrayBuffer, which is what WebCrypto's types accept (a Node Buffer may not be).

@@ -72,7 +72,7 @@ export type Transcript = z.infer<typeof TranscriptSchema>;
 
 const seq = z.number().int().positive();
 
-export const SequencedEventSchema = z.object({
+const SequencedEventSchema = z.object({
   seq,
   event: AgentEventSchema,
   /** The hub's messageId of the turn this event belongs to; absent outside a turn. */
@@ -81,7 +81,7 @@ export const SequencedEventSchema = z.object({
 export type SequencedEvent = z.infer<typeof SequencedEventSchema>;
 
 /** What the runner is doing; latest wins, re-sent after every welcome. */
-export const RunnerStatusSchema = z.object({
+const RunnerStatusSchema = z.object({
   type: z.literal('status'),
   /** `ready`: a message would be accepted; `busy`: a turn runs. */
   state: z.enum(['starting', 'ready', 'busy', 'stopping']),
@@ -91,7 +91,7 @@ export const RunnerStatusSchema = z.object({
 });
 export type RunnerStatus = z.infer<typeof RunnerStatusSchema>;
 
-export const ByeReasonSchema = z.enum(['idle', 'max_lifetime', 'signal', 'hub_shutdown', 'buffer_overflow', 'fatal']);
+const ByeReasonSchema = z.enum(['idle', 'max_lifetime', 'signal', 'hub_shutdown', 'buffer_overflow', 'fatal']);
 export type ByeReason = z.infer<typeof ByeReasonSchema>;
 
 export const RunnerToHubSchema = z.discriminatedUnion('type', [

@@ -11,7 +11,7 @@ export type Route =
   | { page: 'admin'; tab: AdminTab }
   | { page: 'not-found'; path: string };
 
-export const ADMIN_TABS = ['users', 'backend', 'limits', 'sessions', 'audit'] as const;
+const ADMIN_TABS = ['users', 'backend', 'limits', 'sessions', 'audit'] as const;
 export type AdminTab = (typeof ADMIN_TABS)[number];
 
 /** Only same-site paths are followed after sign-in (no open redirect). */

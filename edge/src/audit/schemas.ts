@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { ULID_PATTERN } from '../ids.ts';
 
-export const AuditActionSchema = z.enum([
+const AuditActionSchema = z.enum([
   'settings.update',
   'user.create',
   'user.update',
@@ -17,7 +17,7 @@ export type AuditAction = z.infer<typeof AuditActionSchema>;
 
 const JsonObject = z.record(z.string(), z.unknown());
 
-export const AuditEntrySchema = z
+const AuditEntrySchema = z
   .object({
     id: z.string(),
     at: z.string().openapi({ format: 'date-time' }),

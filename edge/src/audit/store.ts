@@ -2,7 +2,7 @@ import type { AuditAction, AuditEntry, AuditQuery } from './schemas.ts';
 import { iso } from '../clock.ts';
 import { newId } from '../ids.ts';
 
-export interface AuditRecord {
+interface AuditRecord {
   at: number;
   actor: { id: string; username: string } | null;
   action: AuditAction;

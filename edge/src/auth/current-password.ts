@@ -14,7 +14,7 @@ import { loginIdentity, loginThrottleKeys, reserveAttempt, settleSuccess } from 
  * Returns null when the caller passed, otherwise the refusal (the route answers it with `apiError`;
  * `Retry-After` is already set on a 429).
  */
-export interface Refusal {
+interface Refusal {
   status: 401 | 403 | 429;
   code: ErrorCode;
   message: string;

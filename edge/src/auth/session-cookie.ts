@@ -1,13 +1,13 @@
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 
-export const SESSION_COOKIE = 'sy_session';
+const SESSION_COOKIE = 'sy_session';
 /**
  * Over https the cookie is `__Host-sy_session`: browsers accept that name only with Secure,
  * Path=/ and no Domain, so a sibling subdomain or a plain-http page cannot set or shadow it
  * (cookie tossing). Plain http (loopback dev) cannot carry Secure, so there it keeps the bare name.
  */
-export const HOST_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
+const HOST_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 
 // Browsers refuse Secure cookies over plain http, and local dev is plain http on loopback.
 function isLocalHost(hostname: string): boolean {

@@ -20,7 +20,7 @@
  */
 import { pairKey } from './throttle-keys.ts';
 
-export interface ThrottleRule {
+interface ThrottleRule {
   maxFailures: number;
   windowMs: number;
   lockMs: number;
@@ -32,14 +32,14 @@ export const PAIR_RULE: ThrottleRule = { maxFailures: 5, windowMs: 15 * MINUTE, 
 export const ACCOUNT_RULE: ThrottleRule = { maxFailures: 10, windowMs: 15 * MINUTE, lockMs: 15 * MINUTE };
 // Higher still: many people can share one address (offices, NAT).
 export const ADDRESS_RULE: ThrottleRule = { maxFailures: 20, windowMs: 15 * MINUTE, lockMs: 15 * MINUTE };
-export const FAMILIAR_MS = 30 * 24 * 60 * MINUTE;
+const FAMILIAR_MS = 30 * 24 * 60 * MINUTE;
 
-export interface ThrottleKey {
+interface ThrottleKey {
   key: string;
   rule: ThrottleRule;
 }
 
-export interface LoginIdentity {
+interface LoginIdentity {
   account: string;
   address: string;
 }
@@ -65,7 +65,7 @@ export async function isFamiliar(db: D1Database, id: LoginIdentity, now: number)
   return row !== null;
 }
 
-export type Reservation =
+type Reservation =
   /** `lockedBy`: this attempt's own count reached a limit, so its failure already answers 429. */
   { allowed: true; lockedBy: { retryAfterSeconds: number } | null } | { allowed: false; retryAfterSeconds: number };
 

@@ -13,7 +13,7 @@ export interface TokenRow {
   revoked_at: number | null;
 }
 
-export interface IssuedToken {
+interface IssuedToken {
   row: TokenRow;
   /** Shown to the caller once and never stored. */
   secret: string;
@@ -53,7 +53,7 @@ export async function issueToken(
   return { row, secret };
 }
 
-export interface ResolvedToken {
+interface ResolvedToken {
   tokenId: string;
   kind: TokenKind;
   lastUsedAt: number | null;

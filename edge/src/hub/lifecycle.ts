@@ -64,7 +64,7 @@ export interface Meta {
   logFull?: boolean;
 }
 
-export interface ShownState {
+interface ShownState {
   state: SessionState;
   reason: string | null;
 }
@@ -151,7 +151,7 @@ export function nextDeadline(meta: Meta, t: HubTimings): number | null {
  * connected) asks the launcher about `ref` and then calls `exitedReason`; `renew_token` sends a
  * fresh credential and may be followed by `stop_runner`.
  */
-export type TickEffect =
+type TickEffect =
   | { type: 'finish'; reason: string; lost: ErrorInfo }
   | { type: 'fail'; reason: string }
   | { type: 'poll'; ref: string | null; nextPollAt: number }
@@ -222,7 +222,7 @@ export function needsRelaunch(meta: Meta): boolean {
   return meta.launch === null && meta.turn !== null && !meta.turn.sent;
 }
 
-export interface ByeOutcome {
+interface ByeOutcome {
   /** Events the runner sequenced that the hub never received (logged as `runner_events_lost`). */
   lostEvents: number;
   rest: 'stopped' | 'failed';

@@ -22,14 +22,14 @@ export interface HubTimings {
   logMaxBytes: number;
 }
 
-export interface HubRuntime {
+interface HubRuntime {
   clock: Clock;
   launcherFor: LauncherFactory;
   timings(env: Env): HubTimings;
 }
 
 /** Until a launcher is registered, every launch fails with this reason (visible to viewers). */
-export const unconfiguredLauncher: Launcher = {
+const unconfiguredLauncher: Launcher = {
   async start() {
     throw new Error('no runner launcher is configured on this edge');
   },

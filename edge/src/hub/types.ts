@@ -41,13 +41,7 @@ export interface AnswerApprovalInput {
   by: string;
 }
 
-export type HubErrorCode =
-  | 'not_found'
-  | 'conflict'
-  | 'invalid_request'
-  | 'runner_limit'
-  | 'session_log_full'
-  | 'internal';
+type HubErrorCode = 'not_found' | 'conflict' | 'invalid_request' | 'runner_limit' | 'session_log_full' | 'internal';
 
 export type HubResult<T> =
   | { ok: true; value: T }

@@ -7,8 +7,6 @@ const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const TIME_LEN = 10;
 const RANDOM_LEN = 16;
 
-export const ULID_RE = /^[0-9A-HJKMNP-TV-Z]{26}$/;
-
 function encodeTime(ms: number): string {
   let out = '';
   let t = Math.max(0, Math.floor(ms));
@@ -28,7 +26,7 @@ function randomPart(): string {
 }
 
 /** The id one greater than `id` (base 32, carrying); throws only at the end of ULID space. */
-export function incrementUlid(id: string): string {
+function incrementUlid(id: string): string {
   const chars = id.split('');
   for (let i = chars.length - 1; i >= 0; i--) {
     const v = ALPHABET.indexOf(chars[i] ?? '');

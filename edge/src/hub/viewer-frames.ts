@@ -44,7 +44,7 @@ export const REPLAY_PAGE_EVENTS = 2000;
 export const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** Keeps each frame far below the WebSocket message limit. */
-export const MAX_VIEWER_FRAME_CHARS = 512 * 1024;
+const MAX_VIEWER_FRAME_CHARS = 512 * 1024;
 
 /** Splits events into frames of at most MAX_VIEWER_FRAME_CHARS (an oversized event goes alone). */
 export function toViewerFrames(events: StoredEvent[]): string[] {

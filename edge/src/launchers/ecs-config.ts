@@ -18,7 +18,7 @@ const optionalText = z
   .optional()
   .transform((s) => (s === undefined || s.trim() === '' ? undefined : s.trim()));
 
-export const EcsLauncherEnvSchema = z.object({
+const EcsLauncherEnvSchema = z.object({
   /** Cluster name or ARN. */
   ECS_CLUSTER: z.string().trim().min(1, 'required'),
   /** `family`, `family:revision` or a task definition ARN (its container runs `switchyard-runner`). */
@@ -49,8 +49,6 @@ export const EcsLauncherEnvSchema = z.object({
   RUNNER_PROBE: z.enum(['task', 'host', 'off']).default('task'),
 });
 
-export type EcsLauncherEnv = z.input<typeof EcsLauncherEnvSchema>;
-
 export interface EcsLauncherConfig {
   cluster: string;
   taskDefinition: string;
@@ -64,7 +62,7 @@ export interface EcsLauncherConfig {
   probeMode: 'task' | 'host' | 'off';
 }
 
-export type ConfigResult = { ok: true; config: EcsLauncherConfig } | { ok: false; error: string };
+type ConfigResult = { ok: true; config: EcsLauncherConfig } | { ok: false; error: string };
 
 /** Reads the launcher's variables from the Worker env (unknown keys ignored; empty strings count as unset). */
 export function loadEcsLauncherConfig(env: object): ConfigResult {

@@ -4,7 +4,7 @@ export interface RunnerCaps {
   total: number;
 }
 
-export type SlotClaim = { ok: true } | { ok: false; limit: 'maxLiveRunnersPerUser' | 'maxLiveRunners'; cap: number };
+type SlotClaim = { ok: true } | { ok: false; limit: 'maxLiveRunnersPerUser' | 'maxLiveRunners'; cap: number };
 
 // A slot is reclaimed from a session that D1 shows at rest this long after the claim: the hub
 // that held it was lost before giving it back. Live launches show a live state within

@@ -9,18 +9,18 @@ import { fromBase64Url, toBase64Url } from '@switchyard/protocol';
 // (`c`) names the runner it was issued to and only ever travels over the runner link (welcome,
 // renewals). Nothing stores them.
 
-export const RUNNER_TOKEN_PREFIX = 'syr1';
+const RUNNER_TOKEN_PREFIX = 'syr1';
 /** Shorter secrets are refused: the HMAC key is the whole of a runner's authority. */
 export const MIN_SECRET_LENGTH = 32;
 
-export type RunnerClaims = {
+type RunnerClaims = {
   sessionId: string;
   launchId: string;
   /** Milliseconds since the epoch. */
   expiresAt: number;
 } & ({ kind: 'bootstrap' } | { kind: 'credential'; runnerId: string });
 
-export type VerifyResult =
+type VerifyResult =
   | { ok: true; claims: RunnerClaims }
   | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 

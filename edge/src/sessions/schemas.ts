@@ -84,7 +84,7 @@ export const SessionPageSchema = z
   })
   .openapi('SessionPage');
 
-export const AdminSessionSchema = SessionSchema.extend({
+const AdminSessionSchema = SessionSchema.extend({
   owner: z.object({ id: z.string(), username: z.string() }),
   runnerRef: z.string().nullable().openapi({ description: "the launcher's reference (ECS task ARN, local task id)" }),
 }).openapi('AdminSession');

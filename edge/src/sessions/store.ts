@@ -16,7 +16,7 @@ export interface SessionRow {
   approvals: ApprovalMode;
 }
 
-export const LIVE_STATES: SessionState[] = ['starting', 'ready', 'busy', 'idle', 'stopping'];
+const LIVE_STATES: SessionState[] = ['starting', 'ready', 'busy', 'idle', 'stopping'];
 
 export function toSession(row: SessionRow): Session {
   return {

@@ -2,7 +2,7 @@ import { z } from '@hono/zod-openapi';
 import type { Backend } from '@switchyard/protocol';
 
 /** What a probe reports about one backend in the runner image. */
-export const ProbeResultSchema = z.object({
+const ProbeResultSchema = z.object({
   available: z.boolean(),
   version: z.string().max(200).optional(),
   reason: z.string().max(2000).optional().openapi({ description: 'why it is not usable' }),

@@ -1,7 +1,7 @@
 import { BackendSchema, type Backend } from '@switchyard/protocol';
 import { runProbe, type BackendProbe, type ProbeResult } from './backend-probe.ts';
 
-export interface BackendStatus extends ProbeResult {
+interface BackendStatus extends ProbeResult {
   name: Backend;
 }
 
@@ -24,7 +24,7 @@ function fromRow(r: StatusRow): BackendStatus {
   };
 }
 
-export async function saveStatus(db: D1Database, name: Backend, result: ProbeResult, now: number): Promise<void> {
+async function saveStatus(db: D1Database, name: Backend, result: ProbeResult, now: number): Promise<void> {
   await db
     .prepare(
       `INSERT INTO backend_status (name, available, version, reason, fix, checked_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -74,7 +74,7 @@ export async function startProbe(
   return { done };
 }
 
-export interface StoredStatus extends BackendStatus {
+interface StoredStatus extends BackendStatus {
   /** When the answer was probed; null when no probe has answered yet. */
   checkedAt: number | null;
 }

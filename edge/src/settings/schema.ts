@@ -15,7 +15,7 @@ import { echo } from '../validation.ts';
  * `BackendSchema` with an error that names the accepted values and echoes what was sent. The
  * values come from the protocol package, so a new backend shows up here without an edit.
  */
-export const LlmBackendInputSchema = z.enum(BackendSchema.options, {
+const LlmBackendInputSchema = z.enum(BackendSchema.options, {
   error: (iss) => `must be one of ${BackendSchema.options.join(', ')} (got ${echo(iss.input)})`,
 }) satisfies z.ZodType<Backend>;
 
@@ -25,7 +25,7 @@ const ModelNameSchema = z
   .max(200)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, 'letters, digits and . _ : / @ - only');
 
-export const SETTINGS_BOUNDS = {
+const SETTINGS_BOUNDS = {
   sessionIdleMinutes: { min: 1, max: 24 * 60 },
   sessionMaxMinutes: { min: 5, max: 7 * 24 * 60 },
   maxMessageBytes: { min: 1024, max: 10 * 1024 * 1024 },

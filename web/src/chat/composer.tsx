@@ -9,7 +9,7 @@ import { formatBytes } from '../ui/format.ts';
 import { PaperclipIcon } from '../ui/icons.tsx';
 import { ErrorText } from '../ui/messages.tsx';
 
-export interface ComposerProps {
+interface ComposerProps {
   sessionId: string;
   running: boolean;
   maxMessageBytes: number;

@@ -27,7 +27,7 @@ function useStickToBottom(dep: unknown) {
  * Turns rendered at first in a long session; earlier ones come in pages on request. Rendering
  * Markdown and code for hundreds of turns at once would freeze the page on open.
  */
-export const RECENT_TURNS = 60;
+const RECENT_TURNS = 60;
 
 /** The conversation region: the latest turns, then messages sent but not yet confirmed by the stream. */
 export function ConversationLog({

@@ -11,7 +11,7 @@ export interface Attachment {
   previewUrl: string;
 }
 
-export function isAcceptedType(type: string): type is ImageMediaType {
+function isAcceptedType(type: string): type is ImageMediaType {
   return (IMAGE_MEDIA_TYPES as readonly string[]).includes(type);
 }
 

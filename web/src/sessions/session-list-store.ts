@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, type Schemas } from '../api/client.ts';
 
-export type SessionSummary = Schemas['Session'];
+type SessionSummary = Schemas['Session'];
 
 interface ListState {
   sessions: SessionSummary[] | null;

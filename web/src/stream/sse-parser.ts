@@ -3,9 +3,7 @@
 // EventSource, an `id:` belongs to its own frame only (the API puts one on every event, and an
 // event without one is not resumable, so the caller skips it).
 
-export type SseItem =
-  | { kind: 'event'; id: string | null; event: string; data: string }
-  | { kind: 'comment'; text: string };
+type SseItem = { kind: 'event'; id: string | null; event: string; data: string } | { kind: 'comment'; text: string };
 
 export class SseParser {
   private buf = '';
