@@ -22,6 +22,8 @@ import { EventBuffer } from './event-buffer.ts';
 import { HubLink, type HubRequest } from './hub-link.ts';
 import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile, type CliPaths } from './transcript.ts';
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
+import { WorkspaceClient, workspaceBaseUrl } from '../workspace/client.ts';
+import { WorkspaceSync } from '../workspace/sync.ts';
 
 export interface SessionRunnerOptions {
   config: ServeConfig;
@@ -50,6 +52,8 @@ export class SessionRunner {
   private readonly machine: TurnMachine;
   private readonly buffer: EventBuffer;
   private readonly link: HubLink;
+  /** The durable workspace: restored before the first CLI, saved after each turn and at the end. */
+  private readonly workspace: WorkspaceSync;
   private readonly timers = new Map<TimerName, NodeJS.Timeout>();
   private readonly slots = new Map<number, CliSlot>();
   private readonly inbox: MachineInput[] = [];
@@ -97,6 +101,12 @@ export class SessionRunner {
       onRequest: (request) => this.onRequest(request),
       onRejected: (error) => this.dispatch({ type: 'fatal', reason: 'fatal', error, exitCode: ExitCode.hubRejected }),
     });
+    this.workspace = new WorkspaceSync({
+      root: options.paths.workspace,
+      store: new WorkspaceClient(workspaceBaseUrl(c.hubUrl), () => this.link.currentToken),
+      log: options.log,
+      onError: (error) => this.emit({ type: 'error', ...error }),
+    });
   }
 
   /** Resolves with the process exit code once the session is over. */
@@ -125,7 +135,8 @@ export class SessionRunner {
     if (first) {
       this.approvals = welcome.approvals ?? 'auto';
       const transcript = welcome.transcript;
-      if (transcript) this.restoring = this.restore(transcript);
+      const files = this.workspace.pull().then(() => undefined);
+      this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
       this.dispatch({ type: 'linked' });
     }
     if (this.lastStatus) this.link.send(this.lastStatus);
@@ -164,6 +175,10 @@ export class SessionRunner {
         this.link.send({ type: 'accepted', inReplyTo: request.approvalId });
         return;
       }
+      case 'workspace_sync':
+        // A person changed the durable copy; the agent sees it on its next tool call.
+        void this.workspace.pull();
+        return;
       case 'shutdown':
         this.o.log.info('hub asked to shut down', { reason: request.reason });
         this.dispatch({ type: 'shutdown', reason: 'hub_shutdown', graceful: false });
@@ -229,7 +244,11 @@ export class SessionRunner {
         return;
       case 'upload_transcript': {
         const final = effect.final;
-        this.uploads = this.uploads.then(() => this.uploadTranscript(final));
+        this.uploads = this.uploads
+          .then(() => this.uploadTranscript(final))
+          // After a turn always (its workspace.saved marks the turn's files durable); at the end only if something changed.
+          .then(() => this.workspace.save({ announce: !final }))
+          .then(() => undefined);
         return;
       }
       case 'status':

@@ -1,0 +1,79 @@
+import {
+  RUNNER_WORKSPACE_PATH,
+  WorkspaceCommitResultSchema,
+  WorkspaceManifestSchema,
+  type WorkspaceCommit,
+  type WorkspaceCommitResult,
+  type WorkspaceManifest,
+} from '@switchyard/protocol';
+
+// The runner's HTTP client for the durable workspace (edge: RUNNER_WORKSPACE_PATH). Every answer
+// is validated; failures are thrown as WorkspaceHttpError with the status the edge gave.
+
+export class WorkspaceHttpError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** The edge's HTTP base for the workspace, from the hub URL the runner dials (ws → http). */
+export function workspaceBaseUrl(hubUrl: string): string {
+  const u = new URL(hubUrl);
+  u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+  u.pathname = RUNNER_WORKSPACE_PATH;
+  u.search = '';
+  u.hash = '';
+  return u.toString();
+}
+
+export class WorkspaceClient {
+  readonly #base: string;
+  readonly #token: () => string;
+
+  constructor(base: string, token: () => string) {
+    this.#base = base;
+    this.#token = token;
+  }
+
+  async #call(method: string, path: string, body?: BodyInit, contentType?: string): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#token()}` };
+    if (contentType !== undefined) headers['content-type'] = contentType;
+    const res = await fetch(`${this.#base}${path}`, { method, headers, ...(body !== undefined && { body }) });
+    if (!res.ok) {
+      const text = await res.text().catch(() => '');
+      let message = text.slice(0, 300);
+      try {
+        message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? message;
+      } catch {
+        // not JSON: the raw head is the message
+      }
+      throw new WorkspaceHttpError(res.status, `${method} ${path}: HTTP ${res.status} ${message}`);
+    }
+    return res;
+  }
+
+  async manifest(): Promise<WorkspaceManifest> {
+    return WorkspaceManifestSchema.parse(await (await this.#call('GET', '/manifest')).json());
+  }
+
+  async getBlob(sha256: string): Promise<Uint8Array> {
+    return new Uint8Array(await (await this.#call('GET', `/blobs/${sha256}`)).arrayBuffer());
+  }
+
+  async putBlob(sha256: string, data: Uint8Array): Promise<void> {
+    // A Uint8Array over a SharedArrayBuffer is no BodyInit; a Blob copies it into a plain one.
+    await this.#call(
+      'PUT',
+      `/blobs/${sha256}`,
+      new Blob([data as Uint8Array<ArrayBuffer>]),
+      'application/octet-stream',
+    );
+  }
+
+  async commit(commit: WorkspaceCommit): Promise<WorkspaceCommitResult> {
+    const res = await this.#call('POST', '/commit', JSON.stringify(commit), 'application/json');
+    return WorkspaceCommitResultSchema.parse(await res.json());
+  }
+}

@@ -1,0 +1,98 @@
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { open, readdir, realpath } from 'node:fs/promises';
+import { join, sep } from 'node:path';
+import { checkWorkspacePath } from '@switchyard/protocol';
+
+// What is in the workspace on disk: regular files only. Symlinks, devices, FIFOs and sockets are
+// not part of the durable workspace and are never followed, so a link the agent planted cannot
+// make a save read (and publish) a file outside the workspace.
+
+export interface DiskFile {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  executable: boolean;
+}
+
+export interface Scan {
+  files: Map<string, DiskFile>;
+  /** Paths left out, and why (a link, a special file, a name no side accepts). */
+  skipped: Array<{ path: string; why: string }>;
+}
+
+/** Walks `root` without following links; names are workspace paths (`/`-separated, relative). */
+export async function scanWorkspace(root: string): Promise<Scan> {
+  const files = new Map<string, DiskFile>();
+  const skipped: Scan['skipped'] = [];
+  const walk = async (rel: string): Promise<void> => {
+    const dir = rel === '' ? root : join(root, rel);
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const path = rel === '' ? e.name : `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        await walk(path);
+        continue;
+      }
+      if (!e.isFile()) {
+        skipped.push({ path, why: e.isSymbolicLink() ? 'a symbolic link' : 'not a regular file' });
+        continue;
+      }
+      const checked = checkWorkspacePath(path);
+      if (!checked.ok) {
+        skipped.push({ path, why: `its name ${checked.message}` });
+        continue;
+      }
+      const st = await statInside(root, path);
+      if (st === undefined) skipped.push({ path, why: 'it changed into something else while saving' });
+      else files.set(path, st);
+    }
+  };
+  await walk('');
+  return { files, skipped };
+}
+
+export async function statInside(root: string, path: string): Promise<DiskFile | undefined> {
+  try {
+    const fh = await open(join(root, path), constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) return undefined;
+      return { size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino, executable: (st.mode & 0o100) !== 0 };
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads a workspace file, refusing one reached through a link: the leaf is opened O_NOFOLLOW and
+ * the real path must be exactly where the walk found it (a folder swapped for a link since the
+ * walk would resolve elsewhere).
+ */
+export async function readInside(root: string, path: string, maxBytes: number): Promise<Buffer> {
+  const full = join(root, path);
+  const [realRoot, real] = await Promise.all([realpath(root), realpath(full)]);
+  if (real !== `${realRoot}${sep}${path.split('/').join(sep)}`)
+    throw new Error(`${path} resolves outside where it was found`);
+  const fh = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw new Error(`${path} is not a regular file`);
+    if (st.size > maxBytes) throw new Error(`${path} is ${st.size} bytes, over ${maxBytes}`);
+    return await fh.readFile();
+  } finally {
+    await fh.close();
+  }
+}
+
+export function sha256(data: Buffer | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}

@@ -1,0 +1,62 @@
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, realpath, unlink, utimes } from 'node:fs/promises';
+import { join, sep } from 'node:path';
+import { checkWorkspacePath } from '@switchyard/protocol';
+
+// Writing a file from the durable copy into the workspace. The path is checked again here (the
+// manifest came over the network), every folder on the way must be a real folder (never a link),
+// and the file is opened O_NOFOLLOW: nothing a restore writes can land outside the workspace.
+
+export async function writeInside(
+  root: string,
+  path: string,
+  data: Uint8Array,
+  opts: { executable: boolean; modifiedAt: number },
+): Promise<void> {
+  const checked = checkWorkspacePath(path);
+  if (!checked.ok) throw new Error(`refusing to restore ${JSON.stringify(path)}: ${checked.message}`);
+  const realRoot = await realpath(root);
+  let dir = realRoot;
+  for (const seg of checked.segments.slice(0, -1)) {
+    const next = join(dir, seg);
+    const st = await lstat(next).catch(() => undefined);
+    if (st === undefined) await mkdir(next, { mode: 0o755 });
+    else if (!st.isDirectory()) throw new Error(`refusing to restore ${path}: ${seg} is not a folder`);
+    dir = next;
+  }
+  // One more look at the whole folder chain, just before the open.
+  const realDir = await realpath(dir);
+  if (realDir !== dir || (realDir !== realRoot && !realDir.startsWith(`${realRoot}${sep}`)))
+    throw new Error(`refusing to restore ${path}: its folder resolves outside the workspace`);
+  const target = join(dir, checked.segments.at(-1) ?? '');
+  const existing = await lstat(target).catch(() => undefined);
+  // A link or special file where the durable copy has a file: replace the entry, never its target.
+  if (existing !== undefined && !existing.isFile() && !existing.isDirectory()) await unlink(target);
+  const fh = await open(
+    target,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+    opts.executable ? 0o755 : 0o644,
+  );
+  try {
+    await fh.writeFile(data);
+    await fh.chmod(opts.executable ? 0o755 : 0o644);
+  } finally {
+    await fh.close();
+  }
+  const when = new Date(opts.modifiedAt);
+  await utimes(target, when, when);
+}
+
+/** Removes a file the durable copy no longer has; never follows a link, never removes a folder. */
+export async function removeInside(root: string, path: string): Promise<void> {
+  const checked = checkWorkspacePath(path);
+  if (!checked.ok) return;
+  const realRoot = await realpath(root);
+  const full = join(realRoot, ...checked.segments);
+  // The folder must be where it looks: a link in the way would make the unlink land elsewhere.
+  const realDir = await realpath(join(full, '..')).catch(() => undefined);
+  if (realDir === undefined || (realDir !== realRoot && !realDir.startsWith(`${realRoot}${sep}`))) return;
+  if (realDir !== join(full, '..')) return;
+  const st = await lstat(full).catch(() => undefined);
+  if (st !== undefined && !st.isDirectory()) await unlink(full);
+}
