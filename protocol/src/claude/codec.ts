@@ -10,6 +10,7 @@ import {
   type Usage,
 } from '../events.ts';
 import { arr, head, isObj, nonNegInt, num, obj, str, type Obj } from '../json-fields.ts';
+import { controlError, interruptLine, textBlocks } from './input-lines.ts';
 import { classifyProviderError, parseProviderErrorText, type ProviderErrorFacts } from '../provider-errors.ts';
 
 interface OpenBlock {
@@ -26,8 +27,6 @@ const STOP_REASONS: Record<string, StopReason> = {
   max_tokens: 'max_tokens',
   refusal: 'refusal',
 };
-
-let requestCounter = 0;
 
 /** Codec for `claude -p --input-format stream-json --output-format stream-json`. */
 export class ClaudeCodec implements AgentCodec {
@@ -355,37 +354,10 @@ export class ClaudeCodec implements AgentCodec {
   }
 }
 
-function controlError(requestId: string, error: string): string {
-  return `${JSON.stringify({ type: 'control_response', response: { subtype: 'error', request_id: requestId, error } })}\n`;
-}
-
-function interruptLine(): string {
-  // A clock alone collides in a tight loop; the counter makes ids unique.
-  const requestId = `sy-int-${Date.now().toString(36)}-${(++requestCounter).toString(36)}`;
-  return `${JSON.stringify({ type: 'control_request', request_id: requestId, request: { subtype: 'interrupt' } })}\n`;
-}
-
 /** claude's own text ("API Error: 400 …") may name a status the structured fields lack. */
 function providerError(facts: ProviderErrorFacts): ErrorInfo | undefined {
   const fromText = facts.message ? parseProviderErrorText(facts.message) : {};
   return classifyProviderError({ ...facts, status: facts.status ?? fromText.status });
-}
-
-/**
- * claude dispatches a message whose last text block starts with `/` as a
- * local slash command (it never reaches the model, even with
- * --disable-slash-commands). Splitting the leading slashes into their own
- * block keeps the text byte-identical for the model while the last block no
- * longer starts with `/` (invariant 3). Verified on 2.1.197: text made only
- * of slashes reaches the model as it is.
- */
-function textBlocks(text: string): string | Array<{ type: 'text'; text: string }> {
-  const lead = /^\s*\/+/.exec(text)?.[0];
-  if (lead === undefined || lead.length === text.length) return text;
-  return [
-    { type: 'text', text: lead },
-    { type: 'text', text: text.slice(lead.length) },
-  ];
 }
 
 function parseToolInput(json: string): Record<string, unknown> {
