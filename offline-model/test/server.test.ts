@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startOfflineModel } from '../src/index.ts';
 import type { OfflineModel } from '../src/index.ts';
 import { inputTokens, MessagesRequestSchema } from '../src/request.ts';
+import { SseReader } from '../../test/helpers/sse.ts';
 
 let model: OfflineModel;
 beforeAll(async () => {
@@ -49,26 +50,10 @@ type Event = { type: string; at: number; [k: string]: unknown };
 
 /** Reads an SSE response to its end (or until the connection breaks), timestamping each event. */
 async function readSse(res: Response): Promise<{ events: Event[]; error?: unknown }> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: Event[] = [];
-  let buf = '';
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let i: number;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const frame = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const data = frame.split('\n').find((l) => l.startsWith('data: '));
-        if (data) events.push({ ...(JSON.parse(data.slice(6)) as { type: string }), at: Date.now() });
-      }
-    }
-    return { events };
-  } catch (error) {
-    return { events, error };
-  }
+  const sse = new SseReader(res.body!);
+  await sse.finished;
+  const events = sse.events.map((e) => ({ ...(e.data as { type: string }), at: e.receivedAt }));
+  return sse.error === undefined ? { events } : { events, error: sse.error };
 }
 
 const textOf = (events: Event[]): string =>

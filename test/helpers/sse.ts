@@ -89,6 +89,11 @@ export class SseReader {
     for (const w of this.waiters) w();
   }
 
+  /** Settles when the stream has ended: its end, a broken connection (see `error`) or close(). */
+  get finished(): Promise<void> {
+    return this.pump;
+  }
+
   get lastId(): string | undefined {
     return this.events.at(-1)?.id;
   }
