@@ -14,6 +14,7 @@ export * from './provider-errors.ts';
 export { INHERITED_ENV, allowListedEnv } from './env.ts';
 export { claudeHookCommand, claudeTranscriptPath, CLAUDE_DEFAULT_TOOLS } from './claude/spawn.ts';
 export { PI_DEFAULT_TOOLS, PI_DEFAULT_MODEL } from './pi/spawn.ts';
+export { PI_APPROVAL_CONFIRM_TITLE, PI_APPROVAL_DENY_REASON_TITLE, PI_APPROVAL_ENV } from './pi/approval.ts';
 export { ClaudeCodec } from './claude/codec.ts';
 export { PiCodec } from './pi/codec.ts';
 export * from './sigv4.ts';

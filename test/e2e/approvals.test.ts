@@ -68,12 +68,15 @@ async function send(api: Api, sessionId: string, script: Record<string, unknown>
   return r.body.messageId;
 }
 
-function request(s: SseStream, messageId: string, timeoutMs = TURN_MS): Promise<SseEvent> {
-  return s.waitFor(
+async function request(s: SseStream, messageId: string, timeoutMs = TURN_MS): Promise<SseEvent> {
+  // A turn that ends first (a launch that failed, a guard refusal) fails at once, saying why.
+  const e = await s.waitFor(
     'approval.request',
-    (e) => e.event === 'approval.request' && e.data.messageId === messageId,
+    (e) => (e.event === 'approval.request' || e.event === 'turn.done') && e.data.messageId === messageId,
     timeoutMs,
   );
+  if (e.event === 'turn.done') throw new Error(`the turn ended before asking: ${JSON.stringify(e.data)}`);
+  return e;
 }
 
 function resolved(s: SseStream, approvalId: unknown, timeoutMs = TURN_MS): Promise<SseEvent> {
@@ -101,7 +104,20 @@ async function readBack(sse: SseStream, sessionId: string, path: string): Promis
   return result as SseEvent;
 }
 
-describe.sequential('tool approvals (claude)', () => {
+const NAMES = {
+  claude: { write: 'Write', shell: 'Bash', path: 'file_path' },
+  pi: { write: 'write', shell: 'bash', path: 'path' },
+} as const;
+
+/** The same behaviours on either backend (sessions are pinned to the backend set at creation). */
+function suite(backend: 'claude' | 'pi') {
+  const names = NAMES[backend];
+  it(`${backend}: new sessions run ${backend}`, async () => {
+    const id = await askSession(admin);
+    const r = await admin.call<{ backend: string }>('GET', `/api/sessions/${id}`);
+    expect(r.body.backend).toBe(backend);
+  });
+
   it(
     'allow: the write waits for a person, runs once allowed, and the file exists',
     dumpOnFail(async () => {
@@ -109,8 +125,8 @@ describe.sequential('tool approvals (claude)', () => {
       const sse = await track(admin.events(id));
       const m = await send(admin, id, { tool: 'write', path: 'allowed.txt', content: 'ALLOWED-CONTENT' });
       const req = await request(sse, m);
-      expect(req.data).toMatchObject({ name: 'Write', kind: 'write' });
-      expect(String((req.data.input as Record<string, unknown>).file_path)).toMatch(/allowed\.txt$/);
+      expect(req.data).toMatchObject({ name: names.write, kind: 'write' });
+      expect(String((req.data.input as Record<string, unknown>)[names.path])).toMatch(/allowed\.txt$/);
       expect(Date.parse(String(req.data.expiresAt))).toBeGreaterThan(Date.now());
       // Nothing ran yet: no tool result while the request is pending.
       expect(toolResult(sse, m)).toBeUndefined();
@@ -177,7 +193,7 @@ describe.sequential('tool approvals (claude)', () => {
       const two = await track(admin.events(id));
       const m = await send(admin, id, { tool: 'shell', command: 'echo SHELL-RAN > ran.txt' });
       const req = await request(one, m);
-      expect(req.data).toMatchObject({ name: 'Bash', kind: 'shell' });
+      expect(req.data).toMatchObject({ name: names.shell, kind: 'shell' });
       await request(two, m);
       // A viewer that connects mid-wait gets the pending request by replay and answers it.
       const late = await track(admin.events(id));
@@ -199,11 +215,11 @@ describe.sequential('tool approvals (claude)', () => {
       const m = await send(admin, id, { tool: 'write', path: 'x.txt', content: 'x' });
       const req = await request(sse, m);
       const created = await admin.call('POST', '/api/admin/users', {
-        username: 'approvals-eve',
+        username: `approvals-eve-${backend}`,
         password: 'eve-password-long-enough',
       });
       expect(created.status, created.text).toBe(201);
-      const eve = await Api.login(stack.url, 'approvals-eve', 'eve-password-long-enough');
+      const eve = await Api.login(stack.url, `approvals-eve-${backend}`, 'eve-password-long-enough');
       const r = await answer(eve, id, req.data.approvalId, { decision: 'allow' });
       expect(r.status, r.text).toBe(404);
       expect((await answer(admin, id, 'no-such-approval', { decision: 'allow' })).status).toBe(404);
@@ -294,4 +310,19 @@ describe.sequential('tool approvals (claude)', () => {
     }),
     TURN_MS * 2,
   );
+}
+
+describe.sequential('tool approvals', () => {
+  describe.sequential('claude', () => suite('claude'));
+  describe.sequential('pi', () => {
+    it(
+      'the admin switches new sessions to pi',
+      async () => {
+        const put = await admin.call<{ llmBackend: string }>('PUT', '/api/admin/settings', { llmBackend: 'pi' });
+        expect(put.status, put.text).toBe(200);
+      },
+      TURN_MS,
+    );
+    suite('pi');
+  });
 });

@@ -1,8 +1,9 @@
-import type { AgentCodec, CliExit, UserMessage } from '../adapter.ts';
+import type { AgentCodec, ApprovalAnswerLine, CliExit, UserMessage } from '../adapter.ts';
 import { TurnTracker } from '../codec-base.ts';
 import { capOutput, type AgentEvent, type ContentBlock, type ErrorInfo, type StopReason } from '../events.ts';
 import { arr, head, isObj, nonNegInt, num, obj, str, type Obj } from '../json-fields.ts';
 import { classifyProviderError, parseProviderErrorText } from '../provider-errors.ts';
+import { PiApprovals } from './approval.ts';
 
 const STOP_REASONS: Record<string, StopReason> = {
   stop: 'end_turn',
@@ -35,6 +36,7 @@ const nextId = (kind: string) => `sy-${kind}-${(++idCounter).toString(36)}`;
 /** Codec for `pi --mode rpc`. */
 export class PiCodec implements AgentCodec {
   private readonly turn = new TurnTracker();
+  private readonly approvals = new PiApprovals();
   private sessionFile: string | undefined;
   private sessionId: string | undefined;
   private startedTools = new Map<number, { id: string; name: string }>();
@@ -76,9 +78,8 @@ export class PiCodec implements AgentCodec {
     return this.turn.parseLine(line, this.dispatch);
   }
 
-  /** pi asks through its extension UI; this codec does not emit approval requests yet. */
-  encodeApproval(): string | undefined {
-    return undefined;
+  encodeApproval(answer: ApprovalAnswerLine): string | undefined {
+    return this.approvals.encode(answer);
   }
 
   takeInput(): string[] {
@@ -125,6 +126,11 @@ export class PiCodec implements AgentCodec {
         return this.retryEnd(msg);
       case 'response':
         return this.response(msg);
+      case 'extension_ui_request': {
+        const { events, reply } = this.approvals.request(msg);
+        if (reply !== undefined) this.turn.queueInput(reply);
+        return events;
+      }
       case 'extension_error':
         return [
           {

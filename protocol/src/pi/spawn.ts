@@ -1,5 +1,6 @@
 import { SpawnOptionsSchema, type SpawnOptions, type SpawnSpec } from '../adapter.ts';
 import { allowListedEnv } from '../env.ts';
+import { PI_APPROVAL_ENV } from './approval.ts';
 
 export const PI_DEFAULT_TOOLS = ['read', 'bash', 'edit', 'write', 'grep', 'find', 'ls'];
 export const PI_PROVIDER = 'switchyard';
@@ -66,6 +67,8 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
       PI_OFFLINE: '1',
       PI_SKIP_VERSION_CHECK: '1',
       PI_TELEMETRY: '0',
+      // The guard extension asks a person after its own checks (DESIGN "Tool approvals").
+      ...(o.approvals === 'ask' && { [PI_APPROVAL_ENV]: 'ask' }),
     }),
     cwd: o.workspace,
     files: [

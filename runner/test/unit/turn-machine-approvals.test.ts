@@ -41,7 +41,8 @@ const request = (approvalId: string): AgentEvent => ({
   input: {},
   expiresAt: '2026-11-30T20:00:00.000Z',
 });
-const stallSet = (fx: MachineEffect[]) => fx.find((e) => e.type === 'set_timer' && e.name === 'stall');
+const stallSet = (fx: MachineEffect[]) =>
+  fx.find((e): e is Extract<MachineEffect, { type: 'set_timer' }> => e.type === 'set_timer' && e.name === 'stall');
 const stallCleared = (fx: MachineEffect[]) => fx.some((e) => e.type === 'clear_timer' && e.name === 'stall');
 
 describe('TurnMachine: approvals', () => {
