@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -13,6 +13,7 @@ import {
 import { sandboxSetup } from './capabilities.ts';
 import { CliProcess } from './cli/cli-process.ts';
 import { locateCli } from './cli/locate.ts';
+import { type CliLaunch, cliSpawnSpec, makeCliDirs } from './cli/spawn.ts';
 import type { CommonConfig } from './config.ts';
 import { messageOf, runnerError } from './errors.ts';
 import { startModelAccess } from './sandbox/model-proxy.ts';
@@ -56,32 +57,23 @@ export async function runOnce(o: OnceOptions): Promise<OnceResult> {
   if (!model.ok) return failed(model.error);
   const stateDir = await mkdtemp(join(tmpdir(), 'switchyard-once-'));
   try {
-    const workspace = resolve(o.workspace);
-    await mkdir(workspace, { recursive: true });
-    const adapter = adapterFor(o.backend);
-    const paths = { workspace, home: join(stateDir, 'home'), configDir: join(stateDir, 'cli') };
-    await mkdir(paths.home, { recursive: true, mode: 0o700 });
-    await mkdir(paths.configDir, { recursive: true, mode: 0o700 });
+    const launch: CliLaunch = {
+      backend: o.backend,
+      executable,
+      dirs: await makeCliDirs(stateDir, resolve(o.workspace)),
+      model: model.value,
+      walls: sandbox.value,
+      modelName: o.config.modelName,
+      retry: o.config.retry,
+      baseEnv: o.baseEnv,
+    };
     let spec;
     try {
-      spec = await sandbox.value.prepare(
-        adapter.spawnSpec({
-          executable,
-          ...paths,
-          modelBaseUrl: model.value.baseUrl,
-          modelApiKey: model.value.apiKey,
-          oneShot: true,
-          ...(o.config.modelName !== undefined && { model: o.config.modelName }),
-          ...(o.config.retry !== undefined && { retry: o.config.retry }),
-          guard: sandbox.value.guard(o.backend),
-          baseEnv: o.baseEnv,
-        }),
-        { backend: o.backend, ...paths, modelSocket: model.value.socketPath },
-      );
+      spec = await cliSpawnSpec(launch, { oneShot: true });
     } catch (err) {
       return failed(runnerError(err instanceof SandboxError ? err.code : 'sandbox_unavailable', messageOf(err)));
     }
-    return await drive(spec, adapter.createCodec(), o);
+    return await drive(spec, adapterFor(o.backend).createCodec(), o);
   } finally {
     await model.value.close();
     await rm(stateDir, { recursive: true, force: true }).catch(() => {});

@@ -1,10 +1,11 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adapterFor, type AgentEvent, type Backend, type Capabilities } from '@switchyard/protocol';
 import { sandboxSetup, type SandboxSetup } from './capabilities.ts';
 import { CliProcess } from './cli/cli-process.ts';
 import { locateCli } from './cli/locate.ts';
+import { cliSpawnSpec, makeCliDirs } from './cli/spawn.ts';
 import { readinessFor } from './cli/readiness.ts';
 import type { CommonConfig } from './config.ts';
 import { messageOf } from './errors.ts';
@@ -85,23 +86,23 @@ async function probeOne(
   }
   const stateDir = await mkdtemp(join(tmpdir(), 'switchyard-probe-'));
   try {
-    const adapter = adapterFor(backend);
-    const paths = { workspace: join(stateDir, 'ws'), home: join(stateDir, 'home'), configDir: join(stateDir, 'cli') };
-    for (const dir of Object.values(paths)) await mkdir(dir, { recursive: true, mode: 0o700 });
-    const spec = await sandbox.prepare(
-      adapter.spawnSpec({
+    const spec = await cliSpawnSpec(
+      {
+        backend,
         executable,
-        ...paths,
-        modelBaseUrl: model.value.baseUrl,
-        modelApiKey: model.value.apiKey,
-        oneShot: true,
-        ...(config.modelName !== undefined && { model: config.modelName }),
-        guard: sandbox.guard(backend),
+        dirs: await makeCliDirs(stateDir),
+        model: model.value,
+        walls: sandbox,
+        modelName: config.modelName,
+        // serve's retry policy too: the probe proves the configuration serve starts the CLI with
+        // (the policy is part of it: claude's environment, pi's settings.json), and its handshake
+        // sends no model request, so the policy cannot slow it down.
+        retry: config.retry,
         baseEnv,
-      }),
-      { backend, ...paths, modelSocket: model.value.socketPath },
+      },
+      { oneShot: true },
     );
-    const problem = await handshake(backend, spec, adapter.createCodec());
+    const problem = await handshake(backend, spec, adapterFor(backend).createCodec());
     if (problem) report.problems.push(problem);
     else report.configValid = true;
   } catch (err) {

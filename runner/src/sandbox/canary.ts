@@ -9,13 +9,14 @@
 //    the canary's content must not come back.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { adapterFor, claudeHookCommand, type AgentEvent, type Backend } from '@switchyard/protocol';
 import { CliProcess } from '../cli/cli-process.ts';
 import type { CliExecutable } from '../cli/locate.ts';
+import { cliSpawnSpec, makeCliDirs } from '../cli/spawn.ts';
 import { startOfflineModel } from '@switchyard/offline-model';
 import { policyEnv, POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
 import { DENY_PREFIX } from './guard/rules.ts';
@@ -117,8 +118,7 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
   let proc: CliProcess | undefined;
   let route: Awaited<ReturnType<typeof startModelRoute>> | undefined;
   try {
-    const dirs = { workspace: join(root, 'ws'), home: join(root, 'home'), configDir: join(root, 'cli') };
-    for (const d of Object.values(dirs)) await mkdir(d, { recursive: true, mode: 0o700 });
+    const dirs = await makeCliDirs(root);
     const token = `switchyard-canary-${randomBytes(12).toString('hex')}`;
     const canaryFile = join(root, 'canary.txt');
     await writeFile(canaryFile, token);
@@ -130,25 +130,27 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
       { tool: 'read', path: join(dirs.workspace, 'allowed.txt') },
       { text: 'canary done' },
     );
-    const adapter = adapterFor(o.backend);
     route = await startModelRoute(o.sandbox.mode, model.url, undefined);
-    const spec = await o.sandbox.prepare(
-      adapter.spawnSpec({
+    const sandbox = o.sandbox;
+    const spec = await cliSpawnSpec(
+      {
+        backend: o.backend,
         executable: o.executable,
-        ...dirs,
-        modelBaseUrl: route.baseUrl,
-        modelApiKey: route.apiKey,
-        oneShot: true,
+        dirs,
+        model: route,
+        // The bare sandbox: this run is what decides whether the guard counts as loaded.
+        walls: { guard: (b) => sandbox.guardOption(b), prepare: (s, paths) => sandbox.prepare(s, paths) },
+        modelName: undefined,
+        // No retries: the scripted model does not fail, and an error must end the run, not be waited out.
         retry: { maxRetries: 0, baseDelayMs: 0 },
-        guard: o.sandbox.guardOption(o.backend),
         baseEnv: o.baseEnv,
-      }),
-      { backend: o.backend, ...dirs, modelSocket: route.socketPath },
+      },
+      { oneShot: true },
     );
     const events: AgentEvent[] = [];
     let done!: () => void;
     const turnDone = new Promise<void>((r) => (done = r));
-    proc = await CliProcess.start(spec, adapter.createCodec(), {
+    proc = await CliProcess.start(spec, adapterFor(o.backend).createCodec(), {
       onEvent: (e) => {
         events.push(e);
         if (e.type === 'turn.done') done();

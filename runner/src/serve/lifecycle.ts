@@ -1,8 +1,9 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sandboxSetup } from '../capabilities.ts';
 import { locateCli } from '../cli/locate.ts';
+import { makeCliDirs } from '../cli/spawn.ts';
 import { loadServeConfig } from '../config.ts';
 import { ExitCode, messageOf } from '../errors.ts';
 import { createLogger } from '../log.ts';
@@ -48,22 +49,22 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
     return ExitCode.usage;
   }
 
-  const workspace = resolve(config.workspace);
-  await mkdir(workspace, { recursive: true });
   const ownStateDir = config.stateDir === undefined;
   const stateDir = config.stateDir ?? (await mkdtemp(join(tmpdir(), 'switchyard-runner-')));
-  const paths = { workspace, home: join(stateDir, 'home'), configDir: join(stateDir, 'cli') };
-  await mkdir(paths.home, { recursive: true, mode: 0o700 });
-  await mkdir(paths.configDir, { recursive: true, mode: 0o700 });
-
   const runner = new SessionRunner({
     config,
     log,
-    executable,
-    model: model.value,
-    sandbox: sandbox.value,
-    paths,
-    baseEnv: env,
+    capabilities: sandbox.value.capabilities,
+    launch: {
+      backend: config.backend,
+      executable,
+      dirs: await makeCliDirs(stateDir, resolve(config.workspace)),
+      model: model.value,
+      walls: sandbox.value,
+      modelName: config.modelName,
+      retry: config.retry,
+      baseEnv: env,
+    },
   });
   const onSignal = (signal: NodeJS.Signals) => {
     log.info('signal', { signal });

@@ -7,20 +7,19 @@ import {
   type AgentEvent,
   type ApprovalMode,
   type ByeReason,
+  type Capabilities,
   type ErrorInfo,
   type HubToRunner,
   type RunnerStatus,
 } from '@switchyard/protocol';
-import type { SandboxSetup } from '../capabilities.ts';
-import type { CliExecutable } from '../cli/locate.ts';
+import { type CliLaunch, cliSpawnSpec } from '../cli/spawn.ts';
 import type { ServeConfig } from '../config.ts';
 import { ExitCode } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { ModelAccess } from '../model-access.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
 import { HubLink, type HubRequest } from './hub-link.ts';
-import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile, type CliPaths } from './transcript.ts';
+import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile } from './transcript.ts';
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
 import { WorkspaceClient, workspaceBaseUrl } from '../workspace/client.ts';
 import { WorkspaceSync } from '../workspace/sync.ts';
@@ -28,13 +27,10 @@ import { WorkspaceSync } from '../workspace/sync.ts';
 export interface SessionRunnerOptions {
   config: ServeConfig;
   log: Logger;
-  executable: CliExecutable;
-  /** `socketPath`: the credential proxy's unix socket under bubblewrap. */
-  model: ModelAccess & { socketPath?: string | undefined };
-  sandbox: SandboxSetup;
-  paths: CliPaths & { home: string };
-  /** The runner's environment; the adapter copies only allow-listed names into the CLI's. */
-  baseEnv: Record<string, string | undefined>;
+  /** What `hello` reports: the guard's self-test and the OS wall. */
+  capabilities: Capabilities;
+  /** Every CLI of the session is spawned from this (cli/spawn.ts). */
+  launch: CliLaunch;
 }
 
 /** How long the transcript must stay unchanged after a turn before it is read (see waitForQuietFile). */
@@ -89,8 +85,8 @@ export class SessionRunner {
         runnerId: c.runnerId,
         sessionId: c.sessionId,
         backend: c.backend,
-        cliVersion: options.executable.version,
-        capabilities: options.sandbox.capabilities,
+        cliVersion: options.launch.executable.version,
+        capabilities: options.capabilities,
       },
       buffer: this.buffer,
       backoff: { baseMs: c.link.backoffBaseMs, maxMs: c.link.backoffMaxMs },
@@ -102,7 +98,7 @@ export class SessionRunner {
       onRejected: (error) => this.dispatch({ type: 'fatal', reason: 'fatal', error, exitCode: ExitCode.hubRejected }),
     });
     this.workspace = new WorkspaceSync({
-      root: options.paths.workspace,
+      root: options.launch.dirs.workspace,
       store: new WorkspaceClient(workspaceBaseUrl(c.hubUrl), () => this.link.currentToken),
       log: options.log,
       onError: (error) => this.emit({ type: 'error', ...error }),
@@ -145,7 +141,7 @@ export class SessionRunner {
   private async restore(
     transcript: NonNullable<Extract<HubToRunner, { type: 'welcome' }>['transcript']>,
   ): Promise<void> {
-    const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.paths);
+    const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.launch.dirs);
     if (restored.ok) {
       this.resumeHandle = restored.value;
       this.conversationStarted = true;
@@ -265,37 +261,16 @@ export class SessionRunner {
   }
 
   private spawn(gen: number): void {
-    const { config: c, paths } = this.o;
-    const adapter = adapterFor(c.backend);
-    // Built after any restore finished, so a restored conversation is resumed.
+    const { backend } = this.o.launch;
+    // Built after any restore finished, so a restored conversation is resumed. The sandbox
+    // refuses (the spawn fails, naming why) when the guard is missing.
     const spec = this.restoring.then(async () => {
       const resume = await this.resumable();
       this.o.log.info('starting the CLI', { gen, resume: resume !== undefined });
-      const unwrapped = adapter.spawnSpec({
-        executable: this.o.executable,
-        workspace: paths.workspace,
-        home: paths.home,
-        configDir: paths.configDir,
-        modelBaseUrl: this.o.model.baseUrl,
-        modelApiKey: this.o.model.apiKey,
-        ...(c.modelName !== undefined && { model: c.modelName }),
-        ...(resume !== undefined && { resume }),
-        guard: this.o.sandbox.guard(c.backend),
-        approvals: this.approvals,
-        ...(c.retry !== undefined && { retry: c.retry }),
-        baseEnv: this.o.baseEnv,
-      });
-      // Guard policy + bubblewrap; throws (the spawn fails, naming why) when the guard is missing.
-      return this.o.sandbox.prepare(unwrapped, {
-        backend: c.backend,
-        workspace: paths.workspace,
-        home: paths.home,
-        configDir: paths.configDir,
-        modelSocket: this.o.model.socketPath,
-      });
+      return cliSpawnSpec(this.o.launch, { ...(resume !== undefined && { resume }), approvals: this.approvals });
     });
-    const codec = adapter.createCodec();
-    const slot = CliSlot.start(gen, c.backend, codec, spec, {
+    const codec = adapterFor(backend).createCodec();
+    const slot = CliSlot.start(gen, backend, codec, spec, {
       onStarted: (pid) => this.o.log.info('cli started', { gen, pid }),
       onReady: () => {
         this.o.log.info('cli ready', { gen });
@@ -332,7 +307,7 @@ export class SessionRunner {
    * the conversation starts over and the session is told why.
    */
   private async resumable(): Promise<string | undefined> {
-    const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.paths);
+    const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.launch.dirs);
     if (!file) return undefined;
     if (
       await access(file.path).then(
@@ -374,11 +349,11 @@ export class SessionRunner {
   }
 
   private async uploadTranscript(final: boolean): Promise<void> {
-    const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.paths);
+    const file = transcriptFile(this.o.config.backend, this.resumeHandle, this.o.launch.dirs);
     // Only a live CLI may still be writing; a dead one's file is as complete as it gets.
     const writing = [...this.slots.values()].some((slot) => slot.running);
     if (!final && file && writing) await waitForQuietFile(file.path, TRANSCRIPT_SETTLE);
-    const collected = await collectTranscript(this.o.config.backend, this.resumeHandle, this.o.paths);
+    const collected = await collectTranscript(this.o.config.backend, this.resumeHandle, this.o.launch.dirs);
     if (!collected.ok) {
       this.o.log.error('transcript upload failed', { code: collected.error.code, message: collected.error.message });
       this.emit({ type: 'error', ...collected.error });
