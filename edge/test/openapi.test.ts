@@ -41,6 +41,11 @@ describe('GET /api/openapi.json', () => {
         'POST /api/sessions/{id}/interrupt',
         'GET /api/sessions/{id}/events',
         'GET /api/sessions/{id}/transcript',
+        'GET /api/sessions/{id}/files',
+        'PUT /api/sessions/{id}/files/{path}',
+        'GET /api/sessions/{id}/files/{path}',
+        'DELETE /api/sessions/{id}/files/{path}',
+        'GET /api/sessions/{id}/archive',
       ].sort(),
     );
     const schemas = r.body.components.schemas;

@@ -13,6 +13,7 @@ import { readSettings } from '../settings/store.ts';
 import { hit, type RateRule } from '../rate-limit.ts';
 import { invalidInput } from '../validation.ts';
 import { workspaceFileRoutes } from '../workspace/file-routes.ts';
+import { documentWorkspaceRoutes } from '../workspace/openapi.ts';
 import {
   CreateSessionSchema,
   EventsQuerySchema,
@@ -222,6 +223,7 @@ export function sessionRoutes(deps: AppDeps) {
   app.use('/:id/transcript', sessionAccess(deps, 'read'));
   app.use('/:id', sessionAccess(deps, 'read'));
   app.route('/', workspaceFileRoutes(deps));
+  documentWorkspaceRoutes(app);
 
   app.openapi(createRoute_, async (c) => {
     // An absent or empty body is `{}`: POST /api/sessions with nothing is a valid request.

@@ -1138,7 +1138,7 @@ export interface paths {
                 query?: {
                     limit?: number;
                     cursor?: string;
-                    action?: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete";
+                    action?: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete" | "approval.decide";
                 };
                 header?: never;
                 path?: never;
@@ -1243,6 +1243,453 @@ export interface paths {
                 };
                 /** @description authenticated but not allowed (or a cross-site cookie request) */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/runner-pool": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The warm runner pool: its size per backend and the pooled runners */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the pool */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunnerPool"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description authenticated but not allowed (or a cross-site cookie request) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Set how many idle runners are kept per backend (only the backend new sessions use keeps a pool; 0 drains it) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["RunnerPoolPatch"];
+                };
+            };
+            responses: {
+                /** @description the pool after the change */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RunnerPool"];
+                    };
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description authenticated but not allowed (or a cross-site cookie request) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The durable workspace: every file with its size (owner or admin; works with no runner live) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description session id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description files */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WorkspaceList"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such resource, or not yours */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/files/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A file’s bytes, as an attachment (owner or admin) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description session id */
+                    id: string;
+                    /** @description workspace path, relative, `/`-separated (each segment percent-encoded); no `.`/`..` segments, no control characters, at most 1024 bytes and 32 segments */
+                    path: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the content */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such resource, or not yours */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Create or replace a file (owner); the body is the raw content. A live runner gets it before the agent’s next tool call */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description session id */
+                    id: string;
+                    /** @description workspace path, relative, `/`-separated (each segment percent-encoded); no `.`/`..` segments, no control characters, at most 1024 bytes and 32 segments */
+                    path: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            responses: {
+                /** @description stored */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WorkspacePut"];
+                    };
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description authenticated but not allowed (or a cross-site cookie request) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such resource, or not yours */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description conflict with the current state */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Delete a file (owner) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description session id */
+                    id: string;
+                    /** @description workspace path, relative, `/`-separated (each segment percent-encoded); no `.`/`..` segments, no control characters, at most 1024 bytes and 32 segments */
+                    path: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description deleted */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description authenticated but not allowed (or a cross-site cookie request) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such resource, or not yours */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sessions/{id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The whole workspace as a streamed .tar.gz (owner or admin) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description session id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description gzip-compressed tar */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/gzip": string;
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such resource, or not yours */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1824,6 +2271,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sessions/{id}/approvals/{approvalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Allow or deny a pending tool call (owner); a deny's message reaches the model as the tool's error */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    approvalId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ApprovalAnswer"];
+                };
+            };
+            responses: {
+                /** @description resolved by this answer */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ApprovalResolution"];
+                    };
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description authenticated but not allowed (or a cross-site cookie request) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such resource, or not yours */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description already resolved; `approval` is the first decision */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ApprovalConflict"];
+                    };
+                };
+                /** @description body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sessions/{id}/transcript": {
         parameters: {
             query?: never;
@@ -2021,6 +2565,24 @@ export interface components {
             maxLiveRunnersPerUser: number;
             /** @description runners all users together may have at once */
             maxLiveRunners: number;
+            /** @description largest file a session workspace may hold (uploads and what the agent writes) */
+            workspaceMaxFileBytes: number;
+            /** @description bytes of all files in one session workspace together */
+            workspaceMaxBytes: number;
+            /** @description files one session workspace may hold */
+            workspaceMaxFiles: number;
+            /**
+             * @description approval mode of new sessions that do not choose one: `auto` runs every tool the guard allows, `ask` waits for a person
+             * @enum {string}
+             */
+            defaultApprovals: "auto" | "ask";
+            /** @description tool kinds (read, write, shell, web, other) decided without a person in `ask` sessions */
+            approvalPolicy: {
+                autoAllow: ("read" | "write" | "shell" | "web" | "other")[];
+                autoDeny: ("read" | "write" | "shell" | "web" | "other")[];
+            };
+            /** @description a pending approval nobody answers is denied (reason `expired`) after this long */
+            approvalTimeoutSeconds: number;
         };
         SettingsPatch: {
             /** @enum {string} */
@@ -2039,6 +2601,24 @@ export interface components {
             maxLiveRunnersPerUser?: number;
             /** @description runners all users together may have at once */
             maxLiveRunners?: number;
+            /** @description largest file a session workspace may hold (uploads and what the agent writes) */
+            workspaceMaxFileBytes?: number;
+            /** @description bytes of all files in one session workspace together */
+            workspaceMaxBytes?: number;
+            /** @description files one session workspace may hold */
+            workspaceMaxFiles?: number;
+            /**
+             * @description approval mode of new sessions that do not choose one: `auto` runs every tool the guard allows, `ask` waits for a person
+             * @enum {string}
+             */
+            defaultApprovals?: "auto" | "ask";
+            /** @description tool kinds (read, write, shell, web, other) decided without a person in `ask` sessions */
+            approvalPolicy?: {
+                autoAllow: ("read" | "write" | "shell" | "web" | "other")[];
+                autoDeny: ("read" | "write" | "shell" | "web" | "other")[];
+            };
+            /** @description a pending approval nobody answers is denied (reason `expired`) after this long */
+            approvalTimeoutSeconds?: number;
         };
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];
@@ -2054,7 +2634,7 @@ export interface components {
                 username: string;
             } | null;
             /** @enum {string} */
-            action: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete";
+            action: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete" | "approval.decide";
             target: string | null;
             /** @description changed fields before; null for creations */
             before: {
@@ -2089,13 +2669,60 @@ export interface components {
             state: "starting" | "ready" | "busy" | "idle" | "stopping" | "stopped" | "failed";
             stateReason: string | null;
             ownerId: string;
+            /**
+             * @description chosen at creation: `ask` waits for a person before each tool call the guard allows
+             * @enum {string}
+             */
+            approvals: "auto" | "ask";
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
         };
+        RunnerPool: {
+            /** @description idle pooled runners kept per backend; 0 = no pool (default) */
+            sizes: {
+                claude: number;
+                pi: number;
+            };
+            runners: {
+                id: string;
+                /** @enum {string} */
+                backend: "claude" | "pi";
+                model: string | null;
+                /** @description the launcher’s task reference; null while it starts */
+                ref: string | null;
+                launchedAt: number;
+                /** @enum {string} */
+                state: "launching" | "idle";
+            }[];
+        };
+        RunnerPoolPatch: {
+            claude?: number;
+            pi?: number;
+        };
+        WorkspaceList: {
+            files: components["schemas"]["WorkspaceFile"][];
+            totalBytes: number;
+        };
+        WorkspaceFile: {
+            path: string;
+            size: number;
+            /** Format: date-time */
+            modifiedAt: string;
+        };
+        WorkspacePut: {
+            path: string;
+            size: number;
+            sha256: string;
+        };
         CreateSession: {
             title?: string;
+            /**
+             * @description default: settings `defaultApprovals`
+             * @enum {string}
+             */
+            approvals?: "auto" | "ask";
         };
         SessionPage: {
             sessions: components["schemas"]["Session"][];
@@ -2136,6 +2763,24 @@ export interface components {
             }[];
             /** @description makes retries safe: the same id again returns the same messageId and starts nothing */
             clientMessageId?: string;
+        };
+        ApprovalResolution: {
+            approvalId: string;
+            /** @enum {string} */
+            decision: "allow" | "deny";
+            /** @enum {string} */
+            reason: "user" | "policy" | "expired" | "interrupted" | "runner_lost";
+            by?: string;
+            /** @description what the model reads for a deny */
+            message?: string;
+        };
+        ApprovalConflict: components["schemas"]["Error"] & {
+            approval: components["schemas"]["ApprovalResolution"] & unknown;
+        };
+        ApprovalAnswer: {
+            /** @enum {string} */
+            decision: "allow" | "deny";
+            message?: string;
         };
         SessionTranscript: {
             sessionId: string;
