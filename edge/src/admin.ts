@@ -1,6 +1,7 @@
 import { authenticate, requireAdmin } from './auth/middleware.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { newRouter, type AppDeps } from './context.ts';
+import { poolAdminRoutes } from './pool/routes.ts';
 import { adminSessionRoutes } from './sessions/admin-routes.ts';
 import { adminSettingsRoutes } from './settings/routes.ts';
 import { userRoutes } from './users/routes.ts';
@@ -13,5 +14,6 @@ export function adminRoutes(deps: AppDeps) {
   app.route('/settings', adminSettingsRoutes(deps));
   app.route('/audit', auditRoutes());
   app.route('/sessions', adminSessionRoutes());
+  app.route('/runner-pool', poolAdminRoutes());
   return app;
 }

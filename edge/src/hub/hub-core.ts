@@ -6,6 +6,7 @@ import {
   type UserMessage,
 } from '@switchyard/protocol';
 import type { Launcher } from '../launchers/launcher.ts';
+import { claimPooledRunner } from '../pool/claim.ts';
 import { HubApprovals } from './approvals.ts';
 import { EventLog, type LogItem } from './event-log.ts';
 import {
@@ -195,15 +196,19 @@ export class HubCore {
         this.failLaunch(launch.id, `RUNNER_TOKEN_SECRET is not configured (at least ${MIN_SECRET_LENGTH} characters)`);
         return;
       }
-      ref = await this.launcher().start({
-        sessionId: session.id,
-        backend: session.backend,
-        hubUrl: launch.hubUrl,
-        runnerToken,
-        launchId: launch.id,
-        model: this.meta.model,
-        limits: this.meta.limits,
-      });
+      // A warm pooled runner if one fits; otherwise a cold launch (docs/DESIGN.md "Warm runner pool").
+      const pooled = await claimPooledRunner(this.env, this.meta, { hubUrl: launch.hubUrl, runnerToken });
+      ref =
+        pooled?.ref ??
+        (await this.launcher().start({
+          sessionId: session.id,
+          backend: session.backend,
+          hubUrl: launch.hubUrl,
+          runnerToken,
+          launchId: launch.id,
+          model: this.meta.model,
+          limits: this.meta.limits,
+        }));
     } catch (err) {
       this.failLaunch(launch.id, `could not start a runner: ${errorText(err)}`);
       return;

@@ -7,9 +7,10 @@ import {
   type Task,
 } from '@aws-sdk/client-ecs';
 import { launchEnvironment, signSigV4, type Backend } from '@switchyard/protocol';
+import { poolLaunchEnvironment } from '@switchyard/protocol/pool';
 import type { ProbeResult } from '../settings/backend-probe.ts';
 import { loadEcsLauncherConfig, type EcsLauncherConfig } from './ecs-config.ts';
-import type { LaunchRequest, Launcher, RunnerDescription } from './launcher.ts';
+import type { LaunchRequest, Launcher, PoolLaunchRequest, RunnerDescription } from './launcher.ts';
 
 // The production launcher (DESIGN.md "Launchers"): one Fargate task per runner through Amazon
 // ECS RunTask / StopTask / DescribeTasks, called from inside the Worker with
@@ -28,6 +29,7 @@ export interface EcsLauncherOptions {
 
 const STARTED_BY = 'switchyard';
 const STARTED_BY_PROBE = 'switchyard-probe';
+const STARTED_BY_POOL = 'switchyard-pool';
 
 export class EcsLauncher implements Launcher {
   readonly config: EcsLauncherConfig;
@@ -113,6 +115,33 @@ export class EcsLauncher implements Launcher {
         { key: 'switchyard:backend', value: request.backend },
       ],
     );
+    return this.runOne(input);
+  }
+
+  /**
+   * One pooled runner (docs/DESIGN.md "Warm runner pool"): the same task definition, with the
+   * pool's dial-in environment instead of a session's, tagged so an operator can tell pooled
+   * tasks apart. No session id and no runner token travel here; the claim brings them later.
+   */
+  async startPooled(request: PoolLaunchRequest): Promise<string> {
+    const env = poolLaunchEnvironment({
+      poolUrl: request.poolUrl,
+      poolToken: request.poolToken,
+      backend: request.backend,
+      runnerId: request.runnerId,
+      idleMs: request.limits.idleMs,
+      maxLifetimeMs: request.limits.maxLifetimeMs,
+      model: request.model,
+    });
+    const environment = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
+    const input = this.runTaskInput(undefined, environment, STARTED_BY_POOL, request.runnerId.slice(0, 64), [
+      { key: 'switchyard:pool', value: request.runnerId.slice(0, 256) },
+      { key: 'switchyard:backend', value: request.backend },
+    ]);
+    return this.runOne(input);
+  }
+
+  private async runOne(input: ReturnType<EcsLauncher['runTaskInput']>): Promise<string> {
     const out = await this.call('RunTask', () => this.client.send(new RunTaskCommand(input)));
     const arn = out.tasks?.[0]?.taskArn;
     if (arn === undefined) {

@@ -74,6 +74,26 @@ export interface Launcher {
    * the backend switch (`createApp({ probeFor })`).
    */
   probe?(backend: Backend): Promise<ProbeResult>;
+  /**
+   * Optional: starts one runner for the warm pool (docs/DESIGN.md "Warm runner pool"). It dials
+   * the pool coordinator instead of a hub and holds no session until it is claimed. A launcher
+   * without it has no pool: every session starts cold.
+   */
+  startPooled?(request: PoolLaunchRequest): Promise<string>;
+}
+
+/** What a pooled runner needs before any session exists. */
+export interface PoolLaunchRequest {
+  /** `ws(s)://<edge>/internal/runner/pool` (runner env `SWITCHYARD_POOL_URL`). */
+  poolUrl: string;
+  /** Scoped to this runner id, good for one pool link; useless at a session hub. */
+  poolToken: string;
+  backend: Backend;
+  /** Unique per pooled runner (a ULID): the runner id, and the RunTask idempotency key. */
+  runnerId: string;
+  model: string | null;
+  /** The session limits current at launch; the runner counts them from its claim. */
+  limits: { idleMs: number; maxLifetimeMs: number };
 }
 
 /** How the Worker and the hub obtain a launcher: built per call from the bindings/vars. */

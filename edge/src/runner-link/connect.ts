@@ -1,6 +1,7 @@
 import { RunnerCloseCode, bearerToken } from '@switchyard/protocol';
 import { type AppDeps, newRouter } from '../context.ts';
 import { apiError } from '../errors.ts';
+import { poolConnect } from '../pool/routes.ts';
 import { MIN_SECRET_LENGTH, verifyRunnerToken } from './token.ts';
 
 // GET /internal/runner/connect: the runner link's front door. The token is checked here, so a
@@ -49,5 +50,7 @@ export function runnerLinkRoutes(deps: AppDeps) {
     const stub = c.env.SESSION_HUB.get(c.env.SESSION_HUB.idFromName(sessionId));
     return stub.fetch('https://hub/runner', { headers });
   });
+  // Pooled runners (no session yet) dial the pool coordinator (docs/DESIGN.md "Warm runner pool").
+  app.get('/pool', (c) => poolConnect(c, deps));
   return app;
 }

@@ -8,6 +8,7 @@ import { startProbe, storedStatuses } from './backend-status.ts';
 import { inBackground } from '../background.ts';
 import { iso } from '../clock.ts';
 import { newId } from '../ids.ts';
+import { poolCoordinator } from '../pool/config.ts';
 import { applyPatch, diffSettings, SettingsPatchSchema, SettingsSchema } from './schema.ts';
 import { readSettings, writeSettings } from './store.ts';
 
@@ -164,6 +165,8 @@ export function adminSettingsRoutes(deps: AppDeps) {
     });
     if (!written)
       return apiError(c, 409, 'conflict', 'settings changed while this request ran; read them again and retry');
+    // A backend switch drains the old backend's pool; a new default model or limits replace pooled runners.
+    inBackground(c, poolCoordinator(c.env).poke(null));
     return c.json(next, 200);
   });
 

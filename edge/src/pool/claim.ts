@@ -1,0 +1,45 @@
+import type { Meta } from '../hub/lifecycle.ts';
+import { poolCoordinator } from './config.ts';
+
+// The session hub's side of the warm runner pool (docs/DESIGN.md "Warm runner pool"): before it
+// launches a runner, a hub asks the coordinator for a pooled one. Only a session with nothing to
+// restore may take one: a pooled runner's CLI is already running a fresh conversation, so a
+// transcript could not be resumed, and in approval mode `ask` the CLI must be started with the
+// approval hook, which a pooled CLI was not.
+
+/** Whether this launch may take a pooled runner (pure). */
+export function mayUsePool(meta: Pick<Meta, 'session' | 'transcript'>): boolean {
+  const session = meta.session;
+  if (session === null) return false;
+  return meta.transcript === null && (session.approvals ?? 'auto') === 'auto';
+}
+
+export interface PooledClaim {
+  runnerId: string;
+  ref: string;
+}
+
+/**
+ * A pooled runner now serving this launch (it dials `hubUrl` with `runnerToken`), or null: launch
+ * cold. The coordinator being unreachable is a null too; the session must not fail for the pool.
+ */
+export async function claimPooledRunner(
+  env: Env,
+  meta: Meta,
+  launch: { hubUrl: string; runnerToken: string },
+): Promise<PooledClaim | null> {
+  const session = meta.session;
+  if (session === null || !mayUsePool(meta) || env.POOL_COORDINATOR === undefined) return null;
+  try {
+    return await poolCoordinator(env).claim({
+      backend: session.backend,
+      model: meta.model,
+      sessionId: session.id,
+      hubUrl: launch.hubUrl,
+      runnerToken: launch.runnerToken,
+    });
+  } catch (err) {
+    console.error('session hub: pool claim failed, launching cold:', err instanceof Error ? err.message : String(err));
+    return null;
+  }
+}

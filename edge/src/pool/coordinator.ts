@@ -1,0 +1,328 @@
+import { DurableObject } from 'cloudflare:workers';
+import { RUNNER_LINK_PING, RUNNER_LINK_PONG, type Backend } from '@switchyard/protocol';
+import {
+  PoolCloseCode,
+  PoolHelloSchema,
+  PoolSizesSchema,
+  type PoolClaim,
+  type PoolSizes,
+} from '@switchyard/protocol/pool';
+import { hubRuntime } from '../hub/runtime.ts';
+import { nextUlid } from '../hub/ulid.ts';
+import { MIN_SECRET_LENGTH, mintRunnerToken } from '../runner-link/token.ts';
+import { readSettings } from '../settings/store.ts';
+import { nextPoolDeadline, pickForClaim, planPool, type PooledRunner, type PoolTarget } from './plan.ts';
+import { POOL_TOKEN_SCOPE, poolMaxAgeMs } from './config.ts';
+
+// The warm runner pool's coordinator (docs/DESIGN.md "Warm runner pool"): one Durable Object per
+// deployment (name "pool"). It keeps the pooled runners' records and their sockets, launches and
+// retires them by the rules in plan.ts, and hands one to a session hub on `claim`. Every claim
+// runs inside this one object, and the pick and the removal happen in one synchronous step, so
+// two sessions can never get the same runner.
+
+const SIZES_KEY = 'sizes';
+const RUNNERS_KEY = 'runners';
+const POOL_URL_KEY = 'poolUrl';
+/** Even with no deadline due, a pool that should hold runners is looked at this often (lost launches). */
+const RECHECK_MS = 30_000;
+
+export interface PoolStatus {
+  sizes: PoolSizes;
+  runners: Array<Pick<PooledRunner, 'id' | 'backend' | 'model' | 'ref' | 'launchedAt' | 'state'>>;
+}
+
+export interface ClaimRequest {
+  backend: Backend;
+  model: string | null;
+  sessionId: string;
+  hubUrl: string;
+  /** The session launch's bootstrap token; the runner dials the hub with it. */
+  runnerToken: string;
+}
+
+export interface ClaimResult {
+  runnerId: string;
+  /** The launcher's reference of the pooled task: from now on the session's launch ref. */
+  ref: string;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class PoolCoordinator extends DurableObject<Env> {
+  #sizes: PoolSizes = { claude: 0, pi: 0 };
+  #runners = new Map<string, PooledRunner>();
+  #poolUrl: string | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(RUNNER_LINK_PING, RUNNER_LINK_PONG));
+    void ctx.blockConcurrencyWhile(async () => {
+      const sizes = PoolSizesSchema.safeParse(await ctx.storage.get(SIZES_KEY));
+      if (sizes.success) this.#sizes = sizes.data;
+      const runners = (await ctx.storage.get<PooledRunner[]>(RUNNERS_KEY)) ?? [];
+      for (const r of runners) this.#runners.set(r.id, r);
+      this.#poolUrl = (await ctx.storage.get<string>(POOL_URL_KEY)) ?? null;
+    });
+  }
+
+  // ------------------------------------------------------------------ RPC from the Worker and hubs
+
+  async status(): Promise<PoolStatus> {
+    return {
+      sizes: { ...this.#sizes },
+      runners: [...this.#runners.values()].map(({ id, backend, model, ref, launchedAt, state }) => ({
+        id,
+        backend,
+        model,
+        ref,
+        launchedAt,
+        state,
+      })),
+    };
+  }
+
+  /** The admin setting; 0 for a backend retires its pooled runners. */
+  async setSizes(sizes: PoolSizes, poolUrl: string): Promise<PoolStatus> {
+    this.#sizes = PoolSizesSchema.parse(sizes);
+    this.#rememberUrl(poolUrl);
+    await this.ctx.storage.put(SIZES_KEY, this.#sizes);
+    await this.#reconcile();
+    return this.status();
+  }
+
+  /** Look at the pool now (settings changed: backend switch, default model, limits). */
+  async poke(poolUrl: string | null): Promise<void> {
+    if (poolUrl !== null) this.#rememberUrl(poolUrl);
+    await this.#reconcile();
+  }
+
+  /**
+   * Hands an idle pooled runner of this backend and model to a session, or null (launch cold).
+   * The pick, the removal from the pool and the claim frame happen without an await between
+   * them: this object runs one event at a time, so no other claim can see the runner in between.
+   */
+  async claim(request: ClaimRequest): Promise<ClaimResult | null> {
+    if (this.#sizes.claude === 0 && this.#sizes.pi === 0 && this.#runners.size === 0) return null;
+    const target = await this.#target();
+    const now = hubRuntime().clock();
+    const runners = [...this.#runners.values()];
+    for (;;) {
+      const picked = pickForClaim(runners, request, target, now);
+      if (picked === null) break;
+      runners.splice(runners.indexOf(picked), 1);
+      this.#runners.delete(picked.id);
+      const ws = this.#socketOf(picked.id);
+      if (ws === undefined || picked.ref === null) {
+        // Its link is gone (closing right now): not a runner to hand out.
+        if (picked.ref !== null) this.#stopTask(picked.ref, 'pooled runner lost its link');
+        continue;
+      }
+      const frame: PoolClaim = {
+        type: 'claim',
+        sessionId: request.sessionId,
+        hubUrl: request.hubUrl,
+        runnerToken: request.runnerToken,
+      };
+      try {
+        ws.send(JSON.stringify(frame));
+        ws.close(PoolCloseCode.claimed, 'claimed');
+      } catch {
+        this.#stopTask(picked.ref, 'pooled runner lost its link');
+        continue;
+      }
+      this.ctx.waitUntil(this.#persist().then(() => this.#reconcile()));
+      return { runnerId: picked.id, ref: picked.ref };
+    }
+    this.ctx.waitUntil(this.#reconcile());
+    return null;
+  }
+
+  // ------------------------------------------------------------------ the pooled runners' sockets
+
+  override async fetch(request: Request): Promise<Response> {
+    const runnerId = request.headers.get('X-Switchyard-Pool-Runner') ?? '';
+    const runner = this.#runners.get(runnerId);
+    const pair = new WebSocketPair();
+    const [client, server] = [pair[0], pair[1]];
+    if (runner === undefined || runner.state !== 'launching' || this.#socketOf(runnerId) !== undefined) {
+      // Unknown (retired, claimed, never launched here) or already linked once: one link per token.
+      server.accept();
+      server.close(PoolCloseCode.unauthorized, 'this pooled runner is not expected');
+      return new Response(null, { status: 101, webSocket: client });
+    }
+    this.ctx.acceptWebSocket(server, [runnerId]);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const runnerId = this.ctx.getTags(ws)[0] ?? '';
+    const runner = this.#runners.get(runnerId);
+    let parsed: unknown;
+    try {
+      parsed = typeof message === 'string' ? JSON.parse(message) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    const hello = PoolHelloSchema.safeParse(parsed);
+    if (runner === undefined || !hello.success || hello.data.runnerId !== runnerId || runner.state !== 'launching') {
+      ws.close(PoolCloseCode.protocolError, 'expected one pool_hello naming this runner');
+      return;
+    }
+    if (hello.data.backend !== runner.backend || hello.data.model !== runner.model) {
+      ws.close(PoolCloseCode.protocolError, 'pool_hello names another backend or model than the launch');
+      return;
+    }
+    if (hello.data.capabilities.guard !== 'loaded') {
+      // A runner that will never start a CLI is no warm runner.
+      ws.close(PoolCloseCode.retired, 'the guard is not loaded');
+      return;
+    }
+    runner.state = 'idle';
+    await this.#persist();
+  }
+
+  override async webSocketClose(ws: WebSocket): Promise<void> {
+    await this.#forgetSocket(ws, 'pooled runner closed its link');
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    await this.#forgetSocket(ws, 'pooled runner link failed');
+  }
+
+  override async alarm(): Promise<void> {
+    await this.#reconcile();
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  async #forgetSocket(ws: WebSocket, reason: string): Promise<void> {
+    const runnerId = this.ctx.getTags(ws)[0] ?? '';
+    const runner = this.#runners.get(runnerId);
+    if (runner === undefined) return; // claimed or retired already
+    this.#runners.delete(runnerId);
+    if (runner.ref !== null) this.#stopTask(runner.ref, reason);
+    await this.#persist();
+    await this.#reconcile();
+  }
+
+  #socketOf(runnerId: string): WebSocket | undefined {
+    return this.ctx.getWebSockets(runnerId).find((ws) => ws.readyState === WebSocket.OPEN);
+  }
+
+  #rememberUrl(poolUrl: string): void {
+    if (this.#poolUrl === poolUrl) return;
+    this.#poolUrl = poolUrl;
+    this.ctx.waitUntil(this.ctx.storage.put(POOL_URL_KEY, poolUrl));
+  }
+
+  async #target(): Promise<PoolTarget> {
+    const { settings } = await readSettings(this.env.DB);
+    return {
+      sizes: this.#sizes,
+      llmBackend: settings.llmBackend,
+      models: settings.defaultModel,
+      maxAgeMs: poolMaxAgeMs(this.env),
+      connectTimeoutMs: hubRuntime().timings(this.env).connectTimeoutMs,
+    };
+  }
+
+  async #reconcile(): Promise<void> {
+    const { settings } = await readSettings(this.env.DB);
+    const target = await this.#target();
+    const launcher = hubRuntime().launcherFor(this.env);
+    const now = hubRuntime().clock();
+    // Plan and record in one synchronous step, so reconciles that interleave never double-launch.
+    const plan = planPool([...this.#runners.values()], target, now);
+    for (const { id, reason } of plan.retire) {
+      const r = this.#runners.get(id);
+      if (r === undefined) continue;
+      this.#runners.delete(id);
+      for (const ws of this.ctx.getWebSockets(id)) {
+        try {
+          ws.close(PoolCloseCode.retired, reason);
+        } catch {
+          // already closed
+        }
+      }
+      if (r.ref !== null) this.#stopTask(r.ref, `pooled runner retired: ${reason}`);
+    }
+    const secret = this.env.RUNNER_TOKEN_SECRET ?? '';
+    const poolUrl = this.#poolUrl;
+    const launches: Promise<void>[] = [];
+    if (launcher.startPooled !== undefined && poolUrl !== null && secret.length >= MIN_SECRET_LENGTH) {
+      const startPooled = launcher.startPooled.bind(launcher);
+      let last: string | null = null;
+      for (const want of plan.launch) {
+        const id = nextUlid(now, last);
+        last = id;
+        const runner: PooledRunner = {
+          id,
+          backend: want.backend,
+          model: want.model,
+          ref: null,
+          launchedAt: now,
+          state: 'launching',
+        };
+        this.#runners.set(id, runner);
+        launches.push(
+          (async () => {
+            try {
+              const poolToken = await mintRunnerToken(secret, {
+                sessionId: POOL_TOKEN_SCOPE,
+                launchId: id,
+                expiresAt: now + target.maxAgeMs + target.connectTimeoutMs,
+                kind: 'bootstrap',
+              });
+              const ref = await startPooled({
+                poolUrl,
+                poolToken,
+                backend: want.backend,
+                runnerId: id,
+                model: want.model,
+                limits: {
+                  idleMs: settings.sessionIdleMinutes * 60_000,
+                  maxLifetimeMs: settings.sessionMaxMinutes * 60_000,
+                },
+              });
+              if (this.#runners.get(id) === runner) runner.ref = ref;
+              // Retired while the launcher answered: it must not linger.
+              else this.#stopTask(ref, 'pooled runner retired while starting');
+            } catch (err) {
+              console.error('pool coordinator: pooled launch failed:', errorText(err));
+              this.#runners.delete(id);
+            }
+          })(),
+        );
+      }
+    }
+    await this.#persist();
+    await Promise.all(launches);
+    await this.#persist();
+    await this.#arm(target);
+  }
+
+  async #arm(target: PoolTarget): Promise<void> {
+    const now = hubRuntime().clock();
+    const due = nextPoolDeadline([...this.#runners.values()], target);
+    const wanted = target.sizes[target.llmBackend] > 0 ? now + RECHECK_MS : null;
+    const at = due === null ? wanted : wanted === null ? due : Math.min(due, wanted);
+    // Deadlines are in the injectable clock's time; the alarm runs on the wall clock.
+    if (at === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(Date.now() + Math.max(0, at - now));
+  }
+
+  #stopTask(ref: string, reason: string): void {
+    this.ctx.waitUntil(
+      hubRuntime()
+        .launcherFor(this.env)
+        .stop(ref, reason)
+        .catch((err) => console.error('pool coordinator: stop failed:', errorText(err))),
+    );
+  }
+
+  async #persist(): Promise<void> {
+    await this.ctx.storage.put(RUNNERS_KEY, [...this.#runners.values()]);
+  }
+}

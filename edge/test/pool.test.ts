@@ -1,0 +1,275 @@
+import { env } from 'cloudflare:workers';
+import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION } from '@switchyard/protocol';
+import { PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
+import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
+import { poolCoordinator, poolMaxAgeMs } from '../src/pool/config.ts';
+import { until } from '../../test/helpers/poll.ts';
+import { adminWithToken, call, makeApp, userWithToken, type FakeClock, type TestApp } from './helpers.ts';
+import { createSession, FakeLauncher, FakeRunner, postMessage } from './hub-helpers.ts';
+
+// The warm runner pool in workerd: the real coordinator Durable Object, the real session hubs and
+// routes, a launcher that records pooled starts, and scripted pooled runners that dial the real
+// pool route with the token the coordinator minted.
+
+class PoolLauncher extends FakeLauncher {
+  pooled: PoolLaunchRequest[] = [];
+  async startPooled(request: PoolLaunchRequest): Promise<string> {
+    this.pooled.push(request);
+    const ref = `pool-task-${request.runnerId}`;
+    this.states.set(ref, { state: 'running' });
+    return ref;
+  }
+}
+
+/** A pooled runner as the real one behaves on its pool link: hello, then wait for a claim. */
+class FakePooledRunner {
+  claims: PoolClaim[] = [];
+  closed: { code: number; reason: string } | undefined;
+  readonly ws: WebSocket;
+  readonly request: PoolLaunchRequest;
+  constructor(ws: WebSocket, request: PoolLaunchRequest) {
+    this.ws = ws;
+    this.request = request;
+    ws.addEventListener('message', (e) => {
+      const text = typeof e.data === 'string' ? e.data : '';
+      if (text === '{"type":"pong"}') return;
+      this.claims.push(PoolToRunnerSchema.parse(JSON.parse(text)));
+    });
+    ws.addEventListener('close', (e) => {
+      this.closed = { code: e.code, reason: e.reason };
+    });
+  }
+
+  static async dial(app: TestApp, request: PoolLaunchRequest, token = request.poolToken): Promise<FakePooledRunner> {
+    const res = await app.request(
+      'http://localhost/internal/runner/pool',
+      { headers: { Upgrade: 'websocket', Authorization: `Bearer ${token}` } },
+      env,
+    );
+    const ws = res.webSocket;
+    if (ws === null) throw new Error(`pool connect: HTTP ${res.status}`);
+    ws.accept();
+    return new FakePooledRunner(ws, request);
+  }
+
+  hello(): void {
+    this.ws.send(
+      JSON.stringify({
+        type: 'pool_hello',
+        runnerId: this.request.runnerId,
+        backend: this.request.backend,
+        model: this.request.model,
+        cliVersion: 'fake 1.0',
+        capabilities: { guard: 'loaded', sandbox: 'none' },
+      }),
+    );
+  }
+}
+
+interface Ctx {
+  app: TestApp;
+  clock: FakeClock;
+  launcher: PoolLauncher;
+  admin: string;
+  user: string;
+}
+
+let ctx: Ctx;
+
+async function setPool(sizes: { claude?: number; pi?: number }) {
+  const r = await call(ctx.app, 'PUT', '/api/admin/runner-pool', { token: ctx.admin, body: sizes });
+  expect(r.status, r.text).toBe(200);
+  return r.body as { sizes: { claude: number; pi: number }; runners: Array<{ id: string; state: string }> };
+}
+
+async function idleCount(): Promise<number> {
+  return (await poolCoordinator(env).status()).runners.filter((r) => r.state === 'idle').length;
+}
+
+/** Dials and says hello for every pooled launch not yet connected; returns the new runners. */
+async function connectPooled(seen: Set<string>): Promise<FakePooledRunner[]> {
+  const out: FakePooledRunner[] = [];
+  for (const req of ctx.launcher.pooled) {
+    if (seen.has(req.runnerId)) continue;
+    seen.add(req.runnerId);
+    const r = await FakePooledRunner.dial(ctx.app, req);
+    r.hello();
+    out.push(r);
+  }
+  return out;
+}
+
+beforeEach(async () => {
+  const { app, clock } = makeApp();
+  const launcher = new PoolLauncher();
+  setHubRuntimeForTests({ clock: clock.now, launcherFor: () => launcher, timings: (e) => timingsFromEnv(e) });
+  const admin = await adminWithToken(clock);
+  const user = await userWithToken(clock);
+  ctx = { app, clock, launcher, admin: admin.token, user: user.token };
+});
+
+afterEach(async () => {
+  // Drain: the coordinator is one object per deployment, shared by every test of this file.
+  await setPool({ claude: 0, pi: 0 });
+  await call(ctx.app, 'PUT', '/api/admin/settings', { token: ctx.admin, body: { llmBackend: 'claude' } });
+  await poolCoordinator(env).poke(null);
+  expect((await poolCoordinator(env).status()).runners).toEqual([]);
+  setHubRuntimeForTests({});
+});
+
+describe('warm runner pool', () => {
+  it('size 0 (the default) keeps no pooled runner and a first message launches cold', async () => {
+    const status = await poolCoordinator(env).status();
+    expect(status.sizes).toEqual({ claude: 0, pi: 0 });
+    const sessionId = await createSession({ ...ctx, token: ctx.user, user: { id: '', username: '' } }, ctx.user);
+    expect(
+      (await postMessage({ ...ctx, token: ctx.user, user: { id: '', username: '' } }, sessionId, 'hi')).status,
+    ).toBe(202);
+    await until('a cold launch', () => ctx.launcher.startsFor(sessionId).length === 1);
+    expect(ctx.launcher.pooled).toEqual([]);
+  });
+
+  it('fills to N, hands a new session a pooled runner with a fresh session token, and refills', async () => {
+    const status = await setPool({ claude: 2 });
+    expect(status.runners).toHaveLength(2);
+    expect(ctx.launcher.pooled).toHaveLength(2);
+    for (const req of ctx.launcher.pooled) {
+      expect(req.backend).toBe('claude');
+      expect(req.poolUrl).toBe('ws://localhost/internal/runner/pool');
+    }
+    const seen = new Set<string>();
+    const pooled = await connectPooled(seen);
+    await until('two idle pooled runners', async () => (await idleCount()) === 2);
+
+    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const sessionId = await createSession(hubCtx, ctx.user);
+    expect((await postMessage(hubCtx, sessionId, 'hello pool')).status).toBe(202);
+    const claimed = await until('a claim', () => pooled.find((p) => p.claims.length > 0));
+    const claim = claimed.claims[0] as PoolClaim;
+    expect(claim.sessionId).toBe(sessionId);
+    expect(claim.hubUrl).toBe('ws://localhost/internal/runner/connect');
+    expect((await until('the pool link closed', () => claimed.closed)).code).toBe(PoolCloseCode.claimed);
+    // No cold launch for this session: the pooled runner is its runner.
+    expect(ctx.launcher.startsFor(sessionId)).toEqual([]);
+
+    // The pooled runner dials the hub with the claim's token, as a launched runner would.
+    const runner = await FakeRunner.connect(ctx.app, {
+      token: claim.runnerToken,
+      sessionId,
+      runnerId: claimed.request.runnerId,
+    });
+    runner.hello(sessionId);
+    await runner.waitFor('welcome');
+    const msg = await runner.waitFor('user_message');
+    expect(msg.message.text).toBe('hello pool');
+    // The session's launch is the pooled task (D1 mirrors the hub's launch ref).
+    const row = await until('the runner ref in D1', () =>
+      env.DB.prepare('SELECT runner_ref FROM sessions WHERE id = ?')
+        .bind(sessionId)
+        .first<{ runner_ref: string | null }>()
+        .then((r) => (r?.runner_ref ? r.runner_ref : undefined)),
+    );
+    expect(row).toBe(`pool-task-${claimed.request.runnerId}`);
+
+    // Refill: a third pooled launch replaces the claimed one.
+    await until('the pool refills', () => ctx.launcher.pooled.length === 3);
+    // Never reused: the claimed runner is gone from the pool, and its pool token opens nothing.
+    const ids = (await poolCoordinator(env).status()).runners.map((r) => r.id);
+    expect(ids).not.toContain(claimed.request.runnerId);
+    const again = await FakePooledRunner.dial(ctx.app, claimed.request);
+    expect((await until('refused', () => again.closed))?.code).toBe(PoolCloseCode.unauthorized);
+    runner.close();
+  });
+
+  it('two concurrent first messages never share one pooled runner; the other launches cold', async () => {
+    await setPool({ claude: 1 });
+    const pooled = await connectPooled(new Set());
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+
+    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const a = await createSession(hubCtx, ctx.user);
+    const b = await createSession(hubCtx, ctx.user);
+    const [ra, rb] = await Promise.all([postMessage(hubCtx, a, 'a'), postMessage(hubCtx, b, 'b')]);
+    expect([ra.status, rb.status]).toEqual([202, 202]);
+    await until(
+      'one cold launch',
+      () => ctx.launcher.starts.filter((s) => s.sessionId === a || s.sessionId === b).length === 1,
+    );
+    const only = pooled[0] as FakePooledRunner;
+    await until('the claim', () => only.claims.length === 1);
+    const cold = ctx.launcher.starts.find((s) => s.sessionId === a || s.sessionId === b);
+    // Exactly one claim frame, for the session that did not launch cold.
+    expect(only.claims).toHaveLength(1);
+    expect(only.claims[0]?.sessionId).not.toBe(cold?.sessionId);
+  });
+
+  it('a claim straight at the coordinator is atomic: concurrent claims for one idle runner give it once', async () => {
+    await setPool({ claude: 1 });
+    await connectPooled(new Set());
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    const want = {
+      backend: 'claude' as const,
+      model: null,
+      hubUrl: 'ws://localhost/internal/runner/connect',
+      runnerToken: 't',
+    };
+    const results = await Promise.all(
+      ['s1', 's2', 's3', 's4'].map((sessionId) => poolCoordinator(env).claim({ ...want, sessionId })),
+    );
+    expect(results.filter((r) => r !== null)).toHaveLength(1);
+  });
+
+  it('the backend switch drains the old backend and fills the new one', async () => {
+    await setPool({ claude: 1, pi: 1 });
+    expect(ctx.launcher.pooled.map((p) => p.backend)).toEqual(['claude']);
+    const [claude] = await connectPooled(new Set());
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+
+    const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: ctx.admin, body: { llmBackend: 'pi' } });
+    expect(r.status, r.text).toBe(200);
+    const closed = await until('the claude runner retired', () => claude?.closed);
+    expect(closed).toEqual({ code: PoolCloseCode.retired, reason: 'drained' });
+    await until('its task stopped', () =>
+      ctx.launcher.stops.some((s) => s.ref === `pool-task-${claude?.request.runnerId}`),
+    );
+    await until('a pi runner launched', () => ctx.launcher.pooled.some((p) => p.backend === 'pi'));
+  });
+
+  it('a pooled runner older than the limit is replaced', async () => {
+    await setPool({ claude: 1 });
+    const [first] = await connectPooled(new Set());
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    ctx.clock.advance(poolMaxAgeMs(env));
+    await poolCoordinator(env).poke(null);
+    expect(await until('retired', () => first?.closed)).toEqual({ code: PoolCloseCode.retired, reason: 'aged' });
+    expect(ctx.launcher.pooled).toHaveLength(2);
+    // An aged runner is never handed out, even before the coordinator looked.
+  });
+
+  it('refuses a pool link with a session runner token, a bad token, or a second link', async () => {
+    await setPool({ claude: 1 });
+    const req = ctx.launcher.pooled[0] as PoolLaunchRequest;
+    const bad = await FakePooledRunner.dial(ctx.app, req, 'syr1.x.y');
+    expect((await until('refused', () => bad.closed))?.code).toBe(PoolCloseCode.unauthorized);
+    const first = await FakePooledRunner.dial(ctx.app, req);
+    first.ws.send(RUNNER_LINK_PING);
+    const second = await FakePooledRunner.dial(ctx.app, req);
+    expect((await until('second refused', () => second.closed))?.code).toBe(PoolCloseCode.unauthorized);
+    // The pool token does not open a session hub.
+    const hub = await FakeRunner.connect(ctx.app, { token: req.poolToken, runnerId: req.runnerId });
+    hub.send({
+      type: 'hello',
+      protocol: WIRE_PROTOCOL_VERSION,
+      runnerId: req.runnerId,
+      sessionId: '~pool',
+      backend: 'claude',
+      cliVersion: 'x',
+      capabilities: { guard: 'loaded', sandbox: 'none' },
+      lastSeq: 0,
+    });
+    expect((await hub.waitClosed()).code).toBeGreaterThanOrEqual(4400);
+    first.ws.close(1000, 'done');
+  });
+});

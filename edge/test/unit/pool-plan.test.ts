@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { mayUsePool } from '../../src/pool/claim.ts';
+import { nextPoolDeadline, pickForClaim, planPool, type PooledRunner, type PoolTarget } from '../../src/pool/plan.ts';
+
+const target = (over: Partial<PoolTarget> = {}): PoolTarget => ({
+  sizes: { claude: 2, pi: 1 },
+  llmBackend: 'claude',
+  models: { claude: null, pi: null },
+  maxAgeMs: 60_000,
+  connectTimeoutMs: 10_000,
+  ...over,
+});
+
+const runner = (id: string, over: Partial<PooledRunner> = {}): PooledRunner => ({
+  id,
+  backend: 'claude',
+  model: null,
+  ref: `task-${id}`,
+  launchedAt: 1000,
+  state: 'idle',
+  ...over,
+});
+
+describe('planPool', () => {
+  it('fills an empty pool of the current backend only', () => {
+    const plan = planPool([], target(), 1000);
+    expect(plan.retire).toEqual([]);
+    expect(plan.launch).toEqual([
+      { backend: 'claude', model: null },
+      { backend: 'claude', model: null },
+    ]);
+  });
+
+  it('size 0 launches nothing and retires what is there', () => {
+    const plan = planPool([runner('a')], target({ sizes: { claude: 0, pi: 0 } }), 1000);
+    expect(plan.launch).toEqual([]);
+    expect(plan.retire).toEqual([{ id: 'a', reason: 'drained' }]);
+  });
+
+  it('a backend switch drains the old backend and fills the new one', () => {
+    const plan = planPool([runner('a'), runner('b')], target({ llmBackend: 'pi' }), 1000);
+    expect(plan.retire.map((r) => r.reason)).toEqual(['drained', 'drained']);
+    expect(plan.launch).toEqual([{ backend: 'pi', model: null }]);
+  });
+
+  it('replaces an aged idle runner and gives up on a launch that never connected', () => {
+    const runners = [
+      runner('old', { launchedAt: 0 }),
+      runner('slow', { state: 'launching', launchedAt: 50_000 }),
+      runner('young', { launchedAt: 55_000 }),
+    ];
+    const plan = planPool(runners, target(), 60_000);
+    expect(plan.retire).toEqual([
+      { id: 'old', reason: 'aged' },
+      { id: 'slow', reason: 'never_connected' },
+    ]);
+    expect(plan.launch).toHaveLength(1);
+  });
+
+  it('a new default model replaces the pooled runners started with the old one', () => {
+    const plan = planPool([runner('a')], target({ models: { claude: 'm2', pi: null } }), 1000);
+    expect(plan.retire).toEqual([{ id: 'a', reason: 'model_changed' }]);
+    expect(plan.launch).toEqual([
+      { backend: 'claude', model: 'm2' },
+      { backend: 'claude', model: 'm2' },
+    ]);
+  });
+
+  it('a lowered size retires the youngest, keeping the oldest for the next claims', () => {
+    const runners = [
+      runner('y', { launchedAt: 3000 }),
+      runner('o', { launchedAt: 1000 }),
+      runner('m', { launchedAt: 2000 }),
+    ];
+    const plan = planPool(runners, target({ sizes: { claude: 1, pi: 0 } }), 4000);
+    expect(plan.retire).toEqual([
+      { id: 'm', reason: 'over_size' },
+      { id: 'y', reason: 'over_size' },
+    ]);
+    expect(plan.launch).toEqual([]);
+  });
+
+  it('launching runners count toward the size (no double launch while they start)', () => {
+    const plan = planPool([runner('a', { state: 'launching', ref: null }), runner('b')], target(), 1000);
+    expect(plan).toEqual({ launch: [], retire: [] });
+  });
+});
+
+describe('pickForClaim', () => {
+  it('hands out the oldest idle runner of the same backend and model', () => {
+    const runners = [
+      runner('young', { launchedAt: 2000 }),
+      runner('old', { launchedAt: 1000 }),
+      runner('starting', { state: 'launching', launchedAt: 500 }),
+      runner('pi', { backend: 'pi', launchedAt: 100 }),
+      runner('other-model', { model: 'x', launchedAt: 100 }),
+    ];
+    expect(pickForClaim(runners, { backend: 'claude', model: null }, target(), 3000)?.id).toBe('old');
+  });
+
+  it('nothing fits: null (launch cold)', () => {
+    expect(pickForClaim([], { backend: 'claude', model: null }, target(), 0)).toBeNull();
+    expect(
+      pickForClaim([runner('a', { launchedAt: 0 })], { backend: 'claude', model: null }, target(), 60_000),
+    ).toBeNull();
+    expect(pickForClaim([runner('a')], { backend: 'claude', model: 'other' }, target(), 1000)).toBeNull();
+  });
+});
+
+describe('nextPoolDeadline', () => {
+  it('is the earliest age or connect deadline', () => {
+    const runners = [runner('a', { launchedAt: 1000 }), runner('b', { state: 'launching', launchedAt: 5000 })];
+    expect(nextPoolDeadline(runners, target())).toBe(15_000);
+    expect(nextPoolDeadline([], target())).toBeNull();
+  });
+});
+
+describe('mayUsePool', () => {
+  const session = { id: 's', userId: 'u', backend: 'claude' as const, title: null, createdAt: 0 };
+  it('only a session with nothing to restore and approvals auto', () => {
+    expect(mayUsePool({ session, transcript: null })).toBe(true);
+    expect(mayUsePool({ session: { ...session, approvals: 'ask' }, transcript: null })).toBe(false);
+    const transcript = { key: 'k', sha256: 'x', bytes: 1, resumeId: 'r', storedAt: 0 };
+    expect(mayUsePool({ session, transcript })).toBe(false);
+    expect(mayUsePool({ session: null, transcript: null })).toBe(false);
+  });
+});
