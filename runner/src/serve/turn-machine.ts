@@ -1,92 +1,28 @@
-import type {
-  AgentEvent,
-  ByeReason,
-  CliExit,
-  ErrorInfo,
-  EventOf,
-  RunnerStatus,
-  UserMessage,
-} from '@switchyard/protocol';
-
 // The serve-mode state machine: turns, interrupts with escalation, the stall
 // watchdog, CLI crashes, idle exit, max lifetime and graceful shutdown. It
 // does no I/O and reads no clock: inputs in, effects out (timers are
 // effects too), so every rule is unit-tested without processes or sockets.
-// session-runner.ts carries the effects out.
+// session-runner.ts carries the effects out. Its inputs, effects and timings
+// are turn-types.ts; what an early-ended turn reports is turn-outcomes.ts.
+//
+// Over 400 lines on purpose: the rules left here are one class because they
+// all read and write the same few fields (phase, CLI generation and state,
+// the running turn, the stop), and each rule is a few lines that only make
+// sense next to the ones it interacts with (an interrupt, its deadline, the
+// kill, the exit that closes the turn).
+import type { AgentEvent, ByeReason, CliExit, ErrorInfo, RunnerStatus, UserMessage } from '@switchyard/protocol';
+import { exitError, reportedDone, startTimeoutError } from './turn-outcomes.ts';
+import {
+  ALL_TIMERS,
+  type Ending,
+  type MachineEffect,
+  type MachineInput,
+  type MachineTimings,
+  type TimerName,
+  type TurnDone,
+} from './turn-types.ts';
 
-export interface MachineTimings {
-  /** After the CLI's own interrupt, how long the turn may take to end before the group is killed. */
-  interruptDeadlineMs: number;
-  /** No CLI output for this long during a turn → the turn is stopped as `cli_stalled`. */
-  stallMs: number;
-  /** The same while a tool runs (tools may be silent for minutes). */
-  toolStallMs: number;
-  /** A spawned CLI must report ready within this. */
-  cliStartMs: number;
-  /** After SIGKILL, how long to wait for the CLI's exit before giving up on it. */
-  killGraceMs: number;
-  /** Exit after this long without a user message. */
-  idleMs: number;
-  maxLifetimeMs: number;
-  /** On a graceful shutdown, how long a running turn may go on before it is interrupted. */
-  shutdownFinishMs: number;
-  /** From a shutdown request to `finish`, whatever happens (ECS stops a task 30 s after SIGTERM). */
-  shutdownDeadlineMs: number;
-  /** After closing the CLI's stdin at shutdown, how long it may take to exit before it is killed. */
-  cliStopGraceMs: number;
-}
-
-export type TimerName =
-  | 'stall'
-  | 'interrupt_deadline'
-  | 'kill_deadline'
-  | 'cli_start'
-  | 'cli_stop'
-  | 'idle'
-  | 'max_lifetime'
-  | 'shutdown_finish'
-  | 'shutdown_deadline';
-
-export type MachineInput =
-  | { type: 'start' }
-  /** The hub link is up for the first time and any transcript is being restored. */
-  | { type: 'linked' }
-  | { type: 'user_message'; messageId: string; message: UserMessage }
-  | { type: 'interrupt'; requestId: string }
-  /** The hub's answer to an approval reached the CLI (or the CLI no longer waited for it). */
-  | { type: 'approval_answered'; approvalId: string }
-  | { type: 'cli_ready'; gen: number }
-  /** Any stdout line: the watchdog's heartbeat. */
-  | { type: 'cli_output'; gen: number }
-  | { type: 'cli_event'; gen: number; event: AgentEvent }
-  | { type: 'cli_exit'; gen: number; exit: CliExit }
-  | { type: 'cli_spawn_failed'; gen: number; error: ErrorInfo }
-  | { type: 'timer'; name: TimerName }
-  /** graceful: let a running turn finish for `shutdownFinishMs` before interrupting it. */
-  | { type: 'shutdown'; reason: ByeReason; graceful: boolean }
-  /** Stop at once: kill the CLI, deliver what can be delivered, exit with `exitCode`. */
-  | { type: 'fatal'; reason: ByeReason; error: ErrorInfo; exitCode: number };
-
-export type MachineEffect =
-  | { type: 'spawn_cli'; gen: number }
-  | { type: 'write_message'; gen: number; message: UserMessage }
-  | { type: 'cli_interrupt'; gen: number }
-  | { type: 'close_cli_input'; gen: number }
-  /** SIGKILL to the CLI's whole process group. */
-  | { type: 'kill_cli'; gen: number }
-  | { type: 'emit'; event: AgentEvent; messageId?: string }
-  | { type: 'accepted'; inReplyTo: string; duplicate?: boolean }
-  | { type: 'reject'; inReplyTo: string; error: ErrorInfo }
-  | { type: 'set_timer'; name: TimerName; ms: number }
-  | { type: 'clear_timer'; name: TimerName }
-  /** final: the CLI has exited, so its file is complete; otherwise the CLI may still be flushing it. */
-  | { type: 'upload_transcript'; final: boolean }
-  | { type: 'status'; status: RunnerStatus }
-  | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> }
-  /** Deliver what is buffered, say bye, exit. The machine is done. */
-  | { type: 'finish'; reason: ByeReason; exitCode: number; error?: ErrorInfo };
-
-type Ending = 'interrupt' | 'stall' | 'shutdown' | 'start_timeout' | 'fatal';
+export type { MachineEffect, MachineInput, MachineTimings, TimerName } from './turn-types.ts';
 
 interface Turn {
   messageId: string;
@@ -106,20 +42,7 @@ interface Stop {
   error?: ErrorInfo;
 }
 
-type TurnDone = EventOf<'turn.done'>;
-
 const RECENT_IDS = 256;
-const ALL_TIMERS: TimerName[] = [
-  'stall',
-  'interrupt_deadline',
-  'kill_deadline',
-  'cli_start',
-  'cli_stop',
-  'idle',
-  'max_lifetime',
-  'shutdown_finish',
-  'shutdown_deadline',
-];
 
 export class TurnMachine {
   private phase: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
@@ -442,39 +365,10 @@ export class TurnMachine {
     this.clearTimer('stall');
     this.clearTimer('interrupt_deadline');
     this.clearTimer('shutdown_finish');
-    this.emit(this.rewrite(done, turn.ending), turn.messageId);
+    this.emit(reportedDone(done, turn.ending, this.t, this.fatalError), turn.messageId);
     this.fx.push({ type: 'upload_transcript', final: false });
     if (this.phase === 'running') this.setTimer('idle', this.t.idleMs);
     this.continueStopping();
-  }
-
-  /** The runner knows why it ended a turn early; the CLI's own report does not. */
-  private rewrite(done: TurnDone, ending: Ending | undefined): TurnDone {
-    const { error: _cliError, ...rest } = done;
-    switch (ending) {
-      case 'stall':
-        return { ...rest, stopReason: 'error', error: stalledError(this.t.stallMs) };
-      case 'start_timeout':
-        return {
-          ...rest,
-          stopReason: 'error',
-          error: { code: 'cli_start_timeout', message: startTimeoutError(this.t.cliStartMs).message, retryable: true },
-        };
-      case 'fatal':
-        return {
-          ...rest,
-          stopReason: 'error',
-          error: this.fatalError ?? { code: 'fatal', message: 'the runner failed', retryable: true },
-        };
-      case 'interrupt':
-      case 'shutdown':
-        // A turn that completed while the interrupt was on its way keeps its real outcome.
-        return done.stopReason === 'error' || done.stopReason === 'unknown'
-          ? { ...rest, stopReason: 'interrupted' }
-          : done;
-      default:
-        return done;
-    }
   }
 
   /** While stopping: once no turn runs, stop the CLI; once it is gone, finish. */
@@ -541,31 +435,4 @@ export class TurnMachine {
     this.lastStatus = key;
     this.fx.push({ type: 'status', status });
   }
-}
-
-export function exitError(exit: CliExit): ErrorInfo {
-  const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
-  const head = exit.stderrHead.trim().split('\n', 1)[0]?.slice(0, 300) ?? '';
-  return { code: 'cli_exited', message: head ? `CLI ${how}: ${head}` : `CLI ${how} mid-turn`, retryable: true };
-}
-
-function stalledError(stallMs: number): ErrorInfo {
-  return {
-    code: 'cli_stalled',
-    message: `no output from the CLI for ${formatMs(stallMs)}; the turn was stopped`,
-    retryable: true,
-  };
-}
-
-function startTimeoutError(ms: number): EventOf<'error'> {
-  return {
-    type: 'error',
-    code: 'cli_start_timeout',
-    message: `the CLI did not become ready within ${formatMs(ms)}`,
-    retryable: true,
-  };
-}
-
-function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }

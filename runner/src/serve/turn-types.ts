@@ -1,0 +1,100 @@
+// The turn machine's vocabulary (turn-machine.ts): what it is told (inputs), what it asks the
+// runner to do (effects), its timers and the timings that drive them.
+import type {
+  AgentEvent,
+  ByeReason,
+  CliExit,
+  ErrorInfo,
+  EventOf,
+  RunnerStatus,
+  UserMessage,
+} from '@switchyard/protocol';
+
+export interface MachineTimings {
+  /** After the CLI's own interrupt, how long the turn may take to end before the group is killed. */
+  interruptDeadlineMs: number;
+  /** No CLI output for this long during a turn → the turn is stopped as `cli_stalled`. */
+  stallMs: number;
+  /** The same while a tool runs (tools may be silent for minutes). */
+  toolStallMs: number;
+  /** A spawned CLI must report ready within this. */
+  cliStartMs: number;
+  /** After SIGKILL, how long to wait for the CLI's exit before giving up on it. */
+  killGraceMs: number;
+  /** Exit after this long without a user message. */
+  idleMs: number;
+  maxLifetimeMs: number;
+  /** On a graceful shutdown, how long a running turn may go on before it is interrupted. */
+  shutdownFinishMs: number;
+  /** From a shutdown request to `finish`, whatever happens (ECS stops a task 30 s after SIGTERM). */
+  shutdownDeadlineMs: number;
+  /** After closing the CLI's stdin at shutdown, how long it may take to exit before it is killed. */
+  cliStopGraceMs: number;
+}
+
+export type TimerName =
+  | 'stall'
+  | 'interrupt_deadline'
+  | 'kill_deadline'
+  | 'cli_start'
+  | 'cli_stop'
+  | 'idle'
+  | 'max_lifetime'
+  | 'shutdown_finish'
+  | 'shutdown_deadline';
+
+export type MachineInput =
+  | { type: 'start' }
+  /** The hub link is up for the first time and any transcript is being restored. */
+  | { type: 'linked' }
+  | { type: 'user_message'; messageId: string; message: UserMessage }
+  | { type: 'interrupt'; requestId: string }
+  /** The hub's answer to an approval reached the CLI (or the CLI no longer waited for it). */
+  | { type: 'approval_answered'; approvalId: string }
+  | { type: 'cli_ready'; gen: number }
+  /** Any stdout line: the watchdog's heartbeat. */
+  | { type: 'cli_output'; gen: number }
+  | { type: 'cli_event'; gen: number; event: AgentEvent }
+  | { type: 'cli_exit'; gen: number; exit: CliExit }
+  | { type: 'cli_spawn_failed'; gen: number; error: ErrorInfo }
+  | { type: 'timer'; name: TimerName }
+  /** graceful: let a running turn finish for `shutdownFinishMs` before interrupting it. */
+  | { type: 'shutdown'; reason: ByeReason; graceful: boolean }
+  /** Stop at once: kill the CLI, deliver what can be delivered, exit with `exitCode`. */
+  | { type: 'fatal'; reason: ByeReason; error: ErrorInfo; exitCode: number };
+
+export type MachineEffect =
+  | { type: 'spawn_cli'; gen: number }
+  | { type: 'write_message'; gen: number; message: UserMessage }
+  | { type: 'cli_interrupt'; gen: number }
+  | { type: 'close_cli_input'; gen: number }
+  /** SIGKILL to the CLI's whole process group. */
+  | { type: 'kill_cli'; gen: number }
+  | { type: 'emit'; event: AgentEvent; messageId?: string }
+  | { type: 'accepted'; inReplyTo: string; duplicate?: boolean }
+  | { type: 'reject'; inReplyTo: string; error: ErrorInfo }
+  | { type: 'set_timer'; name: TimerName; ms: number }
+  | { type: 'clear_timer'; name: TimerName }
+  /** final: the CLI has exited, so its file is complete; otherwise the CLI may still be flushing it. */
+  | { type: 'upload_transcript'; final: boolean }
+  | { type: 'status'; status: RunnerStatus }
+  | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> }
+  /** Deliver what is buffered, say bye, exit. The machine is done. */
+  | { type: 'finish'; reason: ByeReason; exitCode: number; error?: ErrorInfo };
+
+export const ALL_TIMERS: TimerName[] = [
+  'stall',
+  'interrupt_deadline',
+  'kill_deadline',
+  'cli_start',
+  'cli_stop',
+  'idle',
+  'max_lifetime',
+  'shutdown_finish',
+  'shutdown_deadline',
+];
+
+/** Why the runner is ending a turn early; decides the turn.done it reports (turn-outcomes.ts). */
+export type Ending = 'interrupt' | 'stall' | 'shutdown' | 'start_timeout' | 'fatal';
+
+export type TurnDone = EventOf<'turn.done'>;
