@@ -11,6 +11,7 @@ import type { StreamStatus } from '../stream/session-stream.ts';
 import { Confirm } from '../ui/confirm.tsx';
 import { EyeIcon } from '../ui/icons.tsx';
 import { StateBadge } from '../ui/state-badge.tsx';
+import { ApprovalContext } from './approval-card.tsx';
 import { Composer } from './composer.tsx';
 import { ConversationLog } from './conversation-log.tsx';
 import { runningTurn } from './conversation.ts';
@@ -152,7 +153,9 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         <ErrorText message={actionError} />
         <LinkStatus link={link} />
       </header>
-      <ConversationLog conv={conv} pending={unconfirmed} />
+      <ApprovalContext.Provider value={{ sessionId, canAnswer: owner }}>
+        <ConversationLog conv={conv} pending={unconfirmed} />
+      </ApprovalContext.Provider>
       {owner && (
         <Composer
           sessionId={sessionId}

@@ -2,7 +2,7 @@
 // in, a new immutable view out (unchanged turns keep their identity, so only what changed
 // re-renders). Replayed and live events go through the same fold, so a reload shows exactly
 // what a watcher saw live.
-import type { ErrorInfo, SessionState, StopReason, Usage } from '@switchyard/protocol';
+import type { ErrorInfo, EventOf, SessionState, StopReason, Usage } from '@switchyard/protocol';
 import type { StreamEvent } from '../stream/session-stream.ts';
 
 export type Block =
@@ -17,7 +17,15 @@ export type Block =
       input?: Record<string, unknown>;
       result?: { isError: boolean; output: string };
     }
-  | { kind: 'error'; code: string; message: string };
+  | { kind: 'error'; code: string; message: string }
+  | ApprovalBlock;
+
+/** A tool call waiting for (or decided by) a person; see approval-card.tsx. */
+export interface ApprovalBlock {
+  kind: 'approval';
+  request: Omit<EventOf<'approval.request'>, 'type'>;
+  resolution?: Omit<EventOf<'approval.resolved'>, 'type' | 'approvalId'>;
+}
 
 export interface TurnView {
   /** The user message this turn answers; null for events outside any turn. */
@@ -197,6 +205,19 @@ function apply(conv: Conversation, ev: StreamEvent): void {
         ...(ev.error !== undefined && { error: ev.error }),
       };
       conv.calls.delete(mid);
+      return;
+    }
+    case 'approval.request': {
+      const { type: _type, messageId: _mid, id: _id, ...request } = ev;
+      editTurn(conv, mid).blocks.push({ kind: 'approval', request });
+      return;
+    }
+    case 'approval.resolved': {
+      const t = editTurn(conv, mid);
+      const i = t.blocks.findIndex((b) => b.kind === 'approval' && b.request.approvalId === ev.approvalId);
+      const b = t.blocks[i];
+      const { type: _type, messageId: _mid, id: _id, approvalId: _approval, ...resolution } = ev;
+      if (b?.kind === 'approval') t.blocks[i] = { ...b, resolution };
       return;
     }
     case 'error': {

@@ -1,6 +1,7 @@
 import { memo } from 'preact/compat';
 import { formatCost, formatDuration } from '../ui/format.ts';
 import { type Block, stopReasonText, type TurnView as Turn } from './conversation.ts';
+import { ApprovalCard } from './approval-card.tsx';
 import { Markdown } from './markdown-view.tsx';
 
 function prettyInput(b: Extract<Block, { kind: 'tool' }>): string {
@@ -62,6 +63,8 @@ function BlockView({ block, running }: { block: Block; running: boolean }) {
       );
     case 'tool':
       return <ToolCard block={block} running={running} />;
+    case 'approval':
+      return <ApprovalCard block={block} />;
     case 'error':
       return (
         <p class="notice error" role="alert">

@@ -1,0 +1,95 @@
+// Tool approvals in the browser (DESIGN "Tool approvals", "Web app"): real Chromium against the
+// stack `npm start` runs, real claude behind it. The pending card appears in every tab, Allow in
+// one tab runs the tool, and the other tab shows the decision and who made it.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import type { Stack } from '../../scripts/start.ts';
+import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { Api } from '../helpers/sse-client.ts';
+import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
+
+const TURN_MS = 120_000;
+
+let running: TestStack;
+let stack: Stack;
+let browser: Browser;
+let admin: Api;
+let ctx: BrowserContext;
+
+beforeAll(async () => {
+  running = await startTestStack('web-approvals');
+  stack = running.stack;
+  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  browser = await launchBrowser();
+}, STACK_READY_MS + 60_000);
+
+afterAll(async () => {
+  await ctx?.close().catch(() => undefined);
+  await browser?.close();
+  await running?.stop();
+}, 120_000);
+
+function watchErrors(page: Page, name: string): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  onTestFailed(async () => {
+    await screenshot(page, `failed-approvals-${name}`).catch(() => undefined);
+    console.error(running.log.slice(-60).join('\n'));
+  });
+  return errors;
+}
+
+async function openSession(page: Page, id: string): Promise<void> {
+  await page.goto(`${stack.url}/sessions/${id}`);
+  await page.getByRole('log', { name: 'Conversation' }).waitFor();
+}
+
+describe('tool approvals in the web app', () => {
+  it(
+    'the card appears in both tabs; Allow in one runs the tool and the other tab shows who allowed it',
+    async () => {
+      ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      ctx.setDefaultTimeout(30_000);
+      const one = await ctx.newPage();
+      const errorsOne = watchErrors(one, 'one');
+      await one.goto(`${stack.url}/`);
+      await one.getByLabel('Username').fill(stack.admin.username);
+      await one.getByLabel('Password').fill(stack.admin.password);
+      await one.getByRole('button', { name: 'Sign in' }).click();
+      await one.getByRole('button', { name: 'Sign out' }).waitFor();
+      const created = await admin.call<{ id: string }>('POST', '/api/sessions', { approvals: 'ask' });
+      expect(created.status, created.text).toBe(201);
+      const id = created.body.id;
+      await openSession(one, id);
+      const two = await ctx.newPage();
+      const errorsTwo = watchErrors(two, 'two');
+      await openSession(two, id);
+
+      const script = { tool: 'write', path: 'from-the-page.txt', content: 'written after a click' };
+      await one.getByLabel('Message').fill(`Write the file.\n#offline ${JSON.stringify(script)}`);
+      await one.getByLabel('Message').press('Enter');
+
+      const cardOne = one.locator('section.approval-card');
+      const cardTwo = two.locator('section.approval-card');
+      await cardOne.getByRole('button', { name: 'Allow' }).waitFor({ timeout: TURN_MS });
+      await cardTwo.getByRole('button', { name: 'Allow' }).waitFor({ timeout: TURN_MS });
+      expect(await cardOne.locator('.tool-name').innerText()).toBe('Write');
+      expect(await cardOne.locator('.tool-io').innerText()).toContain('from-the-page.txt');
+      await expect.poll(() => cardOne.getByRole('timer').innerText()).toMatch(/left$/);
+      await screenshot(one, 'chat-approval-pending');
+
+      await cardOne.getByRole('button', { name: 'Allow' }).click();
+      const verdict = `Allowed by ${stack.admin.username}`;
+      await expect.poll(() => cardTwo.getByRole('status').innerText(), { timeout: TURN_MS }).toBe(verdict);
+      await expect.poll(() => cardOne.getByRole('status').innerText(), { timeout: TURN_MS }).toBe(verdict);
+      expect(await cardTwo.getByRole('button', { name: 'Allow' }).count()).toBe(0);
+      // The tool ran: its card shows done.
+      await two.locator('article.turn[data-state="done"]').first().waitFor({ timeout: TURN_MS });
+      expect(await two.locator('details.tool-card .tool-state').first().innerText()).toBe('done');
+      await screenshot(two, 'chat-approval-allowed-other-tab');
+      expect(errorsOne).toEqual([]);
+      expect(errorsTwo).toEqual([]);
+    },
+    TURN_MS * 2,
+  );
+});
