@@ -8,7 +8,7 @@ const USAGE = `usage:
   switchyard-runner serve                      hold one session's CLI for the hub (configured by environment)
   switchyard-runner once --backend claude|pi --prompt TEXT [--workspace DIR] [--timeout 10m]
   switchyard-runner probe [--backend claude|pi]
-  switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s] [--cluster NAME]
+  switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s] [--cluster NAME] [--provision-delay 30s]
                                                local ECS API stand-in: each task is a runner process
 
 exit codes: 0 ok, 1 failed, 2 usage/configuration, 3 refused by the hub, 4 event buffer overflow

@@ -55,6 +55,8 @@ export interface StackOptions {
   readyTimeoutMs?: number;
   /** SIGTERM → SIGKILL grace for runner tasks (the host's --stop-timeout). */
   taskStopTimeoutMs?: number;
+  /** Simulated provisioning before each runner task starts (the host's --provision-delay; bench, pool tests). */
+  provisionDelayMs?: number;
   /** Extra `wrangler dev --var NAME:VALUE`s (tests: shorter hub timeouts). */
   edgeVars?: Record<string, string>;
   /** Extra environment for the runner host and so for every runner task (tests: a fake CLI). */
@@ -246,7 +248,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const host = await launch(
       'host',
       NODE,
-      [RUNNER_BIN, 'host', '--port', '0', '--state-dir', hostStateDir, '--stop-timeout', taskStop],
+      [
+        RUNNER_BIN,
+        'host',
+        '--port',
+        '0',
+        '--state-dir',
+        hostStateDir,
+        '--stop-timeout',
+        taskStop,
+        ...(opts.provisionDelayMs ? ['--provision-delay', `${opts.provisionDelayMs}ms`] : []),
+      ],
       {
         ...serviceEnv,
         ...(modelUrl !== undefined && { SWITCHYARD_MODEL_URL: modelUrl }),

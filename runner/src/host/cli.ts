@@ -1,4 +1,4 @@
-// `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s]`: runs the local ECS
+// `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s] [--provision-delay 30s]`: runs the local ECS
 // stand-in until SIGINT/SIGTERM, then stops every task and exits. Prints exactly one JSON line
 // on stdout once listening (`{"url", "port", "cluster", "stateDir"}`), so a parent can wait for it.
 // Requests must be SigV4-signed with SWITCHYARD_HOST_ACCESS_KEY_ID / SWITCHYARD_HOST_SECRET_ACCESS_KEY
@@ -31,6 +31,8 @@ export function taskBaseEnv(env: NodeJS.ProcessEnv): Record<string, string> {
     'SWITCHYARD_RUNNER_TOKEN',
     'SWITCHYARD_RUNNER_ID',
     'SWITCHYARD_BACKEND',
+    'SWITCHYARD_POOL_URL',
+    'SWITCHYARD_POOL_TOKEN',
     'SWITCHYARD_ADMIN_PASSWORD',
   ]);
   const out: Record<string, string> = {};
@@ -50,6 +52,7 @@ export async function hostMode(args: string[]): Promise<number> {
         port: { type: 'string' },
         'state-dir': { type: 'string' },
         'stop-timeout': { type: 'string' },
+        'provision-delay': { type: 'string' },
         cluster: { type: 'string' },
       },
       strict: true,
@@ -67,6 +70,12 @@ export async function hostMode(args: string[]): Promise<number> {
   const stopTimeoutMs = values['stop-timeout'] === undefined ? 30_000 : parseDuration(values['stop-timeout']);
   if (stopTimeoutMs === undefined) {
     process.stderr.write('switchyard-runner host: --stop-timeout must be a duration such as 30s\n');
+    return ExitCode.usage;
+  }
+  // Simulates Fargate's provisioning wait before each task starts (docs/DESIGN.md "Warm runner pool").
+  const provisionDelayMs = values['provision-delay'] === undefined ? 0 : parseDuration(values['provision-delay']);
+  if (provisionDelayMs === undefined) {
+    process.stderr.write('switchyard-runner host: --provision-delay must be a duration such as 30s\n');
     return ExitCode.usage;
   }
   const stateDir = resolve(values['state-dir'] ?? mkdtempSync(join(tmpdir(), 'switchyard-host-')));
@@ -94,6 +103,7 @@ export async function hostMode(args: string[]): Promise<number> {
     credentials,
     stateDir,
     stopTimeoutMs,
+    provisionDelayMs,
     log,
   });
 

@@ -5,6 +5,7 @@
 // launcher sends are modelled; unknown fields are accepted and ignored, as ECS
 // ignores nothing but the SDK never sends what it does not know.
 import { LAUNCH_ENV_NAMES } from '@switchyard/protocol';
+import { POOL_ONLY_ENV_NAMES } from '@switchyard/protocol/pool';
 import { z } from 'zod';
 
 export const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
@@ -120,12 +121,13 @@ export interface EcsTask {
 
 /**
  * The container-override environment names the edge's launcher sets (protocol's LaunchEnvSchema):
- * per-session values only. Everything else a runner gets comes from the "task definition" (the
+ * per-session values only, and a pooled runner's pool URL and token (protocol's pool.ts).
+ * Everything else a runner gets comes from the "task definition" (the
  * host's own allow-listed environment). The host runs tasks as the developer, so an override is
  * code execution or a redirect of the model key: NODE_OPTIONS, SWITCHYARD_SANDBOX,
  * SWITCHYARD_CLI_EXECUTABLE, SWITCHYARD_MODEL_URL and any name not listed here are refused.
  */
-export const LAUNCHER_OVERRIDES = LAUNCH_ENV_NAMES;
+export const LAUNCHER_OVERRIDES: readonly string[] = [...LAUNCH_ENV_NAMES, ...POOL_ONLY_ENV_NAMES];
 
 /** The commands a task may be started with: the image's default (`serve`) and the launcher's probe. */
 function allowedCommand(command: string[]): boolean {

@@ -65,6 +65,8 @@ export interface RunnerHostOptions {
   /** Upper bound for one `probe` run. */
   probeTimeoutMs?: number;
   sampleIntervalMs?: number;
+  /** Simulated Fargate provisioning before each task's process starts (TaskManagerOptions). */
+  provisionDelayMs?: number;
 }
 
 export interface RunnerHost {
@@ -91,6 +93,7 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
     stopTimeoutMs: opts.stopTimeoutMs ?? 30_000,
     ...(opts.log && { log: opts.log }),
     ...(opts.sampleIntervalMs !== undefined && { sampleIntervalMs: opts.sampleIntervalMs }),
+    ...(opts.provisionDelayMs !== undefined && { provisionDelayMs: opts.provisionDelayMs }),
   });
 
   const checkCluster = (ref: string | undefined) => {

@@ -23,6 +23,11 @@ export interface TaskManagerOptions {
   log?: (line: string) => void;
   /** How often running tasks' process trees are sampled. */
   sampleIntervalMs?: number;
+  /**
+   * Simulated provisioning: each task stays PROVISIONING this long before its process starts,
+   * as a Fargate task waits for capacity and an image pull (docs/DESIGN.md "Warm runner pool").
+   */
+  provisionDelayMs?: number;
 }
 
 export interface RunSpec {
@@ -126,6 +131,8 @@ export class TaskManager {
     const workspace = join(task.dir, 'workspace');
     let out: number | undefined;
     try {
+      const delay = this.opts.provisionDelayMs ?? 0;
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
       mkdirSync(workspace, { recursive: true, mode: 0o700 });
       out = openSync(task.logPath, 'a', 0o600);
       const command = task.spec.command ?? ['serve'];

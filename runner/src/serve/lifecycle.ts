@@ -7,6 +7,7 @@ import { makeCliDirs } from '../cli/spawn.ts';
 import { loadServeConfig } from '../config.ts';
 import { ExitCode, messageOf } from '../errors.ts';
 import { createLogger } from '../log.ts';
+import { forgetPoolSecrets, poolModeOf, runPooled } from '../pool/pooled.ts';
 import { startModelAccess } from '../sandbox/model-proxy.ts';
 import { SessionRunner } from './session-runner.ts';
 
@@ -15,7 +16,9 @@ import { SessionRunner } from './session-runner.ts';
  * the guarantee that the CLI's process group dies with the runner.
  */
 export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const loaded = loadServeConfig(env, process.cwd());
+  // Pooled mode (docs/DESIGN.md "Warm runner pool"): no session yet; the claim brings it.
+  const pool = poolModeOf(env);
+  const loaded = loadServeConfig(pool?.configEnv ?? env, process.cwd());
   if (!loaded.ok) {
     process.stderr.write(`${JSON.stringify({ level: 'error', msg: 'invalid configuration', ...loaded.error })}\n`);
     return ExitCode.usage;
@@ -23,6 +26,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   const config = loaded.value;
   // Nothing started from here on may inherit the token, whatever its env allow-list says.
   delete env.SWITCHYARD_RUNNER_TOKEN;
+  forgetPoolSecrets(env);
   const log = createLogger({ level: config.logLevel, base: { runnerId: config.runnerId } });
   log.redact(config.runnerToken);
   const modelKey = config.model.kind === 'none' ? undefined : config.model.apiKey;
@@ -79,7 +83,13 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
     process.exit(ExitCode.failed);
   });
 
-  const code = await runner.run();
+  const code =
+    pool === null
+      ? await runner.run()
+      : await runPooled(runner, pool, config, log, {
+          cliVersion: executable.version,
+          capabilities: sandbox.value.capabilities,
+        });
   await model.value.close();
   if (ownStateDir) await rm(stateDir, { recursive: true, force: true }).catch(() => {});
   return code;

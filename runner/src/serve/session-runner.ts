@@ -47,9 +47,11 @@ export class SessionRunner {
   private readonly o: SessionRunnerOptions;
   private readonly machine: TurnMachine;
   private readonly buffer: EventBuffer;
-  private readonly link: HubLink;
+  private link: HubLink;
+  /** Pooled mode: resolves once the prewarmed CLI is up (true) or gone (false). */
+  private prewarmed: ((ok: boolean) => void) | undefined;
   /** The durable workspace: restored before the first CLI, saved after each turn and at the end. */
-  private readonly workspace: WorkspaceSync;
+  private workspace: WorkspaceSync;
   private readonly timers = new Map<TimerName, NodeJS.Timeout>();
   private readonly slots = new Map<number, CliSlot>();
   private readonly inbox: MachineInput[] = [];
@@ -75,7 +77,14 @@ export class SessionRunner {
     const c = options.config;
     this.machine = new TurnMachine(c.timings);
     this.buffer = new EventBuffer(c.buffer);
-    this.link = new HubLink({
+    this.link = this.newLink();
+    this.workspace = this.newWorkspace();
+  }
+
+  private newLink(): HubLink {
+    const c = this.o.config;
+    const options = this.o;
+    return new HubLink({
       url: c.hubUrl,
       sessionId: c.sessionId,
       token: c.runnerToken,
@@ -97,12 +106,37 @@ export class SessionRunner {
       onRequest: (request) => this.onRequest(request),
       onRejected: (error) => this.dispatch({ type: 'fatal', reason: 'fatal', error, exitCode: ExitCode.hubRejected }),
     });
-    this.workspace = new WorkspaceSync({
+  }
+
+  private newWorkspace(): WorkspaceSync {
+    const options = this.o;
+    return new WorkspaceSync({
       root: options.launch.dirs.workspace,
-      store: new WorkspaceClient(workspaceBaseUrl(c.hubUrl), () => this.link.currentToken),
+      store: new WorkspaceClient(workspaceBaseUrl(options.config.hubUrl), () => this.link.currentToken),
       log: options.log,
       onError: (error) => this.emit({ type: 'error', ...error }),
     });
+  }
+
+  /**
+   * Pooled mode (docs/DESIGN.md "Warm runner pool"): start the CLI before any session is known.
+   * Resolves true once it is ready, false if it did not come up. Nothing is linked yet.
+   */
+  prewarm(): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.prewarmed = resolve;
+      this.dispatch({ type: 'prewarm' });
+    });
+  }
+
+  /**
+   * Pooled mode: the claim names the session. The hub link is rebuilt for it before `run()`;
+   * the prewarmed CLI keeps running and serves this session only.
+   */
+  adopt(config: ServeConfig): void {
+    this.o.config = config;
+    this.link = this.newLink();
+    this.workspace = this.newWorkspace();
   }
 
   /** Resolves with the process exit code once the session is over. */
@@ -248,6 +282,10 @@ export class SessionRunner {
         return;
       }
       case 'status':
+        if (this.prewarmed !== undefined && effect.status.cli !== 'starting') {
+          this.prewarmed(effect.status.cli === 'running');
+          this.prewarmed = undefined;
+        }
         this.lastStatus = effect.status;
         this.link.send(effect.status);
         return;

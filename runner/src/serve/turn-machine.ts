@@ -84,10 +84,16 @@ export class TurnMachine {
         this.setTimer('idle', this.t.idleMs);
         this.setTimer('max_lifetime', this.t.maxLifetimeMs);
         return;
+      case 'prewarm':
+        // A pooled runner starts its CLI before any session is known (docs/DESIGN.md "Warm runner pool").
+        if (this.phase === 'starting' && this.cli.state === 'none') this.spawnCli();
+        return;
       case 'linked':
         if (this.phase !== 'starting') return;
         this.phase = 'running';
-        this.spawnCli();
+        if (this.cli.state === 'none') this.spawnCli();
+        // A prewarmed CLI that is already up: idle time counts from now, as after any CLI start.
+        else if (this.cli.state === 'ready' && !this.turn) this.setTimer('idle', this.t.idleMs);
         return;
       case 'user_message':
         return this.userMessage(input.messageId, input.message);

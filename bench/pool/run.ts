@@ -1,0 +1,134 @@
+// bench/pool: what the warm runner pool saves on a session's first message, in one run on one
+// machine, through HTTP only. The local runner host simulates Fargate's provisioning wait
+// (`--provision-delay`), so a cold launch costs what it costs in production plus this machine's
+// runner and CLI start. For each backend:
+//   warm turn:  POST /messages → first text.delta at an SSE client, 2nd+ message of one session
+//               (the runner and its CLI are up): the baseline.
+//   cold first: the first message of a new session with no pool (size 0): provisioning + runner
+//               start + CLI start + the turn.
+//   pooled first: the first message of a new session while the pool holds an idle runner.
+// Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
+// Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi])
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startStack, type Stack } from '../../scripts/start.ts';
+import { Api, until } from '../../test/helpers/sse-client.ts';
+
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? (process.argv[i + 1] as string) : dflt;
+};
+const RUNS = Number(arg('--runs', '3'));
+const DELAY = arg('--provision-delay', '10s');
+const BACKENDS = arg('--backends', 'claude').split(',') as Array<'claude' | 'pi'>;
+const TURN_MS = 180_000;
+
+const delayMs = (() => {
+  const m = /^(\d+)(ms|s)?$/.exec(DELAY);
+  if (!m) throw new Error('--provision-delay must look like 10s or 500ms');
+  return Number(m[1]) * (m[2] === 'ms' ? 1 : 1000);
+})();
+
+const now = () => performance.now();
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)] ?? NaN;
+};
+const f0 = (x: number) => x.toFixed(0);
+
+type PoolStatus = { runners: Array<{ id: string; backend: string; state: string }> };
+
+/** One message to a session: ms from POST to the first text.delta at the SSE client; waits for turn.done. */
+async function firstDelta(api: Api, sessionId: string, text: string, sse: Awaited<ReturnType<Api['events']>>) {
+  const t0 = now();
+  const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
+  if (r.status !== 202) throw new Error(`message: ${r.status} ${r.text}`);
+  const mid = r.body.messageId;
+  const first = await sse.waitFor('first delta', (e) => e.event === 'text.delta' && e.data.messageId === mid, TURN_MS);
+  const ms = first.receivedAt - t0;
+  await sse.turnDone(mid, TURN_MS);
+  return ms;
+}
+
+async function newSession(api: Api, backend: string) {
+  const s = (await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: 'bench pool' })).body;
+  if (s.backend !== backend) throw new Error(`session backend ${s.backend}, wanted ${backend}`);
+  return { id: s.id, sse: await api.events(s.id) };
+}
+
+async function idlePooled(api: Api, backend: string, n: number): Promise<void> {
+  await until(
+    `${n} idle pooled ${backend} runner(s)`,
+    async () => {
+      const r = await api.call<PoolStatus>('GET', '/api/admin/runner-pool');
+      return r.body.runners.filter((x) => x.backend === backend && x.state === 'idle').length >= n;
+    },
+    delayMs + TURN_MS,
+  );
+}
+
+async function benchBackend(api: Api, backend: 'claude' | 'pi') {
+  const r = await api.call('PUT', '/api/admin/settings', { llmBackend: backend });
+  if (r.status !== 200) throw new Error(`switch to ${backend}: ${r.status} ${r.text}`);
+  const sessions: string[] = [];
+  const cold: number[] = [];
+  const warm: number[] = [];
+  const pooled: number[] = [];
+  try {
+    // Cold first messages and warm turns (no pool).
+    await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
+    for (let i = 0; i < RUNS; i++) {
+      const s = await newSession(api, backend);
+      sessions.push(s.id);
+      cold.push(await firstDelta(api, s.id, `cold ${i}`, s.sse));
+      for (let j = 0; j < 2; j++) warm.push(await firstDelta(api, s.id, `warm ${i}.${j}`, s.sse));
+      await s.sse.close();
+      await api.call('DELETE', `/api/sessions/${s.id}`);
+    }
+    // Pooled first messages: one idle runner waiting each time.
+    await api.call('PUT', '/api/admin/runner-pool', { [backend]: 1 });
+    for (let i = 0; i < RUNS; i++) {
+      await idlePooled(api, backend, 1);
+      const s = await newSession(api, backend);
+      sessions.push(s.id);
+      pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse));
+      await s.sse.close();
+      await api.call('DELETE', `/api/sessions/${s.id}`);
+    }
+  } finally {
+    await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
+  }
+  const w = median(warm);
+  console.log(
+    `${backend}: warm turn ${f0(w)} ms (n=${warm.length}); cold first ${f0(median(cold))} ms = ${(median(cold) / w).toFixed(1)}x; ` +
+      `pooled first ${f0(median(pooled))} ms = ${(median(pooled) / w).toFixed(2)}x (goal <= 1.5x); ` +
+      `cold/pooled ${(median(cold) / median(pooled)).toFixed(1)}x   [cold ${cold.map(f0).join(', ')}; pooled ${pooled.map(f0).join(', ')}]`,
+  );
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-pool-'));
+let stack: Stack | undefined;
+try {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.SWITCHYARD_MODEL_URL;
+  delete env.SWITCHYARD_ADMIN_PASSWORD;
+  stack = await startStack({
+    port: 0,
+    frozenEdge: true,
+    devDir: join(dir, 'dev'),
+    persistTo: join(dir, 'state'),
+    env,
+    readyTimeoutMs: 240_000,
+    provisionDelayMs: delayMs,
+    output: () => undefined,
+    log: () => undefined,
+  });
+  const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  console.log(`provision delay ${DELAY}, ${RUNS} run(s) per kind, ${new Date().toISOString()}`);
+  for (const backend of BACKENDS) await benchBackend(api, backend);
+} finally {
+  await stack?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}

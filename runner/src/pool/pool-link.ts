@@ -1,0 +1,84 @@
+import { RUNNER_LINK_PING } from '@switchyard/protocol';
+import { PoolClaimSchema, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
+import WebSocket from 'ws';
+import type { Logger } from '../log.ts';
+
+// A pooled runner's one link to the pool coordinator (docs/DESIGN.md "Warm runner pool"): dial
+// with the pool token, say pool_hello, keep the link alive, and wait for the one claim. Any end
+// of the link before a claim ends the pooled runner: the coordinator launches a replacement, so
+// nothing here reconnects.
+
+export type PoolWait = { kind: 'claimed'; claim: PoolClaim } | { kind: 'ended'; code: number; reason: string };
+
+export interface PoolLinkOptions {
+  url: string;
+  token: string;
+  hello: PoolHello;
+  pingIntervalMs: number;
+  /** How long the dial may take (the link's welcome timeout). */
+  handshakeTimeoutMs: number;
+  log: Logger;
+}
+
+export class PoolLink {
+  private ws: WebSocket | undefined;
+  private ping: NodeJS.Timeout | undefined;
+  private settled = false;
+  private resolve!: (result: PoolWait) => void;
+  /** Resolves once: the claim, or how the link ended. */
+  readonly result = new Promise<PoolWait>((r) => {
+    this.resolve = r;
+  });
+
+  private readonly o: PoolLinkOptions;
+
+  constructor(options: PoolLinkOptions) {
+    this.o = options;
+  }
+
+  start(): void {
+    const ws = new WebSocket(this.o.url, {
+      headers: { authorization: `Bearer ${this.o.token}` },
+      handshakeTimeout: this.o.handshakeTimeoutMs,
+      maxPayload: 64 * 1024,
+      perMessageDeflate: false,
+    });
+    this.ws = ws;
+    ws.on('open', () => {
+      ws.send(JSON.stringify(this.o.hello));
+      this.ping = setInterval(() => ws.send(RUNNER_LINK_PING), this.o.pingIntervalMs);
+    });
+    ws.on('message', (data, isBinary) => {
+      const text = String(data);
+      if (isBinary || text === '{"type":"pong"}') return;
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        raw = undefined;
+      }
+      const claim = PoolClaimSchema.safeParse(raw);
+      if (!claim.success) {
+        this.o.log.warn('pool coordinator sent a frame that is not a claim; ignored', { head: text.slice(0, 100) });
+        return;
+      }
+      this.settle({ kind: 'claimed', claim: claim.data });
+      ws.close(1000, 'claimed');
+    });
+    ws.on('error', (err) => this.o.log.debug('pool link error', { error: err.message }));
+    ws.on('close', (code, reason) => this.settle({ kind: 'ended', code, reason: reason.toString() }));
+  }
+
+  /** Ends the wait from this side (a signal): the link closes and `result` says so. */
+  close(reason: string): void {
+    this.settle({ kind: 'ended', code: 1000, reason });
+    this.ws?.close(1000, reason.slice(0, 120));
+  }
+
+  private settle(result: PoolWait): void {
+    if (this.ping !== undefined) clearInterval(this.ping);
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve(result);
+  }
+}

@@ -1,0 +1,125 @@
+import { POOL_ONLY_ENV_NAMES } from '@switchyard/protocol/pool';
+import { loadServeConfig, type ServeConfig } from '../config.ts';
+import { ExitCode } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { SessionRunner } from '../serve/session-runner.ts';
+import { PoolLink, type PoolWait } from './pool-link.ts';
+
+// `serve` in pooled mode (docs/DESIGN.md "Warm runner pool"): the runner is started before any
+// session exists, with SWITCHYARD_POOL_URL and SWITCHYARD_POOL_TOKEN instead of a hub URL, a
+// session id and a runner token. It prepares everything a session needs (config, sandbox, model
+// proxy, CLI dirs) and starts its CLI, then waits on the pool link. A claim names the session;
+// the runner then becomes an ordinary session runner for it and for nothing else.
+
+/** What stands in for the session's fields until the claim: never sent to a hub. */
+const UNCLAIMED_SESSION = '~pool';
+
+export interface PoolMode {
+  url: string;
+  token: string;
+  /** The environment `loadServeConfig` validates now: the pool URL and token in the session's places. */
+  configEnv: Record<string, string | undefined>;
+}
+
+/** Pooled mode when SWITCHYARD_POOL_URL is set; null for an ordinary (session) launch. */
+export function poolModeOf(env: Record<string, string | undefined>): PoolMode | null {
+  const url = env.SWITCHYARD_POOL_URL;
+  if (url === undefined || url === '') return null;
+  const token = env.SWITCHYARD_POOL_TOKEN ?? '';
+  return {
+    url,
+    token,
+    // The pool URL goes through the hub URL's checks (ws only to loopback), the token through the token's.
+    configEnv: {
+      ...env,
+      SWITCHYARD_HUB_URL: url,
+      SWITCHYARD_SESSION_ID: UNCLAIMED_SESSION,
+      SWITCHYARD_RUNNER_TOKEN: token,
+    },
+  };
+}
+
+/** Nothing spawned from here may inherit the pool token. */
+export function forgetPoolSecrets(env: Record<string, string | undefined>): void {
+  for (const name of POOL_ONLY_ENV_NAMES) delete env[name];
+}
+
+/**
+ * The claim's session config: the same environment with the claim's hub URL, session id and
+ * token, validated by the same rules as a launched runner's.
+ */
+export function claimedConfig(
+  pool: PoolMode,
+  claim: { hubUrl: string; sessionId: string; runnerToken: string },
+  cwd: string,
+): ReturnType<typeof loadServeConfig> {
+  return loadServeConfig(
+    {
+      ...pool.configEnv,
+      SWITCHYARD_HUB_URL: claim.hubUrl,
+      SWITCHYARD_SESSION_ID: claim.sessionId,
+      SWITCHYARD_RUNNER_TOKEN: claim.runnerToken,
+    },
+    cwd,
+  );
+}
+
+/**
+ * Prewarms the CLI, waits for a claim on the pool link, then serves the claimed session.
+ * Returns the exit code: 0 when retired or stopped before a claim.
+ */
+export async function runPooled(
+  runner: SessionRunner,
+  pool: PoolMode,
+  config: ServeConfig,
+  log: Logger,
+  hello: { cliVersion: string | null; capabilities: import('@switchyard/protocol').Capabilities },
+): Promise<number> {
+  // The CLI first: a runner in the pool is one whose CLI is up.
+  const ready = await runner.prewarm();
+  if (!ready) {
+    log.error('pooled runner: the CLI did not start; leaving the pool', {});
+    runner.killAllNow();
+    return ExitCode.failed;
+  }
+  const link = new PoolLink({
+    url: pool.url,
+    token: pool.token,
+    hello: {
+      type: 'pool_hello',
+      runnerId: config.runnerId,
+      backend: config.backend,
+      model: config.modelName ?? null,
+      cliVersion: hello.cliVersion,
+      capabilities: hello.capabilities,
+    },
+    pingIntervalMs: config.link.pingIntervalMs,
+    handshakeTimeoutMs: config.link.welcomeTimeoutMs,
+    log,
+  });
+  const stop = () => link.close('signal');
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  link.start();
+  log.info('pooled runner waiting for a session', { backend: config.backend });
+  const result: PoolWait = await link.result;
+  process.off('SIGTERM', stop);
+  process.off('SIGINT', stop);
+  if (result.kind === 'ended') {
+    log.info('pooled runner leaves the pool unclaimed', { code: result.code, reason: result.reason });
+    runner.killAllNow();
+    return ExitCode.ok;
+  }
+  const claimed = claimedConfig(pool, result.claim, process.cwd());
+  if (!claimed.ok) {
+    log.error('pooled runner: the claim is not a usable session config', { ...claimed.error });
+    runner.killAllNow();
+    return ExitCode.usage;
+  }
+  log.redact(claimed.value.runnerToken);
+  // A pooled runner is only claimed by a session's first launch with nothing to restore (no
+  // transcript): the CLI it started is that session's conversation from its first message on.
+  log.info('pooled runner claimed', { sessionId: claimed.value.sessionId });
+  runner.adopt({ ...claimed.value, runnerId: config.runnerId });
+  return runner.run();
+}

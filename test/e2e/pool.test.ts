@@ -1,0 +1,175 @@
+// The warm runner pool end to end, through HTTP only: the stack `npm start` runs (wrangler dev,
+// the local runner host, the offline model), real runners in pooled mode with real claude and pi
+// CLIs. The host simulates a provisioning delay, so a cold launch is visibly slower; nothing here
+// measures it (that is bench/e2e/pool.ts): a session's runner counts as pooled by its identity
+// (the pooled runner id and the task tagged `switchyard:pool`), never by timing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Stack } from '../../scripts/start.ts';
+import { Api, textOf, until, type SseStream } from '../helpers/sse-client.ts';
+import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
+
+const TURN_MS = 120_000;
+const FILL_MS = 180_000;
+/** Long enough to tell apart from a pooled start, short enough for a test run. */
+const PROVISION_DELAY_MS = 3_000;
+
+interface PoolStatus {
+  sizes: { claude: number; pi: number };
+  runners: Array<{ id: string; backend: string; ref: string | null; state: 'launching' | 'idle' }>;
+}
+
+let running: TestStack;
+let stack: Stack;
+let admin: Api;
+const streams: SseStream[] = [];
+
+beforeAll(async () => {
+  running = await startTestStack('pool', { provisionDelayMs: PROVISION_DELAY_MS });
+  stack = running.stack;
+  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+}, STACK_READY_MS + 60_000);
+
+afterAll(async () => {
+  for (const s of streams) await s.close();
+  if (running !== undefined) await running.stop();
+}, 120_000);
+
+function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
+  return async () => {
+    try {
+      return await f();
+    } catch (err) {
+      if (err instanceof Error) err.message += `\n--- last service lines:\n${running.log.slice(-80).join('\n')}`;
+      throw err;
+    }
+  };
+}
+
+async function pool(): Promise<PoolStatus> {
+  const r = await admin.call<PoolStatus>('GET', '/api/admin/runner-pool');
+  expect(r.status, r.text).toBe(200);
+  return r.body;
+}
+
+async function setPool(sizes: Partial<PoolStatus['sizes']>): Promise<PoolStatus> {
+  const r = await admin.call<PoolStatus>('PUT', '/api/admin/runner-pool', sizes);
+  expect(r.status, r.text).toBe(200);
+  return r.body;
+}
+
+async function idle(backend: string, n: number): Promise<PoolStatus['runners']> {
+  return until(
+    `${n} idle pooled ${backend} runner(s)`,
+    async () => {
+      const runners = (await pool()).runners.filter((r) => r.backend === backend && r.state === 'idle');
+      return runners.length === n ? runners : undefined;
+    },
+    FILL_MS,
+  );
+}
+
+async function session(): Promise<string> {
+  const r = await admin.call<{ id: string }>('POST', '/api/sessions', {});
+  expect(r.status, r.text).toBe(201);
+  return r.body.id;
+}
+
+/** Sends the session's first message and waits for its answer; returns the session's runner. */
+async function firstTurn(sessionId: string, text: string) {
+  const sse = await admin.events(sessionId);
+  streams.push(sse);
+  const r = await admin.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, {
+    text: `${text}\n#offline ${JSON.stringify({ text: `echo: ${text}` })}`,
+  });
+  expect(r.status, r.text).toBe(202);
+  const done = await sse.turnDone(r.body.messageId, TURN_MS);
+  expect(done.data.stopReason).toBe('end_turn');
+  expect(textOf(sse.ofMessage(r.body.messageId))).toContain(`echo: ${text}`);
+  const detail = await admin.call<{ runner: { ref: string | null; runnerId: string | null } | null }>(
+    'GET',
+    `/api/sessions/${sessionId}`,
+  );
+  expect(detail.status).toBe(200);
+  const runner = detail.body.runner;
+  if (runner === null || runner.ref === null) throw new Error('the session has no runner');
+  return runner;
+}
+
+async function taskTags(ref: string): Promise<Record<string, string>> {
+  const task = (await stack.runners()).find((t) => t.taskArn === ref);
+  if (task === undefined) throw new Error(`no host task ${ref}`);
+  return task.tags;
+}
+
+describe('warm runner pool (real runners, real CLIs)', () => {
+  it(
+    'size 0 is the default: no pooled runner, the first message launches cold',
+    dumpOnFail(async () => {
+      expect(await pool()).toEqual({ sizes: { claude: 0, pi: 0 }, runners: [] });
+      const id = await session();
+      const runner = await firstTurn(id, 'cold start');
+      expect(await taskTags(runner.ref as string)).not.toHaveProperty('switchyard:pool');
+      expect((await stack.runners()).filter((t) => 'switchyard:pool' in t.tags)).toEqual([]);
+    }),
+    TURN_MS + 60_000,
+  );
+
+  it(
+    'fills to N; a new session takes a pooled runner (its CLI already up) and the pool refills',
+    dumpOnFail(async () => {
+      await setPool({ claude: 2 });
+      const before = await idle('claude', 2);
+      const id = await session();
+      const runner = await firstTurn(id, 'warm start');
+      // The session's runner is one of the pooled ones: same runner id, the pooled task.
+      expect(before.map((r) => r.id)).toContain(runner.runnerId);
+      expect(before.map((r) => r.ref)).toContain(runner.ref);
+      expect((await taskTags(runner.ref as string))['switchyard:pool']).toBe(runner.runnerId);
+      // Never reused: it left the pool, and a fresh one took its place.
+      const after = await idle('claude', 2);
+      expect(after.map((r) => r.id)).not.toContain(runner.runnerId);
+    }),
+    FILL_MS + TURN_MS,
+  );
+
+  it(
+    'two sessions at once never share a pooled runner',
+    dumpOnFail(async () => {
+      await idle('claude', 2);
+      const [a, b] = await Promise.all([session(), session()]);
+      const [ra, rb] = await Promise.all([firstTurn(a, 'first of two'), firstTurn(b, 'second of two')]);
+      expect(ra.runnerId).not.toBe(rb.runnerId);
+      expect(ra.ref).not.toBe(rb.ref);
+    }),
+    FILL_MS + TURN_MS,
+  );
+
+  it(
+    'the backend switch drains the old backend; size 0 drains the rest',
+    dumpOnFail(async () => {
+      await setPool({ claude: 1, pi: 1 });
+      const claude = await idle('claude', 1);
+      const r = await admin.call('PUT', '/api/admin/settings', { llmBackend: 'pi' });
+      expect(r.status, r.text).toBe(200);
+      const pi = await idle('pi', 1);
+      expect((await pool()).runners.filter((x) => x.backend === 'claude')).toEqual([]);
+      await until(
+        'the drained claude tasks to stop',
+        async () => {
+          const tasks = await stack.runners();
+          return claude.every((c) => tasks.find((t) => t.taskArn === c.ref)?.lastStatus === 'STOPPED');
+        },
+        60_000,
+      );
+      // A pi session takes the pooled pi runner.
+      const id = await session();
+      const runner = await firstTurn(id, 'pi warm start');
+      expect(runner.runnerId).toBe(pi[0]?.id);
+
+      await setPool({ claude: 0, pi: 0 });
+      await until('an empty pool', async () => (await pool()).runners.length === 0, 60_000);
+      await admin.call('PUT', '/api/admin/settings', { llmBackend: 'claude' });
+    }),
+    2 * FILL_MS + TURN_MS,
+  );
+});
