@@ -47,6 +47,8 @@ export type MachineInput =
   | { type: 'start' }
   /** The hub link is up for the first time and any transcript is being restored. */
   | { type: 'linked' }
+  /** Pooled mode: start the CLI now, before the hub link (no session, so nothing to restore). */
+  | { type: 'prewarm' }
   | { type: 'user_message'; messageId: string; message: UserMessage }
   | { type: 'interrupt'; requestId: string }
   /** The hub's answer to an approval reached the CLI (or the CLI no longer waited for it). */
