@@ -1,3 +1,8 @@
+// Serve mode's I/O shell (the class below). Over 400 lines on purpose: it is the one place where
+// the turn machine's effects meet the world, and every effect, hub request and link event is a
+// few lines handing off to the module that does the work (cli-slot.ts, hub-link.ts,
+// transcript.ts, ../cli/spawn.ts, ../workspace/sync.ts, ../pool/); pulling the handlers apart
+// would split the one sequence (inbox → machine → effects) that has to be read in one place.
 import { access } from 'node:fs/promises';
 import {
   adapterFor,
