@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../src/settings/schema.ts';
+import { until } from '../../test/helpers/poll.ts';
 import { adminWithToken, call, expectError, makeApp, SpyProbe, userWithToken } from './helpers.ts';
 
 beforeEach(async () => {
@@ -35,13 +36,11 @@ const unusable = {
 
 /** Polls D1 until both backends have a stored answer (background probes run after the response). */
 async function storedAnswers(n = 2): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
+  await until('the background probes to store their answers', async () => {
     const row = await env.DB.prepare('SELECT count(*) AS n FROM backend_status').first<{ n: number }>();
     const leases = await env.DB.prepare('SELECT count(*) AS n FROM probe_lease').first<{ n: number }>();
-    if (row?.n === n && leases?.n === 0) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error('background probes did not store their answers');
+    return row?.n === n && leases?.n === 0;
+  });
 }
 
 function deferred<T>() {

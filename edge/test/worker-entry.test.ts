@@ -1,6 +1,7 @@
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { issueToken } from '../src/auth/token-store.ts';
+import { until } from '../../test/helpers/poll.ts';
 import { createUser } from './helpers.ts';
 
 // The deployed Worker: the real clock, the ECS launcher (unconfigured here: no AWS credentials)
@@ -20,14 +21,12 @@ describe('the Worker entry', () => {
     // An admin's read starts the probe in the background and answers the stored state at once;
     // reading again (polled, never slept) shows the probe's answer.
     type Pub = { backends: Array<{ name: string; available: boolean; reason?: string }> };
-    let pi: Pub['backends'][number] | undefined;
-    for (let i = 0; i < 400; i++) {
+    const pi = await until("the probe's answer", async () => {
       const pub = await exports.default.fetch('http://localhost/api/settings', { headers });
       expect(pub.status).toBe(200);
-      pi = ((await pub.json()) as Pub).backends.find((b) => b.name === 'pi');
-      if (pi?.reason !== 'not checked yet') break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+      const found = ((await pub.json()) as Pub).backends.find((b) => b.name === 'pi');
+      return found?.reason !== 'not checked yet' && found;
+    });
     expect(pi?.available).toBe(false);
     expect(pi?.reason).toMatch(/ECS launcher is not configured/);
 
