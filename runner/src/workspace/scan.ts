@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, readdir, realpath } from 'node:fs/promises';
+import { lstat, open, readdir, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { checkWorkspacePath } from '@switchyard/protocol';
 
@@ -57,19 +57,11 @@ export async function scanWorkspace(root: string): Promise<Scan> {
   return { files, skipped };
 }
 
+/** The file's stat without following a link at the leaf (contents are read by readInside, which checks the whole path). */
 export async function statInside(root: string, path: string): Promise<DiskFile | undefined> {
-  try {
-    const fh = await open(join(root, path), constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      const st = await fh.stat();
-      if (!st.isFile()) return undefined;
-      return { size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino, executable: (st.mode & 0o100) !== 0 };
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    return undefined;
-  }
+  const st = await lstat(join(root, path)).catch(() => undefined);
+  if (st === undefined || !st.isFile()) return undefined;
+  return { size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino, executable: (st.mode & 0o100) !== 0 };
 }
 
 /**

@@ -45,7 +45,8 @@ interface Known {
   disk: DiskFile | undefined;
 }
 
-const UPLOAD_CONCURRENCY = 8;
+/** Blobs moved at once, each way. */
+const TRANSFER_CONCURRENCY = 8;
 
 function sameDisk(a: DiskFile | undefined, b: DiskFile): boolean {
   return (
@@ -109,23 +110,24 @@ export class WorkspaceSync {
     const stats: PullStats = { written: 0, writtenBytes: 0, removed: 0 };
     const wanted = new Set<string>();
     const failures: string[] = [];
-    for (const entry of m.files) {
-      wanted.add(entry.path);
+    for (const entry of m.files) wanted.add(entry.path);
+    const todo = m.files.filter((entry) => {
       const k = this.#known.get(entry.path);
-      if (k !== undefined && k.entry.sha256 === entry.sha256 && k.entry.executable === entry.executable) continue;
+      return k === undefined || k.entry.sha256 !== entry.sha256 || k.entry.executable !== entry.executable;
+    });
+    await pool(todo, TRANSFER_CONCURRENCY, async (entry) => {
       try {
         const data = await this.#store.getBlob(entry.sha256);
         if (data.length !== entry.size || sha256(data) !== entry.sha256)
           throw new Error(`${entry.path}: content does not match its sha256`);
         await writeInside(this.#root, entry.path, data, entry);
-        const scan = await statInside(this.#root, entry.path);
-        this.#known.set(entry.path, { entry, disk: scan });
+        this.#known.set(entry.path, { entry, disk: await statInside(this.#root, entry.path) });
         stats.written += 1;
         stats.writtenBytes += data.length;
       } catch (err) {
         failures.push(messageOf(err));
       }
-    }
+    });
     for (const [path, k] of this.#known) {
       if (wanted.has(path)) continue;
       // Deleted in the durable copy (a person, through the Files API). Removed here unless the
@@ -159,7 +161,7 @@ export class WorkspaceSync {
     const upserts: Array<{ entry: WorkspaceEntry; disk: DiskFile }> = [];
     const tooLarge: string[] = [];
     const changed = [...scan.files].filter(([path, disk]) => !sameDisk(this.#known.get(path)?.disk, disk));
-    await pool(changed, UPLOAD_CONCURRENCY, async ([path, disk]) => {
+    await pool(changed, TRANSFER_CONCURRENCY, async ([path, disk]) => {
       if (disk.size > limits.maxFileBytes) {
         tooLarge.push(path);
         return;

@@ -19,9 +19,15 @@ export async function writeInside(
   let dir = realRoot;
   for (const seg of checked.segments.slice(0, -1)) {
     const next = join(dir, seg);
-    const st = await lstat(next).catch(() => undefined);
-    if (st === undefined) await mkdir(next, { mode: 0o755 });
-    else if (!st.isDirectory()) throw new Error(`refusing to restore ${path}: ${seg} is not a folder`);
+    let st = await lstat(next).catch(() => undefined);
+    if (st === undefined) {
+      // Restores run in parallel: another file may create the same folder first.
+      await mkdir(next, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+      st = await lstat(next);
+    }
+    if (!st.isDirectory()) throw new Error(`refusing to restore ${path}: ${seg} is not a folder`);
     dir = next;
   }
   // One more look at the whole folder chain, just before the open.
