@@ -355,7 +355,7 @@ export function sessionRoutes(deps: AppDeps) {
         return role !== null && (row.user_id === user.id || role === 'admin');
       },
     });
-    return new Response(stream, { status: 200, headers: SSE_HEADERS }) as never;
+    return c.body(stream, 200, SSE_HEADERS);
   });
 
   approvalRoutes(app, deps);
