@@ -1,4 +1,5 @@
 import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
 import { RunnerCloseCode, type AgentEvent } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
@@ -67,6 +68,20 @@ describe('session hub: tool approvals', () => {
     ]);
     // The write waits for a person.
     expect(runner.of('approval_decision').map((d) => d.approvalId)).toEqual(['r1']);
+    // Audited too, with no person as actor.
+    const audit = await until('the policy decision in the audit log', async () => {
+      const { results } = await env.DB.prepare(
+        "SELECT actor_id, target, after FROM audit_log WHERE action = 'approval.decide'",
+      ).all<{ actor_id: string | null; target: string; after: string }>();
+      return results.length > 0 ? results : undefined;
+    });
+    expect(audit[0]?.actor_id).toBeNull();
+    expect(audit[0]?.target).toBe(`session:${sid}`);
+    expect(JSON.parse(audit[0]?.after ?? '{}')).toMatchObject({
+      approvalId: 'r1',
+      decision: 'allow',
+      reason: 'policy',
+    });
     runner.close();
   });
 

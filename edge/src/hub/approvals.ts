@@ -9,6 +9,7 @@ import {
   type ApprovalReason,
   type EventOf,
 } from '@switchyard/protocol';
+import { auditInsert } from '../audit/store.ts';
 import type { HubCore } from './hub-core.ts';
 
 // Pending tool approvals as a durable object of the session (DESIGN "Tool approvals"): a row
@@ -181,6 +182,8 @@ export class HubApprovals {
       },
     );
     this.#hub.broadcast(stored);
+    // A person's answer is audited by its route, with the person as actor; the rest here.
+    if (reason !== 'user') this.#audit(resolution);
     if (reason !== 'runner_lost') {
       const ws = this.#hub.liveRunner();
       if (ws !== undefined) this.#send(ws, resolution);
@@ -237,6 +240,29 @@ export class HubApprovals {
     this.#schema();
     this.#sql.exec('UPDATE approvals SET delivered = 1 WHERE id = ? AND decision IS NOT NULL', approvalId);
     return this.#row(approvalId) !== undefined;
+  }
+
+  #audit(r: Resolution): void {
+    const session = this.#hub.meta.session;
+    if (session === null) return;
+    const { statement } = auditInsert(
+      this.#hub.env.DB,
+      {
+        at: this.#hub.now,
+        actor: null,
+        action: 'approval.decide',
+        target: `session:${session.id}`,
+        before: null,
+        after: { approvalId: r.approvalId, decision: r.decision, reason: r.reason, via: 'session hub' },
+      },
+      { onlyIfPreviousChanged: false },
+    );
+    this.#hub.ctx.waitUntil(
+      statement.run().then(
+        () => undefined,
+        (err) => console.error('session hub: approval audit failed:', err instanceof Error ? err.message : String(err)),
+      ),
+    );
   }
 
   #send(ws: WebSocket, r: Resolution): void {

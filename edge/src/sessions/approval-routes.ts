@@ -80,7 +80,12 @@ export function approvalRoutes(app: OpenAPIHono<SessionsEnv>, deps: AppDeps): vo
         action: 'approval.decide',
         target: `session:${row.id}`,
         before: null,
-        after: { approvalId, decision: body.decision, ...(body.message !== undefined && { message: body.message }) },
+        after: {
+          approvalId,
+          decision: body.decision,
+          reason: 'user',
+          ...(body.message !== undefined && { message: body.message }),
+        },
       },
       { onlyIfPreviousChanged: false },
     ).statement.run();
