@@ -54,6 +54,8 @@ export class PoolCoordinator extends DurableObject<Env> {
   #sizes: PoolSizes = { claude: 0, pi: 0 };
   #runners = new Map<string, PooledRunner>();
   #poolUrl: string | null = null;
+  /** The target of the last plan; a claim needs only its age limit (backend and model come from the claim). */
+  #lastTarget: PoolTarget | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -105,7 +107,9 @@ export class PoolCoordinator extends DurableObject<Env> {
    */
   async claim(request: ClaimRequest): Promise<ClaimResult | null> {
     if (this.#sizes.claude === 0 && this.#sizes.pi === 0 && this.#runners.size === 0) return null;
-    const target = await this.#target();
+    // No settings read on the claim path (it is on a first message's way): a stale llmBackend or
+    // model cannot mislead a claim, which matches the session's own backend and model.
+    const target = { ...(this.#lastTarget ?? (await this.#target()).target), sizes: this.#sizes };
     const now = hubRuntime().clock();
     const runners = [...this.#runners.values()];
     for (;;) {
@@ -217,20 +221,22 @@ export class PoolCoordinator extends DurableObject<Env> {
     this.ctx.waitUntil(this.ctx.storage.put(POOL_URL_KEY, poolUrl));
   }
 
-  async #target(): Promise<PoolTarget> {
+  async #target(): Promise<{ target: PoolTarget; limits: { idleMs: number; maxLifetimeMs: number } }> {
     const { settings } = await readSettings(this.env.DB);
-    return {
+    const target: PoolTarget = {
       sizes: this.#sizes,
       llmBackend: settings.llmBackend,
       models: settings.defaultModel,
       maxAgeMs: poolMaxAgeMs(this.env),
       connectTimeoutMs: hubRuntime().timings(this.env).connectTimeoutMs,
     };
+    this.#lastTarget = target;
+    const limits = { idleMs: settings.sessionIdleMinutes * 60_000, maxLifetimeMs: settings.sessionMaxMinutes * 60_000 };
+    return { target, limits };
   }
 
   async #reconcile(): Promise<void> {
-    const { settings } = await readSettings(this.env.DB);
-    const target = await this.#target();
+    const { target, limits } = await this.#target();
     const launcher = hubRuntime().launcherFor(this.env);
     const now = hubRuntime().clock();
     // Plan and record in one synchronous step, so reconciles that interleave never double-launch.
@@ -281,10 +287,7 @@ export class PoolCoordinator extends DurableObject<Env> {
                 backend: want.backend,
                 runnerId: id,
                 model: want.model,
-                limits: {
-                  idleMs: settings.sessionIdleMinutes * 60_000,
-                  maxLifetimeMs: settings.sessionMaxMinutes * 60_000,
-                },
+                limits,
               });
               if (this.#runners.get(id) === runner) runner.ref = ref;
               // Retired while the launcher answered: it must not linger.
