@@ -17,6 +17,7 @@ import { ConversationLog } from './conversation-log.tsx';
 import { runningTurn } from './conversation.ts';
 import { useConversation } from './use-conversation.ts';
 import { ErrorText } from '../ui/messages.tsx';
+import { FilesPanel } from '../files/files-panel.tsx';
 
 type Detail = Schemas['SessionDetail'];
 
@@ -153,6 +154,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         <ErrorText message={actionError} />
         <LinkStatus link={link} />
       </header>
+      <FilesPanel sessionId={sessionId} canWrite={owner} refreshKey={conv.workspaceSaved} />
       <ApprovalContext.Provider value={{ sessionId, canAnswer: owner }}>
         <ConversationLog conv={conv} pending={unconfirmed} />
       </ApprovalContext.Provider>

@@ -44,10 +44,20 @@ export interface Conversation {
   turns: TurnView[];
   /** Per turn: which block each content index of the current model call went to. */
   calls: Map<string | null, Map<number, number>>;
+  /** The id of the latest `workspace.saved`: the files panel reloads when it changes. */
+  workspaceSaved: string | null;
 }
 
 export function emptyConversation(): Conversation {
-  return { lastEventId: null, state: null, stateReason: null, model: null, turns: [], calls: new Map() };
+  return {
+    lastEventId: null,
+    state: null,
+    stateReason: null,
+    model: null,
+    turns: [],
+    calls: new Map(),
+    workspaceSaved: null,
+  };
 }
 
 /** Folds a batch of events (already in log order) into a new conversation. */
@@ -130,6 +140,9 @@ function apply(conv: Conversation, ev: StreamEvent): void {
       return;
     case 'session.init':
       conv.model = ev.model ?? conv.model;
+      return;
+    case 'workspace.saved':
+      conv.workspaceSaved = ev.id;
       return;
     case 'message.user': {
       const t = editTurn(conv, ev.messageId);

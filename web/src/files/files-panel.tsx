@@ -1,0 +1,217 @@
+// The session's workspace files: the tree with sizes, upload (button or drag and drop), download
+// one file or everything, delete, and text files shown inline (escaped, never rendered as HTML).
+// Everything goes through the Files API, so it works with or without a live runner.
+import { useEffect, useState } from 'preact/hooks';
+import { describeError, isApiError } from '../api/client.ts';
+import { formatBytes, relativeTime } from '../ui/format.ts';
+import { ErrorText } from '../ui/messages.tsx';
+import './files-panel.css';
+import { archiveUrl, fileTree, fileUrl, type FileRow, uploadPath, viewable } from './files.ts';
+
+async function request(method: string, url: string, body?: Blob): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method, credentials: 'same-origin', ...(body !== undefined && { body }) });
+  } catch {
+    throw { status: 0, code: 'network', message: 'cannot reach the server; check your connection' };
+  }
+  if (!res.ok) {
+    const j = (await res.json().catch(() => null)) as {
+      error?: { code?: string; message?: string; field?: string };
+    } | null;
+    throw {
+      status: res.status,
+      code: j?.error?.code ?? `http_${res.status}`,
+      message: j?.error?.message ?? `request failed (${res.status})`,
+      ...(j?.error?.field !== undefined && { field: j.error.field }),
+    };
+  }
+  return res;
+}
+
+export function FilesPanel({
+  sessionId,
+  canWrite,
+  refreshKey,
+}: {
+  sessionId: string;
+  canWrite: boolean;
+  refreshKey: unknown;
+}) {
+  const [open, setOpen] = useState(false);
+  const [files, setFiles] = useState<FileRow[] | null>(null);
+  const [total, setTotal] = useState(0);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [folder, setFolder] = useState('');
+  const [viewing, setViewing] = useState<{ path: string; text: string } | null>(null);
+  const [dragging, setDragging] = useState(false);
+
+  const load = async () => {
+    try {
+      const r = await request('GET', `/api/sessions/${sessionId}/files`);
+      const body = (await r.json()) as { files: FileRow[]; totalBytes: number };
+      setFiles(body.files);
+      setTotal(body.totalBytes);
+      setError(null);
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+
+  // Reloaded when opened and after every save the stream announces (workspace.saved).
+  useEffect(() => {
+    if (open) void load();
+  }, [open, sessionId, refreshKey]);
+
+  const upload = async (list: FileList | File[]) => {
+    setBusy(true);
+    setError(null);
+    try {
+      for (const file of [...list]) await request('PUT', fileUrl(sessionId, uploadPath(folder, file.name)), file);
+    } catch (e) {
+      setError(isApiError(e) && e.status === 413 ? `Too large: ${describeError(e)}` : describeError(e));
+    } finally {
+      setBusy(false);
+      await load();
+    }
+  };
+
+  const remove = async (path: string) => {
+    setError(null);
+    try {
+      await request('DELETE', fileUrl(sessionId, path));
+      if (viewing?.path === path) setViewing(null);
+    } catch (e) {
+      setError(describeError(e));
+    }
+    await load();
+  };
+
+  const view = async (path: string) => {
+    setError(null);
+    try {
+      const r = await request('GET', fileUrl(sessionId, path));
+      setViewing({ path, text: await r.text() });
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+
+  return (
+    <details
+      class={`files-panel${dragging ? ' dragging' : ''}`}
+      open={open}
+      onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}
+      onDragOver={(e) => {
+        if (!canWrite) return;
+        e.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={(e) => {
+        if (!canWrite) return;
+        e.preventDefault();
+        setDragging(false);
+        const dropped = e.dataTransfer?.files;
+        if (dropped && dropped.length > 0) void upload(dropped);
+      }}
+    >
+      <summary>Files{files !== null && ` (${files.length}, ${formatBytes(total)})`}</summary>
+      <div class="files-actions">
+        <a href={archiveUrl(sessionId)} download>
+          Download all (.tar.gz)
+        </a>
+        <button type="button" class="link-button" onClick={() => void load()}>
+          Refresh
+        </button>
+        {canWrite && (
+          <>
+            <label>
+              Folder{' '}
+              <input
+                value={folder}
+                placeholder="(top level)"
+                aria-label="Upload into folder"
+                onInput={(e) => setFolder((e.currentTarget as HTMLInputElement).value)}
+              />
+            </label>
+            <label class={`button${busy ? ' disabled' : ''}`}>
+              Upload
+              <input
+                type="file"
+                multiple
+                hidden
+                disabled={busy}
+                aria-label="Upload files"
+                onChange={(e) => {
+                  const input = e.currentTarget as HTMLInputElement;
+                  if (input.files) void upload(input.files);
+                  input.value = '';
+                }}
+              />
+            </label>
+            <span class="muted">or drop files here</span>
+          </>
+        )}
+      </div>
+      <ErrorText message={error} />
+      {files !== null && files.length === 0 && <p class="muted">No files yet.</p>}
+      {files !== null && files.length > 0 && (
+        <ul class="file-tree" aria-label="Workspace files">
+          {fileTree(files).map((line) => (
+            <li key={`${line.kind}:${line.path}`} style={{ paddingLeft: `${line.depth * 16}px` }} class={line.kind}>
+              {line.kind === 'folder' ? (
+                <span>
+                  {line.name}/ <span class="muted">{formatBytes(line.size)}</span>
+                </span>
+              ) : (
+                <span>
+                  <a href={fileUrl(sessionId, line.path)} download title={`download ${line.path}`}>
+                    {line.name}
+                  </a>{' '}
+                  <span class="muted" title={line.modifiedAt}>
+                    {formatBytes(line.size)} · {relativeTime(line.modifiedAt)}
+                  </span>
+                  {viewable(line.path, line.size) && (
+                    <button
+                      type="button"
+                      class="link-button"
+                      onClick={() => void view(line.path)}
+                      aria-label={`View ${line.path}`}
+                    >
+                      view
+                    </button>
+                  )}
+                  {canWrite && (
+                    <button
+                      type="button"
+                      class="link-button danger"
+                      onClick={() => void remove(line.path)}
+                      aria-label={`Delete ${line.path}`}
+                    >
+                      delete
+                    </button>
+                  )}
+                </span>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      {viewing !== null && (
+        <figure class="file-view">
+          <figcaption>
+            {viewing.path}{' '}
+            <button type="button" class="link-button" onClick={() => setViewing(null)}>
+              close
+            </button>
+          </figcaption>
+          <pre>
+            <code>{viewing.text}</code>
+          </pre>
+        </figure>
+      )}
+    </details>
+  );
+}
