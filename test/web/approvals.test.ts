@@ -92,4 +92,33 @@ describe('tool approvals in the web app', () => {
     },
     TURN_MS * 2,
   );
+
+  it(
+    'an admin sets the approval defaults in the console; a new session from the page then asks',
+    async () => {
+      const page = await ctx.newPage();
+      const errors = watchErrors(page, 'admin');
+      await page.goto(`${stack.url}/admin/limits`);
+      const form = page.getByRole('form', { name: 'Tool approvals' });
+      await form.getByLabel('New sessions').selectOption('ask');
+      await form.getByLabel('Shell commands').selectOption('deny');
+      await form.getByLabel('Approval timeout (seconds)').fill('120');
+      await form.getByRole('button', { name: 'Save approvals' }).click();
+      await form.getByText('Saved.').waitFor();
+      await screenshot(page, 'admin-approvals');
+      const settings = await admin.call<Record<string, unknown>>('GET', '/api/admin/settings');
+      expect(settings.body).toMatchObject({
+        defaultApprovals: 'ask',
+        approvalTimeoutSeconds: 120,
+        approvalPolicy: { autoAllow: ['read'], autoDeny: ['shell'] },
+      });
+      await page.goto(`${stack.url}/`);
+      await page.getByRole('button', { name: 'New session' }).click();
+      await page.waitForURL(/\/sessions\/[0-9A-Z]{26}$/);
+      const id = page.url().split('/').pop() ?? '';
+      expect((await admin.call<{ approvals: string }>('GET', `/api/sessions/${id}`)).body.approvals).toBe('ask');
+      expect(errors).toEqual([]);
+    },
+    TURN_MS,
+  );
 });

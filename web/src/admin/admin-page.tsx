@@ -1,4 +1,5 @@
 import type { AdminTab } from '../router.ts';
+import { ApprovalsPanel } from './approvals-panel.tsx';
 import { AuditPanel } from './audit-panel.tsx';
 import { BackendPanel } from './backend-panel.tsx';
 import { LimitsPanel } from './limits-panel.tsx';
@@ -27,7 +28,12 @@ export function AdminPage({ tab }: { tab: AdminTab }) {
       </nav>
       {tab === 'users' && <UsersPanel />}
       {tab === 'backend' && <BackendPanel />}
-      {tab === 'limits' && <LimitsPanel />}
+      {tab === 'limits' && (
+        <>
+          <LimitsPanel />
+          <ApprovalsPanel />
+        </>
+      )}
       {tab === 'sessions' && <LiveSessionsPanel />}
       {tab === 'audit' && <AuditPanel />}
     </div>
