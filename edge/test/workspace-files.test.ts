@@ -2,8 +2,9 @@ import { env } from 'cloudflare:workers';
 import type { WorkspaceManifest } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
 import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts';
-import { call, createSession, hubContext, launchAndConnect, type HubTestContext } from './hub-helpers.ts';
+import { call, createSession, hubContext, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
 
 // The Files API and the runner's workspace routes, in workerd with real R2, D1 and the hub.
 
@@ -240,6 +241,29 @@ describe('Files API', () => {
   });
 });
 
+describe('blob sweep', () => {
+  it('every tenth commit deletes the blobs no file points at any more, and only those', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const put = (path: string, body: string) =>
+      req(ctx, 'PUT', `/api/sessions/${id}/files/${path}`, { token: ctx.token, body });
+    expect((await put('keep.txt', 'kept')).status).toBe(201);
+    for (let v = 1; v <= 8; v++) expect((await put('v.txt', `version ${v}`)).status).toBe(201);
+    const prefix = `sessions/${id}/workspace/blobs/`;
+    // Nine commits so far: nothing swept; every version is still there.
+    expect((await env.TRANSCRIPTS.list({ prefix })).objects).toHaveLength(9);
+    // The injected clock is ahead of R2's upload times, so every orphan is old enough.
+    expect((await put('v.txt', 'version 9')).status).toBe(201);
+    await until('the sweep', async () => (await env.TRANSCRIPTS.list({ prefix })).objects.length === 2);
+    expect(await (await req(ctx, 'GET', `/api/sessions/${id}/files/v.txt`, { token: ctx.token })).text()).toBe(
+      'version 9',
+    );
+    expect(await (await req(ctx, 'GET', `/api/sessions/${id}/files/keep.txt`, { token: ctx.token })).text()).toBe(
+      'kept',
+    );
+  });
+});
+
 describe('runner workspace routes', () => {
   it('a welcomed runner uploads blobs and commits; the hub logs workspace.saved and tells it about user writes', async () => {
     const ctx = await hubContext();
@@ -288,7 +312,9 @@ describe('runner workspace routes', () => {
 
     const events = await call(ctx.app, 'GET', `/api/sessions/${id}/transcript`, { token: ctx.token });
     expect(events.status).toBe(200);
-    const log = await env.SESSION_HUB.get(env.SESSION_HUB.idFromName(id)).workspaceManifest({
+    const log: WorkspaceResult<WorkspaceManifest> = await env.SESSION_HUB.get(
+      env.SESSION_HUB.idFromName(id),
+    ).workspaceManifest({
       maxFileBytes: 1,
       maxWorkspaceBytes: 1,
       maxWorkspaceFiles: 1,

@@ -33,7 +33,9 @@ export async function putBlob(
 ): Promise<string> {
   const sha = await sha256Hex(data);
   if (expected !== undefined && sha !== expected) return sha;
-  if (!(await hasBlob(bucket, sessionId, sha))) await bucket.put(blobKey(sessionId, sha), data);
+  // Written even when present: the fresh upload time keeps a sweep from deleting a blob that a
+  // commit is about to reference again (see sweepBlobs).
+  await bucket.put(blobKey(sessionId, sha), data);
   return sha;
 }
 
@@ -41,14 +43,25 @@ export function getBlob(bucket: R2Bucket, sessionId: string, sha256: string): Pr
   return bucket.get(blobKey(sessionId, sha256));
 }
 
-/** Deletes the session's blobs that `keep` does not name (all of them when `keep` is empty). */
-export async function sweepBlobs(bucket: R2Bucket, sessionId: string, keep: Set<string>): Promise<number> {
+/**
+ * Deletes the session's blobs that `keep` does not name (all of them when `keep` is empty), or
+ * only those uploaded before `uploadedBefore`: a blob uploaded since may belong to a commit that
+ * has not reached the hub yet.
+ */
+export async function sweepBlobs(
+  bucket: R2Bucket,
+  sessionId: string,
+  keep: Set<string>,
+  uploadedBefore = Number.POSITIVE_INFINITY,
+): Promise<number> {
   const prefix = blobPrefix(sessionId);
   let cursor: string | undefined;
   let deleted = 0;
   do {
     const page = await bucket.list({ prefix, ...(cursor !== undefined && { cursor }) });
-    const gone = page.objects.map((o) => o.key).filter((k) => !keep.has(k.slice(prefix.length)));
+    const gone = page.objects
+      .filter((o) => o.uploaded.getTime() < uploadedBefore && !keep.has(o.key.slice(prefix.length)))
+      .map((o) => o.key);
     if (gone.length > 0) await bucket.delete(gone);
     deleted += gone.length;
     cursor = page.truncated ? page.cursor : undefined;

@@ -16,6 +16,10 @@ export type WorkspaceErrorCode = 'unauthenticated' | 'not_found' | 'conflict' | 
 /** Who commits: a person through the Files API, or the runner of the current launch. */
 export type WorkspaceWriter = { kind: 'user' } | { kind: 'runner'; launchId: string; runnerId: string };
 
+/** Every this many commits, blobs nothing points at are swept. */
+const SWEEP_EVERY = 10;
+const SWEEP_MIN_AGE_MS = 60 * 60_000;
+
 export class HubWorkspace {
   readonly ledger: WorkspaceLedger;
   readonly #hub: HubCore;
@@ -58,6 +62,7 @@ export class HubWorkspace {
       return { ok: false, status, code: status === 413 ? 'payload_too_large' : 'conflict', field, message };
     }
     this.#hub.emit({ type: 'workspace.saved', files: applied.value.files, bytes: applied.value.bytes });
+    if (applied.value.generation % SWEEP_EVERY === 0) this.#sweep();
     if (from.kind === 'user') {
       // The runner holds the workspace the agent works in: it fetches the change now, so the
       // agent sees it on its next tool call. A runner whose link is down catches up at its next
@@ -66,6 +71,20 @@ export class HubWorkspace {
       if (ws !== undefined) this.#hub.sendTo(ws, { type: 'workspace_sync', generation: applied.value.generation });
     }
     return applied;
+  }
+
+  /**
+   * Deletes blobs no file points at any more (contents overwritten or deleted), in the background.
+   * Only blobs older than SWEEP_MIN_AGE_MS go: a younger one may be uploaded for a commit still
+   * on its way (putBlob refreshes the upload time of content it sees again).
+   */
+  #sweep(): void {
+    const session = this.#hub.meta.session;
+    if (session === null) return;
+    const keep = this.ledger.liveBlobs();
+    sweepBlobs(this.#hub.env.TRANSCRIPTS, session.id, keep, this.#hub.now - SWEEP_MIN_AGE_MS).catch((err) =>
+      console.error('session hub: workspace blob sweep failed:', err instanceof Error ? err.message : String(err)),
+    );
   }
 
   /** Forgets the manifest and deletes every blob (the session is being deleted). */
