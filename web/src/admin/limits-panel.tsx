@@ -10,7 +10,10 @@ type NumberField =
   | 'sessionMaxMinutes'
   | 'maxMessageBytes'
   | 'maxLiveRunnersPerUser'
-  | 'maxLiveRunners';
+  | 'maxLiveRunners'
+  | 'workspaceMaxFileBytes'
+  | 'workspaceMaxBytes'
+  | 'workspaceMaxFiles';
 
 const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = [
   {
@@ -26,6 +29,9 @@ const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = 
   { key: 'maxMessageBytes', label: 'Largest message (bytes)', hint: 'text plus images' },
   { key: 'maxLiveRunnersPerUser', label: 'Runners per user', hint: 'live runners one person may have' },
   { key: 'maxLiveRunners', label: 'Runners in total', hint: 'live runners across everyone' },
+  { key: 'workspaceMaxFileBytes', label: 'Largest workspace file (bytes)', hint: 'uploads and what the agent writes' },
+  { key: 'workspaceMaxBytes', label: 'Workspace size (bytes)', hint: 'all files of one session together' },
+  { key: 'workspaceMaxFiles', label: 'Files per workspace', hint: 'files one session may hold' },
 ];
 
 export function LimitsPanel() {
