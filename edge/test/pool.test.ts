@@ -205,6 +205,24 @@ describe('warm runner pool', () => {
     expect(only.claims[0]?.sessionId).not.toBe(cold?.sessionId);
   });
 
+  it('a session with files uploaded before its first message launches cold, leaving the pooled runner idle', async () => {
+    await setPool({ claude: 1 });
+    const pooled = await connectPooled(new Set());
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const sessionId = await createSession(hubCtx, ctx.user);
+    const put = await ctx.app.request(
+      `http://localhost/api/sessions/${sessionId}/files/notes.txt`,
+      { method: 'PUT', headers: { Authorization: `Bearer ${ctx.user}` }, body: 'read me first' },
+      env,
+    );
+    expect(put.status).toBe(201);
+    expect((await postMessage(hubCtx, sessionId, 'use the notes')).status).toBe(202);
+    await until('a cold launch', () => ctx.launcher.startsFor(sessionId).length === 1);
+    expect(pooled[0]?.claims).toEqual([]);
+    expect(await idleCount()).toBe(1);
+  });
+
   it('a claim straight at the coordinator is atomic: concurrent claims for one idle runner give it once', async () => {
     await setPool({ claude: 1 });
     await connectPooled(new Set());

@@ -7,6 +7,7 @@ import {
 } from '@switchyard/protocol';
 import type { Launcher } from '../launchers/launcher.ts';
 import { claimPooledRunner } from '../pool/claim.ts';
+import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { HubApprovals } from './approvals.ts';
 import { EventLog, type LogItem } from './event-log.ts';
 import {
@@ -197,7 +198,11 @@ export class HubCore {
         return;
       }
       // A warm pooled runner if one fits; otherwise a cold launch (docs/DESIGN.md "Warm runner pool").
-      const pooled = await claimPooledRunner(this.env, this.meta, { hubUrl: launch.hubUrl, runnerToken });
+      const pooled = await claimPooledRunner(this.env, this.meta, {
+        hubUrl: launch.hubUrl,
+        runnerToken,
+        workspaceEmpty: new WorkspaceLedger(this.ctx.storage).generation === 0,
+      });
       ref =
         pooled?.ref ??
         (await this.launcher().start({

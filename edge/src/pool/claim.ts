@@ -4,14 +4,16 @@ import { poolCoordinator } from './config.ts';
 // The session hub's side of the warm runner pool (docs/DESIGN.md "Warm runner pool"): before it
 // launches a runner, a hub asks the coordinator for a pooled one. Only a session with nothing to
 // restore may take one: a pooled runner's CLI is already running a fresh conversation, so a
-// transcript could not be resumed, and in approval mode `ask` the CLI must be started with the
-// approval hook, which a pooled CLI was not.
+// transcript could not be resumed; in approval mode `ask` the CLI must be started with the
+// approval hook, which a pooled CLI was not; and files a person put into the durable workspace
+// before the first message must be in place before a CLI sees that message, which a cold runner
+// guarantees (it pulls them before it spawns its CLI) and a prewarmed one cannot.
 
-/** Whether this launch may take a pooled runner (pure). */
-export function mayUsePool(meta: Pick<Meta, 'session' | 'transcript'>): boolean {
+/** Whether this launch may take a pooled runner (pure). `workspaceEmpty`: no file was ever committed. */
+export function mayUsePool(meta: Pick<Meta, 'session' | 'transcript'>, workspaceEmpty: boolean): boolean {
   const session = meta.session;
   if (session === null) return false;
-  return meta.transcript === null && (session.approvals ?? 'auto') === 'auto';
+  return meta.transcript === null && (session.approvals ?? 'auto') === 'auto' && workspaceEmpty;
 }
 
 export interface PooledClaim {
@@ -26,10 +28,10 @@ export interface PooledClaim {
 export async function claimPooledRunner(
   env: Env,
   meta: Meta,
-  launch: { hubUrl: string; runnerToken: string },
+  launch: { hubUrl: string; runnerToken: string; workspaceEmpty: boolean },
 ): Promise<PooledClaim | null> {
   const session = meta.session;
-  if (session === null || !mayUsePool(meta) || env.POOL_COORDINATOR === undefined) return null;
+  if (session === null || !mayUsePool(meta, launch.workspaceEmpty) || env.POOL_COORDINATOR === undefined) return null;
   try {
     return await poolCoordinator(env).claim({
       backend: session.backend,

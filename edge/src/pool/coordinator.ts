@@ -12,7 +12,8 @@ import { nextUlid } from '../hub/ulid.ts';
 import { MIN_SECRET_LENGTH, mintRunnerToken } from '../runner-link/token.ts';
 import { readSettings } from '../settings/store.ts';
 import { nextPoolDeadline, pickForClaim, planPool, type PooledRunner, type PoolTarget } from './plan.ts';
-import { POOL_TOKEN_SCOPE, poolMaxAgeMs } from './config.ts';
+import { POOL_TOKEN_SCOPE, poolMaxAgeMs, poolUrlFrom } from './config.ts';
+import { runnerHubUrl } from '../runner-link/hub-url.ts';
 
 // The warm runner pool's coordinator (docs/DESIGN.md "Warm runner pool"): one Durable Object per
 // deployment (name "pool"). It keeps the pooled runners' records and their sockets, launches and
@@ -255,7 +256,9 @@ export class PoolCoordinator extends DurableObject<Env> {
       if (r.ref !== null) this.#stopTask(r.ref, `pooled runner retired: ${reason}`);
     }
     const secret = this.env.RUNNER_TOKEN_SECRET ?? '';
-    const poolUrl = this.#poolUrl;
+    // A configured RUNNER_HUB_URL wins over the origin remembered from the admin's request.
+    const configured = this.env.RUNNER_HUB_URL?.trim();
+    const poolUrl = configured ? poolUrlFrom(runnerHubUrl(this.env, configured)) : this.#poolUrl;
     const launches: Promise<void>[] = [];
     if (launcher.startPooled !== undefined && poolUrl !== null && secret.length >= MIN_SECRET_LENGTH) {
       const startPooled = launcher.startPooled.bind(launcher);

@@ -117,11 +117,12 @@ describe('nextPoolDeadline', () => {
 
 describe('mayUsePool', () => {
   const session = { id: 's', userId: 'u', backend: 'claude' as const, title: null, createdAt: 0 };
-  it('only a session with nothing to restore and approvals auto', () => {
-    expect(mayUsePool({ session, transcript: null })).toBe(true);
-    expect(mayUsePool({ session: { ...session, approvals: 'ask' }, transcript: null })).toBe(false);
+  it('only a session with nothing to restore (no transcript, no workspace files) and approvals auto', () => {
+    expect(mayUsePool({ session, transcript: null }, true)).toBe(true);
+    expect(mayUsePool({ session: { ...session, approvals: 'ask' }, transcript: null }, true)).toBe(false);
     const transcript = { key: 'k', sha256: 'x', bytes: 1, resumeId: 'r', storedAt: 0 };
-    expect(mayUsePool({ session, transcript })).toBe(false);
-    expect(mayUsePool({ session: null, transcript: null })).toBe(false);
+    expect(mayUsePool({ session, transcript }, true)).toBe(false);
+    expect(mayUsePool({ session, transcript: null }, false)).toBe(false);
+    expect(mayUsePool({ session: null, transcript: null }, true)).toBe(false);
   });
 });
