@@ -6,8 +6,8 @@ export function toBase64(bytes: Uint8Array): string {
   return btoa(s);
 }
 
-/** null when the text is not base64. */
-export function fromBase64(text: string): Uint8Array | null {
+/** null when the text is not base64. A fresh buffer, so WebCrypto takes it under either lib. */
+export function fromBase64(text: string): Uint8Array<ArrayBuffer> | null {
   try {
     const s = atob(text);
     const out = new Uint8Array(s.length);
@@ -24,7 +24,7 @@ export function toBase64Url(bytes: Uint8Array): string {
 }
 
 /** The inverse of toBase64Url: unpadded base64url only, null for anything else. */
-export function fromBase64Url(text: string): Uint8Array | null {
+export function fromBase64Url(text: string): Uint8Array<ArrayBuffer> | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
   const b64 = text.replaceAll('-', '+').replaceAll('_', '/');
   return fromBase64(b64 + '='.repeat((4 - (b64.length % 4)) % 4));
