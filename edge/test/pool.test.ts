@@ -255,15 +255,21 @@ describe('warm runner pool', () => {
     await until('a pi runner launched', () => ctx.launcher.pooled.some((p) => p.backend === 'pi'));
   });
 
-  it('a pooled runner older than the limit is replaced', async () => {
+  it('a pooled runner older than the limit is replaced once its replacement is idle', async () => {
     await setPool({ claude: 1 });
-    const [first] = await connectPooled(new Set());
+    const seen = new Set<string>();
+    const [first] = await connectPooled(seen);
     await until('one idle pooled runner', async () => (await idleCount()) === 1);
     ctx.clock.advance(poolMaxAgeMs(env));
     await poolCoordinator(env).poke(null);
+    // A replacement is launched; the aged runner keeps its slot until the replacement is up.
+    expect(ctx.launcher.pooled).toHaveLength(2);
+    expect(first?.closed).toBeUndefined();
+    await connectPooled(seen);
+    await until('two idle pooled runners', async () => (await idleCount()) === 2);
+    await poolCoordinator(env).poke(null);
     expect(await until('retired', () => first?.closed)).toEqual({ code: PoolCloseCode.retired, reason: 'aged' });
     expect(ctx.launcher.pooled).toHaveLength(2);
-    // An aged runner is never handed out, even before the coordinator looked.
   });
 
   it('refuses a pool link with a session runner token, a bad token, or a second link', async () => {

@@ -311,7 +311,7 @@ export class PoolCoordinator extends DurableObject<Env> {
 
   async #arm(target: PoolTarget): Promise<void> {
     const now = hubRuntime().clock();
-    const due = nextPoolDeadline([...this.#runners.values()], target);
+    const due = nextPoolDeadline([...this.#runners.values()], target, now);
     const wanted = target.sizes[target.llmBackend] > 0 ? now + RECHECK_MS : null;
     const at = due === null ? wanted : wanted === null ? due : Math.min(due, wanted);
     // Deadlines are in the injectable clock's time; the alarm runs on the wall clock.

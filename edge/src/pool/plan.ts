@@ -40,10 +40,23 @@ export function targetSize(target: PoolTarget, backend: Backend): number {
   return backend === target.llmBackend ? target.sizes[backend] : 0;
 }
 
+/**
+ * An idle runner past the age limit is replaced, not dropped: it stays (and may still be claimed)
+ * until a fresh one is idle in its place, so ageing never empties a slot for a provisioning time.
+ * Past the limit plus one connect timeout (its replacement never came) it goes regardless.
+ */
+function hardAgeMs(target: PoolTarget): number {
+  return target.maxAgeMs + target.connectTimeoutMs;
+}
+
+function isAged(r: PooledRunner, target: PoolTarget, now: number): boolean {
+  return r.state === 'idle' && now - r.launchedAt >= target.maxAgeMs;
+}
+
 function expired(r: PooledRunner, target: PoolTarget, now: number): RetireReason | null {
   if (targetSize(target, r.backend) === 0) return 'drained';
   if (r.model !== target.models[r.backend]) return 'model_changed';
-  if (r.state === 'idle' && now - r.launchedAt >= target.maxAgeMs) return 'aged';
+  if (r.state === 'idle' && now - r.launchedAt >= hardAgeMs(target)) return 'aged';
   if (r.state === 'launching' && now - r.launchedAt >= target.connectTimeoutMs) return 'never_connected';
   return null;
 }
@@ -60,10 +73,16 @@ export function planPool(runners: readonly PooledRunner[], target: PoolTarget, n
   const launch: PoolPlan['launch'] = [];
   for (const backend of Object.keys(target.sizes) as Backend[]) {
     const size = targetSize(target, backend);
-    // Over size (the setting was lowered): the youngest go first, so the oldest are claimed first.
     const mine = [...(kept.get(backend) ?? [])].sort((a, b) => a.launchedAt - b.launchedAt);
-    for (const r of mine.slice(size)) retire.push({ id: r.id, reason: 'over_size' });
-    for (let i = mine.length; i < size; i++) launch.push({ backend, model: target.models[backend] });
+    const fresh = mine.filter((r) => !isAged(r, target, now));
+    const aged = mine.filter((r) => isAged(r, target, now));
+    // Over size (the setting was lowered): the youngest go first, so the oldest are claimed first.
+    for (const r of fresh.slice(size)) retire.push({ id: r.id, reason: 'over_size' });
+    for (let i = fresh.length; i < size; i++) launch.push({ backend, model: target.models[backend] });
+    // Aged runners stand in only for fresh ones not yet idle; the oldest leave first.
+    const freshIdle = fresh.slice(0, size).filter((r) => r.state === 'idle').length;
+    const standIns = Math.max(0, size - freshIdle);
+    for (const r of aged.slice(0, Math.max(0, aged.length - standIns))) retire.push({ id: r.id, reason: 'aged' });
   }
   return { launch, retire };
 }
@@ -74,8 +93,8 @@ export interface ClaimWant {
 }
 
 /**
- * The idle runner a session gets: same backend and model, not aged out, the oldest first (it is
- * the next to age out). Null: launch cold. The caller removes it from the pool in the same
+ * The idle runner a session gets: same backend and model, not retired, the oldest first (it is
+ * the next to age out; an aged one waiting for its replacement goes before a fresh one). Null: launch cold. The caller removes it from the pool in the same
  * synchronous step; that is what makes a claim atomic.
  */
 export function pickForClaim(
@@ -94,10 +113,12 @@ export function pickForClaim(
 }
 
 /** When the pool must be looked at again without an outside event (an age or a connect deadline). */
-export function nextPoolDeadline(runners: readonly PooledRunner[], target: PoolTarget): number | null {
+export function nextPoolDeadline(runners: readonly PooledRunner[], target: PoolTarget, now: number): number | null {
   let next: number | null = null;
   for (const r of runners) {
-    const at = r.launchedAt + (r.state === 'idle' ? target.maxAgeMs : target.connectTimeoutMs);
+    const age =
+      r.state === 'launching' ? target.connectTimeoutMs : isAged(r, target, now) ? hardAgeMs(target) : target.maxAgeMs;
+    const at = r.launchedAt + age;
     if (next === null || at < next) next = at;
   }
   return next;

@@ -43,17 +43,28 @@ describe('planPool', () => {
     expect(plan.launch).toEqual([{ backend: 'pi', model: null }]);
   });
 
-  it('replaces an aged idle runner and gives up on a launch that never connected', () => {
-    const runners = [
-      runner('old', { launchedAt: 0 }),
-      runner('slow', { state: 'launching', launchedAt: 50_000 }),
-      runner('young', { launchedAt: 55_000 }),
-    ];
+  it('an aged runner stays until its replacement is idle; a launch that never connected is given up', () => {
+    const old = runner('old', { launchedAt: 0 });
+    const young = runner('young', { launchedAt: 55_000 });
+    const runners = [old, runner('slow', { state: 'launching', launchedAt: 50_000 }), young];
+    // At 60 s "old" is past the age limit: a replacement is launched, "old" still stands in.
     const plan = planPool(runners, target(), 60_000);
-    expect(plan.retire).toEqual([
-      { id: 'old', reason: 'aged' },
-      { id: 'slow', reason: 'never_connected' },
-    ]);
+    expect(plan.retire).toEqual([{ id: 'slow', reason: 'never_connected' }]);
+    expect(plan.launch).toEqual([{ backend: 'claude', model: null }]);
+    // The replacement starting is not enough; once it is idle, "old" goes.
+    const starting = [old, young, runner('new', { state: 'launching', launchedAt: 60_000 })];
+    expect(planPool(starting, target(), 61_000)).toEqual({ launch: [], retire: [] });
+    const ready = [old, young, runner('new', { launchedAt: 60_000 })];
+    expect(planPool(ready, target(), 62_000)).toEqual({ launch: [], retire: [{ id: 'old', reason: 'aged' }] });
+  });
+
+  it('an aged runner whose replacement never came goes after one more connect timeout', () => {
+    const plan = planPool(
+      [runner('old', { launchedAt: 0 }), runner('young', { launchedAt: 65_000 })],
+      target(),
+      70_000,
+    );
+    expect(plan.retire).toEqual([{ id: 'old', reason: 'aged' }]);
     expect(plan.launch).toHaveLength(1);
   });
 
@@ -98,10 +109,15 @@ describe('pickForClaim', () => {
     expect(pickForClaim(runners, { backend: 'claude', model: null }, target(), 3000)?.id).toBe('old');
   });
 
+  it('an aged runner waiting for its replacement is still handed out (before a fresh one)', () => {
+    const runners = [runner('fresh', { launchedAt: 50_000 }), runner('aged', { launchedAt: 0 })];
+    expect(pickForClaim(runners, { backend: 'claude', model: null }, target(), 65_000)?.id).toBe('aged');
+  });
+
   it('nothing fits: null (launch cold)', () => {
     expect(pickForClaim([], { backend: 'claude', model: null }, target(), 0)).toBeNull();
     expect(
-      pickForClaim([runner('a', { launchedAt: 0 })], { backend: 'claude', model: null }, target(), 60_000),
+      pickForClaim([runner('a', { launchedAt: 0 })], { backend: 'claude', model: null }, target(), 70_000),
     ).toBeNull();
     expect(pickForClaim([runner('a')], { backend: 'claude', model: 'other' }, target(), 1000)).toBeNull();
   });
@@ -110,8 +126,10 @@ describe('pickForClaim', () => {
 describe('nextPoolDeadline', () => {
   it('is the earliest age or connect deadline', () => {
     const runners = [runner('a', { launchedAt: 1000 }), runner('b', { state: 'launching', launchedAt: 5000 })];
-    expect(nextPoolDeadline(runners, target())).toBe(15_000);
-    expect(nextPoolDeadline([], target())).toBeNull();
+    expect(nextPoolDeadline(runners, target(), 2000)).toBe(15_000);
+    expect(nextPoolDeadline([], target(), 0)).toBeNull();
+    // Past the age limit: the next look is at the hard limit (age limit + connect timeout).
+    expect(nextPoolDeadline([runner('a', { launchedAt: 0 })], target(), 60_000)).toBe(70_000);
   });
 });
 
