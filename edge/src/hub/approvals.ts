@@ -145,8 +145,8 @@ export class HubApprovals {
   }
 
   /**
-   * Resolves one pending approval: stored, logged, broadcast, and sent to the live runner (a
-   * lost runner's CLI is gone; nothing is sent). Undefined when it was not pending.
+   * Resolves one pending approval: stored, logged, broadcast, and sent to the live runner when
+   * its CLI still asks. Undefined when it was not pending.
    */
   resolve(
     approvalId: string,
@@ -158,6 +158,9 @@ export class HubApprovals {
     this.#schema();
     const row = this.#row(approvalId);
     if (row === undefined || row.decision !== null) return undefined;
+    // Only a CLI still asking gets the answer: an interrupt withdraws the question (claude's
+    // control_cancel_request, pi's aborted confirm) and a lost runner's CLI is gone.
+    const sent = reason !== 'runner_lost' && reason !== 'interrupted';
     // What the model reads for a deny; an allow carries no message.
     const text = decision === 'deny' ? denyMessage(reason, message) : undefined;
     const resolution: Resolution = {
@@ -176,7 +179,7 @@ export class HubApprovals {
           reason,
           by ?? null,
           text ?? null,
-          reason === 'runner_lost' ? 1 : 0,
+          sent ? 0 : 1,
           approvalId,
         );
       },
@@ -184,7 +187,7 @@ export class HubApprovals {
     this.#hub.broadcast(stored);
     // A person's answer is audited by its route, with the person as actor; the rest here.
     if (reason !== 'user') this.#audit(resolution);
-    if (reason !== 'runner_lost') {
+    if (sent) {
       const ws = this.#hub.liveRunner();
       if (ws !== undefined) this.#send(ws, resolution);
     }
