@@ -87,6 +87,21 @@ describe('tool approvals in the web app', () => {
       await two.locator('article.turn[data-state="done"]').first().waitFor({ timeout: TURN_MS });
       expect(await two.locator('details.tool-card .tool-state').first().innerText()).toBe('done');
       await screenshot(two, 'chat-approval-allowed-other-tab');
+
+      // A second request; the other tab reloads mid-wait (the card comes back by replay) and denies it.
+      const deny = { tool: 'write', path: 'not-this.txt', content: 'no' };
+      await one.getByLabel('Message').fill(`Another file.\n#offline ${JSON.stringify(deny)}`);
+      await one.getByLabel('Message').press('Enter');
+      await cardOne.nth(1).getByRole('button', { name: 'Deny' }).waitFor({ timeout: TURN_MS });
+      await two.reload();
+      const second = two.locator('section.approval-card').nth(1);
+      await second.getByLabel('Reason for denying (optional)').fill('keep the workspace tidy');
+      await second.getByRole('button', { name: 'Deny' }).click();
+      await expect
+        .poll(() => cardOne.nth(1).getByRole('status').innerText(), { timeout: TURN_MS })
+        .toBe(`Denied by ${stack.admin.username}`);
+      expect(await cardOne.nth(1).locator('.approval-message').innerText()).toBe('keep the workspace tidy');
+      await screenshot(one, 'chat-approval-denied');
       expect(errorsOne).toEqual([]);
       expect(errorsTwo).toEqual([]);
     },
