@@ -1,9 +1,11 @@
 // bench/workspace: the runner's durable-workspace save and restore (runner/src/workspace/sync.ts)
 // for a 1 MB, a 50 MB and a 5,000-file workspace: time and bytes moved for the first save, a save
 // with nothing changed, a save after a one-line change to one file, and a restore into an empty
-// workspace. The durable copy is in memory here, so the times are the runner's own work (walk,
-// hash, read, write) without the network or R2; the bytes are exactly what would cross the wire.
-// Run: node bench/workspace/run.ts
+// workspace. Twice, side by side: against an in-memory durable copy (the runner's own work: walk,
+// hash, read, write), and with --edge through the real edge (`npm start`'s stack: the Worker in
+// workerd, the hub, local R2 on disk) over loopback HTTP, as a live runner of each session would.
+// The bytes are what crosses the wire (counted at the store interface).
+// Run: node bench/workspace/run.ts [--edge]
 import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,12 +20,35 @@ import {
 import { createLogger } from '../../runner/src/log.ts';
 import { WorkspaceSync, type WorkspaceStore } from '../../runner/src/workspace/sync.ts';
 
-class CountingStore implements WorkspaceStore {
+/** Counts what crosses the store interface, in front of any store. */
+class Counted implements WorkspaceStore {
+  up = 0;
+  down = 0;
+  private readonly inner: WorkspaceStore;
+  constructor(inner: WorkspaceStore) {
+    this.inner = inner;
+  }
+  manifest(): Promise<WorkspaceManifest> {
+    return this.inner.manifest();
+  }
+  async getBlob(sha: string): Promise<Uint8Array> {
+    const b = await this.inner.getBlob(sha);
+    this.down += b.length;
+    return b;
+  }
+  async putBlob(sha: string, data: Uint8Array): Promise<void> {
+    this.up += data.length;
+    await this.inner.putBlob(sha, data);
+  }
+  commit(c: WorkspaceCommit): Promise<WorkspaceCommitResult> {
+    return this.inner.commit(c);
+  }
+}
+
+class MemoryStore implements WorkspaceStore {
   readonly blobs = new Map<string, Uint8Array>();
   readonly files = new Map<string, WorkspaceEntry>();
   generation = 0;
-  up = 0;
-  down = 0;
   async manifest(): Promise<WorkspaceManifest> {
     return {
       generation: this.generation,
@@ -32,12 +57,9 @@ class CountingStore implements WorkspaceStore {
     };
   }
   async getBlob(sha: string): Promise<Uint8Array> {
-    const b = this.blobs.get(sha) as Uint8Array;
-    this.down += b.length;
-    return b;
+    return this.blobs.get(sha) as Uint8Array;
   }
   async putBlob(sha: string, data: Uint8Array): Promise<void> {
-    this.up += data.length;
     this.blobs.set(sha, data);
   }
   async commit(c: WorkspaceCommit): Promise<WorkspaceCommitResult> {
@@ -63,7 +85,12 @@ function content(seed: string, bytes: number): string {
   return lines.join('').slice(0, bytes);
 }
 
-async function scenario(name: string, files: number, bytesPerFile: number): Promise<void> {
+async function scenario(
+  name: string,
+  files: number,
+  bytesPerFile: number,
+  newStore: () => Promise<WorkspaceStore>,
+): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-ws-'));
   try {
     const a = join(dir, 'a');
@@ -73,7 +100,7 @@ async function scenario(name: string, files: number, bytesPerFile: number): Prom
       writeFileSync(join(sub, `f${i}.txt`), content(`${name}-${i}`, bytesPerFile));
     }
     const total = files * bytesPerFile;
-    const store = new CountingStore();
+    const store = new Counted(await newStore());
     const sync = new WorkspaceSync({ root: a, store, log: quiet, onError: (e) => console.error(e.message) });
     await sync.pull();
     const time = async (f: () => Promise<unknown>) => {
@@ -93,7 +120,7 @@ async function scenario(name: string, files: number, bytesPerFile: number): Prom
       new WorkspaceSync({ root: b, store, log: quiet, onError: (e) => console.error(e.message) }).pull(),
     );
     console.log(
-      `${name.padEnd(22)} ${String(files).padStart(5)} files ${mb(total).padStart(9)} | ` +
+      `${name.padEnd(32)} ${String(files).padStart(5)} files ${mb(total).padStart(9)} | ` +
         `first save ${first.ms.toFixed(0).padStart(5)} ms ${mb(first.up).padStart(9)} up | ` +
         `no change ${idle.ms.toFixed(0).padStart(4)} ms ${mb(idle.up)} up | ` +
         `one line ${oneLine.ms.toFixed(0).padStart(4)} ms ${mb(oneLine.up)} up (${((oneLine.up / total) * 100).toFixed(3)} % of the workspace) | ` +
@@ -104,6 +131,20 @@ async function scenario(name: string, files: number, bytesPerFile: number): Prom
   }
 }
 
-await scenario('1 MB (10 × 100 KB)', 10, 100 * 1024);
-await scenario('50 MB (50 × 1 MB)', 50, 1024 * 1024);
-await scenario('5,000 files × 1 KB', 5000, 1024);
+const SCENARIOS: Array<[string, number, number]> = [
+  ['1 MB (10 × 100 KB)', 10, 100 * 1024],
+  ['50 MB (50 × 1 MB)', 50, 1024 * 1024],
+  ['5,000 files × 1 KB', 5000, 1024],
+];
+
+for (const [name, files, size] of SCENARIOS)
+  await scenario(`memory: ${name}`, files, size, async () => new MemoryStore());
+if (process.argv.includes('--edge')) {
+  const { edgeStores } = await import('./edge.ts');
+  const edge = await edgeStores();
+  try {
+    for (const [name, files, size] of SCENARIOS) await scenario(`edge: ${name}`, files, size, edge.next);
+  } finally {
+    await edge.stop();
+  }
+}
