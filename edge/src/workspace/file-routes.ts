@@ -1,4 +1,4 @@
-import { checkWorkspacePath, type WorkspaceEntry } from '@switchyard/protocol';
+import { checkWorkspacePath, type WorkspaceEntry, type WorkspaceManifest } from '@switchyard/protocol';
 import { Hono } from 'hono';
 import type { AppDeps } from '../context.ts';
 import { apiError } from '../errors.ts';
@@ -8,6 +8,7 @@ import { readSettings } from '../settings/store.ts';
 import { getBlob, putBlob } from './blobs.ts';
 import { readBody } from './body.ts';
 import { attachmentDisposition, contentTypeFor } from './content-type.ts';
+import type { WorkspaceResult } from './hub-workspace.ts';
 import { tarStream, type TarFile } from './tar.ts';
 
 // The Files API (docs/DESIGN.md "Workspaces"): a person's view of the durable workspace. It reads
@@ -33,7 +34,8 @@ function filePath(url: string): { ok: true; path: string } | { ok: false; messag
 async function manifestOf(env: Env, sessionId: string) {
   const { settings } = await readSettings(env.DB);
   const limits = workspaceLimitsOf(settings);
-  const r = await hubFor(env, sessionId).workspaceManifest(limits);
+  // Typed here: the Durable Object stub's inferred RPC types are not always precise enough.
+  const r: WorkspaceResult<WorkspaceManifest> = await hubFor(env, sessionId).workspaceManifest(limits);
   return { r, limits };
 }
 
