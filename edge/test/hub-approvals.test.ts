@@ -140,6 +140,33 @@ describe('session hub: tool approvals', () => {
     third.close();
   });
 
+  it('several approvals wait at once (parallel tool calls) and each resolves on its own', async () => {
+    const ctx = await hubContext();
+    const sid = await askSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await accepted(runner);
+    const seqs = runner.events([request('p1'), request('p2'), request('p3')], mid);
+    await runner.waitAck(seqs.at(-1) as number);
+    expect((await answer(ctx, sid, 'p2', { decision: 'deny' })).status).toBe(200);
+    expect((await answer(ctx, sid, 'p1', { decision: 'allow' })).status).toBe(200);
+    await runner.waitFor('approval_decision', (d) => d.approvalId === 'p1');
+    expect(runner.of('approval_decision').map((d) => [d.approvalId, d.decision])).toEqual([
+      ['p2', 'deny'],
+      ['p1', 'allow'],
+    ]);
+    // p3 still waits; the turn ending resolves it.
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await until('p3 to resolve', async () =>
+      (await logged(sid, 'approval.resolved')).find((r) => r.approvalId === 'p3'),
+    );
+    expect((await logged(sid, 'approval.resolved')).map((r) => [r.approvalId, r.reason])).toEqual([
+      ['p2', 'user'],
+      ['p1', 'user'],
+      ['p3', 'runner_lost'],
+    ]);
+    runner.close();
+  });
+
   it('expires on the alarm: deny, reason expired, a message for the model', async () => {
     const ctx = await hubContext();
     const sid = await askSession(ctx);
