@@ -28,9 +28,7 @@ export async function edgeStores(): Promise<{ next: () => Promise<WorkspaceStore
           runner: { launchId: string; runnerId: string | null; connected: boolean } | null;
         }>('GET', `/api/sessions/${s.body.id}`);
         const l = r.body.runner;
-        return l?.connected && l.runnerId !== null
-          ? { launchId: l.launchId, runnerId: l.runnerId }
-          : undefined;
+        return l?.connected && l.runnerId !== null ? { launchId: l.launchId, runnerId: l.runnerId } : undefined;
       },
       120_000,
     );
