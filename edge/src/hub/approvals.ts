@@ -1,4 +1,5 @@
 import {
+  ApprovalPolicySchema,
   DEFAULT_APPROVAL_POLICY,
   DEFAULT_APPROVAL_TIMEOUT_SECONDS,
   denyMessage,
@@ -9,6 +10,7 @@ import {
   type ApprovalReason,
   type EventOf,
 } from '@switchyard/protocol';
+import { z } from 'zod';
 import { auditInsert } from '../audit/store.ts';
 import type { HubCore } from './hub-core.ts';
 
@@ -22,6 +24,8 @@ export interface ApprovalConfig {
   policy: ApprovalPolicy;
   timeoutMs: number;
 }
+
+const StoredConfigSchema = z.object({ policy: ApprovalPolicySchema, timeoutMs: z.number().int().positive() });
 
 export const DEFAULT_APPROVAL_CONFIG: ApprovalConfig = {
   policy: DEFAULT_APPROVAL_POLICY,
@@ -87,7 +91,10 @@ export class HubApprovals {
   config(): ApprovalConfig {
     this.#schema();
     const row = this.#sql.exec<{ v: string }>("SELECT v FROM approval_config WHERE k = 'config'").toArray()[0];
-    return row === undefined ? DEFAULT_APPROVAL_CONFIG : (JSON.parse(row.v) as ApprovalConfig);
+    if (row === undefined) return DEFAULT_APPROVAL_CONFIG;
+    // Stored by setConfig from validated settings; read back checked all the same.
+    const parsed = StoredConfigSchema.safeParse(JSON.parse(row.v));
+    return parsed.success ? parsed.data : DEFAULT_APPROVAL_CONFIG;
   }
 
   /**
@@ -99,6 +106,9 @@ export class HubApprovals {
     record: () => void;
     requests: Array<{ req: Request; messageId?: string }>;
   } {
+    // Most batches carry none: the hot path (text deltas) reads no storage here.
+    if (!items.some((i) => i.event.type === 'approval.request'))
+      return { items, record: () => undefined, requests: [] };
     const { timeoutMs } = this.config();
     const expiresAt = this.#hub.now + timeoutMs;
     const requests: Array<{ req: Request; messageId?: string }> = [];
@@ -118,7 +128,6 @@ export class HubApprovals {
         );
       }
     };
-    this.#schema();
     return { items: out, record, requests };
   }
 
