@@ -145,6 +145,31 @@ describe('warm runner pool (real runners, real CLIs)', () => {
   );
 
   it(
+    'a pooled runner whose CLI dies while it waits leaves the pool and is replaced',
+    dumpOnFail(async () => {
+      const [victim] = await idle('claude', 2);
+      if (victim?.ref == null) throw new Error('no idle pooled runner');
+      const task = (await stack.runners()).find((t) => t.taskArn === victim.ref);
+      const cliGroups = (task?.groups ?? []).filter((g) => g !== task?.pid);
+      expect(cliGroups.length).toBeGreaterThan(0);
+      for (const g of cliGroups) process.kill(-g, 'SIGKILL');
+      await until(
+        'the runner to leave the pool',
+        async () => !(await pool()).runners.some((r) => r.id === victim.id),
+        60_000,
+      );
+      await until(
+        'its task to stop',
+        async () => (await stack.runners()).find((t) => t.taskArn === victim.ref)?.lastStatus === 'STOPPED',
+        60_000,
+      );
+      const after = await idle('claude', 2);
+      expect(after.map((r) => r.id)).not.toContain(victim.id);
+    }),
+    FILL_MS + 60_000,
+  );
+
+  it(
     'the backend switch drains the old backend; size 0 drains the rest',
     dumpOnFail(async () => {
       await setPool({ claude: 1, pi: 1 });

@@ -1,9 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { bearerToken } from '@switchyard/protocol';
+import { BackendSchema, bearerToken } from '@switchyard/protocol';
 import { PoolCloseCode, PoolSizesSchema } from '@switchyard/protocol/pool';
 import type { Context } from 'hono';
 import { newRouter, type AppDeps, type AppEnv } from '../context.ts';
-import { errorResponses } from '../errors.ts';
+import { apiError, errorResponses } from '../errors.ts';
 import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { runnerHubUrl } from '../runner-link/hub-url.ts';
 import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../runner-link/token.ts';
@@ -15,7 +15,7 @@ import { POOL_TOKEN_SCOPE, poolCoordinator, poolUrlFrom } from './config.ts';
 
 const PooledRunnerSchema = z.object({
   id: z.string(),
-  backend: z.enum(['claude', 'pi']),
+  backend: z.enum(BackendSchema.options),
   model: z.string().nullable(),
   ref: z.string().nullable().openapi({ description: 'the launcher’s task reference; null while it starts' }),
   launchedAt: z.number().int(),
@@ -89,10 +89,7 @@ function refuse(code: number, reason: string): Response {
 /** GET /internal/runner/pool: a pooled runner's link; the token is checked before the coordinator wakes. */
 export async function poolConnect(c: Context<AppEnv>, deps: AppDeps): Promise<Response> {
   if (c.req.header('Upgrade')?.toLowerCase() !== 'websocket')
-    return c.json(
-      { code: 'invalid_request', message: 'this endpoint takes a WebSocket upgrade', retryable: false },
-      400,
-    );
+    return apiError(c, 400, 'invalid_request', 'this endpoint takes a WebSocket upgrade');
   const secret = c.env.RUNNER_TOKEN_SECRET ?? '';
   if (secret.length < MIN_SECRET_LENGTH) return refuse(PoolCloseCode.unauthorized, 'runner links are not configured');
   const token = bearerToken(c.req.header('Authorization'));

@@ -75,14 +75,21 @@ export async function runPooled(
   log: Logger,
   hello: { cliVersion: string | null; capabilities: import('@switchyard/protocol').Capabilities },
 ): Promise<number> {
-  // The CLI first: a runner in the pool is one whose CLI is up.
-  const ready = await runner.prewarm();
+  // The CLI first: a runner in the pool is one whose CLI is up. If it stops while the runner
+  // waits, the runner leaves the pool (the coordinator launches a replacement).
+  let link: PoolLink | undefined;
+  let lost = false;
+  const ready = await runner.prewarm(() => {
+    lost = true;
+    link?.close('the prewarmed CLI stopped');
+  });
   if (!ready) {
     log.error('pooled runner: the CLI did not start; leaving the pool', {});
     runner.killAllNow();
     return ExitCode.failed;
   }
-  const link = new PoolLink({
+  if (lost) return ExitCode.failed;
+  link = new PoolLink({
     url: pool.url,
     token: pool.token,
     hello: {
@@ -108,7 +115,7 @@ export async function runPooled(
   if (result.kind === 'ended') {
     log.info('pooled runner leaves the pool unclaimed', { code: result.code, reason: result.reason });
     runner.killAllNow();
-    return ExitCode.ok;
+    return lost ? ExitCode.failed : ExitCode.ok;
   }
   const claimed = claimedConfig(pool, result.claim, process.cwd());
   if (!claimed.ok) {

@@ -55,6 +55,8 @@ export class SessionRunner {
   private link: HubLink;
   /** Pooled mode: resolves once the prewarmed CLI is up (true) or gone (false). */
   private prewarmed: ((ok: boolean) => void) | undefined;
+  /** Pooled mode, until the claim: the prewarmed CLI stopped, so this runner is no warm runner any more. */
+  private prewarmLost: (() => void) | undefined;
   /** The durable workspace: restored before the first CLI, saved after each turn and at the end. */
   private workspace: WorkspaceSync;
   private readonly timers = new Map<TimerName, NodeJS.Timeout>();
@@ -127,9 +129,10 @@ export class SessionRunner {
    * Pooled mode (docs/DESIGN.md "Warm runner pool"): start the CLI before any session is known.
    * Resolves true once it is ready, false if it did not come up. Nothing is linked yet.
    */
-  prewarm(): Promise<boolean> {
+  prewarm(onLost: () => void): Promise<boolean> {
     return new Promise((resolve) => {
       this.prewarmed = resolve;
+      this.prewarmLost = onLost;
       this.dispatch({ type: 'prewarm' });
     });
   }
@@ -139,6 +142,7 @@ export class SessionRunner {
    * the prewarmed CLI keeps running and serves this session only.
    */
   adopt(config: ServeConfig): void {
+    this.prewarmLost = undefined;
     this.o.config = config;
     this.link = this.newLink();
     this.workspace = this.newWorkspace();
@@ -290,7 +294,7 @@ export class SessionRunner {
         if (this.prewarmed !== undefined && effect.status.cli !== 'starting') {
           this.prewarmed(effect.status.cli === 'running');
           this.prewarmed = undefined;
-        }
+        } else if (this.prewarmed === undefined && effect.status.cli === 'stopped') this.prewarmLost?.();
         this.lastStatus = effect.status;
         this.link.send(effect.status);
         return;
