@@ -40,6 +40,15 @@ class Counted implements WorkspaceStore {
     this.up += data.length;
     await this.inner.putBlob(sha, data);
   }
+  async putBlobs(parts: Uint8Array[]): Promise<string[]> {
+    for (const p of parts) this.up += p.length;
+    return this.inner.putBlobs(parts);
+  }
+  async getBlobs(shas: string[]): Promise<Uint8Array[]> {
+    const got = await this.inner.getBlobs(shas);
+    for (const b of got) this.down += b.length;
+    return got;
+  }
   commit(c: WorkspaceCommit): Promise<WorkspaceCommitResult> {
     return this.inner.commit(c);
   }
@@ -61,6 +70,16 @@ class MemoryStore implements WorkspaceStore {
   }
   async putBlob(sha: string, data: Uint8Array): Promise<void> {
     this.blobs.set(sha, data);
+  }
+  async putBlobs(parts: Uint8Array[]): Promise<string[]> {
+    return parts.map((p) => {
+      const sha = createHash('sha256').update(p).digest('hex');
+      this.blobs.set(sha, p);
+      return sha;
+    });
+  }
+  async getBlobs(shas: string[]): Promise<Uint8Array[]> {
+    return shas.map((s) => this.blobs.get(s) as Uint8Array);
   }
   async commit(c: WorkspaceCommit): Promise<WorkspaceCommitResult> {
     for (const p of c.deletes) this.files.delete(p);

@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import type { WorkspaceManifest } from '@switchyard/protocol';
+import { decodeFrames, encodeFrames, type WorkspaceManifest } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
@@ -303,6 +303,29 @@ describe('runner workspace routes', () => {
 
     const got = await req(ctx, 'GET', `/api/sessions/${id}/files/out/result.txt`, { token: ctx.token });
     expect(await got.text()).toBe('written by the agent\n');
+
+    // Many small blobs in one request each way.
+    const small = [new TextEncoder().encode('one'), new TextEncoder().encode('two'), new Uint8Array(0)];
+    const batch = await req(ctx, 'POST', `${base}/blobs`, { token: credential, body: encodeFrames(small) });
+    expect(batch.status).toBe(201);
+    const names = ((await batch.json()) as { sha256: string[] }).sha256;
+    expect(names).toEqual(await Promise.all(small.map((b) => sha256(b))));
+    const back = await req(ctx, 'POST', `${base}/blobs/get`, {
+      token: credential,
+      body: JSON.stringify({ sha256: names }),
+    });
+    expect(back.status).toBe(200);
+    expect(decodeFrames(new Uint8Array(await back.arrayBuffer()))).toEqual(small);
+    const torn = await req(ctx, 'POST', `${base}/blobs`, {
+      token: credential,
+      body: encodeFrames(small).subarray(0, 5),
+    });
+    expect(torn.status).toBe(400);
+    const unknown = await req(ctx, 'POST', `${base}/blobs/get`, {
+      token: credential,
+      body: JSON.stringify({ sha256: ['e'.repeat(64)] }),
+    });
+    expect(unknown.status).toBe(404);
 
     expect(
       (await req(ctx, 'PUT', `/api/sessions/${id}/files/in.txt`, { token: ctx.token, body: 'from a person' })).status,

@@ -20,3 +20,4 @@ export { PiCodec } from './pi/codec.ts';
 export * from './sigv4.ts';
 export * from './workspace/paths.ts';
 export * from './workspace/manifest.ts';
+export * from './workspace/frames.ts';

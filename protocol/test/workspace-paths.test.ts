@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkWorkspacePath,
+  decodeFrames,
+  encodeFrames,
   MAX_WORKSPACE_PATH_BYTES,
   MAX_WORKSPACE_PATH_DEPTH,
   overWorkspaceLimit,
@@ -67,5 +69,16 @@ describe('workspace schemas', () => {
     expect(overWorkspaceLimit({ files: 2, bytes: 100 }, limits)).toBeNull();
     expect(overWorkspaceLimit({ files: 3, bytes: 1 }, limits)?.limit).toBe('maxWorkspaceFiles');
     expect(overWorkspaceLimit({ files: 1, bytes: 101 }, limits)?.limit).toBe('maxWorkspaceBytes');
+  });
+});
+
+describe('blob batch frames', () => {
+  it('round-trips, empty parts included, and refuses a truncated body', () => {
+    const parts = [new Uint8Array([1, 2, 3]), new Uint8Array(0), new TextEncoder().encode('ü')];
+    const body = encodeFrames(parts);
+    expect(decodeFrames(body)).toEqual(parts);
+    expect(decodeFrames(new Uint8Array(0))).toEqual([]);
+    expect(decodeFrames(body.subarray(0, body.length - 1))).toBeNull();
+    expect(decodeFrames(new Uint8Array([0, 0]))).toBeNull();
   });
 });

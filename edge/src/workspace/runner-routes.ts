@@ -1,4 +1,13 @@
-import { bearerToken, Sha256Schema, WorkspaceCommitSchema } from '@switchyard/protocol';
+import {
+  BATCH_MAX_BLOBS,
+  BATCH_MAX_BYTES,
+  bearerToken,
+  decodeFrames,
+  encodeFrames,
+  Sha256Schema,
+  WorkspaceCommitSchema,
+} from '@switchyard/protocol';
+import { z } from 'zod';
 import { Hono } from 'hono';
 import type { AppDeps, AppEnv } from '../context.ts';
 import { apiError } from '../errors.ts';
@@ -74,6 +83,51 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
     if (stored !== sha.data)
       return apiError(c, 400, 'invalid_request', `sha256: the body's sha256 is ${stored}`, 'sha256');
     return c.json({ sha256: stored, size: body.value.byteLength }, 201);
+  });
+
+  // Many small blobs in one request (frames.ts): each stored under its own sha256, which the
+  // answer lists in order, so the runner checks them against what it hashed.
+  app.post('/blobs', async (c) => {
+    const { settings } = await readSettings(c.env.DB);
+    const max = settings.workspaceMaxFileBytes;
+    const body = await readBody(c.req.raw, BATCH_MAX_BYTES);
+    if (!body.ok) return apiError(c, 413, 'payload_too_large', `a batch may hold at most ${BATCH_MAX_BYTES} bytes`);
+    const parts = decodeFrames(new Uint8Array(body.value));
+    if (parts === null)
+      return apiError(c, 400, 'invalid_request', 'body: not a sequence of length-prefixed blobs', 'body');
+    if (parts.length > BATCH_MAX_BLOBS)
+      return apiError(c, 413, 'payload_too_large', `a batch may hold at most ${BATCH_MAX_BLOBS} blobs`);
+    if (parts.some((p) => p.length > max))
+      return apiError(
+        c,
+        413,
+        'payload_too_large',
+        `maxFileBytes: a file may hold at most ${max} bytes`,
+        'maxFileBytes',
+      );
+    const session = c.get('runnerSession');
+    const stored = await Promise.all(parts.map((p) => putBlob(c.env.TRANSCRIPTS, session, p.slice().buffer)));
+    return c.json({ sha256: stored }, 201);
+  });
+
+  app.post('/blobs/get', async (c) => {
+    let raw: unknown;
+    try {
+      raw = await c.req.json();
+    } catch {
+      return apiError(c, 400, 'invalid_json', 'body is not JSON');
+    }
+    const parsed = z.object({ sha256: z.array(Sha256Schema).max(BATCH_MAX_BLOBS) }).safeParse(raw);
+    if (!parsed.success) return apiError(c, 400, 'invalid_request', 'sha256: a list of sha256 names', 'sha256');
+    const session = c.get('runnerSession');
+    const objs = await Promise.all(parsed.data.sha256.map((s) => getBlob(c.env.TRANSCRIPTS, session, s)));
+    const missing = parsed.data.sha256.filter((_, i) => objs[i] === null);
+    if (missing.length > 0) return apiError(c, 404, 'not_found', `no such blob: ${missing[0]}`);
+    const total = objs.reduce((n, o) => n + (o?.size ?? 0), 0);
+    if (total > BATCH_MAX_BYTES)
+      return apiError(c, 413, 'payload_too_large', `a batch may hold at most ${BATCH_MAX_BYTES} bytes`);
+    const parts = await Promise.all(objs.map(async (o) => new Uint8Array(await (o as R2ObjectBody).arrayBuffer())));
+    return new Response(encodeFrames(parts), { headers: { 'Content-Type': 'application/octet-stream' } });
   });
 
   app.post('/commit', async (c) => {

@@ -61,7 +61,8 @@ export type WorkspaceCommitResult = z.infer<typeof WorkspaceCommitResultSchema>;
 
 /**
  * Where a runner reaches the durable workspace over HTTP, with its runner credential as bearer:
- * `GET {base}/manifest`, `GET|PUT {base}/blobs/{sha256}`, `POST {base}/commit`.
+ * `GET {base}/manifest`, `GET|PUT {base}/blobs/{sha256}`, `POST {base}/blobs` and
+ * `POST {base}/blobs/get` (batches, frames.ts), `POST {base}/commit`.
  */
 export const RUNNER_WORKSPACE_PATH = '/internal/runner/workspace';
 

@@ -1,4 +1,7 @@
+import { z } from 'zod';
 import {
+  decodeFrames,
+  encodeFrames,
   RUNNER_WORKSPACE_PATH,
   WorkspaceCommitResultSchema,
   WorkspaceManifestSchema,
@@ -70,6 +73,22 @@ export class WorkspaceClient {
       new Blob([data as Uint8Array<ArrayBuffer>]),
       'application/octet-stream',
     );
+  }
+
+  /** Stores several blobs in one request; answers their sha256 names in order. */
+  async putBlobs(parts: Uint8Array[]): Promise<string[]> {
+    const body = new Blob([encodeFrames(parts) as Uint8Array<ArrayBuffer>]);
+    const res = await this.#call('POST', '/blobs', body, 'application/octet-stream');
+    return z.object({ sha256: z.array(z.string()) }).parse(await res.json()).sha256;
+  }
+
+  /** Several blobs in one request, in the order asked. */
+  async getBlobs(sha256: string[]): Promise<Uint8Array[]> {
+    const res = await this.#call('POST', '/blobs/get', JSON.stringify({ sha256 }), 'application/json');
+    const parts = decodeFrames(new Uint8Array(await res.arrayBuffer()));
+    if (parts === null || parts.length !== sha256.length)
+      throw new WorkspaceHttpError(502, 'a blob batch came back malformed');
+    return parts;
   }
 
   async commit(commit: WorkspaceCommit): Promise<WorkspaceCommitResult> {

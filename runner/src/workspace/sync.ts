@@ -1,10 +1,13 @@
-import type {
-  ErrorInfo,
-  WorkspaceCommit,
-  WorkspaceCommitResult,
-  WorkspaceEntry,
-  WorkspaceLimits,
-  WorkspaceManifest,
+import {
+  BATCH_BLOB_MAX_BYTES,
+  BATCH_MAX_BLOBS,
+  BATCH_MAX_BYTES,
+  type ErrorInfo,
+  type WorkspaceCommit,
+  type WorkspaceCommitResult,
+  type WorkspaceEntry,
+  type WorkspaceLimits,
+  type WorkspaceManifest,
 } from '@switchyard/protocol';
 import { messageOf, runnerError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -21,6 +24,9 @@ export interface WorkspaceStore {
   manifest(): Promise<WorkspaceManifest>;
   getBlob(sha256: string): Promise<Uint8Array>;
   putBlob(sha256: string, data: Uint8Array): Promise<void>;
+  /** Several small blobs at once (BATCH_*): their sha256 names in order. */
+  putBlobs(parts: Uint8Array[]): Promise<string[]>;
+  getBlobs(sha256: string[]): Promise<Uint8Array[]>;
   commit(commit: WorkspaceCommit): Promise<WorkspaceCommitResult>;
 }
 
@@ -52,6 +58,52 @@ function sameDisk(a: DiskFile | undefined, b: DiskFile): boolean {
   return (
     a !== undefined && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ino === b.ino && a.executable === b.executable
   );
+}
+
+/** Groups entries into batches within BATCH_MAX_BLOBS and BATCH_MAX_BYTES. */
+function batches(entries: WorkspaceEntry[]): WorkspaceEntry[][] {
+  const out: WorkspaceEntry[][] = [];
+  let cur: WorkspaceEntry[] = [];
+  let bytes = 0;
+  for (const e of entries) {
+    if (cur.length > 0 && (cur.length >= BATCH_MAX_BLOBS || bytes + e.size > BATCH_MAX_BYTES)) {
+      out.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(e);
+    bytes += e.size;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+/** Small uploads collected and sent as batches; the answer's names are checked against ours. */
+class UploadBatch {
+  readonly #store: WorkspaceStore;
+  #shas: string[] = [];
+  #parts: Uint8Array[] = [];
+  #bytes = 0;
+  constructor(store: WorkspaceStore) {
+    this.#store = store;
+  }
+  async add(sha: string, data: Uint8Array): Promise<void> {
+    if (this.#parts.length >= BATCH_MAX_BLOBS || this.#bytes + data.length > BATCH_MAX_BYTES) await this.flush();
+    this.#shas.push(sha);
+    this.#parts.push(data);
+    this.#bytes += data.length;
+  }
+  async flush(): Promise<void> {
+    if (this.#parts.length === 0) return;
+    const shas = this.#shas;
+    const parts = this.#parts;
+    this.#shas = [];
+    this.#parts = [];
+    this.#bytes = 0;
+    const stored = await this.#store.putBlobs(parts);
+    if (stored.length !== shas.length || stored.some((s, i) => s !== shas[i]))
+      throw new Error('the durable copy stored a batch under other names than its contents hash to');
+  }
 }
 
 async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -115,9 +167,8 @@ export class WorkspaceSync {
       const k = this.#known.get(entry.path);
       return k === undefined || k.entry.sha256 !== entry.sha256 || k.entry.executable !== entry.executable;
     });
-    await pool(todo, TRANSFER_CONCURRENCY, async (entry) => {
+    const place = async (entry: WorkspaceEntry, data: Uint8Array) => {
       try {
-        const data = await this.#store.getBlob(entry.sha256);
         if (data.length !== entry.size || sha256(data) !== entry.sha256)
           throw new Error(`${entry.path}: content does not match its sha256`);
         await writeInside(this.#root, entry.path, data, entry);
@@ -127,6 +178,22 @@ export class WorkspaceSync {
       } catch (err) {
         failures.push(messageOf(err));
       }
+    };
+    // Small files come in batches (one request each), big ones one by one.
+    const jobs: WorkspaceEntry[][] = batches(todo.filter((e) => e.size <= BATCH_BLOB_MAX_BYTES));
+    for (const e of todo) if (e.size > BATCH_BLOB_MAX_BYTES) jobs.push([e]);
+    await pool(jobs, TRANSFER_CONCURRENCY, async (job) => {
+      let datas: Uint8Array[];
+      try {
+        datas =
+          job.length === 1 && (job[0] as WorkspaceEntry).size > BATCH_BLOB_MAX_BYTES
+            ? [await this.#store.getBlob((job[0] as WorkspaceEntry).sha256)]
+            : await this.#store.getBlobs(job.map((e) => e.sha256));
+      } catch (err) {
+        for (const e of job) failures.push(`${e.path}: ${messageOf(err)}`);
+        return;
+      }
+      for (const [i, e] of job.entries()) await place(e, datas[i] as Uint8Array);
     });
     for (const [path, k] of this.#known) {
       if (wanted.has(path)) continue;
@@ -161,6 +228,7 @@ export class WorkspaceSync {
     const upserts: Array<{ entry: WorkspaceEntry; disk: DiskFile }> = [];
     const tooLarge: string[] = [];
     const changed = [...scan.files].filter(([path, disk]) => !sameDisk(this.#known.get(path)?.disk, disk));
+    const batch = new UploadBatch(this.#store);
     await pool(changed, TRANSFER_CONCURRENCY, async ([path, disk]) => {
       if (disk.size > limits.maxFileBytes) {
         tooLarge.push(path);
@@ -190,12 +258,14 @@ export class WorkspaceSync {
       }
       if (!stored.has(sha)) {
         stored.add(sha);
-        await this.#store.putBlob(sha, data);
+        if (data.length <= BATCH_BLOB_MAX_BYTES) await batch.add(sha, data);
+        else await this.#store.putBlob(sha, data);
         stats.uploadedFiles += 1;
         stats.uploadedBytes += data.length;
       }
       upserts.push({ entry, disk });
     });
+    await batch.flush();
     const deletes = [...this.#known.keys()].filter((p) => !scan.files.has(p));
     if (tooLarge.length > 0) {
       this.#onError(

@@ -37,6 +37,22 @@ class MemoryStore implements WorkspaceStore {
     this.putBytes += data.length;
     this.blobs.set(sha, Uint8Array.from(data));
   }
+  batchesPut = 0;
+  batchesGot = 0;
+  async putBlobs(parts: Uint8Array[]): Promise<string[]> {
+    this.batchesPut += 1;
+    const shas: string[] = [];
+    for (const p of parts) {
+      const sha = createHash('sha256').update(p).digest('hex');
+      await this.putBlob(sha, p);
+      shas.push(sha);
+    }
+    return shas;
+  }
+  async getBlobs(shas: string[]): Promise<Uint8Array[]> {
+    this.batchesGot += 1;
+    return Promise.all(shas.map((s) => this.getBlob(s)));
+  }
   async commit(c: WorkspaceCommit): Promise<WorkspaceCommitResult> {
     for (const p of c.deletes) this.files.delete(p);
     for (const u of c.upserts) this.files.set(u.path, u);
@@ -121,6 +137,36 @@ describe('WorkspaceSync', () => {
       committed: true,
     });
     expect(await sync.save({ announce: false })).toMatchObject({ committed: false });
+  });
+
+  it('small files travel in batches: 1,200 files are three uploads and three downloads', async () => {
+    const store = new MemoryStore();
+    const a = await tempDir('many');
+    for (let i = 0; i < 1200; i++) await writeFile(join(a, `f${i}.txt`), `file ${i}\n`);
+    await writeFile(join(a, 'big.bin'), Buffer.alloc(300 * 1024, 7));
+    const sync = syncFor(a, store);
+    await sync.pull();
+    expect(await sync.save({ announce: true })).toMatchObject({ upserts: 1201, uploadedFiles: 1201 });
+    expect(store.batchesPut).toBe(3);
+    expect(store.puts).toBe(1201);
+    const b = await tempDir('many-restored');
+    expect(await syncFor(b, store).pull()).toMatchObject({ written: 1201 });
+    expect(store.batchesGot).toBe(3);
+    expect(await readFile(join(b, 'f1199.txt'), 'utf8')).toBe('file 1199\n');
+    expect((await readFile(join(b, 'big.bin'))).length).toBe(300 * 1024);
+  });
+
+  it('a batch stored under other names than its contents hash to fails the save', async () => {
+    const store = new MemoryStore();
+    store.putBlobs = async (parts) => parts.map(() => 'f'.repeat(64));
+    const root = await tempDir('liar');
+    await writeFile(join(root, 'a.txt'), 'a');
+    const errors: ErrorInfo[] = [];
+    const sync = syncFor(root, store, errors);
+    await sync.pull();
+    await sync.save({ announce: true });
+    expect(store.files.size).toBe(0);
+    expect(errors.map((e) => e.code)).toEqual(['workspace_save_failed']);
   });
 
   it('never saves a symlink or what it points at; deletes reach the durable copy', async () => {
