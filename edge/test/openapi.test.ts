@@ -22,6 +22,8 @@ describe('GET /api/openapi.json', () => {
         'GET /api/tokens/{id}',
         'DELETE /api/tokens/{id}',
         'GET /api/settings',
+        'GET /api/admin/runner-pool',
+        'PUT /api/admin/runner-pool',
         'GET /api/admin/users',
         'POST /api/admin/users',
         'GET /api/admin/users/{id}',
