@@ -373,7 +373,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await screenshot(page, 'chat-image-attached');
     // The picker takes the same path as paste; a second image shows next to the first.
     await page
-      .locator('input[type="file"]')
+      .locator('form input[type="file"]')
       .setInputFiles({ name: 'picked.png', mimeType: 'image/png', buffer: Buffer.from(png, 'base64') });
     await page.getByRole('list', { name: 'Attached images' }).getByRole('img', { name: 'picked.png' }).waitFor();
     await page.getByRole('button', { name: 'Remove picked.png' }).click();
