@@ -223,7 +223,7 @@ export function sessionRoutes(deps: AppDeps) {
   app.use('/:id/transcript', sessionAccess(deps, 'read'));
   app.use('/:id', sessionAccess(deps, 'read'));
   app.route('/', workspaceFileRoutes(deps));
-  documentWorkspaceRoutes(app);
+  documentWorkspaceRoutes(app.openAPIRegistry);
 
   app.openapi(createRoute_, async (c) => {
     // An absent or empty body is `{}`: POST /api/sessions with nothing is a valid request.
