@@ -1,9 +1,9 @@
 // Tool approval settings (GET/PUT /api/admin/settings; DESIGN "Tool approvals"): the mode of new
 // sessions, what the policy decides per tool kind without a person, and how long a request waits.
 // Only changed fields are sent; a refused value is marked on its field with the server's message.
-import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
 import { ErrorText, Notice } from '../ui/messages.tsx';
+import { useSettingsDraft } from './use-settings-draft.ts';
 
 type Settings = Schemas['Settings'];
 type Kind = Settings['approvalPolicy']['autoAllow'][number];
@@ -36,19 +36,7 @@ const same = (a: Settings['approvalPolicy'], b: Settings['approvalPolicy']) =>
   [...a.autoDeny].sort().join() === [...b.autoDeny].sort().join();
 
 export function ApprovalsPanel() {
-  const [saved, setSaved] = useState<Settings | null>(null);
-  const [draft, setDraft] = useState<Settings | null>(null);
-  const [error, setError] = useState<{ message: string; field?: string } | null>(null);
-  const [notice, setNotice] = useState<string | null>(null);
-
-  useEffect(() => {
-    call(api.GET('/api/admin/settings'))
-      .then((s) => {
-        setSaved(s);
-        setDraft(s);
-      })
-      .catch((e: unknown) => setError({ message: describeError(e) }));
-  }, []);
+  const { saved, setSaved, draft, setDraft, error, setError, notice, setNotice } = useSettingsDraft();
 
   if (draft === null || saved === null)
     return error === null ? <p class="muted">Loading…</p> : <ErrorText message={error.message} />;

@@ -1,10 +1,9 @@
 // Session limits and default models (GET/PUT /api/admin/settings). Only changed fields are sent;
 // a refused value is marked on its field with the server's message.
-import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
 import { ErrorText, Notice } from '../ui/messages.tsx';
+import { useSettingsDraft } from './use-settings-draft.ts';
 
-type Settings = Schemas['Settings'];
 type NumberField =
   | 'sessionIdleMinutes'
   | 'sessionMaxMinutes'
@@ -35,19 +34,7 @@ const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = 
 ];
 
 export function LimitsPanel() {
-  const [saved, setSaved] = useState<Settings | null>(null);
-  const [draft, setDraft] = useState<Settings | null>(null);
-  const [error, setError] = useState<{ message: string; field?: string } | null>(null);
-  const [notice, setNotice] = useState<string | null>(null);
-
-  useEffect(() => {
-    call(api.GET('/api/admin/settings'))
-      .then((s) => {
-        setSaved(s);
-        setDraft(s);
-      })
-      .catch((e: unknown) => setError({ message: describeError(e) }));
-  }, []);
+  const { saved, setSaved, draft, setDraft, error, setError, notice, setNotice } = useSettingsDraft();
 
   if (draft === null || saved === null)
     return error === null ? <p class="muted">Loading…</p> : <ErrorText message={error.message} />;
