@@ -21,3 +21,4 @@ export * from './sigv4.ts';
 export * from './workspace/paths.ts';
 export * from './workspace/manifest.ts';
 export * from './workspace/frames.ts';
+export * from './workspace/repository.ts';

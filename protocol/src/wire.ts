@@ -3,6 +3,7 @@ import { UserMessageSchema } from './adapter.ts';
 import { ApprovalDecisionFrameSchema, ApprovalModeSchema } from './approvals.ts';
 import { BackendSchema } from './backend.ts';
 import { AgentEventSchema, ErrorInfoSchema } from './events.ts';
+import { RepositorySchema } from './workspace/repository.ts';
 
 // The runner link: the runner dials the hub's WebSocket and both sides send
 // JSON text frames validated by these schemas. docs/DESIGN.md "Runner link"
@@ -139,6 +140,8 @@ export const HubToRunnerSchema = z.discriminatedUnion('type', [
     runnerToken: z.string().min(1).optional(),
     /** The session's approval mode (absent: `auto`); the CLI is spawned after the first welcome. */
     approvals: ApprovalModeSchema.optional(),
+    /** The session's repository while its clone is not yet committed: clone it before the first CLI. */
+    repository: RepositorySchema.optional(),
   }),
   /** Every sequenced frame up to and including `seq` is durably stored. */
   z.object({ type: z.literal('ack'), seq: z.number().int().nonnegative() }),

@@ -4,6 +4,7 @@ import {
   BackendSchema,
   ContentBlockSchema,
   ImageSchema,
+  RepositorySchema,
   MAX_IMAGES_PER_MESSAGE,
   SessionStateSchema,
   StopReasonSchema,
@@ -65,6 +66,10 @@ export const CreateSessionSchema = z
   .strictObject({
     title: TitleSchema.optional(),
     approvals: ApprovalModeSchema.optional().openapi({ description: 'default: settings `defaultApprovals`' }),
+    repository: RepositorySchema.optional().openapi({
+      description:
+        'a git repository cloned into the workspace before the first turn (which hosts may be cloned: settings `repositoryHosts`)',
+    }),
   })
   .openapi('CreateSession');
 

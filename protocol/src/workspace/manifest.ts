@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { checkWorkspacePath } from './paths.ts';
+import { WorkspaceBaselineSchema } from './repository.ts';
 
 // The durable workspace (docs/DESIGN.md "Workspaces"): file contents are content-addressed blobs
 // (sha256), and a manifest maps each path to its blob. The runner and the Files API change the
@@ -49,6 +50,8 @@ export type WorkspaceManifest = z.infer<typeof WorkspaceManifestSchema>;
 export const WorkspaceCommitSchema = z.object({
   upserts: z.array(WorkspaceEntrySchema).max(20_000),
   deletes: z.array(WorkspacePathSchema).max(20_000),
+  /** Set on the commit of a session's repository clone: the manifest after it is the diff's baseline. */
+  baseline: WorkspaceBaselineSchema.optional(),
 });
 export type WorkspaceCommit = z.infer<typeof WorkspaceCommitSchema>;
 
