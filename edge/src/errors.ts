@@ -13,6 +13,7 @@ export const ErrorCodeSchema = z.enum([
   'csrf_rejected',
   'not_found',
   'conflict',
+  'baseline_exists',
   'username_taken',
   'token_name_taken',
   'token_limit',

@@ -14,8 +14,19 @@ import {
 } from '../runner-link/sockets.ts';
 import type { Resolution } from './approvals.ts';
 import { deleteTranscript } from './transcript-store.ts';
-import { HubWorkspace, type WorkspaceResult, type WorkspaceWriter } from '../workspace/hub-workspace.ts';
-import type { WorkspaceCommit, WorkspaceCommitResult, WorkspaceLimits, WorkspaceManifest } from '@switchyard/protocol';
+import {
+  HubWorkspace,
+  type WorkspaceDiffInputs,
+  type WorkspaceResult,
+  type WorkspaceWriter,
+} from '../workspace/hub-workspace.ts';
+import type {
+  WorkspaceBaseline,
+  WorkspaceCommit,
+  WorkspaceCommitResult,
+  WorkspaceLimits,
+  WorkspaceManifest,
+} from '@switchyard/protocol';
 import type {
   HubResult,
   HubSessionInfo,
@@ -285,6 +296,15 @@ export class SessionHub extends DurableObject<Env> {
     limits: WorkspaceLimits,
   ): Promise<WorkspaceResult<WorkspaceCommitResult>> {
     return this.workspace.commit(commit, from, limits);
+  }
+
+  /** The workspace's starting point once the repository clone is committed, else null. */
+  async workspaceBaseline(): Promise<WorkspaceBaseline | null> {
+    return this.workspace.baseline();
+  }
+
+  async workspaceDiffInputs(): Promise<WorkspaceResult<WorkspaceDiffInputs>> {
+    return this.workspace.diffInputs();
   }
 
   async workspaceRunnerAllowed(launchId: string, runnerId: string): Promise<boolean> {

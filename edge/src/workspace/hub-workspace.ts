@@ -1,7 +1,13 @@
-import type { WorkspaceCommit, WorkspaceCommitResult, WorkspaceLimits, WorkspaceManifest } from '@switchyard/protocol';
+import type {
+  WorkspaceBaseline,
+  WorkspaceCommit,
+  WorkspaceCommitResult,
+  WorkspaceLimits,
+  WorkspaceManifest,
+} from '@switchyard/protocol';
 import type { HubCore } from '../hub/hub-core.ts';
 import { sweepBlobs } from './blobs.ts';
-import { WorkspaceLedger } from './ledger.ts';
+import { type BaselineEntry, WorkspaceLedger } from './ledger.ts';
 
 // What the session hub does for the durable workspace: hand out the manifest, apply commits one
 // at a time (the Durable Object serializes them), announce each as `workspace.saved`, and tell a
@@ -11,7 +17,14 @@ export type WorkspaceResult<T> =
   | { ok: true; value: T }
   | { ok: false; status: 401 | 404 | 409 | 413; code: WorkspaceErrorCode; message: string; field?: string };
 
-export type WorkspaceErrorCode = 'unauthenticated' | 'not_found' | 'conflict' | 'payload_too_large';
+export type WorkspaceErrorCode = 'unauthenticated' | 'not_found' | 'conflict' | 'baseline_exists' | 'payload_too_large';
+
+/** What the diff compares: the baseline's files and the current ones (diff.ts reads the blobs). */
+export interface WorkspaceDiffInputs {
+  baseline: WorkspaceBaseline | null;
+  before: BaselineEntry[];
+  after: BaselineEntry[];
+}
 
 /** Who commits: a person through the Files API, or the runner of the current launch. */
 export type WorkspaceWriter = { kind: 'user' } | { kind: 'runner'; launchId: string; runnerId: string };
@@ -35,6 +48,23 @@ export class HubWorkspace {
     return launch !== null && launch.id === launchId && launch.runnerId === runnerId;
   }
 
+  /**
+   * The repository commit the workspace started from, once the runner's clone is committed; null
+   * before that, and always for a session started without a repository.
+   */
+  baseline(): WorkspaceBaseline | null {
+    return this.ledger.baseline();
+  }
+
+  diffInputs(): WorkspaceResult<WorkspaceDiffInputs> {
+    if (this.#hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    return {
+      ok: true,
+      value: { baseline: this.ledger.baseline(), before: this.ledger.baselineFiles(), after: this.ledger.files() },
+    };
+  }
+
   manifest(limits: WorkspaceLimits): WorkspaceResult<WorkspaceManifest> {
     if (this.#hub.meta.session === null)
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
@@ -48,6 +78,15 @@ export class HubWorkspace {
   ): WorkspaceResult<WorkspaceCommitResult> {
     if (this.#hub.meta.session === null)
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    // Only the runner's clone sets the starting point; a person's write never does.
+    if (from.kind === 'user' && commit.baseline !== undefined)
+      return {
+        ok: false,
+        status: 409,
+        code: 'conflict',
+        field: 'baseline',
+        message: 'baseline: only the runner sets one',
+      };
     if (from.kind === 'runner' && !this.runnerAllowed(from.launchId, from.runnerId)) {
       return {
         ok: false,
@@ -58,8 +97,9 @@ export class HubWorkspace {
     }
     const applied = this.ledger.apply(commit, limits);
     if (!applied.ok) {
-      const { status, field, message } = applied.error;
-      return { ok: false, status, code: status === 413 ? 'payload_too_large' : 'conflict', field, message };
+      const { status, field, message, baselineExists } = applied.error;
+      const code = status === 413 ? 'payload_too_large' : baselineExists ? 'baseline_exists' : 'conflict';
+      return { ok: false, status, code, field, message };
     }
     this.#hub.emit({ type: 'workspace.saved', files: applied.value.files, bytes: applied.value.bytes });
     if (applied.value.generation % SWEEP_EVERY === 0) this.#sweep();

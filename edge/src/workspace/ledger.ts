@@ -1,5 +1,6 @@
 import {
   overWorkspaceLimit,
+  type WorkspaceBaseline,
   type WorkspaceCommit,
   type WorkspaceCommitResult,
   type WorkspaceEntry,
@@ -9,9 +10,17 @@ import {
 // The durable workspace's manifest, one row per file in the session hub's SQLite: the hub is the
 // one place every change passes through (runner saves and Files API writes alike), so commits are
 // serialized without any compare-and-swap on R2. File contents are blobs in R2 (blobs.ts).
+// The baseline (the manifest right after the repository clone's commit, and which commit that
+// was) is kept beside it: the starting point the workspace diff compares to (diff.ts).
 
-/** Why a commit was refused: over a limit (413) or a path that is both a file and a folder (409). */
-export type CommitRefusal = { status: 409 | 413; field: string; message: string };
+/**
+ * Why a commit was refused: over a limit (413), a path that is both a file and a folder (409), or
+ * a second baseline (409 `baseline_exists`).
+ */
+export type CommitRefusal = { status: 409 | 413; field: string; message: string; baselineExists?: true };
+
+/** A file as the baseline had it: what the diff needs, no times. */
+export type BaselineEntry = Pick<WorkspaceEntry, 'path' | 'sha256' | 'size' | 'executable'>;
 
 interface Row extends Record<string, SqlStorageValue> {
   path: string;
@@ -35,6 +44,8 @@ export class WorkspaceLedger {
     this.#sql.exec(`
       CREATE TABLE IF NOT EXISTS workspace_files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, executable INTEGER NOT NULL, modified_at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS workspace_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS workspace_baseline (one INTEGER PRIMARY KEY CHECK (one = 1), url TEXT NOT NULL, ref TEXT, commit_id TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS workspace_baseline_files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, executable INTEGER NOT NULL);
     `);
   }
 
@@ -63,11 +74,34 @@ export class WorkspaceLedger {
     return { files: row?.n ?? 0, bytes: row?.b ?? 0 };
   }
 
-  /** Every blob some file still points at: what a blob sweep must keep. */
+  /** Which repository commit the workspace started from, or null (no clone committed yet, or none). */
+  baseline(): WorkspaceBaseline | null {
+    const row = this.#sql
+      .exec<{ url: string; ref: string | null; commit_id: string }>(
+        'SELECT url, ref, commit_id FROM workspace_baseline WHERE one = 1',
+      )
+      .toArray()[0];
+    if (row === undefined) return null;
+    return { url: row.url, ...(row.ref !== null && { ref: row.ref }), commit: row.commit_id };
+  }
+
+  /** The files as of the baseline commit; empty when there is no baseline. */
+  baselineFiles(): BaselineEntry[] {
+    return this.#sql
+      .exec<{ path: string; sha256: string; size: number; executable: number }>(
+        'SELECT path, sha256, size, executable FROM workspace_baseline_files ORDER BY path',
+      )
+      .toArray()
+      .map((r) => ({ path: r.path, sha256: r.sha256, size: r.size, executable: r.executable === 1 }));
+  }
+
+  /** Every blob some file (now or in the baseline) points at: what a blob sweep must keep. */
   liveBlobs(): Set<string> {
     return new Set(
       this.#sql
-        .exec<{ sha256: string }>('SELECT DISTINCT sha256 FROM workspace_files')
+        .exec<{ sha256: string }>(
+          'SELECT sha256 FROM workspace_files UNION SELECT sha256 FROM workspace_baseline_files',
+        )
         .toArray()
         .map((r) => r.sha256),
     );
@@ -81,6 +115,17 @@ export class WorkspaceLedger {
     commit: WorkspaceCommit,
     limits: WorkspaceLimits,
   ): { ok: true; value: WorkspaceCommitResult } | { ok: false; error: CommitRefusal } {
+    if (commit.baseline !== undefined && this.baseline() !== null) {
+      return {
+        ok: false,
+        error: {
+          status: 409,
+          field: 'baseline',
+          message: 'baseline: this workspace already has a baseline',
+          baselineExists: true,
+        },
+      };
+    }
     for (const u of commit.upserts) {
       if (u.size > limits.maxFileBytes) {
         return {
@@ -124,6 +169,7 @@ export class WorkspaceLedger {
         throw new Error('over limit');
       }
       storage.exec("INSERT INTO workspace_meta (k, v) VALUES ('generation', 1) ON CONFLICT(k) DO UPDATE SET v = v + 1");
+      if (commit.baseline !== undefined) this.#recordBaseline(commit.baseline);
     };
     try {
       this.#storage.transactionSync(run);
@@ -149,8 +195,23 @@ export class WorkspaceLedger {
     return under.length > 0 ? `path: ${path} is a folder` : null;
   }
 
+  /** The manifest as it stands (inside the commit's transaction) becomes the baseline. */
+  #recordBaseline(b: WorkspaceBaseline): void {
+    this.#sql.exec(
+      'INSERT INTO workspace_baseline (one, url, ref, commit_id) VALUES (1, ?, ?, ?)',
+      b.url,
+      b.ref ?? null,
+      b.commit,
+    );
+    this.#sql.exec(
+      'INSERT INTO workspace_baseline_files (path, sha256, size, executable) SELECT path, sha256, size, executable FROM workspace_files',
+    );
+  }
+
   clear(): void {
     this.#sql.exec('DELETE FROM workspace_files');
     this.#sql.exec('DELETE FROM workspace_meta');
+    this.#sql.exec('DELETE FROM workspace_baseline');
+    this.#sql.exec('DELETE FROM workspace_baseline_files');
   }
 }
