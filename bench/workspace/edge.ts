@@ -6,8 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNNER_WORKSPACE_PATH } from '@switchyard/protocol';
 import { mintRunnerToken } from '../../edge/src/runner-link/token.ts';
-import { WorkspaceClient } from '../../runner/src/workspace/client.ts';
-import type { WorkspaceStore } from '../../runner/src/workspace/sync.ts';
+import { WorkspaceClient, type WorkspaceStore } from '@switchyard/runner/workspace';
 import { Api, until } from '../../test/helpers/sse-client.ts';
 import { startTestStack } from '../../test/helpers/test-stack.ts';
 

@@ -5,7 +5,8 @@
 // hash, read, write), and with --edge through the real edge (`npm start`'s stack: the Worker in
 // workerd, the hub, local R2 on disk) over loopback HTTP, as a live runner of each session would.
 // The bytes are what crosses the wire (counted at the store interface).
-// Run: node bench/workspace/run.ts [--edge]
+// Under each line, where the time went: the runner's own work vs waiting on the store, by call.
+// Run: node bench/workspace/run.ts [--edge] [--only <part of a scenario's name>]
 import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,40 +18,72 @@ import {
   type WorkspaceEntry,
   type WorkspaceManifest,
 } from '@switchyard/protocol';
-import { createLogger } from '../../runner/src/log.ts';
-import { WorkspaceSync, type WorkspaceStore } from '../../runner/src/workspace/sync.ts';
+import { createLogger, WorkspaceSync, type WorkspaceStore } from '@switchyard/runner/workspace';
 
-/** Counts what crosses the store interface, in front of any store. */
+type Op = 'manifest' | 'put' | 'put batch' | 'get' | 'get batch' | 'commit';
+
+/**
+ * Counts what crosses the store interface, in front of any store, and where the time goes: each
+ * kind of call's count and summed latency, and the wall time with at least one call in flight
+ * (the rest of a save or restore is the runner's own work: walk, stat, hash, read, write).
+ */
 class Counted implements WorkspaceStore {
   up = 0;
   down = 0;
+  ops = new Map<Op, { n: number; ms: number }>();
+  busyMs = 0;
+  #inFlight = 0;
+  #busySince = 0;
   private readonly inner: WorkspaceStore;
   constructor(inner: WorkspaceStore) {
     this.inner = inner;
   }
+  reset(): void {
+    this.ops.clear();
+    this.busyMs = 0;
+  }
+  async #timed<T>(op: Op, f: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    if (this.#inFlight++ === 0) this.#busySince = t0;
+    try {
+      return await f();
+    } finally {
+      const t1 = performance.now();
+      if (--this.#inFlight === 0) this.busyMs += t1 - this.#busySince;
+      const o = this.ops.get(op) ?? { n: 0, ms: 0 };
+      o.n += 1;
+      o.ms += t1 - t0;
+      this.ops.set(op, o);
+    }
+  }
   manifest(): Promise<WorkspaceManifest> {
-    return this.inner.manifest();
+    return this.#timed('manifest', () => this.inner.manifest());
   }
   async getBlob(sha: string): Promise<Uint8Array> {
-    const b = await this.inner.getBlob(sha);
+    const b = await this.#timed('get', () => this.inner.getBlob(sha));
     this.down += b.length;
     return b;
   }
   async putBlob(sha: string, data: Uint8Array): Promise<void> {
     this.up += data.length;
-    await this.inner.putBlob(sha, data);
+    await this.#timed('put', () => this.inner.putBlob(sha, data));
   }
   async putBlobs(parts: Uint8Array[]): Promise<string[]> {
     for (const p of parts) this.up += p.length;
-    return this.inner.putBlobs(parts);
+    return this.#timed('put batch', () => this.inner.putBlobs(parts));
   }
   async getBlobs(shas: string[]): Promise<Uint8Array[]> {
-    const got = await this.inner.getBlobs(shas);
+    const got = await this.#timed('get batch', () => this.inner.getBlobs(shas));
     for (const b of got) this.down += b.length;
     return got;
   }
   commit(c: WorkspaceCommit): Promise<WorkspaceCommitResult> {
-    return this.inner.commit(c);
+    return this.#timed('commit', () => this.inner.commit(c));
+  }
+  /** `runner 120 ms, store 900 ms (put batch 10× Σ3000 ms, commit 1× 400 ms)`. */
+  breakdown(wallMs: number): string {
+    const parts = [...this.ops].map(([op, o]) => `${op} ${o.n}× Σ${o.ms.toFixed(0)} ms`);
+    return `runner ${(wallMs - this.busyMs).toFixed(0)} ms, waiting on the store ${this.busyMs.toFixed(0)} ms (${parts.join(', ')})`;
   }
 }
 
@@ -125,9 +158,11 @@ async function scenario(
     const time = async (f: () => Promise<unknown>) => {
       const up0 = store.up;
       const down0 = store.down;
+      store.reset();
       const t0 = performance.now();
       await f();
-      return { ms: performance.now() - t0, up: store.up - up0, down: store.down - down0 };
+      const ms = performance.now() - t0;
+      return { ms, up: store.up - up0, down: store.down - down0, where: store.breakdown(ms) };
     };
     const first = await time(() => sync.save({ announce: true }));
     const idle = await time(() => sync.save({ announce: true }));
@@ -145,6 +180,9 @@ async function scenario(
         `one line ${oneLine.ms.toFixed(0).padStart(4)} ms ${mb(oneLine.up)} up (${((oneLine.up / total) * 100).toFixed(3)} % of the workspace) | ` +
         `restore ${restore.ms.toFixed(0).padStart(5)} ms ${mb(restore.down).padStart(9)} down`,
     );
+    console.log(`  first save: ${first.where}`);
+    console.log(`  one line:   ${oneLine.where}`);
+    console.log(`  restore:    ${restore.where}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -156,13 +194,15 @@ const SCENARIOS: Array<[string, number, number]> = [
   ['5,000 files × 1 KB', 5000, 1024],
 ];
 
-for (const [name, files, size] of SCENARIOS)
-  await scenario(`memory: ${name}`, files, size, async () => new MemoryStore());
+const onlyAt = process.argv.indexOf('--only');
+const only = onlyAt > 0 ? (process.argv[onlyAt + 1] ?? '') : '';
+const picked = SCENARIOS.filter(([name]) => name.includes(only));
+for (const [name, files, size] of picked) await scenario(`memory: ${name}`, files, size, async () => new MemoryStore());
 if (process.argv.includes('--edge')) {
   const { edgeStores } = await import('./edge.ts');
   const edge = await edgeStores();
   try {
-    for (const [name, files, size] of SCENARIOS) await scenario(`edge: ${name}`, files, size, edge.next);
+    for (const [name, files, size] of picked) await scenario(`edge: ${name}`, files, size, edge.next);
   } finally {
     await edge.stop();
   }
