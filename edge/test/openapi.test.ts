@@ -48,6 +48,7 @@ describe('GET /api/openapi.json', () => {
         'GET /api/sessions/{id}/files/{path}',
         'DELETE /api/sessions/{id}/files/{path}',
         'GET /api/sessions/{id}/archive',
+        'GET /api/sessions/{id}/diff',
       ].sort(),
     );
     const schemas = r.body.components.schemas;

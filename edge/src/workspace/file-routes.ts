@@ -8,6 +8,7 @@ import { readSettings } from '../settings/store.ts';
 import { getBlob, putBlob } from './blobs.ts';
 import { readBody } from './body.ts';
 import { attachmentDisposition, contentTypeFor } from './content-type.ts';
+import { workspaceDiffRoutes } from './diff-routes.ts';
 import type { WorkspaceResult } from './hub-workspace.ts';
 import { tarStream, type TarFile } from './tar.ts';
 
@@ -47,6 +48,7 @@ export function workspaceFileRoutes(deps: AppDeps) {
   app.on('GET', '/:id/files/*', sessionAccess(deps, 'read'));
   app.on(['PUT', 'DELETE'], '/:id/files/*', sessionAccess(deps, 'owner'));
   app.use('/:id/archive', sessionAccess(deps, 'read'));
+  app.route('/', workspaceDiffRoutes(deps));
 
   app.get('/:id/files', async (c) => {
     const { r } = await manifestOf(c.env, c.get('session').id);

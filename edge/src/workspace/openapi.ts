@@ -77,6 +77,27 @@ export function documentWorkspaceRoutes(r: OpenAPIHono['openAPIRegistry']): void
   });
   r.registerPath({
     method: 'get',
+    path: '/{id}/diff',
+    tags,
+    security,
+    summary:
+      'What changed in the workspace since its baseline (the repository clone; none: every file is added), as `git diff` text that `git apply` takes (owner or admin). Binary files and files over 1 MiB are one `Binary files ... differ` line; the text stops at 4 MiB with a `# Diff truncated` line',
+    request: {
+      params: z.object({ id: SessionId }),
+      query: z.object({
+        path: z.string().optional().openapi({ description: 'only this workspace path', example: 'src/main.ts' }),
+      }),
+    },
+    responses: {
+      200: {
+        description: 'unified diff, empty when nothing changed',
+        content: { 'text/x-diff': { schema: z.string() } },
+      },
+      ...errorResponses(400, 401, 404),
+    },
+  });
+  r.registerPath({
+    method: 'get',
     path: '/{id}/archive',
     tags,
     security,

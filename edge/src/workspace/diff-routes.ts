@@ -1,0 +1,53 @@
+import { checkWorkspacePath } from '@switchyard/protocol';
+import { Hono } from 'hono';
+import type { AppDeps } from '../context.ts';
+import { apiError } from '../errors.ts';
+import { hubFor, type SessionsEnv, sessionAccess } from '../sessions/access.ts';
+import { getBlob } from './blobs.ts';
+import { workspaceDiff } from './diff.ts';
+import type { WorkspaceDiffInputs, WorkspaceResult } from './hub-workspace.ts';
+
+// `GET /api/sessions/:id/diff`: the durable workspace now against its baseline (the repository
+// clone's commit; none: an empty tree), as `git diff` text. Same access as the Files API's reads.
+// Served as text/x-diff with nosniff, so a browser shows or downloads it and never runs it.
+
+class MissingBlob extends Error {}
+
+/** Mounted inside the sessions router, behind its authentication (file-routes.ts mounts it). */
+export function workspaceDiffRoutes(deps: AppDeps) {
+  const app = new Hono<SessionsEnv>();
+  app.use('/:id/diff', sessionAccess(deps, 'read'));
+
+  app.get('/:id/diff', async (c) => {
+    const only = c.req.query('path');
+    let path: string | undefined;
+    if (only !== undefined) {
+      const checked = checkWorkspacePath(only);
+      if (!checked.ok) return apiError(c, 400, 'invalid_request', `path: ${checked.message}`, 'path');
+      path = checked.path;
+    }
+    const session = c.get('session').id;
+    // Typed here: the Durable Object stub's inferred RPC types are not always precise enough.
+    const r: WorkspaceResult<WorkspaceDiffInputs> = await hubFor(c.env, session).workspaceDiffInputs();
+    if (!r.ok) return apiError(c, r.status, r.code, r.message);
+    const bucket = c.env.TRANSCRIPTS;
+    const read = async (sha256: string) => {
+      const obj = await getBlob(bucket, session, sha256);
+      if (obj === null) throw new MissingBlob(sha256);
+      return new Uint8Array(await obj.arrayBuffer());
+    };
+    try {
+      const diff = await workspaceDiff(r.value.before, r.value.after, read, path === undefined ? {} : { path });
+      return c.body(diff.text, 200, {
+        'Content-Type': 'text/x-diff; charset=utf-8',
+        'X-Content-Type-Options': 'nosniff',
+        'Cache-Control': 'no-store',
+      });
+    } catch (err) {
+      if (err instanceof MissingBlob)
+        return apiError(c, 500, 'internal', 'the content of a workspace file is missing from storage');
+      throw err;
+    }
+  });
+  return app;
+}

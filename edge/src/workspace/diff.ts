@@ -1,0 +1,195 @@
+import { formatPatch, type StructuredPatch, type StructuredPatchHunk, structuredPatch } from 'diff';
+
+// The workspace diff (docs/DESIGN.md "Workspaces", Diff): what changed between two manifests, as
+// the text `git diff` would print, so `git apply` takes it. Pure but for `read`, which fetches a
+// blob's bytes; a path whose sha256 and executable bit are unchanged is never read. jsdiff does
+// the line diff and the git headers; the binary line and the bounds are ours.
+
+/** A file as the diff sees it: content by name, and the owner-execute bit. */
+export interface DiffFile {
+  path: string;
+  sha256: string;
+  size: number;
+  executable: boolean;
+}
+
+export interface DiffLimits {
+  /** A side larger than this is not read; the file is shown as binary. */
+  maxFileBytes: number;
+  /** The text stops before the file that would take it past this, with a trailer line. */
+  maxDiffBytes: number;
+  /** Past this many changed lines a file is shown as a whole replacement (bounds Myers' cost). */
+  maxEditLength: number;
+}
+
+export const DIFF_LIMITS: DiffLimits = {
+  maxFileBytes: 1024 * 1024,
+  maxDiffBytes: 4 * 1024 * 1024,
+  maxEditLength: 2000,
+};
+
+export interface WorkspaceDiff {
+  text: string;
+  /** Changed files in the text. */
+  files: number;
+  /** Changed files left out by maxDiffBytes. */
+  omitted: number;
+}
+
+/** How many blobs are read at once: bounds memory to this many pairs of maxFileBytes. */
+const READ_AHEAD = 8;
+/** Git's own test: a NUL in the first 8000 bytes makes a file binary. */
+const BINARY_PROBE_BYTES = 8000;
+
+/** Git tracks nothing inside a `.git` folder (the clone's own repository, a submodule's). */
+export function inDiff(path: string): boolean {
+  return !path.split('/').includes('.git');
+}
+
+type Change = { path: string; before: DiffFile | undefined; after: DiffFile | undefined };
+
+/** Paths whose content or executable bit differ, in path order; `only` limits it to one path. */
+export function changedPaths(before: DiffFile[], after: DiffFile[], only?: string): Change[] {
+  const old = new Map(before.map((f) => [f.path, f]));
+  const now = new Map(after.map((f) => [f.path, f]));
+  const paths = [...new Set([...old.keys(), ...now.keys()])]
+    .filter((p) => inDiff(p) && (only === undefined || p === only))
+    .sort();
+  const out: Change[] = [];
+  for (const path of paths) {
+    const b = old.get(path);
+    const a = now.get(path);
+    if (b !== undefined && a !== undefined && b.sha256 === a.sha256 && b.executable === a.executable) continue;
+    out.push({ path, before: b, after: a });
+  }
+  return out;
+}
+
+/** Text, or null when git would call it binary: a NUL near the start, or not UTF-8. */
+export function asText(bytes: Uint8Array): string | null {
+  if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) return null;
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** A name as git prints it: C-quoted when it holds `"`, `\`, a control or a non-ASCII byte. */
+export function gitQuote(name: string): string {
+  if (!/[^\x20-\x7e]|["\\]/.test(name)) return name;
+  let out = '"';
+  for (const b of new TextEncoder().encode(name)) {
+    if (b === 0x22 || b === 0x5c) out += `\\${String.fromCharCode(b)}`;
+    else if (b < 0x20 || b > 0x7e) out += `\\${b.toString(8).padStart(3, '0')}`;
+    else out += String.fromCharCode(b);
+  }
+  return `${out}"`;
+}
+
+const mode = (f: DiffFile) => (f.executable ? '100755' : '100644');
+
+/** Every line removed, then every line added: what a file too changed for Myers becomes. */
+function replacementHunk(oldText: string, newText: string): StructuredPatchHunk {
+  const side = (text: string, sign: string) => {
+    if (text === '') return [];
+    const lines = text.split('\n');
+    const noEol = lines.at(-1) !== '';
+    if (!noEol) lines.pop();
+    const out = lines.map((l) => sign + l);
+    if (noEol) out.push('\\ No newline at end of file');
+    return out;
+  };
+  const removed = side(oldText, '-');
+  const added = side(newText, '+');
+  const count = (ls: string[]) => ls.filter((l) => !l.startsWith('\\')).length;
+  return { oldStart: 1, oldLines: count(removed), newStart: 1, newLines: count(added), lines: [...removed, ...added] };
+}
+
+function fileDiff(c: Change, oldBytes: Uint8Array | null, newBytes: Uint8Array | null, limits: DiffLimits): string {
+  const patch: StructuredPatch = {
+    oldFileName: c.before === undefined ? '/dev/null' : `a/${c.path}`,
+    newFileName: c.after === undefined ? '/dev/null' : `b/${c.path}`,
+    oldHeader: undefined,
+    newHeader: undefined,
+    hunks: [],
+    isGit: true,
+  };
+  if (c.before === undefined && c.after !== undefined) {
+    patch.isCreate = true;
+    patch.newMode = mode(c.after);
+  } else if (c.after === undefined && c.before !== undefined) {
+    patch.isDelete = true;
+    patch.oldMode = mode(c.before);
+  } else if (c.before !== undefined && c.after !== undefined && c.before.executable !== c.after.executable) {
+    patch.oldMode = mode(c.before);
+    patch.newMode = mode(c.after);
+  }
+  const sameContent = c.before !== undefined && c.after !== undefined && c.before.sha256 === c.after.sha256;
+  if (sameContent) return formatPatch(patch);
+  const oldText = oldBytes === null ? (c.before === undefined ? '' : null) : asText(oldBytes);
+  const newText = newBytes === null ? (c.after === undefined ? '' : null) : asText(newBytes);
+  if (oldText === null || newText === null) {
+    const a = c.before === undefined ? '/dev/null' : gitQuote(`a/${c.path}`);
+    const b = c.after === undefined ? '/dev/null' : gitQuote(`b/${c.path}`);
+    return `${formatPatch(patch)}Binary files ${a} and ${b} differ\n`;
+  }
+  const lines = structuredPatch(
+    patch.oldFileName ?? '',
+    patch.newFileName ?? '',
+    oldText,
+    newText,
+    undefined,
+    undefined,
+    {
+      context: 3,
+      maxEditLength: limits.maxEditLength,
+    },
+  );
+  patch.hunks = lines?.hunks ?? [replacementHunk(oldText, newText)];
+  return formatPatch(patch);
+}
+
+/**
+ * The unified diff from `before` to `after`. Each changed side up to `maxFileBytes` is read once;
+ * reads run READ_AHEAD at a time, in path order, and stop once the text is full.
+ */
+export async function workspaceDiff(
+  before: DiffFile[],
+  after: DiffFile[],
+  read: (sha256: string) => Promise<Uint8Array>,
+  opts: { path?: string; limits?: DiffLimits } = {},
+): Promise<WorkspaceDiff> {
+  const limits = opts.limits ?? DIFF_LIMITS;
+  const changes = changedPaths(before, after, opts.path);
+  const load = (f: DiffFile | undefined, other: DiffFile | undefined): Promise<Uint8Array | null> => {
+    if (f === undefined || f.size > limits.maxFileBytes || (other !== undefined && other.size > limits.maxFileBytes))
+      return Promise.resolve(null);
+    if (other !== undefined && other.sha256 === f.sha256) return Promise.resolve(null);
+    return read(f.sha256);
+  };
+  const encoder = new TextEncoder();
+  const parts: string[] = [];
+  let bytes = 0;
+  for (let at = 0; at < changes.length; at += READ_AHEAD) {
+    const batch = changes.slice(at, at + READ_AHEAD);
+    const loaded = await Promise.all(
+      batch.map(async (c) => [await load(c.before, c.after), await load(c.after, c.before)] as const),
+    );
+    for (const [i, c] of batch.entries()) {
+      const [oldBytes, newBytes] = loaded[i] ?? [null, null];
+      const text = fileDiff(c, oldBytes, newBytes, limits);
+      const size = encoder.encode(text).length;
+      if (bytes + size > limits.maxDiffBytes) {
+        const omitted = changes.length - parts.length;
+        parts.push(
+          `# Diff truncated at ${limits.maxDiffBytes} bytes: ${omitted} more changed file(s) not shown, starting with ${gitQuote(c.path)}\n`,
+        );
+        return { text: parts.join(''), files: parts.length - 1, omitted };
+      }
+      bytes += size;
+      parts.push(text);
+    }
+  }
+  return { text: parts.join(''), files: parts.length, omitted: 0 };
+}
