@@ -1650,6 +1650,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sessions/{id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What changed in the workspace since its baseline (the repository clone; none: every file is added), as `git diff` text that `git apply` takes (owner or admin). Binary files and files over 1 MiB are one `Binary files ... differ` line; the text stops at 4 MiB with a `# Diff truncated` line */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description only this workspace path */
+                    path?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description session id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description unified diff, empty when nothing changed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/x-diff": string;
+                    };
+                };
+                /** @description invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not authenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description no such resource, or not yours */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sessions/{id}/archive": {
         parameters: {
             query?: never;
@@ -2458,7 +2527,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "invalid_json" | "unsupported_media_type" | "unauthenticated" | "invalid_credentials" | "forbidden" | "csrf_rejected" | "not_found" | "conflict" | "username_taken" | "token_name_taken" | "token_limit" | "last_admin" | "payload_too_large" | "rate_limited" | "runner_limit" | "session_log_full" | "backend_unavailable" | "not_implemented" | "internal";
+                code: "invalid_request" | "invalid_json" | "unsupported_media_type" | "unauthenticated" | "invalid_credentials" | "forbidden" | "csrf_rejected" | "not_found" | "conflict" | "baseline_exists" | "username_taken" | "token_name_taken" | "token_limit" | "last_admin" | "payload_too_large" | "rate_limited" | "runner_limit" | "session_log_full" | "backend_unavailable" | "not_implemented" | "internal";
                 message: string;
                 /** @description the request field at fault, dotted path */
                 field?: string;
