@@ -2792,6 +2792,11 @@ export interface components {
              * @enum {string}
              */
             approvals?: "auto" | "ask";
+            /** @description a git repository cloned into the workspace before the first turn (which hosts may be cloned: settings `repositoryHosts`) */
+            repository?: {
+                url: string;
+                ref?: string;
+            };
         };
         SessionPage: {
             sessions: components["schemas"]["Session"][];
