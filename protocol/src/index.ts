@@ -22,3 +22,4 @@ export * from './workspace/paths.ts';
 export * from './workspace/manifest.ts';
 export * from './workspace/frames.ts';
 export * from './workspace/repository.ts';
+export * from './workspace/repository-hosts.ts';

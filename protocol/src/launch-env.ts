@@ -20,6 +20,11 @@ export const LaunchEnvSchema = z.strictObject({
   SWITCHYARD_RUNNER_TOKEN: z.string().min(1),
   /** Absent: the CLI's own default model. */
   SWITCHYARD_MODEL: z.string().optional(),
+  /**
+   * `1`: a repository may be cloned from a loopback host. Only the local stack's edge sets it (its
+   * `REPOSITORY_ALLOW_LOOPBACK`), so tests can serve a repository; never in production.
+   */
+  SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: z.literal('1').optional(),
 });
 export type LaunchEnv = z.infer<typeof LaunchEnvSchema>;
 
@@ -35,6 +40,8 @@ interface LaunchEnvInput {
   maxLifetimeMs: number;
   runnerToken: string;
   model: string | null;
+  /** The deployment lets repositories be cloned from loopback hosts (the local stack only). */
+  repositoryAllowLoopback?: boolean;
 }
 
 /** The launch environment for one runner, validated (throws on a value the runner would refuse). */
@@ -48,5 +55,6 @@ export function launchEnvironment(r: LaunchEnvInput): LaunchEnv {
     SWITCHYARD_MAX_LIFETIME: `${Math.round(r.maxLifetimeMs)}ms`,
     SWITCHYARD_RUNNER_TOKEN: r.runnerToken,
     ...(r.model !== null && { SWITCHYARD_MODEL: r.model }),
+    ...(r.repositoryAllowLoopback === true && { SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: '1' }),
   });
 }

@@ -94,6 +94,7 @@ const ServeLaunchEnv = {
   SWITCHYARD_IDLE_TIMEOUT: duration('15m'),
   SWITCHYARD_MAX_LIFETIME: duration('8h'),
   SWITCHYARD_MODEL: launch.SWITCHYARD_MODEL,
+  SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: launch.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK,
 } satisfies Record<keyof LaunchEnv, z.ZodType>;
 
 const ServeEnv = CommonEnv.extend({
@@ -114,6 +115,8 @@ const ServeEnv = CommonEnv.extend({
   SWITCHYARD_LINK_BACKOFF_MAX: duration('10s'),
   SWITCHYARD_LINK_PING_INTERVAL: duration('15s'),
   SWITCHYARD_LINK_WELCOME_TIMEOUT: duration('10s'),
+  /** The whole repository clone (resolve, fetch, checkout); within SWITCHYARD_CLI_START_TIMEOUT, which it counts against. */
+  SWITCHYARD_CLONE_TIMEOUT: duration('40s'),
 });
 
 export interface CommonConfig {
@@ -156,6 +159,8 @@ export interface ServeConfig extends CommonConfig {
   };
   buffer: { maxFrames: number; maxBytes: number };
   link: { backoffBaseMs: number; backoffMaxMs: number; pingIntervalMs: number; welcomeTimeoutMs: number };
+  /** Cloning the session's repository (docs/DESIGN.md "Start from a repository"). */
+  clone: { allowLoopback: boolean; timeoutMs: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -199,6 +204,10 @@ export function loadServeConfig(env: Env, cwd: string): Result<ServeConfig> {
         backoffMaxMs: e.SWITCHYARD_LINK_BACKOFF_MAX,
         pingIntervalMs: e.SWITCHYARD_LINK_PING_INTERVAL,
         welcomeTimeoutMs: e.SWITCHYARD_LINK_WELCOME_TIMEOUT,
+      },
+      clone: {
+        allowLoopback: e.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK === '1',
+        timeoutMs: e.SWITCHYARD_CLONE_TIMEOUT,
       },
     },
   };

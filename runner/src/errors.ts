@@ -7,6 +7,18 @@ export function runnerError(code: string, message: string, retryable = false): R
   return { code, message, retryable };
 }
 
+/**
+ * A start step that failed with its own error value (e.g. the repository clone), thrown through a
+ * promise chain that only carries errors: whoever catches it reports `info` as it is.
+ */
+export class StepFailure extends Error {
+  readonly info: RunnerError;
+  constructor(info: RunnerError) {
+    super(info.message);
+    this.info = info;
+  }
+}
+
 export type Result<T, E = RunnerError> = { ok: true; value: T } | { ok: false; error: E };
 
 export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });

@@ -8,6 +8,7 @@ import {
 import type { Launcher } from '../launchers/launcher.ts';
 import { claimPooledRunner } from '../pool/claim.ts';
 import { WorkspaceLedger } from '../workspace/ledger.ts';
+import { repositoryAllowLoopback } from '../sessions/repository-policy.ts';
 import { HubApprovals } from './approvals.ts';
 import { EventLog, type LogItem } from './event-log.ts';
 import {
@@ -213,6 +214,8 @@ export class HubCore {
           launchId: launch.id,
           model: this.meta.model,
           limits: this.meta.limits,
+          ...(session.repository !== undefined &&
+            repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
         }));
     } catch (err) {
       this.failLaunch(launch.id, `could not start a runner: ${errorText(err)}`);

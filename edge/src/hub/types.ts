@@ -1,4 +1,4 @@
-import type { ApprovalMode, Backend, ContentBlock, Image, SessionState, StopReason } from '@switchyard/protocol';
+import type { ApprovalMode, Backend, ContentBlock, Image, Repository, SessionState, StopReason } from '@switchyard/protocol';
 import type { ApprovalConfig } from './approvals.ts';
 import type { RunnerCaps } from '../runner-link/slots.ts';
 
@@ -12,6 +12,8 @@ export interface HubSessionInfo {
   createdAt: number;
   /** Absent in sessions created before approvals existed: `auto`. */
   approvals?: ApprovalMode;
+  /** The git repository the workspace starts from (cloned by the first runner); absent: none. */
+  repository?: Repository;
 }
 
 export interface HubLimits {

@@ -62,6 +62,7 @@ export class EcsLauncher implements Launcher {
       maxLifetimeMs: r.limits.maxLifetimeMs,
       runnerToken: r.runnerToken,
       model: r.model,
+      ...(r.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
     });
     return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
   }

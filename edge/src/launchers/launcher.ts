@@ -37,6 +37,11 @@ export interface LaunchRequest {
    * hub stops an idle runner itself, these only bound a runner that lost its hub.
    */
   limits: { idleMs: number; maxLifetimeMs: number };
+  /**
+   * The deployment lets repositories be cloned from loopback hosts (runner env
+   * `SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK`; the local stack only, docs/DESIGN.md "Start from a repository").
+   */
+  repositoryAllowLoopback?: boolean;
 }
 
 /**

@@ -7,13 +7,19 @@ import { poolCoordinator } from './config.ts';
 // transcript could not be resumed; in approval mode `ask` the CLI must be started with the
 // approval hook, which a pooled CLI was not; and files a person put into the durable workspace
 // before the first message must be in place before a CLI sees that message, which a cold runner
-// guarantees (it pulls them before it spawns its CLI) and a prewarmed one cannot.
+// guarantees (it pulls them before it spawns its CLI) and a prewarmed one cannot. A session started
+// from a repository never takes one either: its clone must be in place before the CLI starts.
 
 /** Whether this launch may take a pooled runner (pure). `workspaceEmpty`: no file was ever committed. */
 export function mayUsePool(meta: Pick<Meta, 'session' | 'transcript'>, workspaceEmpty: boolean): boolean {
   const session = meta.session;
   if (session === null) return false;
-  return meta.transcript === null && (session.approvals ?? 'auto') === 'auto' && workspaceEmpty;
+  return (
+    meta.transcript === null &&
+    (session.approvals ?? 'auto') === 'auto' &&
+    session.repository === undefined &&
+    workspaceEmpty
+  );
 }
 
 export interface PooledClaim {

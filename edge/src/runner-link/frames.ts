@@ -11,6 +11,8 @@ import type { HubCore, Reply } from '../hub/hub-core.ts';
 import { byeOutcome, checkSeq, closesTurn, type LaunchRecord } from '../hub/lifecycle.ts';
 import { attachmentOf, BOOTSTRAP_SPENT, closeQuietly, isOpen, type RunnerAttachment } from './sockets.ts';
 import { putTranscript, readTranscript } from '../hub/transcript-store.ts';
+import { pendingRepository } from '../hub/pending-repository.ts';
+import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { nextUlid } from '../hub/ulid.ts';
 
 // The runner link as the hub speaks it (DESIGN "Runner link"): frame validation, hello (token
@@ -163,6 +165,8 @@ export class RunnerFrames {
       transcript = await readTranscript(this.#hub.env.TRANSCRIPTS, session.id, session.backend);
     }
     const token = await this.#hub.mint(launch, { kind: 'credential', runnerId: hello.runnerId });
+    // Until the clone is committed as the baseline, every new runner is told to clone first.
+    const repository = pendingRepository(session, new WorkspaceLedger(this.#hub.ctx.storage).baseline() !== null);
     if (this.#hub.meta.launch?.id !== launch.id || !isOpen(ws)) return;
     if (known === null) this.#hub.log.addRunner(hello.runnerId);
 
@@ -186,6 +190,7 @@ export class RunnerFrames {
       ...(transcript !== undefined && { transcript }),
       ...(token !== undefined && { runnerToken: token }),
       ...(session.approvals === 'ask' && { approvals: 'ask' as const }),
+      ...(repository !== undefined && { repository }),
     });
     this.#hub.approvals.resendTo(ws);
 

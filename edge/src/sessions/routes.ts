@@ -28,10 +28,11 @@ import {
   SessionTranscriptSchema,
   TranscriptQuerySchema,
 } from './schemas.ts';
-import type { ApprovalMode } from '@switchyard/protocol';
+import { checkRepositoryHost, type ApprovalMode, type Repository } from '@switchyard/protocol';
 import { approvalRoutes } from './approval-routes.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
 import { hubFor, type SessionsEnv, sessionAccess } from './access.ts';
+import { repositoryAllowLoopback } from './repository-policy.ts';
 import { runnerHubUrl } from '../runner-link/hub-url.ts';
 import {
   deleteSession,
@@ -229,6 +230,7 @@ export function sessionRoutes(deps: AppDeps) {
     // An absent or empty body is `{}`: POST /api/sessions with nothing is a valid request.
     let title: string | null = null;
     let approvals: ApprovalMode | undefined;
+    let repository: Repository | null = null;
     const raw = await c.req.text();
     if (raw.trim() !== '') {
       let body: unknown;
@@ -241,6 +243,7 @@ export function sessionRoutes(deps: AppDeps) {
       if (!parsed.success) return invalidInput(c, parsed.error);
       title = parsed.data.title ?? null;
       approvals = parsed.data.approvals;
+      repository = parsed.data.repository ?? null;
     }
     const { user } = c.get('auth');
     const now = deps.clock();
@@ -255,11 +258,26 @@ export function sessionRoutes(deps: AppDeps) {
       );
     }
     const { settings } = await readSettings(c.env.DB);
+    if (repository !== null) {
+      const verdict = checkRepositoryHost(repository.url, {
+        hosts: settings.repositoryHosts,
+        allowLoopback: repositoryAllowLoopback(c.env),
+      });
+      if (!verdict.ok) return apiError(c, 400, 'invalid_request', verdict.message, 'repository.url');
+    }
     const id = newId(now);
     const backend = settings.llmBackend;
     approvals ??= settings.defaultApprovals;
     // The hub first: a D1 row whose hub was never told about it would answer 404s.
-    await hubFor(c.env, id).create({ id, userId: user.id, backend, title, createdAt: now, approvals });
+    await hubFor(c.env, id).create({
+      id,
+      userId: user.id,
+      backend,
+      title,
+      createdAt: now,
+      approvals,
+      ...(repository !== null && { repository }),
+    });
     await insertSession(c.env.DB, {
       id,
       userId: user.id,
@@ -269,6 +287,7 @@ export function sessionRoutes(deps: AppDeps) {
       reason: INITIAL_REASON,
       now,
       approvals,
+      repository,
     });
     const row = await findSession(c.env.DB, id);
     if (row === null) return apiError(c, 500, 'internal', 'session vanished after creation') as never;

@@ -29,6 +29,10 @@ export const SessionSchema = z
     approvals: ApprovalModeSchema.openapi({
       description: 'chosen at creation: `ask` waits for a person before each tool call the guard allows',
     }),
+    repository: z
+      .object({ url: z.string(), ref: z.string().optional() })
+      .nullable()
+      .openapi({ description: 'the git repository cloned into the workspace before the first turn; null: none' }),
     createdAt: z.string().openapi({ format: 'date-time' }),
     updatedAt: z.string().openapi({ format: 'date-time' }),
   })

@@ -1,4 +1,4 @@
-import type { ApprovalMode, Backend, SessionState } from '@switchyard/protocol';
+import type { ApprovalMode, Backend, Repository, SessionState } from '@switchyard/protocol';
 import { iso } from '../clock.ts';
 import type { Session } from './schemas.ts';
 
@@ -14,6 +14,9 @@ export interface SessionRow {
   updated_at: number;
   stopped_at: number | null;
   approvals: ApprovalMode;
+  /** NULL: the session starts with an empty workspace. */
+  repository_url: string | null;
+  repository_ref: string | null;
 }
 
 const LIVE_STATES: SessionState[] = ['starting', 'ready', 'busy', 'idle', 'stopping'];
@@ -27,9 +30,17 @@ export function toSession(row: SessionRow): Session {
     stateReason: row.state_reason,
     ownerId: row.user_id,
     approvals: row.approvals === 'ask' ? 'ask' : 'auto',
+    repository: repositoryOf(row),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
+}
+
+export function repositoryOf(row: Pick<SessionRow, 'repository_url' | 'repository_ref'>): Repository | null {
+  if (row.repository_url === null) return null;
+  return row.repository_ref === null
+    ? { url: row.repository_url }
+    : { url: row.repository_url, ref: row.repository_ref };
 }
 
 export async function insertSession(
@@ -43,14 +54,28 @@ export async function insertSession(
     reason: string | null;
     now: number;
     approvals: ApprovalMode;
+    repository: Repository | null;
   },
 ): Promise<void> {
   await db
     .prepare(
-      `INSERT INTO sessions (id, user_id, backend, title, state, state_reason, created_at, updated_at, stopped_at, approvals)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
+      `INSERT INTO sessions (id, user_id, backend, title, state, state_reason, created_at, updated_at, stopped_at, approvals,
+         repository_url, repository_ref)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
     )
-    .bind(s.id, s.userId, s.backend, s.title, s.state, s.reason, s.now, s.now, s.approvals)
+    .bind(
+      s.id,
+      s.userId,
+      s.backend,
+      s.title,
+      s.state,
+      s.reason,
+      s.now,
+      s.now,
+      s.approvals,
+      s.repository?.url ?? null,
+      s.repository?.ref ?? null,
+    )
     .run();
 }
 

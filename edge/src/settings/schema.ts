@@ -6,6 +6,7 @@ import {
   BackendSchema,
   DEFAULT_APPROVAL_POLICY,
   DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  RepositoryHostsSchema,
   type Backend,
 } from '@switchyard/protocol';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '@switchyard/protocol';
@@ -83,6 +84,10 @@ const SettingsObject = z.object({
   approvalTimeoutSeconds: int(SETTINGS_BOUNDS.approvalTimeoutSeconds).openapi({
     description: 'a pending approval nobody answers is denied (reason `expired`) after this long',
   }),
+  repositoryHosts: RepositoryHostsSchema.openapi({
+    description:
+      'hosts a session may clone its repository from: `*` any public host, `*.example.org` its subdomains, or a host name; empty: none. Loopback, private and link-local addresses are refused whatever this says',
+  }),
 });
 
 function checkLimits(
@@ -122,6 +127,7 @@ export const DEFAULT_SETTINGS: Settings = {
   defaultApprovals: 'auto',
   approvalPolicy: DEFAULT_APPROVAL_POLICY,
   approvalTimeoutSeconds: DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  repositoryHosts: ['*'],
 };
 
 /** A partial update: some or all fields, `defaultModel` merged per backend. Unknown keys are refused. */
@@ -142,6 +148,7 @@ export const SettingsPatchSchema = z
     defaultApprovals: SettingsObject.shape.defaultApprovals.optional(),
     approvalPolicy: SettingsObject.shape.approvalPolicy.optional(),
     approvalTimeoutSeconds: SettingsObject.shape.approvalTimeoutSeconds.optional(),
+    repositoryHosts: SettingsObject.shape.repositoryHosts.optional(),
   })
   .refine((p) => Object.keys(p).length > 0, { message: 'give at least one setting to change' })
   .openapi('SettingsPatch');
@@ -165,6 +172,7 @@ export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
     defaultApprovals: patch.defaultApprovals ?? current.defaultApprovals,
     approvalPolicy: patch.approvalPolicy ?? current.approvalPolicy,
     approvalTimeoutSeconds: patch.approvalTimeoutSeconds ?? current.approvalTimeoutSeconds,
+    repositoryHosts: patch.repositoryHosts ?? current.repositoryHosts,
   };
 }
 

@@ -142,5 +142,8 @@ describe('mayUsePool', () => {
     expect(mayUsePool({ session, transcript }, true)).toBe(false);
     expect(mayUsePool({ session, transcript: null }, false)).toBe(false);
     expect(mayUsePool({ session: null, transcript: null }, true)).toBe(false);
+    // A repository is cloned before the CLI starts, which a prewarmed CLI has already done.
+    const repository = { url: 'https://git.example.org/r.git' };
+    expect(mayUsePool({ session: { ...session, repository }, transcript: null }, true)).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import type { AgentCodec, AgentEvent, Backend, CliExit, ErrorInfo, SpawnSpec } from '@switchyard/protocol';
 import { CliProcess } from '../cli/cli-process.ts';
 import { readinessFor } from '../cli/readiness.ts';
-import { messageOf } from '../errors.ts';
+import { messageOf, StepFailure } from '../errors.ts';
 
 export interface CliSlotHandlers {
   onStarted(pid: number): void;
@@ -60,11 +60,11 @@ export class CliSlot {
           },
         });
       } catch (err) {
-        h.onSpawnFailed({
-          code: 'cli_spawn_failed',
-          message: `cannot start the CLI: ${messageOf(err)}`,
-          retryable: false,
-        });
+        h.onSpawnFailed(
+          err instanceof StepFailure
+            ? err.info
+            : { code: 'cli_spawn_failed', message: `cannot start the CLI: ${messageOf(err)}`, retryable: false },
+        );
         return;
       }
       slot.proc = proc;

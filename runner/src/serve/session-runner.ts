@@ -15,11 +15,12 @@ import {
   type Capabilities,
   type ErrorInfo,
   type HubToRunner,
+  type Repository,
   type RunnerStatus,
 } from '@switchyard/protocol';
 import { type CliLaunch, cliSpawnSpec } from '../cli/spawn.ts';
 import type { ServeConfig } from '../config.ts';
-import { ExitCode } from '../errors.ts';
+import { ExitCode, StepFailure } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
@@ -28,6 +29,8 @@ import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile 
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
 import { WorkspaceClient, workspaceBaseUrl } from '../workspace/client.ts';
 import { WorkspaceSync } from '../workspace/sync.ts';
+import { cloneRepository } from '../workspace/clone.ts';
+import { CLONE_ERROR_CODE } from '../workspace/clone-plan.ts';
 
 export interface SessionRunnerOptions {
   config: ServeConfig;
@@ -69,6 +72,10 @@ export class SessionRunner {
   /** A user message has reached a CLI (or a transcript was restored): there is a conversation to lose. */
   private conversationStarted = false;
   private restoring: Promise<void> = Promise.resolve();
+  /** From the first welcome: the repository to clone before the first CLI, until its clone is committed. */
+  private repository: Repository | undefined;
+  /** The clone under way; cleared when it fails, so the next CLI start (the next message) tries again. */
+  private cloning: Promise<void> | undefined;
   private uploads: Promise<void> = Promise.resolve();
   private lastUploadSha: string | undefined;
   private lastStatus: RunnerStatus | undefined;
@@ -173,6 +180,7 @@ export class SessionRunner {
   private onWelcome(welcome: Extract<HubToRunner, { type: 'welcome' }>, first: boolean): void {
     if (first) {
       this.approvals = welcome.approvals ?? 'auto';
+      this.repository = welcome.repository;
       const transcript = welcome.transcript;
       const files = this.workspace.pull().then(() => undefined);
       this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
@@ -312,6 +320,7 @@ export class SessionRunner {
     // Built after any restore finished, so a restored conversation is resumed. The sandbox
     // refuses (the spawn fails, naming why) when the guard is missing.
     const spec = this.restoring.then(async () => {
+      await this.cloneIfPending();
       const resume = await this.resumable();
       this.o.log.info('starting the CLI', { gen, resume: resume !== undefined });
       return cliSpawnSpec(this.o.launch, { ...(resume !== undefined && { resume }), approvals: this.approvals });
@@ -346,6 +355,45 @@ export class SessionRunner {
       },
     });
     this.slots.set(gen, slot);
+  }
+
+  /**
+   * Clones the session's repository into the workspace and commits it as the baseline (docs/DESIGN.md
+   * "Start from a repository"), once. A failure rejects with the clone's error, which ends the start
+   * (and the turn waiting for it) with it; the next start tries again.
+   */
+  private cloneIfPending(): Promise<void> {
+    const repository = this.repository;
+    if (repository === undefined) return Promise.resolve();
+    this.cloning ??= (async () => {
+      const c = this.o.config.clone;
+      this.o.log.info('cloning the repository', { url: repository.url, ref: repository.ref });
+      const cloned = await cloneRepository(repository, {
+        dir: this.o.launch.dirs.workspace,
+        allowLoopback: c.allowLoopback,
+        timeoutMs: c.timeoutMs,
+        path: process.env.PATH,
+      });
+      let error = cloned.ok ? undefined : cloned.error;
+      if (cloned.ok) {
+        const saved = await this.workspace.saveBaseline(cloned.value);
+        if (!saved.ok)
+          error = {
+            ...saved.error,
+            code: CLONE_ERROR_CODE,
+            message: `saving the clone failed: ${saved.error.message}`,
+          };
+      }
+      if (error !== undefined) {
+        this.cloning = undefined;
+        this.o.log.error('repository clone failed', { message: error.message });
+        this.emit({ type: 'error', ...error });
+        throw new StepFailure(error);
+      }
+      this.repository = undefined;
+      this.o.log.info('repository cloned and committed', { url: repository.url, ref: repository.ref });
+    })();
+    return this.cloning;
   }
 
   /**

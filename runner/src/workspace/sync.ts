@@ -3,13 +3,14 @@ import {
   BATCH_MAX_BLOBS,
   BATCH_MAX_BYTES,
   type ErrorInfo,
+  type WorkspaceBaseline,
   type WorkspaceCommit,
   type WorkspaceCommitResult,
   type WorkspaceEntry,
   type WorkspaceLimits,
   type WorkspaceManifest,
 } from '@switchyard/protocol';
-import { messageOf, runnerError } from '../errors.ts';
+import { messageOf, runnerError, type Result } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { readInside, scanWorkspace, sha256, statInside, type DiskFile } from './scan.ts';
 import { removeInside, writeInside } from './write.ts';
@@ -156,6 +157,22 @@ export class WorkspaceSync {
     return this.#serialized('save', () => this.#save(opts.announce));
   }
 
+  /**
+   * The repository clone's commit: everything in the workspace, marked as the baseline. Its
+   * failure is returned, not reported: the caller ends the start with it.
+   */
+  saveBaseline(baseline: WorkspaceBaseline): Promise<Result<SaveStats>> {
+    const run = this.#chain.then(() => this.#save(true, baseline));
+    this.#chain = run.catch(() => undefined);
+    return run.then(
+      (stats): Result<SaveStats> => ({ ok: true, value: stats }),
+      (err: unknown): Result<SaveStats> => ({
+        ok: false,
+        error: runnerError('workspace_save_failed', `workspace save failed: ${messageOf(err)}`, true),
+      }),
+    );
+  }
+
   async #pull(): Promise<PullStats> {
     const m = await this.#store.manifest();
     this.#limits = m.limits;
@@ -212,7 +229,7 @@ export class WorkspaceSync {
     return stats;
   }
 
-  async #save(announce: boolean): Promise<SaveStats> {
+  async #save(announce: boolean, baseline?: WorkspaceBaseline): Promise<SaveStats> {
     const limits = this.#limits ?? (await this.#store.manifest()).limits;
     this.#limits = limits;
     const scan = await scanWorkspace(this.#root);
@@ -279,7 +296,11 @@ export class WorkspaceSync {
     stats.deletes = deletes.length;
     if (!announce && upserts.length === 0 && deletes.length === 0) return stats;
     upserts.sort((a, b) => (a.entry.path < b.entry.path ? -1 : 1));
-    const result = await this.#store.commit({ upserts: upserts.map((u) => u.entry), deletes });
+    const result = await this.#store.commit({
+      upserts: upserts.map((u) => u.entry),
+      deletes,
+      ...(baseline !== undefined && { baseline }),
+    });
     stats.committed = true;
     for (const u of upserts) this.#known.set(u.entry.path, u);
     for (const p of deletes) this.#known.delete(p);
