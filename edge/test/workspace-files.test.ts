@@ -264,6 +264,78 @@ describe('blob sweep', () => {
   });
 });
 
+describe('packs', () => {
+  it('stores a batch as one R2 object, reads packed blobs everywhere, and sweeps a pack only once none of its blobs is in use', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, id);
+    const credential = runner.of('welcome')[0]?.runnerToken ?? '';
+    const base = '/internal/runner/workspace';
+    const enc = (s: string) => new TextEncoder().encode(s);
+    const upload = async (parts: Uint8Array[]) => {
+      const r = await req(ctx, 'POST', `${base}/blobs`, { token: credential, body: encodeFrames(parts) });
+      expect(r.status).toBe(201);
+      return ((await r.json()) as { sha256: string[] }).sha256;
+    };
+    const [alpha, beta] = await upload([enc('alpha'), enc('beta')]);
+    const [gamma] = await upload([enc('gamma')]);
+    const packs = `sessions/${id}/workspace/packs/`;
+    expect((await env.TRANSCRIPTS.list({ prefix: packs })).objects).toHaveLength(2);
+    expect((await env.TRANSCRIPTS.list({ prefix: `sessions/${id}/workspace/blobs/` })).objects).toEqual([]);
+    const entry = (path: string, sha: string | undefined, size: number) => ({
+      path,
+      sha256: sha,
+      size,
+      executable: false,
+      modifiedAt: 1,
+    });
+    const commit = (body: unknown) =>
+      req(ctx, 'POST', `${base}/commit`, { token: credential, body: JSON.stringify(body) });
+    const first = await commit({
+      upserts: [entry('a.txt', alpha, 5), entry('b.txt', beta, 4), entry('c.txt', gamma, 5)],
+      deletes: [],
+    });
+    expect(first.status).toBe(200);
+
+    const file = (path: string) => req(ctx, 'GET', `/api/sessions/${id}/files/${path}`, { token: ctx.token });
+    expect(await (await file('b.txt')).text()).toBe('beta');
+    const one = await req(ctx, 'GET', `${base}/blobs/${gamma}`, { token: credential });
+    expect(new TextDecoder().decode(await one.arrayBuffer())).toBe('gamma');
+    const archive = await req(ctx, 'GET', `/api/sessions/${id}/archive`, { token: ctx.token });
+    const tar = untar(
+      new Uint8Array(await new Response(archive.body?.pipeThrough(new DecompressionStream('gzip'))).arrayBuffer()),
+    );
+    expect([...tar].map(([p, b]) => [p, new TextDecoder().decode(b)])).toEqual([
+      ['a.txt', 'alpha'],
+      ['b.txt', 'beta'],
+      ['c.txt', 'gamma'],
+    ]);
+
+    // alpha and gamma are no longer in use: gamma's pack can go, alpha's holds beta too.
+    expect((await commit({ upserts: [], deletes: ['a.txt', 'c.txt'] })).status).toBe(200);
+    for (let g = 3; g <= 9; g++) expect((await commit({ upserts: [], deletes: [] })).status).toBe(200);
+    expect((await env.TRANSCRIPTS.list({ prefix: packs })).objects).toHaveLength(2);
+    // Past the sweep's minimum age for the rows the hub stamped with its clock (R2's own upload
+    // times are already behind the injected clock).
+    ctx.clock.advance(2 * 60 * 60_000);
+    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/d.txt`, { token: ctx.token, body: 'd' })).status).toBe(
+      201,
+    );
+    await until('the pack sweep', async () => (await env.TRANSCRIPTS.list({ prefix: packs })).objects.length === 1);
+    expect(await (await file('b.txt')).text()).toBe('beta');
+    // The index forgot alpha (the runner's credential has expired with the clock: asked directly).
+    const index = await env.SESSION_HUB.get(env.SESSION_HUB.idFromName(id)).workspaceBlobLocations([
+      alpha ?? '',
+      beta ?? '',
+    ]);
+    expect([...index.keys()]).toEqual([beta]);
+
+    // Deleting the session takes its packs with it.
+    expect((await call(ctx.app, 'DELETE', `/api/sessions/${id}`, { token: ctx.token })).status).toBe(204);
+    expect((await env.TRANSCRIPTS.list({ prefix: `sessions/${id}/workspace/` })).objects).toEqual([]);
+  });
+});
+
 describe('runner workspace routes', () => {
   it('a welcomed runner uploads blobs and commits; the hub logs workspace.saved and tells it about user writes', async () => {
     const ctx = await hubContext();

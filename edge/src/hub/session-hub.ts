@@ -20,6 +20,7 @@ import {
   type WorkspaceResult,
   type WorkspaceWriter,
 } from '../workspace/hub-workspace.ts';
+import type { BlobLocation, PackedBlob } from '../workspace/pack-index.ts';
 import type {
   WorkspaceBaseline,
   WorkspaceCommit,
@@ -305,6 +306,14 @@ export class SessionHub extends DurableObject<Env> {
 
   async workspaceDiffInputs(): Promise<WorkspaceResult<WorkspaceDiffInputs>> {
     return this.workspace.diffInputs();
+  }
+
+  async workspaceBlobsPacked(pack: string, blobs: PackedBlob[]): Promise<void> {
+    this.workspace.blobsPacked(pack, blobs);
+  }
+
+  async workspaceBlobLocations(shas: string[]): Promise<Map<string, BlobLocation>> {
+    return this.workspace.locateBlobs(shas);
   }
 
   async workspaceRunnerAllowed(launchId: string, runnerId: string): Promise<boolean> {

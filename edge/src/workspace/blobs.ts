@@ -39,7 +39,11 @@ export async function putBlob(
   return sha;
 }
 
-export function getBlob(bucket: R2Bucket, sessionId: string, sha256: string): Promise<R2ObjectBody | null> {
+/**
+ * A blob stored as its own object. Small ones are mostly packed (packs.ts): read workspace
+ * content with packs.ts (`openWorkspaceBlob`, `readBlobs`), which looks in both places.
+ */
+export function getLooseBlob(bucket: R2Bucket, sessionId: string, sha256: string): Promise<R2ObjectBody | null> {
   return bucket.get(blobKey(sessionId, sha256));
 }
 
@@ -48,13 +52,22 @@ export function getBlob(bucket: R2Bucket, sessionId: string, sha256: string): Pr
  * only those uploaded before `uploadedBefore`: a blob uploaded since may belong to a commit that
  * has not reached the hub yet.
  */
-export async function sweepBlobs(
+export function sweepBlobs(
   bucket: R2Bucket,
   sessionId: string,
   keep: Set<string>,
   uploadedBefore = Number.POSITIVE_INFINITY,
 ): Promise<number> {
-  const prefix = blobPrefix(sessionId);
+  return sweepObjects(bucket, blobPrefix(sessionId), keep, uploadedBefore);
+}
+
+/** Deletes the objects under `prefix` uploaded before `uploadedBefore` whose name after it `keep` lacks. */
+export async function sweepObjects(
+  bucket: R2Bucket,
+  prefix: string,
+  keep: Set<string>,
+  uploadedBefore: number,
+): Promise<number> {
   let cursor: string | undefined;
   let deleted = 0;
   do {

@@ -3,9 +3,9 @@ import { Hono } from 'hono';
 import type { AppDeps } from '../context.ts';
 import { apiError } from '../errors.ts';
 import { hubFor, type SessionsEnv, sessionAccess } from '../sessions/access.ts';
-import { getBlob } from './blobs.ts';
 import { workspaceDiff } from './diff.ts';
 import type { WorkspaceDiffInputs, WorkspaceResult } from './hub-workspace.ts';
+import { openWorkspaceBlob } from './packs.ts';
 
 // `GET /api/sessions/:id/diff`: the durable workspace now against its baseline (the repository
 // clone's commit; none: an empty tree), as `git diff` text. Same access as the Files API's reads.
@@ -30,9 +30,8 @@ export function workspaceDiffRoutes(deps: AppDeps) {
     // Typed here: the Durable Object stub's inferred RPC types are not always precise enough.
     const r: WorkspaceResult<WorkspaceDiffInputs> = await hubFor(c.env, session).workspaceDiffInputs();
     if (!r.ok) return apiError(c, r.status, r.code, r.message);
-    const bucket = c.env.TRANSCRIPTS;
     const read = async (sha256: string) => {
-      const obj = await getBlob(bucket, session, sha256);
+      const obj = await openWorkspaceBlob(c.env, session, sha256);
       if (obj === null) throw new MissingBlob(sha256);
       return new Uint8Array(await obj.arrayBuffer());
     };

@@ -5,7 +5,8 @@ import { apiError } from '../errors.ts';
 import { hubFor, type SessionsEnv, sessionAccess } from '../sessions/access.ts';
 import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
-import { getBlob, putBlob } from './blobs.ts';
+import { putBlob } from './blobs.ts';
+import { openBlob, openWorkspaceBlob } from './packs.ts';
 import { readBody } from './body.ts';
 import { attachmentDisposition, contentTypeFor } from './content-type.ts';
 import { workspaceDiffRoutes } from './diff-routes.ts';
@@ -69,7 +70,7 @@ export function workspaceFileRoutes(deps: AppDeps) {
     if (!r.ok) return apiError(c, r.status, r.code, r.message);
     const entry = r.value.files.find((f) => f.path === p.path);
     if (entry === undefined) return apiError(c, 404, 'not_found', `no file ${p.path} in the workspace`);
-    const obj = await getBlob(c.env.TRANSCRIPTS, session, entry.sha256);
+    const obj = await openWorkspaceBlob(c.env, session, entry.sha256);
     if (obj === null) return apiError(c, 404, 'not_found', `the content of ${p.path} is missing`);
     return new Response(obj.body, {
       headers: {
@@ -133,13 +134,14 @@ export function workspaceFileRoutes(deps: AppDeps) {
     const { r } = await manifestOf(c.env, session);
     if (!r.ok) return apiError(c, r.status, r.code, r.message);
     const bucket = c.env.TRANSCRIPTS;
+    const located = await hubFor(c.env, session).workspaceBlobLocations(r.value.files.map((f) => f.sha256));
     const files: TarFile[] = r.value.files.map((f) => ({
       path: f.path,
       size: f.size,
       executable: f.executable,
       modifiedAt: f.modifiedAt,
       open: async () => {
-        const obj = await getBlob(bucket, session, f.sha256);
+        const obj = await openBlob(bucket, session, f.sha256, located.get(f.sha256));
         if (obj === null) throw new Error(`${f.path}: content missing`);
         return obj.body;
       },

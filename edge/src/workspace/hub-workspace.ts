@@ -8,6 +8,8 @@ import type {
 import type { HubCore } from '../hub/hub-core.ts';
 import { sweepBlobs } from './blobs.ts';
 import { type BaselineEntry, WorkspaceLedger } from './ledger.ts';
+import { type BlobLocation, type PackedBlob, PackIndex } from './pack-index.ts';
+import { sweepPacks } from './packs.ts';
 
 // What the session hub does for the durable workspace: hand out the manifest, apply commits one
 // at a time (the Durable Object serializes them), announce each as `workspace.saved`, and tell a
@@ -35,11 +37,23 @@ const SWEEP_MIN_AGE_MS = 60 * 60_000;
 
 export class HubWorkspace {
   readonly ledger: WorkspaceLedger;
+  readonly packs: PackIndex;
   readonly #hub: HubCore;
 
   constructor(hub: HubCore) {
     this.#hub = hub;
     this.ledger = new WorkspaceLedger(hub.ctx.storage);
+    this.packs = new PackIndex(hub.ctx.storage);
+  }
+
+  /** Records where a stored pack's blobs sit (packs.ts); their upload time is now. */
+  blobsPacked(pack: string, blobs: PackedBlob[]): void {
+    this.packs.add(pack, blobs, this.#hub.now);
+  }
+
+  /** Where each of `shas` is packed; one not in the map is its own R2 object, if stored at all. */
+  locateBlobs(shas: string[]): Map<string, BlobLocation> {
+    return this.packs.locate(shas);
   }
 
   /** A runner may use the workspace only while it is the current launch's welcomed runner. */
@@ -116,13 +130,20 @@ export class HubWorkspace {
   /**
    * Deletes blobs no file points at any more (contents overwritten or deleted), in the background.
    * Only blobs older than SWEEP_MIN_AGE_MS go: a younger one may be uploaded for a commit still
-   * on its way (putBlob refreshes the upload time of content it sees again).
+   * on its way (putBlob refreshes the upload time of content it sees again; a pack is always new).
    */
   #sweep(): void {
     const session = this.#hub.meta.session;
     if (session === null) return;
     const keep = this.ledger.liveBlobs();
-    sweepBlobs(this.#hub.env.TRANSCRIPTS, session.id, keep, this.#hub.now - SWEEP_MIN_AGE_MS).catch((err) =>
+    const before = this.#hub.now - SWEEP_MIN_AGE_MS;
+    // A pack goes once no row names it: its live blobs keep it whole (see DESIGN "Workspaces").
+    const packsInUse = this.packs.sweep(keep, before);
+    const bucket = this.#hub.env.TRANSCRIPTS;
+    Promise.all([
+      sweepBlobs(bucket, session.id, keep, before),
+      sweepPacks(bucket, session.id, packsInUse, before),
+    ]).catch((err) =>
       console.error('session hub: workspace blob sweep failed:', err instanceof Error ? err.message : String(err)),
     );
   }
@@ -130,6 +151,8 @@ export class HubWorkspace {
   /** Forgets the manifest and deletes every blob (the session is being deleted). */
   async destroy(bucket: R2Bucket, sessionId: string): Promise<void> {
     this.ledger.clear();
+    this.packs.clear();
     await sweepBlobs(bucket, sessionId, new Set());
+    await sweepPacks(bucket, sessionId, new Set());
   }
 }

@@ -15,8 +15,9 @@ import { hubFor } from '../sessions/access.ts';
 import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../runner-link/token.ts';
 import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
-import { getBlob, hasBlob, putBlob } from './blobs.ts';
+import { hasBlob, putBlob } from './blobs.ts';
 import { readBody } from './body.ts';
+import { openWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 
 // The runner's side of the durable workspace, over HTTP (RUNNER_WORKSPACE_PATH): blobs go
 // straight between the runner and R2 through the Worker, never through the session hub's
@@ -58,7 +59,7 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
   app.get('/blobs/:sha', async (c) => {
     const sha = Sha256Schema.safeParse(c.req.param('sha'));
     if (!sha.success) return apiError(c, 400, 'invalid_request', 'sha256: must be a lowercase hex sha256', 'sha256');
-    const obj = await getBlob(c.env.TRANSCRIPTS, c.get('runnerSession'), sha.data);
+    const obj = await openWorkspaceBlob(c.env, c.get('runnerSession'), sha.data);
     if (obj === null) return apiError(c, 404, 'not_found', 'no such blob');
     return new Response(obj.body, {
       headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(obj.size) },
@@ -85,8 +86,9 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
     return c.json({ sha256: stored, size: body.value.byteLength }, 201);
   });
 
-  // Many small blobs in one request (frames.ts): each stored under its own sha256, which the
-  // answer lists in order, so the runner checks them against what it hashed.
+  // Many small blobs in one request (frames.ts), stored as one pack (packs.ts) whose index the
+  // hub keeps; the answer lists each blob's sha256, computed here, in order, so the runner checks
+  // them against what it hashed.
   app.post('/blobs', async (c) => {
     const { settings } = await readSettings(c.env.DB);
     const max = settings.workspaceMaxFileBytes;
@@ -106,8 +108,9 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
         'maxFileBytes',
       );
     const session = c.get('runnerSession');
-    const stored = await Promise.all(parts.map((p) => putBlob(c.env.TRANSCRIPTS, session, p.slice().buffer)));
-    return c.json({ sha256: stored }, 201);
+    const { pack, blobs } = await putPack(c.env.TRANSCRIPTS, session, parts);
+    await hubFor(c.env, session).workspaceBlobsPacked(pack, blobs);
+    return c.json({ sha256: blobs.map((b) => b.sha256) }, 201);
   });
 
   app.post('/blobs/get', async (c) => {
@@ -120,14 +123,14 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
     const parsed = z.object({ sha256: z.array(Sha256Schema).max(BATCH_MAX_BLOBS) }).safeParse(raw);
     if (!parsed.success) return apiError(c, 400, 'invalid_request', 'sha256: a list of sha256 names', 'sha256');
     const session = c.get('runnerSession');
-    const objs = await Promise.all(parsed.data.sha256.map((s) => getBlob(c.env.TRANSCRIPTS, session, s)));
-    const missing = parsed.data.sha256.filter((_, i) => objs[i] === null);
-    if (missing.length > 0) return apiError(c, 404, 'not_found', `no such blob: ${missing[0]}`);
-    const total = objs.reduce((n, o) => n + (o?.size ?? 0), 0);
-    if (total > BATCH_MAX_BYTES)
+    const shas = parsed.data.sha256;
+    const located = await hubFor(c.env, session).workspaceBlobLocations(shas);
+    const got = await readBlobs(c.env.TRANSCRIPTS, session, shas, located, BATCH_MAX_BYTES);
+    if (got === 'too_large')
       return apiError(c, 413, 'payload_too_large', `a batch may hold at most ${BATCH_MAX_BYTES} bytes`);
-    const parts = await Promise.all(objs.map(async (o) => new Uint8Array(await (o as R2ObjectBody).arrayBuffer())));
-    return new Response(encodeFrames(parts), { headers: { 'Content-Type': 'application/octet-stream' } });
+    const missing = shas.filter((_, i) => got[i] === null);
+    if (missing.length > 0) return apiError(c, 404, 'not_found', `no such blob: ${missing[0]}`);
+    return new Response(encodeFrames(got as Uint8Array[]), { headers: { 'Content-Type': 'application/octet-stream' } });
   });
 
   app.post('/commit', async (c) => {
@@ -144,7 +147,11 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
       return apiError(c, 400, 'invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, field);
     }
     const sessionId = c.get('runnerSession');
-    const shas = [...new Set(parsed.data.upserts.map((u) => u.sha256))];
+    // Packed blobs are known to the hub's index; only the others are looked up in R2.
+    const hub = hubFor(c.env, sessionId);
+    const all = [...new Set(parsed.data.upserts.map((u) => u.sha256))];
+    const packed = all.length === 0 ? new Map() : await hub.workspaceBlobLocations(all);
+    const shas = all.filter((s) => !packed.has(s));
     const present = await Promise.all(shas.map((s) => hasBlob(c.env.TRANSCRIPTS, sessionId, s)));
     const missing = shas.filter((_, i) => !present[i]);
     if (missing.length > 0)
@@ -156,7 +163,7 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
         'upserts',
       );
     const { settings } = await readSettings(c.env.DB);
-    const r = await hubFor(c.env, sessionId).workspaceCommit(
+    const r = await hub.workspaceCommit(
       parsed.data,
       { kind: 'runner', ...c.get('runnerLaunch') },
       workspaceLimitsOf(settings),
