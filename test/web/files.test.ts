@@ -1,7 +1,9 @@
 // The files panel in the browser (DESIGN "Workspaces", "Web app"): real Chromium against the
 // stack `npm start` runs, real claude behind it. A file uploads from the page; the agent's file
 // shows in the tree once its turn's save is announced, is viewed as text (escaped) and
-// downloaded; delete removes it. (The agent reading uploads: test/e2e/workspace.test.ts.)
+// downloaded; delete removes it. (The agent reading uploads: test/e2e/workspace.test.ts.) The
+// Changes view shows the diff and follows each save; the repository field shows the server's
+// refusal beside itself.
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -95,4 +97,85 @@ describe('the files panel', () => {
     },
     TURN_MS * 3,
   );
+
+  it('the Changes view shows uploads as added with their lines, and follows a change and a deletion', async () => {
+    const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    own.setDefaultTimeout(30_000);
+    try {
+      const page = await own.newPage();
+      const errors = watchErrors(page);
+      await signIn(page);
+      const id = (await admin.call<{ id: string }>('POST', '/api/sessions', {})).body.id;
+      await page.goto(`${stack.url}/sessions/${id}`);
+      await page.getByRole('log', { name: 'Conversation' }).waitFor();
+      await page.locator('details.files-panel summary').click();
+      await page.getByRole('tab', { name: 'Changes' }).click();
+      await page.getByText('No changes yet.').waitFor();
+
+      // Written behind the page's back: the view follows the stream's workspace.saved.
+      const put = (path: string, body: string) =>
+        page.evaluate(
+          async ([url, text]) => (await fetch(url, { method: 'PUT', body: text, credentials: 'same-origin' })).status,
+          [`/api/sessions/${id}/files/${path}`, body] as const,
+        );
+      expect(await put('notes/plan.md', '# Plan\n\n- read the code\n- write the fix\n')).toBe(201);
+      expect(await put('keep.txt', 'stays\n')).toBe(201);
+      const index = page.getByRole('list', { name: 'Changed files' });
+      await index.getByRole('button', { name: 'notes/plan.md' }).waitFor();
+      const plan = page.getByRole('region', { name: 'Changes to notes/plan.md' });
+      await expect.poll(() => plan.locator('header').innerText()).toMatch(/added[\s\S]*\+4\s*−0/);
+      expect(await plan.locator('tr.diff-add').allInnerTexts()).toEqual([
+        '\t1\t+# Plan',
+        '\t2\t+',
+        '\t3\t+- read the code',
+        '\t4\t+- write the fix',
+      ]);
+      await screenshot(page, 'changes-added');
+
+      expect(await put('notes/plan.md', '# Plan\n\n- read the code\n- test the fix\n')).toBe(201);
+      await expect.poll(() => plan.locator('tr.diff-add').last().innerText()).toContain('+- test the fix');
+      const removed = await page.evaluate(
+        async (url) => (await fetch(url, { method: 'DELETE', credentials: 'same-origin' })).status,
+        `/api/sessions/${id}/files/keep.txt`,
+      );
+      expect(removed).toBe(204);
+      await expect.poll(() => index.getByRole('button', { name: 'keep.txt' }).count()).toBe(0);
+      await screenshot(page, 'changes-after-edit');
+      expect(errors).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('a refused repository URL is shown beside the field', async () => {
+    const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    own.setDefaultTimeout(30_000);
+    try {
+      const page = await own.newPage();
+      const errors = watchErrors(page);
+      await signIn(page);
+      await page.getByText('Start from repository…').click();
+      const url = page.getByLabel('Repository URL');
+      await url.fill('https://someone:hunter2@git.example.org/team/project.git');
+      await page.getByLabel(/Branch, tag or commit/).fill('main');
+      await page.getByRole('button', { name: 'New session from repository' }).click();
+      const shown = page.locator('#repo-url-error');
+      await expect.poll(() => shown.innerText()).toContain('must not carry credentials');
+      expect(await url.getAttribute('aria-invalid')).toBe('true');
+      // Still on the page with the form, nothing created from it.
+      expect(new URL(page.url()).pathname).toBe('/');
+      await screenshot(page, 'repository-field-error');
+      expect(errors).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
 });
+
+async function signIn(page: Page): Promise<void> {
+  await page.goto(`${stack.url}/`);
+  await page.getByLabel('Username').fill(stack.admin.username);
+  await page.getByLabel('Password').fill(stack.admin.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}

@@ -1,10 +1,12 @@
 // The session's workspace files: the tree with sizes, upload (button or drag and drop), download
-// one file or everything, delete, and text files shown inline (escaped, never rendered as HTML).
+// one file or everything, delete, and text files shown inline (escaped, never rendered as HTML);
+// beside it the Changes view (changes-view.tsx), the diff against the workspace's starting point.
 // Everything goes through the Files API, so it works with or without a live runner.
 import { useEffect, useState } from 'preact/hooks';
 import { describeError, isApiError } from '../api/client.ts';
 import { formatBytes, relativeTime } from '../ui/format.ts';
 import { ErrorText } from '../ui/messages.tsx';
+import { ChangesView } from './changes-view.tsx';
 import './files-panel.css';
 import { archiveUrl, fileTree, fileUrl, type FileRow, uploadPath, viewable } from './files.ts';
 
@@ -46,6 +48,7 @@ export function FilesPanel({
   const [folder, setFolder] = useState('');
   const [viewing, setViewing] = useState<{ path: string; text: string } | null>(null);
   const [dragging, setDragging] = useState(false);
+  const [tab, setTab] = useState<'files' | 'changes'>('files');
 
   const load = async () => {
     try {
@@ -100,7 +103,7 @@ export function FilesPanel({
 
   return (
     <details
-      class={`files-panel${dragging ? ' dragging' : ''}`}
+      class={`files-panel${dragging ? ' dragging' : ''}${tab === 'changes' ? ' changes' : ''}`}
       open={open}
       onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}
       onDragOver={(e) => {
@@ -118,99 +121,118 @@ export function FilesPanel({
       }}
     >
       <summary>Files{files !== null && ` (${files.length}, ${formatBytes(total)})`}</summary>
-      <div class="files-actions">
-        <a href={archiveUrl(sessionId)} download>
-          Download all (.tar.gz)
-        </a>
-        <button type="button" class="link-button" onClick={() => void load()}>
-          Refresh
-        </button>
-        {canWrite && (
-          <>
-            <label>
-              Folder{' '}
-              <input
-                value={folder}
-                placeholder="(top level)"
-                aria-label="Upload into folder"
-                onInput={(e) => setFolder((e.currentTarget as HTMLInputElement).value)}
-              />
-            </label>
-            <label class={`button${busy ? ' disabled' : ''}`}>
-              Upload
-              <input
-                type="file"
-                multiple
-                hidden
-                disabled={busy}
-                aria-label="Upload files"
-                onChange={(e) => {
-                  const input = e.currentTarget as HTMLInputElement;
-                  if (input.files) void upload(input.files);
-                  input.value = '';
-                }}
-              />
-            </label>
-            <span class="muted">or drop files here</span>
-          </>
-        )}
+      <div class="files-tabs" role="tablist" aria-label="Workspace views">
+        {(['files', 'changes'] as const).map((t) => (
+          <button
+            key={t}
+            type="button"
+            role="tab"
+            aria-selected={tab === t}
+            class={tab === t ? 'selected' : ''}
+            onClick={() => setTab(t)}
+          >
+            {t === 'files' ? 'Files' : 'Changes'}
+          </button>
+        ))}
       </div>
-      <ErrorText message={error} />
-      {files !== null && files.length === 0 && <p class="muted">No files yet.</p>}
-      {files !== null && files.length > 0 && (
-        <ul class="file-tree" aria-label="Workspace files">
-          {fileTree(files).map((line) => (
-            <li key={`${line.kind}:${line.path}`} style={{ paddingLeft: `${line.depth * 16}px` }} class={line.kind}>
-              {line.kind === 'folder' ? (
-                <span>
-                  {line.name}/ <span class="muted">{formatBytes(line.size)}</span>
-                </span>
-              ) : (
-                <span>
-                  <a href={fileUrl(sessionId, line.path)} download title={`download ${line.path}`}>
-                    {line.name}
-                  </a>{' '}
-                  <span class="muted" title={line.modifiedAt}>
-                    {formatBytes(line.size)} · {relativeTime(line.modifiedAt)}
-                  </span>
-                  {viewable(line.path, line.size) && (
-                    <button
-                      type="button"
-                      class="link-button"
-                      onClick={() => void view(line.path)}
-                      aria-label={`View ${line.path}`}
-                    >
-                      view
-                    </button>
-                  )}
-                  {canWrite && (
-                    <button
-                      type="button"
-                      class="link-button danger"
-                      onClick={() => void remove(line.path)}
-                      aria-label={`Delete ${line.path}`}
-                    >
-                      delete
-                    </button>
-                  )}
-                </span>
-              )}
-            </li>
-          ))}
-        </ul>
-      )}
-      {viewing !== null && (
-        <figure class="file-view">
-          <figcaption>
-            {viewing.path}{' '}
-            <button type="button" class="link-button" onClick={() => setViewing(null)}>
-              close
+      {open && tab === 'changes' && <ChangesView sessionId={sessionId} refreshKey={refreshKey} />}
+      {tab === 'files' && (
+        <>
+          <div class="files-actions">
+            <a href={archiveUrl(sessionId)} download>
+              Download all (.tar.gz)
+            </a>
+            <button type="button" class="link-button" onClick={() => void load()}>
+              Refresh
             </button>
-          </figcaption>
-          <pre>
-            <code>{viewing.text}</code>
-          </pre>
-        </figure>
+            {canWrite && (
+              <>
+                <label>
+                  Folder{' '}
+                  <input
+                    value={folder}
+                    placeholder="(top level)"
+                    aria-label="Upload into folder"
+                    onInput={(e) => setFolder((e.currentTarget as HTMLInputElement).value)}
+                  />
+                </label>
+                <label class={`button${busy ? ' disabled' : ''}`}>
+                  Upload
+                  <input
+                    type="file"
+                    multiple
+                    hidden
+                    disabled={busy}
+                    aria-label="Upload files"
+                    onChange={(e) => {
+                      const input = e.currentTarget as HTMLInputElement;
+                      if (input.files) void upload(input.files);
+                      input.value = '';
+                    }}
+                  />
+                </label>
+                <span class="muted">or drop files here</span>
+              </>
+            )}
+          </div>
+          <ErrorText message={error} />
+          {files !== null && files.length === 0 && <p class="muted">No files yet.</p>}
+          {files !== null && files.length > 0 && (
+            <ul class="file-tree" aria-label="Workspace files">
+              {fileTree(files).map((line) => (
+                <li key={`${line.kind}:${line.path}`} style={{ paddingLeft: `${line.depth * 16}px` }} class={line.kind}>
+                  {line.kind === 'folder' ? (
+                    <span>
+                      {line.name}/ <span class="muted">{formatBytes(line.size)}</span>
+                    </span>
+                  ) : (
+                    <span>
+                      <a href={fileUrl(sessionId, line.path)} download title={`download ${line.path}`}>
+                        {line.name}
+                      </a>{' '}
+                      <span class="muted" title={line.modifiedAt}>
+                        {formatBytes(line.size)} · {relativeTime(line.modifiedAt)}
+                      </span>
+                      {viewable(line.path, line.size) && (
+                        <button
+                          type="button"
+                          class="link-button"
+                          onClick={() => void view(line.path)}
+                          aria-label={`View ${line.path}`}
+                        >
+                          view
+                        </button>
+                      )}
+                      {canWrite && (
+                        <button
+                          type="button"
+                          class="link-button danger"
+                          onClick={() => void remove(line.path)}
+                          aria-label={`Delete ${line.path}`}
+                        >
+                          delete
+                        </button>
+                      )}
+                    </span>
+                  )}
+                </li>
+              ))}
+            </ul>
+          )}
+          {viewing !== null && (
+            <figure class="file-view">
+              <figcaption>
+                {viewing.path}{' '}
+                <button type="button" class="link-button" onClick={() => setViewing(null)}>
+                  close
+                </button>
+              </figcaption>
+              <pre>
+                <code>{viewing.text}</code>
+              </pre>
+            </figure>
+          )}
+        </>
       )}
     </details>
   );

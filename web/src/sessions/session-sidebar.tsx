@@ -5,6 +5,7 @@ import { relativeTime } from '../ui/format.ts';
 import { StateBadge } from '../ui/state-badge.tsx';
 import { upsertSession, useSessionList } from './session-list-store.ts';
 import { ErrorText } from '../ui/messages.tsx';
+import { RepositoryStart } from './repository-start.tsx';
 
 export function sessionTitle(s: { title: string | null; createdAt: string }): string {
   return (
@@ -39,6 +40,7 @@ export function SessionSidebar({ currentId }: { currentId: string | null }) {
           New session
         </button>
         <ErrorText message={createError} />
+        <RepositoryStart />
       </div>
       <ErrorText message={error} />
       {sessions === null ? (
