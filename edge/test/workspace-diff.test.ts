@@ -3,7 +3,7 @@ import type { WorkspaceBaseline } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { adminWithToken, ORIGIN, userWithToken } from './helpers.ts';
-import { createSession, hubContext, hubStub, launchAndConnect, type HubTestContext } from './hub-helpers.ts';
+import { createSession, hubContext, hubStub, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
 
 // The workspace baseline (the runner's clone commit) and the diff against it, in workerd with
 // real R2, D1 and the hub.
@@ -196,6 +196,23 @@ describe('GET /api/sessions/:id/diff', () => {
     const bad = await diff(ctx, id, `?path=${encodeURIComponent('../x')}`);
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.text)).toMatchObject({ error: { code: 'invalid_request', field: 'path' } });
+  });
+
+  it('the sweep keeps the baseline’s blobs after the workspace stopped pointing at them', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const credential = await runnerCredential(ctx, id);
+    const clone = await runnerCommit(ctx, credential, [{ path: 'a.txt', content: 'as cloned\n' }], {
+      baseline: BASELINE,
+    });
+    expect(clone.status).toBe(200);
+    // Nine more commits: the tenth sweeps (the injected clock is ahead of R2's upload times).
+    for (let v = 1; v <= 9; v++) expect((await put(ctx, id, 'a.txt', `version ${v}\n`)).status).toBe(201);
+    const prefix = `sessions/${id}/workspace/`;
+    await until('the sweep', async () => (await env.TRANSCRIPTS.list({ prefix })).objects.length === 2);
+    const d = await diff(ctx, id);
+    expect(d.status).toBe(200);
+    expect(d.text).toContain('-as cloned\n+version 9\n');
   });
 
   it('another user gets 404; an admin reads it, audited; no credential is 401', async () => {
