@@ -17,7 +17,6 @@ import { adapterFor, claudeHookCommand, type AgentEvent, type Backend } from '@s
 import { CliProcess } from '../cli/cli-process.ts';
 import type { CliExecutable } from '../cli/locate.ts';
 import { cliSpawnSpec, makeCliDirs } from '../cli/spawn.ts';
-import { startOfflineModel } from '@switchyard/offline-model';
 import { policyEnv, POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
 import { DENY_PREFIX } from './guard/rules.ts';
 import { startModelRoute } from './model-proxy.ts';
@@ -114,6 +113,8 @@ export interface CanaryOptions {
 export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
   if (!o.sandbox.guardEnabled) return { ok: false, problem: 'the guard is disabled' };
   const root = await realpath(await mkdtemp(join(tmpdir(), 'switchyard-canary-')));
+  // Only `probe` drives the canary: serve does not load the offline model.
+  const { startOfflineModel } = await import('@switchyard/offline-model');
   const model = await startOfflineModel();
   let proc: CliProcess | undefined;
   let route: Awaited<ReturnType<typeof startModelRoute>> | undefined;
