@@ -111,6 +111,12 @@ describe('runner/Dockerfile', () => {
     expect(dockerfile).toMatch(/SWITCHYARD_SANDBOX=container/);
     expect(dockerfile).toMatch(/SWITCHYARD_STATE_DIR=\/home\/switchyard\/state/);
   });
+  it('strips the runner modules at build time, after copying them (no runner loads the stripper)', () => {
+    const fill = instructions.findIndex((l) => l === 'RUN node runner/bin/fill-strip-cache.js');
+    expect(fill).toBeGreaterThan(instructions.indexOf('COPY runner/src ./runner/src'));
+    expect(fill).toBeGreaterThan(instructions.indexOf('COPY protocol/src ./protocol/src'));
+    expect(fill).toBeGreaterThan(instructions.indexOf('COPY offline-model/src ./offline-model/src'));
+  });
   it('copies the application only (no tests, no local state), owned by root', () => {
     const copies = all('COPY').map((l) => l.split(/\s+/).slice(1, -1).join(' '));
     expect(copies.every((c) => !/test|\.switchyard|\.env|\.wrangler/.test(c))).toBe(true);
