@@ -112,7 +112,7 @@ describe('runner/Dockerfile', () => {
     expect(dockerfile).toMatch(/SWITCHYARD_STATE_DIR=\/home\/switchyard\/state/);
   });
   it('strips the runner modules at build time, after copying them (no runner loads the stripper)', () => {
-    const fill = instructions.findIndex((l) => l === 'RUN node runner/bin/fill-strip-cache.js');
+    const fill = instructions.indexOf('RUN node runner/bin/fill-strip-cache.js');
     expect(fill).toBeGreaterThan(instructions.indexOf('COPY runner/src ./runner/src'));
     expect(fill).toBeGreaterThan(instructions.indexOf('COPY protocol/src ./protocol/src'));
     expect(fill).toBeGreaterThan(instructions.indexOf('COPY offline-model/src ./offline-model/src'));
