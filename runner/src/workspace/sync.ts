@@ -13,7 +13,7 @@ import {
 import { messageOf, runnerError, type Result } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { readInside, scanWorkspace, sha256, statInside, type DiskFile } from './scan.ts';
-import { removeInside, writeInside } from './write.ts';
+import { removeInside, writeContext, writeInside } from './write.ts';
 
 // The runner's half of the durable workspace (docs/DESIGN.md "Workspaces"). `known` is what this
 // runner knows the durable copy holds, with what each file looked like on disk when it last
@@ -54,6 +54,8 @@ interface Known {
 
 /** Blobs moved at once, each way. */
 const TRANSFER_CONCURRENCY = 8;
+/** Files of one fetched batch written at once. */
+const WRITE_CONCURRENCY = 8;
 
 function sameDisk(a: DiskFile | undefined, b: DiskFile): boolean {
   return (
@@ -184,12 +186,12 @@ export class WorkspaceSync {
       const k = this.#known.get(entry.path);
       return k === undefined || k.entry.sha256 !== entry.sha256 || k.entry.executable !== entry.executable;
     });
+    const target = await writeContext(this.#root);
     const place = async (entry: WorkspaceEntry, data: Uint8Array) => {
       try {
         if (data.length !== entry.size || sha256(data) !== entry.sha256)
           throw new Error(`${entry.path}: content does not match its sha256`);
-        await writeInside(this.#root, entry.path, data, entry);
-        this.#known.set(entry.path, { entry, disk: await statInside(this.#root, entry.path) });
+        this.#known.set(entry.path, { entry, disk: await writeInside(target, entry.path, data, entry) });
         stats.written += 1;
         stats.writtenBytes += data.length;
       } catch (err) {
@@ -210,7 +212,7 @@ export class WorkspaceSync {
         for (const e of job) failures.push(`${e.path}: ${messageOf(err)}`);
         return;
       }
-      for (const [i, e] of job.entries()) await place(e, datas[i] as Uint8Array);
+      await pool([...job.entries()], WRITE_CONCURRENCY, ([i, e]) => place(e, datas[i] as Uint8Array));
     });
     for (const [path, k] of this.#known) {
       if (wanted.has(path)) continue;

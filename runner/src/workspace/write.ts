@@ -1,24 +1,42 @@
 import { constants } from 'node:fs';
-import { lstat, mkdir, open, realpath, unlink, utimes } from 'node:fs/promises';
+import { lstat, mkdir, open, realpath, unlink } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { checkWorkspacePath } from '@switchyard/protocol';
+import type { DiskFile } from './scan.ts';
 
 // Writing a file from the durable copy into the workspace. The path is checked again here (the
 // manifest came over the network), every folder on the way must be a real folder (never a link),
 // and the file is opened O_NOFOLLOW: nothing a restore writes can land outside the workspace.
 
+/**
+ * What one restore has checked already: the workspace's real path, and the folders it found (or
+ * made) real folders. A folder is checked once per restore, not once per file in it; the
+ * realpath of the whole chain just before each open still catches one swapped for a link since.
+ */
+export interface WriteContext {
+  realRoot: string;
+  folders: Set<string>;
+}
+
+export async function writeContext(root: string): Promise<WriteContext> {
+  return { realRoot: await realpath(root), folders: new Set() };
+}
+
+/** Writes one file; answers how it looks on disk afterwards (what a save compares against). */
 export async function writeInside(
-  root: string,
+  ctx: WriteContext,
   path: string,
   data: Uint8Array,
   opts: { executable: boolean; modifiedAt: number },
-): Promise<void> {
+): Promise<DiskFile> {
   const checked = checkWorkspacePath(path);
   if (!checked.ok) throw new Error(`refusing to restore ${JSON.stringify(path)}: ${checked.message}`);
-  const realRoot = await realpath(root);
+  const { realRoot } = ctx;
   let dir = realRoot;
   for (const seg of checked.segments.slice(0, -1)) {
     const next = join(dir, seg);
+    dir = next;
+    if (ctx.folders.has(next)) continue;
     let st = await lstat(next).catch(() => undefined);
     if (st === undefined) {
       // Restores run in parallel: another file may create the same folder first.
@@ -28,7 +46,7 @@ export async function writeInside(
       st = await lstat(next);
     }
     if (!st.isDirectory()) throw new Error(`refusing to restore ${path}: ${seg} is not a folder`);
-    dir = next;
+    ctx.folders.add(next);
   }
   // One more look at the whole folder chain, just before the open.
   const realDir = await realpath(dir);
@@ -46,11 +64,13 @@ export async function writeInside(
   try {
     await fh.writeFile(data);
     await fh.chmod(opts.executable ? 0o755 : 0o644);
+    const when = new Date(opts.modifiedAt);
+    await fh.utimes(when, when);
+    const st = await fh.stat();
+    return { size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino, executable: (st.mode & 0o100) !== 0 };
   } finally {
     await fh.close();
   }
-  const when = new Date(opts.modifiedAt);
-  await utimes(target, when, when);
 }
 
 /** Removes a file the durable copy no longer has; never follows a link, never removes a folder. */

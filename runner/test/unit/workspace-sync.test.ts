@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -11,6 +11,7 @@ import {
   type WorkspaceManifest,
 } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../../test/helpers/poll.ts';
 import { createLogger } from '../../src/log.ts';
 import { WorkspaceSync, type WorkspaceStore } from '../../src/workspace/sync.ts';
 
@@ -215,6 +216,31 @@ describe('WorkspaceSync', () => {
     await expect(stat(join(root, '..', 'escape'))).rejects.toThrow();
     expect(errors.map((e) => e.code)).toEqual(['workspace_restore_failed']);
     expect(errors[0]?.message).toContain('3 file(s) not restored');
+  });
+
+  it('a folder checked earlier in the same restore and swapped for a link since is refused at the open', async () => {
+    const outside = await tempDir('swap-target');
+    const root = await tempDir('swap');
+    /** Hands out the big file only once the small one is written, after swapping its folder for a link. */
+    class SwappingStore extends MemoryStore {
+      override async getBlob(sha: string): Promise<Uint8Array> {
+        if (this.blobs.get(sha)?.length !== 300 * 1024) return super.getBlob(sha);
+        await until(
+          'sub/a.txt restored',
+          async () => (await stat(join(root, 'sub', 'a.txt')).catch(() => false)) && true,
+        );
+        await rm(join(root, 'sub'), { recursive: true });
+        await symlink(outside, join(root, 'sub'));
+        return super.getBlob(sha);
+      }
+    }
+    const store = new SwappingStore();
+    store.userPut('sub/a.txt', 'small, in a batch');
+    store.userPut('sub/big.txt', 'x'.repeat(300 * 1024));
+    const errors: ErrorInfo[] = [];
+    await syncFor(root, store, errors).pull();
+    expect(await readdir(outside)).toEqual([]);
+    expect(errors[0]?.message).toContain('1 file(s) not restored, e.g. refusing to restore sub/big.txt');
   });
 
   it('pulls a person’s upload and deletion; an agent’s later edit of a deleted file survives', async () => {
