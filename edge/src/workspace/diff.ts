@@ -20,12 +20,18 @@ export interface DiffLimits {
   maxDiffBytes: number;
   /** Past this many changed lines a file is shown as a whole replacement (bounds Myers' cost). */
   maxEditLength: number;
+  /**
+   * Myers' work is about (lines on both sides) × (edits): a long file gets a lower edit bound so
+   * that product stays under this, and one file's diff costs about the same CPU whatever its size.
+   */
+  maxEditWork: number;
 }
 
 export const DIFF_LIMITS: DiffLimits = {
   maxFileBytes: 1024 * 1024,
   maxDiffBytes: 4 * 1024 * 1024,
   maxEditLength: 2000,
+  maxEditWork: 4_000_000,
 };
 
 export interface WorkspaceDiff {
@@ -89,6 +95,12 @@ export function gitQuote(name: string): string {
 
 const mode = (f: DiffFile) => (f.executable ? '100755' : '100644');
 
+function countLines(text: string): number {
+  let n = 1;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
 /** Every line removed, then every line added: what a file too changed for Myers becomes. */
 function replacementHunk(oldText: string, newText: string): StructuredPatchHunk {
   const side = (text: string, sign: string) => {
@@ -134,6 +146,8 @@ function fileDiff(c: Change, oldBytes: Uint8Array | null, newBytes: Uint8Array |
     const b = c.after === undefined ? '/dev/null' : gitQuote(`b/${c.path}`);
     return `${formatPatch(patch)}Binary files ${a} and ${b} differ\n`;
   }
+  const lineCount = countLines(oldText) + countLines(newText);
+  const maxEditLength = Math.min(limits.maxEditLength, Math.floor(limits.maxEditWork / lineCount));
   const lines = structuredPatch(
     patch.oldFileName ?? '',
     patch.newFileName ?? '',
@@ -141,10 +155,7 @@ function fileDiff(c: Change, oldBytes: Uint8Array | null, newBytes: Uint8Array |
     newText,
     undefined,
     undefined,
-    {
-      context: 3,
-      maxEditLength: limits.maxEditLength,
-    },
+    { context: 3, maxEditLength },
   );
   patch.hunks = lines?.hunks ?? [replacementHunk(oldText, newText)];
   return formatPatch(patch);

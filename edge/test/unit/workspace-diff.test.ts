@@ -227,12 +227,18 @@ describe('workspaceDiff', () => {
     expect(Object.keys(applied({}, d.text, paths))).toEqual(['f0.txt', 'f1.txt', 'f2.txt']);
   });
 
-  it('shows a file changed past maxEditLength as a whole replacement that still applies', async () => {
+  it('shows a file changed past maxEditLength (or maxEditWork) as a whole replacement that still applies', async () => {
     const before: Tree = { 'a.txt': { content: lines(40, 'old') }, 'b.txt': { content: 'x\ny' } };
     const after: Tree = { 'a.txt': { content: lines(40, 'new') }, 'b.txt': { content: 'p\nq\nr' } };
     const d = await diffOf(before, after, { limits: { ...DIFF_LIMITS, maxEditLength: 5 } });
     expect(d.text).toContain('@@ -1,40 +1,40 @@\n-old 1\n');
     expect(applied(before, d.text, ['a.txt', 'b.txt'])).toEqual(normalized(after, ['a.txt', 'b.txt']));
+    // A long file gets a lower edit bound: lines × edits stays under maxEditWork.
+    const long: Tree = { 'a.txt': { content: lines(40, 'same') } };
+    const oneEdit: Tree = { 'a.txt': { content: lines(40, 'same').replace('same 20\n', 'changed\n') } };
+    expect((await diffOf(long, oneEdit)).text).toContain('@@ -17,7 +17,7 @@');
+    const capped = await diffOf(long, oneEdit, { limits: { ...DIFF_LIMITS, maxEditWork: 82 } });
+    expect(capped.text).toContain('@@ -1,40 +1,40 @@');
   });
 
   it('limits to one path, and an empty diff is empty text', async () => {
