@@ -2652,6 +2652,8 @@ export interface components {
             };
             /** @description a pending approval nobody answers is denied (reason `expired`) after this long */
             approvalTimeoutSeconds: number;
+            /** @description hosts a session may clone its repository from: `*` any public host, `*.example.org` its subdomains, or a host name; empty: none. Loopback, private and link-local addresses are refused whatever this says */
+            repositoryHosts: string[];
         };
         SettingsPatch: {
             /** @enum {string} */
@@ -2688,6 +2690,8 @@ export interface components {
             };
             /** @description a pending approval nobody answers is denied (reason `expired`) after this long */
             approvalTimeoutSeconds?: number;
+            /** @description hosts a session may clone its repository from: `*` any public host, `*.example.org` its subdomains, or a host name; empty: none. Loopback, private and link-local addresses are refused whatever this says */
+            repositoryHosts?: string[];
         };
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];
@@ -2743,6 +2747,11 @@ export interface components {
              * @enum {string}
              */
             approvals: "auto" | "ask";
+            /** @description the git repository cloned into the workspace before the first turn; null: none */
+            repository: {
+                url: string;
+                ref?: string;
+            } | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
