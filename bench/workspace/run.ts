@@ -30,6 +30,9 @@ type Op = 'manifest' | 'put' | 'put batch' | 'get' | 'get batch' | 'commit';
 class Counted implements WorkspaceStore {
   up = 0;
   down = 0;
+  /** Blobs, each way. */
+  upFiles = 0;
+  downFiles = 0;
   ops = new Map<Op, { n: number; ms: number }>();
   busyMs = 0;
   #inFlight = 0;
@@ -62,19 +65,23 @@ class Counted implements WorkspaceStore {
   async getBlob(sha: string): Promise<Uint8Array> {
     const b = await this.#timed('get', () => this.inner.getBlob(sha));
     this.down += b.length;
+    this.downFiles += 1;
     return b;
   }
   async putBlob(sha: string, data: Uint8Array): Promise<void> {
     this.up += data.length;
+    this.upFiles += 1;
     await this.#timed('put', () => this.inner.putBlob(sha, data));
   }
   async putBlobs(parts: Uint8Array[]): Promise<string[]> {
     for (const p of parts) this.up += p.length;
+    this.upFiles += parts.length;
     return this.#timed('put batch', () => this.inner.putBlobs(parts));
   }
   async getBlobs(shas: string[]): Promise<Uint8Array[]> {
     const got = await this.#timed('get batch', () => this.inner.getBlobs(shas));
     for (const b of got) this.down += b.length;
+    this.downFiles += got.length;
     return got;
   }
   commit(c: WorkspaceCommit): Promise<WorkspaceCommitResult> {
@@ -158,11 +165,13 @@ async function scenario(
     const time = async (f: () => Promise<unknown>) => {
       const up0 = store.up;
       const down0 = store.down;
+      const files0 = store.upFiles + store.downFiles;
       store.reset();
       const t0 = performance.now();
       await f();
       const ms = performance.now() - t0;
-      return { ms, up: store.up - up0, down: store.down - down0, where: store.breakdown(ms) };
+      const files = store.upFiles + store.downFiles - files0;
+      return { ms, up: store.up - up0, down: store.down - down0, files, where: store.breakdown(ms) };
     };
     const first = await time(() => sync.save({ announce: true }));
     const idle = await time(() => sync.save({ announce: true }));
@@ -177,7 +186,7 @@ async function scenario(
       `${name.padEnd(32)} ${String(files).padStart(5)} files ${mb(total).padStart(9)} | ` +
         `first save ${first.ms.toFixed(0).padStart(5)} ms ${mb(first.up).padStart(9)} up | ` +
         `no change ${idle.ms.toFixed(0).padStart(4)} ms ${mb(idle.up)} up | ` +
-        `one line ${oneLine.ms.toFixed(0).padStart(4)} ms ${mb(oneLine.up)} up (${((oneLine.up / total) * 100).toFixed(3)} % of the workspace) | ` +
+        `one line ${oneLine.ms.toFixed(0).padStart(4)} ms ${oneLine.files} file(s), ${(oneLine.up / 1024).toFixed(1)} KB up (${((oneLine.up / total) * 100).toFixed(3)} % of the workspace) | ` +
         `restore ${restore.ms.toFixed(0).padStart(5)} ms ${mb(restore.down).padStart(9)} down`,
     );
     console.log(`  first save: ${first.where}`);
