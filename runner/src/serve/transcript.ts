@@ -85,9 +85,9 @@ export async function collectTranscript(
 ): Promise<Result<Transcript | undefined>> {
   const file = transcriptFile(backend, resumeHandle, paths);
   if (!file) return { ok: true, value: undefined };
-  let raw: Buffer;
+  let raw: Buffer | { tooLarge: number };
   try {
-    raw = await readInside(file.path, paths.configDir);
+    raw = await readInside(file.path, paths.configDir, MAX_TRANSCRIPT_BYTES);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, value: undefined };
     return {
@@ -95,12 +95,15 @@ export async function collectTranscript(
       error: runnerError('transcript_unreadable', `cannot read the CLI transcript: ${messageOf(err)}`, true),
     };
   }
-  if (raw.length > MAX_TRANSCRIPT_BYTES) {
+  // Refused from its size, before reading: the runner never holds more than the limit (a file
+  // still growing is checked again after the read).
+  const size = Buffer.isBuffer(raw) ? raw.length : raw.tooLarge;
+  if (!Buffer.isBuffer(raw) || size > MAX_TRANSCRIPT_BYTES) {
     return {
       ok: false,
       error: runnerError(
         'transcript_too_large',
-        `transcript is ${raw.length} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; it was not uploaded`,
+        `transcript is ${size} bytes, over the ${MAX_TRANSCRIPT_BYTES} limit; it was not uploaded`,
       ),
     };
   }
@@ -141,13 +144,14 @@ export async function collectTranscript(
  * The last component is opened O_NOFOLLOW and must sit on the config dir's
  * filesystem (not /proc), so a swap after the check does not help either.
  */
-async function readInside(path: string, dir: string): Promise<Buffer> {
+async function readInside(path: string, dir: string, maxBytes: number): Promise<Buffer | { tooLarge: number }> {
   const [real, root] = await Promise.all([realpath(path), realpath(dir)]);
   if (!real.startsWith(`${root}${sep}`)) throw new Error(`${path} resolves outside the CLI config dir`);
   const fh = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const [st, rootSt] = await Promise.all([fh.stat(), stat(root)]);
     if (!st.isFile() || st.dev !== rootSt.dev) throw new Error(`${path} is not a regular file in the CLI config dir`);
+    if (st.size > maxBytes) return { tooLarge: st.size };
     return await fh.readFile();
   } finally {
     await fh.close();

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -109,6 +109,18 @@ describe('transcripts', () => {
       error: { code: 'transcript_corrupt' },
     });
     expect(TranscriptSchema.safeParse({ ...t.value, resumeId: '../../etc/passwd' }).success).toBe(false);
+  });
+
+  test('a transcript file over the limit is refused from its size, without reading it', async () => {
+    const a = { configDir: dir(), workspace: '/work/ws' };
+    const file = claudeTranscriptPath(a.configDir, a.workspace, 'big');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, conversation);
+    // Sparse, so it takes no disk; 3 GiB is more than one read into a Buffer can even hold.
+    truncateSync(file, 3 * 1024 ** 3);
+    const collected = await collectTranscript('claude', 'big', a);
+    expect(collected).toMatchObject({ ok: false, error: { code: 'transcript_too_large' } });
+    expect(collected.ok ? '' : collected.error.message).toMatch(/is 3221225472 bytes, over the/);
   });
 
   test('a decompression bomb is stopped at its declared size, and a huge declaration is refused before decompressing', async () => {
