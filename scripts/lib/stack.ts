@@ -298,6 +298,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ECS_CLUSTER: hostReady.cluster,
       RUNNER_PROBE: 'host',
       RUNNER_HUB_URL: hubUrl,
+      // Repositories may be cloned from loopback here (tests serve one); production config never sets it.
+      REPOSITORY_ALLOW_LOOPBACK: '1',
       ...opts.edgeVars,
     };
     let bundle: string | undefined;
