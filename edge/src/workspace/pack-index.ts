@@ -22,6 +22,15 @@ interface Row extends Record<string, SqlStorageValue> {
   size: number;
 }
 
+/** Names per bound JSON list: a Durable Object's SQLite takes strings of at most 2 MB. */
+const CHUNK = 10_000;
+
+function chunks(shas: string[]): string[][] {
+  const out: string[][] = [];
+  for (let i = 0; i < shas.length; i += CHUNK) out.push(shas.slice(i, i + CHUNK));
+  return out;
+}
+
 export class PackIndex {
   readonly #sql: SqlStorage;
   readonly #storage: DurableObjectStorage;
@@ -51,14 +60,18 @@ export class PackIndex {
 
   /** Where each of `shas` is packed (the newest copy); a blob not packed is absent from the map. */
   locate(shas: string[]): Map<string, BlobLocation> {
-    const rows = this.#sql
-      .exec<Row>(
-        'SELECT sha256, pack, offset, size FROM workspace_packed_blobs WHERE sha256 IN (SELECT value FROM json_each(?)) ORDER BY stored_at',
-        JSON.stringify(shas),
-      )
-      .toArray();
-    // Ascending stored_at: a later row (a newer upload) replaces an earlier one.
-    return new Map(rows.map((r) => [r.sha256, { pack: r.pack, offset: r.offset, size: r.size }]));
+    const found = new Map<string, BlobLocation>();
+    for (const chunk of chunks(shas)) {
+      const rows = this.#sql
+        .exec<Row>(
+          'SELECT sha256, pack, offset, size FROM workspace_packed_blobs WHERE sha256 IN (SELECT value FROM json_each(?)) ORDER BY stored_at',
+          JSON.stringify(chunk),
+        )
+        .toArray();
+      // Ascending stored_at: a later row (a newer upload) replaces an earlier one.
+      for (const r of rows) found.set(r.sha256, { pack: r.pack, offset: r.offset, size: r.size });
+    }
+    return found;
   }
 
   /**
@@ -71,11 +84,11 @@ export class PackIndex {
       .toArray()
       .map((r) => r.sha256)
       .filter((s) => !keep.has(s));
-    if (old.length > 0)
+    for (const chunk of chunks(old))
       this.#sql.exec(
         'DELETE FROM workspace_packed_blobs WHERE stored_at < ? AND sha256 IN (SELECT value FROM json_each(?))',
         storedBefore,
-        JSON.stringify(old),
+        JSON.stringify(chunk),
       );
     return new Set(
       this.#sql

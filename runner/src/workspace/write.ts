@@ -56,18 +56,20 @@ export async function writeInside(
   const existing = await lstat(target).catch(() => undefined);
   // A link or special file where the durable copy has a file: replace the entry, never its target.
   if (existing !== undefined && !existing.isFile() && !existing.isDirectory()) await unlink(target);
+  const mode = opts.executable ? 0o755 : 0o644;
   const fh = await open(
     target,
     constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-    opts.executable ? 0o755 : 0o644,
+    mode,
   );
   try {
     await fh.writeFile(data);
-    await fh.chmod(opts.executable ? 0o755 : 0o644);
     const when = new Date(opts.modifiedAt);
     await fh.utimes(when, when);
     const st = await fh.stat();
-    return { size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino, executable: (st.mode & 0o100) !== 0 };
+    // A new file mostly has its mode from the open already; an existing one (or a umask) may not.
+    if ((st.mode & 0o777) !== mode) await fh.chmod(mode);
+    return { size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino, executable: opts.executable };
   } finally {
     await fh.close();
   }

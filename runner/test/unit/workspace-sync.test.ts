@@ -108,6 +108,11 @@ describe('WorkspaceSync', () => {
     expect(await first.save({ announce: true })).toMatchObject({ committed: true, upserts: 4, uploadedFiles: 4 });
 
     const b = await tempDir('b');
+    // Files already there with other modes: the restore sets the durable copy's.
+    await writeFile(join(b, 'run.sh'), 'stale');
+    await chmod(join(b, 'run.sh'), 0o600);
+    await writeFile(join(b, 'bin.dat'), 'stale');
+    await chmod(join(b, 'bin.dat'), 0o700);
     const restored = await syncFor(b, store).pull();
     expect(restored).toMatchObject({ written: 4 });
     expect(await readFile(join(b, 'src/deep/er/x.ts'), 'utf8')).toBe('export const x = 1;\n');
