@@ -3,6 +3,7 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { checkWorkspacePath } from '@switchyard/protocol';
+import { pool } from './pool.ts';
 
 // What is in the workspace on disk: regular files only. Symlinks, devices, FIFOs and sockets are
 // not part of the durable workspace and are never followed, so a link the agent planted cannot
@@ -21,6 +22,9 @@ export interface Scan {
   skipped: Array<{ path: string; why: string }>;
 }
 
+/** Files of one folder stat'ed at once during a walk. */
+const STAT_CONCURRENCY = 16;
+
 /** Walks `root` without following links; names are workspace paths (`/`-separated, relative). */
 export async function scanWorkspace(root: string): Promise<Scan> {
   const files = new Map<string, DiskFile>();
@@ -33,10 +37,12 @@ export async function scanWorkspace(root: string): Promise<Scan> {
     } catch {
       return;
     }
+    const folders: string[] = [];
+    const regular: string[] = [];
     for (const e of entries) {
       const path = rel === '' ? e.name : `${rel}/${e.name}`;
       if (e.isDirectory()) {
-        await walk(path);
+        folders.push(path);
         continue;
       }
       if (!e.isFile()) {
@@ -48,10 +54,19 @@ export async function scanWorkspace(root: string): Promise<Scan> {
         skipped.push({ path, why: `its name ${checked.message}` });
         continue;
       }
-      const st = await statInside(root, path);
+      regular.push(path);
+    }
+    // Each stat is a round trip to libuv's thread pool: several in flight, not one after another.
+    const stats: Array<DiskFile | undefined> = [];
+    await pool([...regular.keys()], STAT_CONCURRENCY, async (i) => {
+      stats[i] = await statInside(root, regular[i] as string);
+    });
+    for (const [i, path] of regular.entries()) {
+      const st = stats[i];
       if (st === undefined) skipped.push({ path, why: 'it changed into something else while saving' });
       else files.set(path, st);
     }
+    for (const path of folders) await walk(path);
   };
   await walk('');
   return { files, skipped };

@@ -12,6 +12,7 @@ import {
 } from '@switchyard/protocol';
 import { messageOf, runnerError, type Result } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { pool } from './pool.ts';
 import { readInside, scanWorkspace, sha256, statInside, type DiskFile } from './scan.ts';
 import { removeInside, writeContext, writeInside } from './write.ts';
 
@@ -107,14 +108,6 @@ class UploadBatch {
     if (stored.length !== shas.length || stored.some((s, i) => s !== shas[i]))
       throw new Error('the durable copy stored a batch under other names than its contents hash to');
   }
-}
-
-async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) await fn(items[i] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 export class WorkspaceSync {
