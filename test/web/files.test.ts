@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
@@ -19,8 +20,10 @@ let stack: Stack;
 let browser: Browser;
 let admin: Api;
 let ctx: BrowserContext;
+let git: GitServer;
 
 beforeAll(async () => {
+  git = await startGitServer();
   running = await startTestStack('web-files');
   stack = running.stack;
   admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
@@ -31,6 +34,7 @@ afterAll(async () => {
   await ctx?.close().catch(() => undefined);
   await browser?.close();
   await running?.stop();
+  await git?.stop();
 }, 120_000);
 
 function watchErrors(page: Page): string[] {
@@ -146,6 +150,47 @@ describe('the files panel', () => {
       await own.close();
     }
   });
+
+  it(
+    'from a repository: the Changes view shows the agent’s edit and deletion against the clone',
+    async () => {
+      const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      own.setDefaultTimeout(30_000);
+      try {
+        const page = await own.newPage();
+        const errors = watchErrors(page);
+        await signIn(page);
+        await page.getByText('Start from repository…').click();
+        await page.getByLabel('Repository URL').fill(git.url);
+        await page.getByRole('button', { name: 'New session from repository' }).click();
+        await page.waitForURL(/\/sessions\//);
+        await page.getByRole('log', { name: 'Conversation' }).waitFor();
+        const edit = {
+          tool: 'shell',
+          command: 'sed -i "s/hello from main/hello from the agent/" src/greeting.txt && rm README.md',
+        };
+        await page.getByLabel('Message').fill(`Edit the greeting, drop the readme.\n#offline ${JSON.stringify(edit)}`);
+        await page.getByLabel('Message').press('Enter');
+        await page.locator('details.files-panel summary').click();
+        await page.getByRole('tab', { name: 'Changes' }).click();
+        const index = page.getByRole('list', { name: 'Changed files' });
+        await index.getByRole('button', { name: 'README.md' }).waitFor({ timeout: TURN_MS });
+        const greeting = page.getByRole('region', { name: 'Changes to src/greeting.txt' });
+        await expect.poll(() => greeting.locator('header').innerText()).toMatch(/modified[\s\S]*\+1\s*−1/);
+        expect(await greeting.locator('tr.diff-del').allInnerTexts()).toEqual(['1\t\t−hello from main']);
+        expect(await greeting.locator('tr.diff-add').allInnerTexts()).toEqual(['\t1\t+hello from the agent']);
+        const readme = page.getByRole('region', { name: 'Changes to README.md' });
+        expect(await readme.locator('.diff-kind').innerText()).toBe('deleted');
+        // The clone's own repository is not part of the diff.
+        expect(await index.getByRole('button', { name: /^\.git\// }).count()).toBe(0);
+        await screenshot(page, 'changes-from-repository');
+        expect(errors).toEqual([]);
+      } finally {
+        await own.close();
+      }
+    },
+    TURN_MS * 2,
+  );
 
   it('a refused repository URL is shown beside the field', async () => {
     const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
