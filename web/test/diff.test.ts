@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseWorkspaceDiff } from '../src/files/diff.ts';
+import { clipHunks, parseWorkspaceDiff } from '../src/files/diff.ts';
 
 // The Changes view's reading of the server's git diff text.
 
@@ -61,5 +61,21 @@ describe('parseWorkspaceDiff', () => {
 
   it('is empty for empty text', () => {
     expect(parseWorkspaceDiff('')).toEqual({ files: [], truncated: null });
+  });
+
+  it('clips a file’s hunks to a number of lines and counts the rest', () => {
+    const line = { kind: 'ctx' as const, text: 'x' };
+    const hunks = [
+      { header: 'a', lines: [line, line, line] },
+      { header: 'b', lines: [line, line, line] },
+      { header: 'c', lines: [line] },
+    ];
+    const clipped = clipHunks(hunks, 4);
+    expect(clipped.hunks.map((h) => [h.header, h.lines.length])).toEqual([
+      ['a', 3],
+      ['b', 1],
+    ]);
+    expect(clipped.hidden).toBe(3);
+    expect(clipHunks(hunks, 7)).toEqual({ hunks, hidden: 0 });
   });
 });

@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { describeError } from '../api/client.ts';
 import { ErrorText } from '../ui/messages.tsx';
-import { diffUrl, type FileChange, parseWorkspaceDiff, type WorkspaceChanges } from './diff.ts';
+import { clipHunks, diffUrl, type FileChange, parseWorkspaceDiff, type WorkspaceChanges } from './diff.ts';
 
 const KIND_LABEL: Record<FileChange['kind'], string> = {
   added: 'added',
@@ -43,6 +43,8 @@ function Counts({ f }: { f: FileChange }) {
 }
 
 function FileDiff({ f, index }: { f: FileChange; index: number }) {
+  // A huge file would cost the page more than it tells a reader; the .diff download has it all.
+  const { hunks, hidden } = clipHunks(f.hunks);
   return (
     <section class="diff-file" id={anchor(index)} aria-label={`Changes to ${f.path}`}>
       <header>
@@ -53,9 +55,9 @@ function FileDiff({ f, index }: { f: FileChange; index: number }) {
       </header>
       {f.binary && <p class="muted diff-note">Binary file, or larger than 1 MiB: its content is not shown.</p>}
       {!f.binary && f.hunks.length === 0 && f.kind !== 'mode' && <p class="muted diff-note">Empty file.</p>}
-      {f.hunks.length > 0 && (
+      {hunks.length > 0 && (
         <table class="diff-lines">
-          {f.hunks.map((h) => (
+          {hunks.map((h) => (
             <tbody key={h.header}>
               <tr class="diff-hunk">
                 <td colSpan={3}>{h.header}</td>
@@ -73,6 +75,11 @@ function FileDiff({ f, index }: { f: FileChange; index: number }) {
             </tbody>
           ))}
         </table>
+      )}
+      {hidden > 0 && (
+        <p class="muted diff-note">
+          {hidden} more {hidden === 1 ? 'line' : 'lines'} not shown here: download the .diff to see them.
+        </p>
       )}
     </section>
   );

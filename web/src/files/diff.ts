@@ -74,6 +74,29 @@ export function parseWorkspaceDiff(text: string): WorkspaceChanges {
   return { files, truncated };
 }
 
+/** Most lines the view renders for one file; the rest is in the downloadable .diff. */
+export const MAX_SHOWN_LINES = 2000;
+
+/** The file's hunks cut to `max` lines, and how many lines were left out. */
+export function clipHunks(
+  hunks: FileChange['hunks'],
+  max = MAX_SHOWN_LINES,
+): { hunks: FileChange['hunks']; hidden: number } {
+  const out: FileChange['hunks'] = [];
+  let left = max;
+  let hidden = 0;
+  for (const h of hunks) {
+    if (left <= 0) {
+      hidden += h.lines.length;
+      continue;
+    }
+    out.push(h.lines.length <= left ? h : { header: h.header, lines: h.lines.slice(0, left) });
+    hidden += Math.max(0, h.lines.length - left);
+    left -= h.lines.length;
+  }
+  return { hunks: out, hidden };
+}
+
 export function diffUrl(sessionId: string): string {
   return `/api/sessions/${sessionId}/diff`;
 }
