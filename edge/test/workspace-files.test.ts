@@ -311,16 +311,26 @@ describe('packs', () => {
       ['c.txt', 'gamma'],
     ]);
 
+    // Blobs far apart in one pack are read each on its own; close ones together: same bytes back.
+    const far = [enc('head'), new Uint8Array(100 * 1024).fill(7), enc('tail'), enc('next')];
+    const [head, , tail, next] = await upload(far);
+    const apart = await req(ctx, 'POST', `${base}/blobs/get`, {
+      token: credential,
+      body: JSON.stringify({ sha256: [tail, head, next, tail] }),
+    });
+    expect(decodeFrames(new Uint8Array(await apart.arrayBuffer()))).toEqual([far[2], far[0], far[3], far[2]]);
+
     // alpha and gamma are no longer in use: gamma's pack can go, alpha's holds beta too.
     expect((await commit({ upserts: [], deletes: ['a.txt', 'c.txt'] })).status).toBe(200);
     for (let g = 3; g <= 9; g++) expect((await commit({ upserts: [], deletes: [] })).status).toBe(200);
-    expect((await env.TRANSCRIPTS.list({ prefix: packs })).objects).toHaveLength(2);
+    expect((await env.TRANSCRIPTS.list({ prefix: packs })).objects).toHaveLength(3);
     // Past the sweep's minimum age for the rows the hub stamped with its clock (R2's own upload
     // times are already behind the injected clock).
     ctx.clock.advance(2 * 60 * 60_000);
     expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/d.txt`, { token: ctx.token, body: 'd' })).status).toBe(
       201,
     );
+    // Gamma's pack and the never-committed one go; alpha's stays for beta.
     await until('the pack sweep', async () => (await env.TRANSCRIPTS.list({ prefix: packs })).objects.length === 1);
     expect(await (await file('b.txt')).text()).toBe('beta');
     // The index forgot alpha (the runner's credential has expired with the clock: asked directly).

@@ -10,6 +10,8 @@ import type { BlobLocation, PackedBlob } from './pack-index.ts';
 
 /** R2 ranged reads and loose-object reads at once, per request. */
 const READ_CONCURRENCY = 16;
+/** Bytes between wanted blobs a shared read may carry beyond twice what it answers. */
+const SPAN_SLACK_BYTES = 16 * 1024;
 
 export function packPrefix(sessionId: string): string {
   return `sessions/${sessionId}/workspace/packs/`;
@@ -75,7 +77,17 @@ export async function readBlobs(
     if (at === undefined) loose.push(sha);
     else byPack.set(at.pack, [...(byPack.get(at.pack) ?? []), { sha, at }]);
   }
-  await eachLimited([...byPack], READ_CONCURRENCY, async ([pack, wanted]) => {
+  // One read per span: a pack's wanted blobs together when they lie close (a restore reads
+  // whole batches back), else each on its own, so a read never holds much more than it answers.
+  const spans: Array<{ pack: string; wanted: Array<{ sha: string; at: BlobLocation }> }> = [];
+  for (const [pack, wanted] of byPack) {
+    const start = Math.min(...wanted.map((w) => w.at.offset));
+    const end = Math.max(...wanted.map((w) => w.at.offset + w.at.size));
+    const size = wanted.reduce((n, w) => n + w.at.size, 0);
+    if (end - start <= 2 * size + SPAN_SLACK_BYTES) spans.push({ pack, wanted });
+    else for (const w of wanted) spans.push({ pack, wanted: [w] });
+  }
+  await eachLimited(spans, READ_CONCURRENCY, async ({ pack, wanted }) => {
     const start = Math.min(...wanted.map((w) => w.at.offset));
     const end = Math.max(...wanted.map((w) => w.at.offset + w.at.size));
     if (end === start) {
