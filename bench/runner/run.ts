@@ -4,11 +4,15 @@
 //       (pi: get_state response; claude: initialize control_response).
 //   (2) user message → first text.delta: hub sends user_message until the hub holds the
 //       first text.delta, vs writing the prompt to the bare CLI until its first delta line.
-//   (3) the runner process's RSS (the CLI is a separate process, so it is excluded).
+//   (3) the runner process's RSS after a turn, the median runner (the CLI is a separate process,
+//       so it is excluded), beside an idle bare `node` started in the same run (Node's own floor),
+//       split into anonymous and file-backed pages (/proc) and the V8 heap (process.memoryUsage(),
+//       asked for with SIGUSR2 through memory-report.mjs, which the runner preloads). The strip
+//       cache is filled first, as the image fills it at build time.
 // The runner is measured twice: with SWITCHYARD_SANDBOX=none (the runner's own cost) and with
 // the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows separately.
 // Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N]
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -17,6 +21,7 @@ import { locateCli, readinessFor } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/fixture.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
+import { until } from '../../test/helpers/poll.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -84,7 +89,7 @@ async function bare(
     child.stdin.write(codec.encodeUserMessage({ text: `bench ${i}` }));
     await delta;
     firstDeltaMs.push(now() - t1);
-    cliRssKb = rssKb(child.pid ?? 0);
+    cliRssKb = procMemory(child.pid ?? 0).rssKb;
     child.stdin.end();
     await new Promise((r) => child.on('close', r));
     rmSync(dir, { recursive: true, force: true });
@@ -92,19 +97,30 @@ async function bare(
   return { readyMs, firstDeltaMs, cliRssKb };
 }
 
+interface RunnerMemory extends ProcMemory {
+  heap: { heapUsed: number; heapTotal: number; external: number; stripper: boolean };
+}
+
 async function viaRunner(
   backend: Backend,
   model: OfflineModel,
   hub: TestHub,
   env: Record<string, string>,
-): Promise<{ readyMs: number[]; firstDeltaMs: number[]; runnerRssKb: number }> {
+): Promise<{ readyMs: number[]; firstDeltaMs: number[]; memory: RunnerMemory; stripperLoaded: number }> {
   const readyMs: number[] = [];
   const firstDeltaMs: number[] = [];
-  let runnerRssKb = 0;
+  const memory: RunnerMemory[] = [];
+  const reportDir = mkdtempSync(join(tmpdir(), 'sy-bench-mem-'));
   for (let i = 0; i < runs; i++) {
     const session = await hub.newSession();
+    const report = join(reportDir, `${i}.json`);
     const t0 = now();
-    const served = serveRunner(session, backend, model.url, { SWITCHYARD_LOG_LEVEL: 'warn', ...env });
+    const served = serveRunner(session, backend, model.url, {
+      SWITCHYARD_LOG_LEVEL: 'warn',
+      NODE_OPTIONS: `--import ${MEMORY_REPORT}`,
+      SWITCHYARD_BENCH_MEMORY_REPORT: report,
+      ...env,
+    });
     await waitReady(session);
     readyMs.push(now() - t0);
     // Several turns on one runner: the first is the cold one, like the bare CLI's.
@@ -119,28 +135,79 @@ async function viaRunner(
       () => session.events().some((e) => e.messageId === messageId && e.event.type === 'turn.done'),
       'turn.done',
     );
-    runnerRssKb = Math.max(runnerRssKb, rssKb(served.runner.pid));
+    const mem = procMemory(served.runner.pid);
+    process.kill(served.runner.pid, 'SIGUSR2');
+    memory.push({ ...mem, heap: await until('the runner memory report', () => readJson(report)) });
     await stopRunner(served.runner);
   }
-  return { readyMs, firstDeltaMs, runnerRssKb };
+  rmSync(reportDir, { recursive: true, force: true });
+  // The median run by RSS; a runner that had to strip a module (one edited since the cache was
+  // filled) is counted, not hidden.
+  const byRss = [...memory].sort((a, b) => a.rssKb - b.rssKb);
+  return {
+    readyMs,
+    firstDeltaMs,
+    memory: byRss[Math.floor(byRss.length / 2)] as RunnerMemory,
+    stripperLoaded: memory.filter((m) => m.heap.stripper).length,
+  };
 }
 
-function rssKb(pid: number): number {
+const MEMORY_REPORT = join(import.meta.dirname, 'memory-report.mjs');
+
+function readJson(path: string): RunnerMemory['heap'] | undefined {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : 0;
+    return JSON.parse(readFileSync(path, 'utf8'));
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
+interface ProcMemory {
+  rssKb: number;
+  anonKb: number;
+  fileKb: number;
+}
+
+function procMemory(pid: number): ProcMemory {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+    return { rssKb: kb('VmRSS'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
+  } catch {
+    return { rssKb: 0, anonKb: 0, fileKb: 0 };
+  }
+}
+
+/** Node's own floor, measured in this run: an idle `node` that has loaded nothing, settled. */
+async function bareNode(): Promise<ProcMemory> {
+  const child = spawn(
+    process.execPath,
+    ['-e', "setTimeout(() => console.log('settled'), 500); setInterval(() => {}, 1000)"],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  await lineWhere(child, (l) => l === 'settled');
+  const mem = procMemory(child.pid ?? 0);
+  child.kill();
+  await new Promise((r) => child.on('close', r));
+  return mem;
+}
+
+// Every runner module type-stripped ahead, as the image does at build time (runner/bin/strip-cache.js).
+spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'runner', 'bin', 'fill-strip-cache.js')], {
+  stdio: 'ignore',
+});
 const model = await startOfflineModel();
 const hub = await TestHub.start();
+const node = await bareNode();
 const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
+const mib = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 console.log(`bench/runner — medians of ${runs} runs each, offline model on loopback, one run side by side`);
 console.log(
-  'runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy)\n',
+  'runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy)',
+);
+console.log(
+  `bare node (idle, nothing loaded): ${mib(node.rssKb)} RSS (anon ${mib(node.anonKb)}, file-backed ${mib(node.fileKb)})\n`,
 );
 for (const backend of ['pi', 'claude'] as const) {
   const b = await bare(backend, model);
@@ -155,8 +222,12 @@ for (const backend of ['pi', 'claude'] as const) {
   console.log(
     `  (2) message → first delta   bare ${fmt(bareDelta)} | runner(none) ${fmt(median(plain.firstDeltaMs))} ${ratio(median(plain.firstDeltaMs), bareDelta)} | runner(default) ${fmt(median(full.firstDeltaMs))} ${ratio(median(full.firstDeltaMs), bareDelta)}`,
   );
+  const m = full.memory;
   console.log(
-    `  (3) runner RSS, CLI excluded: none ${(plain.runnerRssKb / 1024).toFixed(1)} MiB, default ${(full.runnerRssKb / 1024).toFixed(1)} MiB (the CLI itself ${(b.cliRssKb / 1024).toFixed(1)} MiB; ratio ${ratio(full.runnerRssKb, b.cliRssKb)})`,
+    `  (3) runner RSS, CLI excluded: none ${mib(plain.memory.rssKb)}, default ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)} bare node; the CLI itself ${mib(b.cliRssKb)}, ratio ${ratio(m.rssKb, b.cliRssKb)})`,
+  );
+  console.log(
+    `      default: anon ${mib(m.anonKb)} + file-backed ${mib(m.fileKb)}; V8 heap used ${mib(m.heap.heapUsed / 1024)} of ${mib(m.heap.heapTotal / 1024)}, external ${mib(m.heap.external / 1024)}; TypeScript stripper loaded in ${plain.stripperLoaded + full.stripperLoaded} of ${2 * runs} runners`,
   );
 }
 await hub.close();
