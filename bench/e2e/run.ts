@@ -12,12 +12,19 @@
 //       every (viewer, delta) pair; ratios to 1 viewer.
 //   (3) memory from /proc: RSS of each session's runner process and of everything in its process
 //       groups (runner + CLI), and workerd's RSS growth per live session (K sessions, one turn each).
+//   (4) per hop, claude and pi: where a streamed delta's time goes. The runner runs with
+//       SWITCHYARD_BENCH_HOPS=1 and the hub with BENCH_HOPS=1 (protocol's bench-hops.ts), so each
+//       delta reaches the SSE client with the runner's, hub's and Worker's wall-clock stamps in an
+//       SSE comment; with the proxy's stamp and the client's receipt, median and p99 of every hop
+//       over one paced answer (1 viewer). (1) also splits each first delta into the way to the
+//       model (POST → the proxy's stamp) and back (stamp → SSE client), beside the bare CLI's.
 // Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500])
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { SSE_HOPS_COMMENT, type DeliveryHops } from '@switchyard/protocol';
 import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
@@ -45,6 +52,40 @@ const median = (xs: number[]) => quantile(xs, 0.5);
 const f1 = (x: number) => x.toFixed(1);
 const f2 = (x: number) => x.toFixed(2);
 const mib = (kb: number) => (kb / 1024).toFixed(1);
+/** The stamp proxy's times in a delta: T, the delta left the model; R, the request it answers arrived. */
+const proxyStamps = (text: unknown): { sent: number; request: number } => {
+  const m = /⟨T([\d.]+)R([\d.]+)⟩/.exec(String(text));
+  if (!m) throw new Error(`delta without a stamp: ${JSON.stringify(text)}`);
+  return { sent: Number(m[1]), request: Number(m[2]) };
+};
+const modelStamp = (text: unknown): number => proxyStamps(text).sent;
+
+/** The hops, in path order: each is the time from the previous stamp to this one. */
+const HOPS = [
+  ['read', 'model → CLI stdout read by the runner'],
+  ['codec', 'codec (JSONL split + parse)'],
+  ['buffer', 'turn machine + event check + into the buffer'],
+  ['sent', 'buffer → link send (same-tick batching)'],
+  ['hubIn', 'link → hub received'],
+  ['hubStored', 'hub durable write (SQLite)'],
+  ['hubSent', 'hub broadcast'],
+  ['sse', 'hub → Worker SSE write (output gate, viewer socket)'],
+  ['client', 'Worker → SSE client receipt'],
+] as const;
+type HopName = (typeof HOPS)[number][0];
+type Stamps = Record<HopName | 'model', number>;
+
+/** The hop stamps the Worker wrote as `: hops <id> {…}` comments, by event id. */
+function hopComments(comments: readonly string[]): Map<string, DeliveryHops> {
+  const out = new Map<string, DeliveryHops>();
+  for (const c of comments) {
+    if (!c.startsWith(SSE_HOPS_COMMENT)) continue;
+    const rest = c.slice(SSE_HOPS_COMMENT.length);
+    const sp = rest.indexOf(' ');
+    out.set(rest.slice(0, sp), JSON.parse(rest.slice(sp + 1)) as DeliveryHops);
+  }
+  return out;
+}
 
 function rssKb(pid: number): number {
   try {
@@ -86,13 +127,13 @@ function spawnJson(args: string[]): Promise<{ child: ChildProcess; url: string }
   });
 }
 
-async function firstDeltaViaHttp(api: Api, backend: string): Promise<number[]> {
+async function firstDeltaViaHttp(api: Api, backend: string): Promise<FirstDelta> {
   const s = (
     await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: `bench first delta ${backend}` })
   ).body;
   if (s.backend !== backend) throw new Error(`session backend ${s.backend}, wanted ${backend}`);
   const sse = await api.events(s.id);
-  const times: number[] = [];
+  const times = new FirstDelta();
   try {
     for (let i = 0; i <= RUNS; i++) {
       const t0 = now();
@@ -106,7 +147,22 @@ async function firstDeltaViaHttp(api: Api, backend: string): Promise<number[]> {
         (e) => e.event === 'text.delta' && e.data.messageId === mid,
         TURN_MS,
       );
-      if (i > 0) times.push(first.receivedAt - t0); // message 0 starts the runner: cold, not counted
+      // message 0 starts the runner: cold, not counted
+      if (i > 0) {
+        const hops = hopComments(sse.comments).get(first.id);
+        const { request, sent } = proxyStamps(first.data.text);
+        times.add(first.receivedAt - t0, [
+          ['POST → runner has the user_message', (hops?.userMessage ?? NaN) - wall(t0)],
+          ['runner → CLI stdin', (hops?.stdin ?? NaN) - (hops?.userMessage ?? NaN)],
+          ['CLI stdin → model has the request', request - (hops?.stdin ?? NaN)],
+          ['model: request → first delta out', sent - request],
+          ['model → runner read', (hops?.read ?? NaN) - sent],
+          ['runner: codec, buffer, send', (hops?.sent ?? NaN) - (hops?.read ?? NaN)],
+          ['link → hub', (hops?.hubIn ?? NaN) - (hops?.sent ?? NaN)],
+          ['hub → Worker SSE write', (hops?.sse ?? NaN) - (hops?.hubIn ?? NaN)],
+          ['Worker → SSE client', wall(first.receivedAt) - (hops?.sse ?? NaN)],
+        ]);
+      }
       await sse.turnDone(mid, TURN_MS);
     }
   } finally {
@@ -116,16 +172,38 @@ async function firstDeltaViaHttp(api: Api, backend: string): Promise<number[]> {
   return times;
 }
 
-async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promise<number[]> {
+/** Warm first deltas: the whole wait, and its parts in path order (medians per part). */
+class FirstDelta {
+  readonly total: number[] = [];
+  readonly parts = new Map<string, number[]>();
+  add(total: number, parts: Array<[string, number]>): void {
+    this.total.push(total);
+    for (const [name, ms] of parts) this.parts.set(name, [...(this.parts.get(name) ?? []), ms]);
+  }
+  describe(): string {
+    return [...this.parts].map(([name, xs]) => `${name} ${f1(median(xs))}`).join(' | ');
+  }
+}
+
+async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promise<FirstDelta> {
   const h = await startCli(backend, modelUrl);
-  const times: number[] = [];
+  const times = new FirstDelta();
   try {
     for (let i = 0; i <= RUNS; i++) {
       const before = h.events.length;
       const t0 = now();
       h.proc.sendUserMessage({ text: `bench message ${i}` });
       await h.waitFor((_e, all) => all.slice(before).some((x) => x.type === 'text.delta'), TURN_MS);
-      if (i > 0) times.push(now() - t0);
+      const t1 = now();
+      const delta = h.events.slice(before).find((x) => x.type === 'text.delta');
+      if (i > 0 && delta?.type === 'text.delta') {
+        const { request, sent } = proxyStamps(delta.text);
+        times.add(t1 - t0, [
+          ['stdin → model has the request', request - wall(t0)],
+          ['model: request → first delta out', sent - request],
+          ['first delta → codec', wall(t1) - sent],
+        ]);
+      }
       await h.turn(i + 1, TURN_MS);
     }
   } finally {
@@ -200,9 +278,7 @@ async function viewerLatency(
       const deltas = v.events.filter((e) => e.event === 'text.delta' && e.data.messageId === mid);
       if (deltas.length !== DELTAS) throw new Error(`a viewer got ${deltas.length} of ${DELTAS} deltas`);
       for (const e of deltas) {
-        const m = /⟨T([\d.]+)⟩/.exec(String(e.data.text));
-        if (!m) throw new Error(`delta without a stamp: ${JSON.stringify(e.data.text)}`);
-        lat.push(wall(e.receivedAt) - Number(m[1]));
+        lat.push(wall(e.receivedAt) - modelStamp(e.data.text));
         spread.push(e.receivedAt - (firstById.get(e.id) as number));
       }
     }
@@ -222,6 +298,50 @@ async function viewerLatency(
     };
   } finally {
     await Promise.all(viewers.map((v) => v.close()));
+    await api.call('DELETE', `/api/sessions/${s.id}`);
+  }
+}
+
+/** (4): one warm session, one viewer, one paced answer; every delta's stamps, hop by hop. */
+async function hopBreakdown(api: Api, backend: string): Promise<{ n: number; rows: string[] }> {
+  const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench hops ${backend}` })).body;
+  const sse = await api.events(s.id);
+  try {
+    const w = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text: 'warm up' });
+    await sse.turnDone(w.body.messageId, TURN_MS);
+    const text = `#offline ${JSON.stringify({ text: 'z'.repeat(DELTAS), chunks: DELTAS, delayMs: PACE_MS })}`;
+    const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${s.id}/messages`, { text });
+    if (r.status !== 202) throw new Error(`hops message: ${r.status} ${r.text}`);
+    const mid = r.body.messageId;
+    await sse.turnDone(mid, TURN_MS);
+    const byId = hopComments(sse.comments);
+    const per = new Map<HopName | 'total', number[]>();
+    let n = 0;
+    for (const e of sse.events) {
+      if (e.event !== 'text.delta' || e.data.messageId !== mid) continue;
+      const h = byId.get(e.id);
+      if (h === undefined) throw new Error(`delta ${e.id} came without hop stamps (BENCH_HOPS off?)`);
+      const st: Stamps = { model: modelStamp(e.data.text), ...h, client: wall(e.receivedAt) };
+      let prev = st.model;
+      for (const [name] of HOPS) {
+        per.set(name, [...(per.get(name) ?? []), st[name] - prev]);
+        prev = st[name];
+      }
+      per.set('total', [...(per.get('total') ?? []), st.client - st.model]);
+      n++;
+    }
+    if (n !== DELTAS) throw new Error(`hops: got ${n} of ${DELTAS} deltas`);
+    const row = (label: string, xs: number[]) =>
+      `${label.padEnd(52)} ${f2(median(xs)).padStart(8)} / ${f2(quantile(xs, 0.99))}`;
+    return {
+      n,
+      rows: [
+        ...HOPS.map(([name, label]) => row(label, per.get(name) ?? [])),
+        row('total: model → SSE client', per.get('total') ?? []),
+      ],
+    };
+  } finally {
+    await sse.close();
     await api.call('DELETE', `/api/sessions/${s.id}`);
   }
 }
@@ -265,7 +385,7 @@ async function memory(stack: Stack, api: Api, backend: string, workerdRss: () =>
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-e2e-'));
-  const model = await spawnJson([join(ROOT, 'runner', 'bin', 'switchyard-offline-model.js'), '--port', '0']);
+  const model = await spawnJson([join(ROOT, 'offline-model', 'bin', 'switchyard-offline-model.js'), '--port', '0']);
   const proxy = await spawnJson([join(ROOT, 'bench', 'e2e', 'stamp-proxy.ts'), '--upstream', model.url]);
   const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_MODEL_URL: proxy.url };
   delete env.ANTHROPIC_API_KEY;
@@ -279,6 +399,9 @@ async function main() {
       devDir: join(dir, 'dev'),
       persistTo: join(dir, 'state'),
       env,
+      // (4): hop stamps on (bench only; a few stamps per event, nothing else changes on the path).
+      runnerEnv: { SWITCHYARD_BENCH_HOPS: '1' },
+      edgeVars: { BENCH_HOPS: '1' },
       readyTimeoutMs: 240_000,
       output: () => {},
       log: () => {},
@@ -307,11 +430,18 @@ async function main() {
         const put = await api.call('PUT', '/api/admin/settings', { llmBackend: 'pi' });
         if (put.status !== 200) throw new Error(`switch to pi: ${put.status} ${put.text}`);
       }
-      const http = await firstDeltaViaHttp(api, backend);
-      const bare = await firstDeltaBare(backend, proxy.url);
+      const viaHttp = await firstDeltaViaHttp(api, backend);
+      const viaBare = await firstDeltaBare(backend, proxy.url);
+      const http = viaHttp.total;
+      const bare = viaBare.total;
       out(
         `(1) ${backend}: first text.delta, warm — SSE client ${f1(median(http))} ms (min ${f1(Math.min(...http))}) vs bare CLI ${f1(median(bare))} ms (min ${f1(Math.min(...bare))}) → ratio ${f2(median(http) / median(bare))}x (+${f1(median(http) - median(bare))} ms)`,
       );
+      out(`    SSE path, medians (ms): ${viaHttp.describe()}`);
+      out(`    bare CLI, medians (ms): ${viaBare.describe()}`);
+      const hops = await hopBreakdown(api, backend);
+      out(`(4) ${backend}: per hop over ${hops.n} deltas of one paced answer, 1 viewer (median / p99, ms):`);
+      for (const row of hops.rows) out(`    ${row}`);
       const mem = await memory(stack, api, backend, workerdRss);
       out(
         `(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (both workerd processes ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`,

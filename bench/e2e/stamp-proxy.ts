@@ -1,7 +1,8 @@
 // A loopback proxy in front of the offline model that stamps every streamed text delta with the
-// wall-clock time (ms, µs precision) at which it left for the CLI: the delta's text becomes
-// `⟨T1764460000123.456⟩`. An SSE client on the same machine subtracts that stamp from its own
-// receipt time: the delivery latency model → CLI → runner → hub → Worker → SSE client.
+// wall-clock time (ms, µs precision) at which it left for the CLI, and the time the request it
+// answers had fully arrived: the delta's text becomes `⟨T1764460000123.456R1764460000101.234⟩`.
+// An SSE client on the same machine subtracts T from its own receipt time (the delivery latency
+// model → CLI → runner → hub → Worker → SSE client) and R from its send time (the way in).
 // Run: node bench/e2e/stamp-proxy.ts --upstream http://127.0.0.1:PORT  → prints {"url": ...}
 import http from 'node:http';
 
@@ -12,6 +13,7 @@ const server = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
+    const arrived = wall();
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers))
       if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v;
@@ -35,7 +37,7 @@ const server = http.createServer((req, res) => {
           buf = buf.slice(nl + 1);
           if (line.startsWith('data: ') && line.includes('"text_delta"')) {
             const ev = JSON.parse(line.slice(6)) as { delta: { text: string } };
-            ev.delta.text = `⟨T${wall()}⟩`;
+            ev.delta.text = `⟨T${wall()}R${arrived}⟩`;
             line = `data: ${JSON.stringify(ev)}\n`;
           }
           out += line;

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { evictDurableObject, runInDurableObject } from 'cloudflare:test';
-import { AgentEventSchema, type AgentEvent } from '@switchyard/protocol';
+import { AgentEventSchema, SSE_HOPS_COMMENT, type AgentEvent, type DeliveryHops } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ULID_PATTERN } from '../src/ids.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
@@ -98,6 +98,40 @@ describe('SSE framing', () => {
     expect(sse.events.map((e) => e.id)).toEqual(await logIds(sid));
     await sse.close();
     runner.close();
+  });
+
+  it('bench hop stamps reach the SSE stream as a comment naming the event only when the hub has BENCH_HOPS on', async () => {
+    for (const benchHops of [false, true]) {
+      const ctx = await hubContext({ benchHops });
+      const { sid, runner, mid } = await busySession(ctx);
+      const sse = await SseReader.open(ctx, sid);
+      const hops = { read: 1, codec: 2, buffer: 3 };
+      runner.seq += 1;
+      runner.send({
+        type: 'events',
+        events: [{ seq: runner.seq, event: deltas(1)[0] as AgentEvent, messageId: mid, hops }],
+        sentAt: 4,
+      });
+      const delta = await sse.waitFor('the delta', (e) => e.event === 'text.delta');
+      const comments = sse.comments.filter((c) => c.startsWith(SSE_HOPS_COMMENT));
+      if (!benchHops) expect(comments).toEqual([]);
+      else {
+        expect(comments).toHaveLength(1);
+        const [id, json] = (comments[0] ?? '').slice(SSE_HOPS_COMMENT.length).split(' ');
+        expect(id).toBe(delta.id);
+        const stamps = JSON.parse(json ?? '{}') as DeliveryHops;
+        expect(stamps).toMatchObject({ ...hops, sent: 4 });
+        for (const k of ['hubIn', 'hubStored', 'hubSent', 'sse'] as const) expect(stamps[k]).toBeGreaterThan(0);
+      }
+      // Never stored: the log and a replay carry the event alone.
+      expect(delta.data).toEqual({ type: 'text.delta', index: 0, text: 't0', messageId: mid });
+      const replay = await SseReader.open(ctx, sid);
+      await replay.waitFor('the replayed delta', (e) => e.event === 'text.delta');
+      expect(replay.comments.filter((c) => c.startsWith(SSE_HOPS_COMMENT))).toEqual([]);
+      await replay.close();
+      await sse.close();
+      runner.close();
+    }
   });
 
   it('sends heartbeat comments at the configured interval, and never slower than 30 s', async () => {

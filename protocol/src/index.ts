@@ -7,6 +7,7 @@ export * from './limits.ts';
 export * from './adapters.ts';
 export * from './jsonl.ts';
 export * from './wire.ts';
+export * from './bench-hops.ts';
 export * from './http.ts';
 export * from './encoding.ts';
 export * from './launch-env.ts';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { UserMessageSchema } from './adapter.ts';
 import { ApprovalDecisionFrameSchema, ApprovalModeSchema } from './approvals.ts';
 import { BackendSchema } from './backend.ts';
+import { RunnerHopsSchema } from './bench-hops.ts';
 import { AgentEventSchema, ErrorInfoSchema } from './events.ts';
 import { RepositorySchema } from './workspace/repository.ts';
 
@@ -78,6 +79,8 @@ const SequencedEventSchema = z.object({
   event: AgentEventSchema,
   /** The hub's messageId of the turn this event belongs to; absent outside a turn. */
   messageId: z.string().min(1).optional(),
+  /** Bench only (bench-hops.ts): absent unless the runner runs with SWITCHYARD_BENCH_HOPS=1. */
+  hops: RunnerHopsSchema.optional(),
 });
 export type SequencedEvent = z.infer<typeof SequencedEventSchema>;
 
@@ -109,7 +112,12 @@ export const RunnerToHubSchema = z.discriminatedUnion('type', [
     lastSeq: z.number().int().nonnegative(),
   }),
   /** Sequenced: consecutive seqs, continuing where the previous frame stopped. */
-  z.object({ type: z.literal('events'), events: z.array(SequencedEventSchema).min(1).max(1000) }),
+  z.object({
+    type: z.literal('events'),
+    events: z.array(SequencedEventSchema).min(1).max(1000),
+    /** Bench only (bench-hops.ts): wall-clock ms the runner sent this frame; absent unless SWITCHYARD_BENCH_HOPS=1. */
+    sentAt: z.number().optional(),
+  }),
   /** Sequenced, sharing the events' counter: sent after the turn.done it follows. */
   z.object({ type: z.literal('transcript'), seq, transcript: TranscriptSchema }),
   RunnerStatusSchema,

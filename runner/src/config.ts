@@ -115,6 +115,8 @@ const ServeEnv = CommonEnv.extend({
   SWITCHYARD_LINK_BACKOFF_MAX: duration('10s'),
   SWITCHYARD_LINK_PING_INTERVAL: duration('15s'),
   SWITCHYARD_LINK_WELCOME_TIMEOUT: duration('10s'),
+  /** Bench only: stamp each event's hops on the wire (protocol's bench-hops.ts). */
+  SWITCHYARD_BENCH_HOPS: z.enum(['0', '1']).optional(),
   /** The whole repository clone (resolve, fetch, checkout); within SWITCHYARD_CLI_START_TIMEOUT, which it counts against. */
   SWITCHYARD_CLONE_TIMEOUT: duration('40s'),
 });
@@ -159,6 +161,8 @@ export interface ServeConfig extends CommonConfig {
   };
   buffer: { maxFrames: number; maxBytes: number };
   link: { backoffBaseMs: number; backoffMaxMs: number; pingIntervalMs: number; welcomeTimeoutMs: number };
+  /** Bench only (SWITCHYARD_BENCH_HOPS=1): events and `events` frames carry hop stamps. */
+  benchHops: boolean;
   /** Cloning the session's repository (docs/DESIGN.md "Start from a repository"). */
   clone: { allowLoopback: boolean; timeoutMs: number };
 }
@@ -205,6 +209,7 @@ export function loadServeConfig(env: Env, cwd: string): Result<ServeConfig> {
         pingIntervalMs: e.SWITCHYARD_LINK_PING_INTERVAL,
         welcomeTimeoutMs: e.SWITCHYARD_LINK_WELCOME_TIMEOUT,
       },
+      benchHops: e.SWITCHYARD_BENCH_HOPS === '1',
       clone: {
         allowLoopback: e.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK === '1',
         timeoutMs: e.SWITCHYARD_CLONE_TIMEOUT,

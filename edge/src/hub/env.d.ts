@@ -16,6 +16,8 @@ declare namespace Cloudflare {
     SESSION_LOG_MAX_MB?: string;
     /** SSE heartbeat comment interval; default 15 (must stay under 30). */
     SSE_HEARTBEAT_SECONDS?: string;
+    /** Bench only: `1` passes the runner's hop stamps on to viewers with the hub's own (protocol bench-hops.ts). */
+    BENCH_HOPS?: string;
   }
 }
 interface Env extends Cloudflare.Env {}

@@ -20,6 +20,8 @@ export interface HubTimings {
   replyTimeoutMs: number;
   /** Bytes of event JSON one session's log may hold; a runner batch past it ends the session's turns. */
   logMaxBytes: number;
+  /** Bench only (BENCH_HOPS=1): pass runners' hop stamps on to viewers with the hub's (protocol bench-hops.ts). */
+  benchHops?: boolean;
 }
 
 interface HubRuntime {
@@ -60,6 +62,7 @@ export function timingsFromEnv(env: Env): HubTimings {
     replyTimeoutMs: 10_000,
     // Far above any real conversation, far below a Durable Object's storage.
     logMaxBytes: mebibytes(env.SESSION_LOG_MAX_MB, 256, 1, 10_240),
+    benchHops: env.BENCH_HOPS === '1',
   };
 }
 

@@ -2,13 +2,15 @@
 // Text frames, JSON: one or more events in log order. `data` is the event's JSON exactly as
 // stored, so the Worker writes it into the SSE `data:` line without re-encoding.
 
-import type { Presence } from '@switchyard/protocol';
+import type { DeliveryHops, Presence } from '@switchyard/protocol';
 
 export interface StoredEvent {
   /** ULID, strictly increasing within the session. */
   id: string;
   type: string;
   data: string;
+  /** Bench only (BENCH_HOPS=1): never stored, so a replayed event has none. */
+  hops?: Omit<DeliveryHops, 'sse'>;
 }
 
 export interface ViewerFrame {

@@ -4,6 +4,7 @@ import {
   RunnerCloseCode,
   RunnerToHubSchema,
   type AgentEvent,
+  type RunnerHops,
   type RunnerToHub,
   type Transcript,
 } from '@switchyard/protocol';
@@ -14,6 +15,7 @@ import { putTranscript, readTranscript } from '../hub/transcript-store.ts';
 import { pendingRepository } from '../hub/pending-repository.ts';
 import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { nextUlid } from '../hub/ulid.ts';
+import type { StoredEvent } from '../hub/viewer-frames.ts';
 
 // The runner link as the hub speaks it (DESIGN "Runner link"): frame validation, hello (token
 // binding, the sequence ledger, the welcome and whatever waited for it), sequenced events and
@@ -98,7 +100,7 @@ export class RunnerFrames {
     }
     switch (msg.type) {
       case 'events':
-        return this.onEvents(ws, a.runnerId, msg.events);
+        return this.onEvents(ws, a.runnerId, msg.events, msg.sentAt);
       case 'transcript':
         return this.onTranscript(ws, a.runnerId, msg.seq, msg.transcript);
       case 'status':
@@ -223,8 +225,11 @@ export class RunnerFrames {
   private onEvents(
     ws: WebSocket,
     runnerId: string,
-    events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined }>,
+    events: Array<{ seq: number; event: AgentEvent; messageId?: string | undefined; hops?: RunnerHops | undefined }>,
+    sentAt: number | undefined,
   ): void {
+    // Bench only; workerd's clock stands still between I/O, so the three hub stamps are one value.
+    const hubIn = sentAt !== undefined && this.#hub.timings.benchHops === true ? Date.now() : undefined;
     const forged = events.find((e) => HUB_ONLY_EVENTS.has(e.event.type));
     if (forged !== undefined)
       return this.protocolError(ws, `${forged.event.type} is the hub's to send, not a runner's`);
@@ -254,6 +259,7 @@ export class RunnerFrames {
         if (this.#hub.meta.launch !== null) this.#hub.meta.launch.turns += 1;
       }
     });
+    if (hubIn !== undefined && sentAt !== undefined) stampHops(stored, fresh, sentAt, hubIn);
     // Durable first, then out to viewers, then acked.
     this.#hub.broadcast(stored);
     this.#hub.sendTo(ws, { type: 'ack', seq: held });
@@ -348,5 +354,23 @@ export class RunnerFrames {
       });
     }
     this.#hub.finish(outcome.rest, outcome.reason, outcome.lost);
+  }
+}
+
+/**
+ * Bench only: the runner's stamps and the hub's onto what is broadcast. `stored` follows `fresh`
+ * one for one (approval admission rewrites events, never adds any); an event without runner stamps gets none.
+ */
+function stampHops(
+  stored: StoredEvent[],
+  fresh: ReadonlyArray<{ hops?: RunnerHops | undefined }>,
+  sent: number,
+  hubIn: number,
+): void {
+  const hubStored = Date.now();
+  for (let i = 0; i < stored.length && i < fresh.length; i++) {
+    const runner = fresh[i]?.hops;
+    const s = stored[i];
+    if (runner !== undefined && s !== undefined) s.hops = { ...runner, sent, hubIn, hubStored, hubSent: Date.now() };
   }
 }

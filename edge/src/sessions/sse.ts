@@ -1,3 +1,4 @@
+import { SSE_HOPS_COMMENT } from '@switchyard/protocol';
 import type { ViewerFrame } from '../hub/viewer-frames.ts';
 
 // The SSE half of the fan-out (DESIGN.md "Data path"): this Worker invocation holds the
@@ -93,6 +94,9 @@ export function sseFromViewer(
     for (const ev of frame.events) {
       if (ev.id <= last) continue;
       last = ev.id;
+      // Bench only: the hub passes hop stamps on only with BENCH_HOPS=1 (protocol bench-hops.ts).
+      if (ev.hops !== undefined)
+        out += `: ${SSE_HOPS_COMMENT}${ev.id} ${JSON.stringify({ ...ev.hops, sse: Date.now() })}\n`;
       out += `id: ${ev.id}\nevent: ${ev.type}\ndata: ${ev.data}\n\n`;
     }
     if (out !== '') write(out);

@@ -21,6 +21,8 @@ export interface CliProcessHandlers {
   onEvent(event: AgentEvent): void;
   /** Every stdout/stdin record, for tests and recordings. */
   onLine?(direction: 'in' | 'out', line: string): void;
+  /** A stdout chunk arrived, before it is split and parsed (bench hop stamps). */
+  onStdoutChunk?(): void;
 }
 
 /**
@@ -50,7 +52,10 @@ export class CliProcess {
         for (const input of codec.takeInput()) this.write(input);
       }
     };
-    child.stdout.on('data', (chunk: Buffer) => emitLines(splitter.push(chunk)));
+    child.stdout.on('data', (chunk: Buffer) => {
+      handlers.onStdoutChunk?.();
+      emitLines(splitter.push(chunk));
+    });
     child.stderr.on('data', (chunk: Buffer) => {
       if (this.stderr.length < STDERR_KEEP)
         this.stderr += chunk.toString('utf8').slice(0, STDERR_KEEP - this.stderr.length);

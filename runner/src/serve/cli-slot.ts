@@ -8,6 +8,8 @@ export interface CliSlotHandlers {
   onReady(): void;
   /** Any stdout line. */
   onOutput(): void;
+  /** A stdout chunk arrived (bench hop stamps only). */
+  onStdoutChunk?(): void;
   onEvent(event: AgentEvent): void;
   onExit(exit: CliExit): void;
   onSpawnFailed(error: ErrorInfo): void;
@@ -49,6 +51,7 @@ export class CliSlot {
       let proc: CliProcess;
       try {
         proc = await CliProcess.start(await spec, codec, {
+          ...(h.onStdoutChunk !== undefined && { onStdoutChunk: h.onStdoutChunk }),
           onLine: (direction, line) => {
             if (direction !== 'out') return;
             if (!slot.ready && readiness.isReady(line, undefined)) becameReady();

@@ -12,6 +12,7 @@ import { runnerError, type RunnerError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { backoffDelay } from './backoff.ts';
 import type { BufferedFrame, EventBuffer } from './event-buffer.ts';
+import { wallNow } from './hop-stamps.ts';
 
 type Hello = Extract<RunnerToHub, { type: 'hello' }>;
 type Welcome = Extract<HubToRunner, { type: 'welcome' }>;
@@ -37,6 +38,8 @@ export interface HubLinkOptions {
   /** The hub refused this runner for good; the link will not reconnect. */
   onRejected(error: RunnerError): void;
   random?: () => number;
+  /** Bench only (SWITCHYARD_BENCH_HOPS=1): each `events` frame says when it was sent. */
+  stampSends?: boolean;
 }
 
 /** Keeps one frame well below what a workerd WebSocket message may carry. */
@@ -299,7 +302,12 @@ export class HubLink {
     let chars = 0;
     const sendBatch = () => {
       if (batch.length === 0) return;
-      ws.send(`{"type":"events","events":[${batch.map((f) => f.json).join(',')}]}`);
+      const events = batch.map((f) => f.json).join(',');
+      ws.send(
+        this.o.stampSends === true
+          ? `{"type":"events","events":[${events}],"sentAt":${wallNow()}}`
+          : `{"type":"events","events":[${events}]}`,
+      );
       batch = [];
       chars = 0;
     };

@@ -24,6 +24,7 @@ import { ExitCode, StepFailure } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
+import { HopStamps } from './hop-stamps.ts';
 import { HubLink, type HubRequest } from './hub-link.ts';
 import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile } from './transcript.ts';
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
@@ -55,6 +56,8 @@ export class SessionRunner {
   private readonly o: SessionRunnerOptions;
   private readonly machine: TurnMachine;
   private readonly buffer: EventBuffer;
+  /** Bench only (SWITCHYARD_BENCH_HOPS=1); undefined otherwise, so the hot path does nothing more. */
+  private readonly hops: HopStamps | undefined;
   private link: HubLink;
   /** Pooled mode: resolves once the prewarmed CLI is up (true) or gone (false). */
   private prewarmed: ((ok: boolean) => void) | undefined;
@@ -91,6 +94,7 @@ export class SessionRunner {
     const c = options.config;
     this.machine = new TurnMachine(c.timings);
     this.buffer = new EventBuffer(c.buffer);
+    this.hops = c.benchHops ? new HopStamps() : undefined;
     this.link = this.newLink();
     this.workspace = this.newWorkspace();
   }
@@ -119,6 +123,7 @@ export class SessionRunner {
       onWelcome: (welcome, first) => this.onWelcome(welcome, first),
       onRequest: (request) => this.onRequest(request),
       onRejected: (error) => this.dispatch({ type: 'fatal', reason: 'fatal', error, exitCode: ExitCode.hubRejected }),
+      stampSends: this.hops !== undefined,
     });
   }
 
@@ -208,6 +213,7 @@ export class SessionRunner {
   private onRequest(request: HubRequest): void {
     switch (request.type) {
       case 'user_message':
+        this.hops?.userMessage();
         this.dispatch({ type: 'user_message', messageId: request.messageId, message: request.message });
         return;
       case 'interrupt':
@@ -253,7 +259,10 @@ export class SessionRunner {
         return this.spawn(effect.gen);
       case 'write_message':
         this.conversationStarted = true;
-        this.slots.get(effect.gen)?.run((p) => p.sendUserMessage(effect.message));
+        this.slots.get(effect.gen)?.run((p) => {
+          p.sendUserMessage(effect.message);
+          this.hops?.stdinWritten();
+        });
         return;
       case 'cli_interrupt':
         this.slots.get(effect.gen)?.run((p) => p.interrupt());
@@ -326,7 +335,9 @@ export class SessionRunner {
       return cliSpawnSpec(this.o.launch, { ...(resume !== undefined && { resume }), approvals: this.approvals });
     });
     const codec = adapterFor(backend).createCodec();
+    const hops = this.hops;
     const slot = CliSlot.start(gen, backend, codec, spec, {
+      ...(hops !== undefined && { onStdoutChunk: () => hops.chunkRead() }),
       onStarted: (pid) => this.o.log.info('cli started', { gen, pid }),
       onReady: () => {
         this.o.log.info('cli ready', { gen });
@@ -336,6 +347,7 @@ export class SessionRunner {
       onEvent: (event) => {
         // Track the newest handle as it appears (claude names its session at init).
         if (codec.resumeHandle !== undefined) this.resumeHandle = codec.resumeHandle;
+        hops?.eventParsed(event);
         this.dispatch({ type: 'cli_event', gen, event });
       },
       onExit: (exit) => {
@@ -436,8 +448,15 @@ export class SessionRunner {
           message: `dropped a malformed ${event.type} event: ${checked.error.issues[0]?.message ?? ''}`,
           retryable: false,
         };
+    const hops = this.hops?.buffered(event);
     const pushed = this.buffer.push('event', (seq) =>
-      JSON.stringify(messageId === undefined ? { seq, event: out } : { seq, event: out, messageId }),
+      JSON.stringify(
+        hops !== undefined
+          ? { seq, event: out, messageId, hops }
+          : messageId === undefined
+            ? { seq, event: out }
+            : { seq, event: out, messageId },
+      ),
     );
     if (!pushed.ok) return this.overflow(pushed.error);
     this.link.notify();

@@ -67,7 +67,7 @@ function frameWhere(conn: Conn, pred: (f: Record<string, unknown>) => boolean): 
 
 const send = (conn: Conn, msg: HubToRunner) => conn.ws.send(JSON.stringify(msg));
 
-function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number } = {}) {
+function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number; stampSends?: boolean } = {}) {
   const requests: HubRequest[] = [];
   const rejected: RunnerError[] = [];
   const welcomes: boolean[] = [];
@@ -101,6 +101,7 @@ function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number 
       rejected.push(e);
       onRejected(e);
     },
+    ...(over.stampSends !== undefined && { stampSends: over.stampSends }),
   });
   links.push(l);
   l.start();
@@ -141,6 +142,25 @@ describe('HubLink', () => {
     expect((again.events as Array<{ seq: number }>).map((e) => e.seq)).toEqual([5]);
     send(c2, { type: 'ack', seq: 5 });
     expect(await l.waitDrained(2000)).toBe(true);
+  });
+
+  test('events frames say when they were sent only when bench hop stamps are on; otherwise nothing is added', async () => {
+    for (const stampSends of [false, true]) {
+      const hub = await server();
+      const buffer = new EventBuffer({ maxFrames: 100, maxBytes: 1e6 });
+      pushEvents(buffer, 2);
+      const next = hub.next();
+      link(hub.url, buffer, { stampSends });
+      const c = await next;
+      await frameWhere(c, (f) => f.type === 'hello');
+      const before = performance.timeOrigin + performance.now();
+      send(c, { type: 'welcome', ackedSeq: 0 });
+      const batch = await frameWhere(c, (f) => f.type === 'events');
+      if (stampSends) {
+        expect(Object.keys(batch).sort()).toEqual(['events', 'sentAt', 'type']);
+        expect(batch.sentAt).toBeGreaterThanOrEqual(before);
+      } else expect(Object.keys(batch).sort()).toEqual(['events', 'type']);
+    }
   });
 
   test('a welcome claiming frames the runner never produced is a protocol error: rejected, no reconnect', async () => {
