@@ -190,6 +190,7 @@ async function scenario(
         `restore ${restore.ms.toFixed(0).padStart(5)} ms ${mb(restore.down).padStart(9)} down`,
     );
     console.log(`  first save: ${first.where}`);
+    console.log(`  no change:  ${idle.where}`);
     console.log(`  one line:   ${oneLine.where}`);
     console.log(`  restore:    ${restore.where}`);
   } finally {

@@ -15,7 +15,7 @@ import { hubFor } from '../sessions/access.ts';
 import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../runner-link/token.ts';
 import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
-import { hasBlob, putBlob } from './blobs.ts';
+import { getLooseBlob, hasBlob, putBlob } from './blobs.ts';
 import { readBody } from './body.ts';
 import { openWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 
@@ -59,7 +59,11 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
   app.get('/blobs/:sha', async (c) => {
     const sha = Sha256Schema.safeParse(c.req.param('sha'));
     if (!sha.success) return apiError(c, 400, 'invalid_request', 'sha256: must be a lowercase hex sha256', 'sha256');
-    const obj = await openWorkspaceBlob(c.env, c.get('runnerSession'), sha.data);
+    // The runner asks one by one only for files too big for a batch, which are never packed:
+    // their own object first spares the hub a call.
+    const session = c.get('runnerSession');
+    const obj =
+      (await getLooseBlob(c.env.TRANSCRIPTS, session, sha.data)) ?? (await openWorkspaceBlob(c.env, session, sha.data));
     if (obj === null) return apiError(c, 404, 'not_found', 'no such blob');
     return new Response(obj.body, {
       headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(obj.size) },
