@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import type { WorkspaceBaseline } from '@switchyard/protocol';
+import { encodeFrames, type WorkspaceBaseline } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { adminWithToken, ORIGIN, userWithToken } from './helpers.ts';
@@ -51,14 +51,22 @@ async function runnerCommit(
   ctx: HubTestContext,
   credential: string,
   files: RunnerFile[],
-  extra: { deletes?: string[]; baseline?: WorkspaceBaseline } = {},
+  extra: { deletes?: string[]; baseline?: WorkspaceBaseline; packed?: boolean } = {},
 ): Promise<Response> {
   const upserts = [];
-  for (const f of files) {
-    const bytes = typeof f.content === 'string' ? new TextEncoder().encode(f.content) : f.content;
+  const all = files.map((f) => (typeof f.content === 'string' ? new TextEncoder().encode(f.content) : f.content));
+  if (extra.packed === true) {
+    // One batch: stored as one pack (packs.ts), as a runner's save stores small files.
+    const batch = await req(ctx, 'POST', `${RUNNER_BASE}/blobs`, { token: credential, body: encodeFrames(all) });
+    expect(batch.status).toBe(201);
+  }
+  for (const [i, f] of files.entries()) {
+    const bytes = all[i] as Uint8Array;
     const sha = await sha256(bytes);
-    const put = await req(ctx, 'PUT', `${RUNNER_BASE}/blobs/${sha}`, { token: credential, body: bytes });
-    expect(put.status).toBe(201);
+    if (extra.packed !== true) {
+      const put = await req(ctx, 'PUT', `${RUNNER_BASE}/blobs/${sha}`, { token: credential, body: bytes });
+      expect(put.status).toBe(201);
+    }
     upserts.push({ path: f.path, sha256: sha, size: bytes.length, executable: f.executable ?? false, modifiedAt: 1 });
   }
   return req(ctx, 'POST', `${RUNNER_BASE}/commit`, {
@@ -125,7 +133,7 @@ describe('GET /api/sessions/:id/diff', () => {
     );
   });
 
-  it('against the clone’s baseline: modified, added, deleted, mode, binary; .git/ left out; ?path= limits it', async () => {
+  it('against the clone’s baseline (packed blobs): modified, added, deleted, mode, binary; .git/ left out; ?path= limits it', async () => {
     const ctx = await hubContext();
     const id = await createSession(ctx);
     const credential = await runnerCredential(ctx, id);
@@ -139,7 +147,7 @@ describe('GET /api/sessions/:id/diff', () => {
         { path: 'logo.png', content: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 1]) },
         { path: '.git/HEAD', content: 'ref: refs/heads/main\n' },
       ],
-      { baseline: BASELINE },
+      { baseline: BASELINE, packed: true },
     );
     expect(clone.status).toBe(200);
     expect((await diff(ctx, id)).text).toBe('');
@@ -154,7 +162,7 @@ describe('GET /api/sessions/:id/diff', () => {
         { path: 'logo.png', content: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 2]) },
         { path: '.git/HEAD', content: 'ref: refs/heads/other\n' },
       ],
-      { deletes: ['old.txt'] },
+      { deletes: ['old.txt'], packed: true },
     );
     expect(turn.status).toBe(200);
     expect((await put(ctx, id, 'src/new.ts', 'export {};\n')).status).toBe(201);

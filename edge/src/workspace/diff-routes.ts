@@ -3,15 +3,16 @@ import { Hono } from 'hono';
 import type { AppDeps } from '../context.ts';
 import { apiError } from '../errors.ts';
 import { hubFor, type SessionsEnv, sessionAccess } from '../sessions/access.ts';
-import { workspaceDiff } from './diff.ts';
+import { BATCH_BYTES, DIFF_LIMITS, workspaceDiff } from './diff.ts';
 import type { WorkspaceDiffInputs, WorkspaceResult } from './hub-workspace.ts';
-import { openWorkspaceBlob } from './packs.ts';
+import { readBlobs } from './packs.ts';
 
 // `GET /api/sessions/:id/diff`: the durable workspace now against its baseline (the repository
 // clone's commit; none: an empty tree), as `git diff` text. Same access as the Files API's reads.
 // Served as text/x-diff with nosniff, so a browser shows or downloads it and never runs it.
 
-class MissingBlob extends Error {}
+/** Storage does not hold what the manifest names (a blob gone, or not the size it says). */
+class StorageMismatch extends Error {}
 
 /** Mounted inside the sessions router, behind its authentication (file-routes.ts mounts it). */
 export function workspaceDiffRoutes(deps: AppDeps) {
@@ -30,10 +31,22 @@ export function workspaceDiffRoutes(deps: AppDeps) {
     // Typed here: the Durable Object stub's inferred RPC types are not always precise enough.
     const r: WorkspaceResult<WorkspaceDiffInputs> = await hubFor(c.env, session).workspaceDiffInputs();
     if (!r.ok) return apiError(c, r.status, r.code, r.message);
-    const read = async (sha256: string) => {
-      const obj = await openWorkspaceBlob(c.env, session, sha256);
-      if (obj === null) throw new MissingBlob(sha256);
-      return new Uint8Array(await obj.arrayBuffer());
+    // One hub call to locate a batch's blobs, then one ranged read per pack (packs.ts).
+    const read = async (shas: string[]) => {
+      const located = await hubFor(c.env, session).workspaceBlobLocations(shas);
+      // A batch is at most BATCH_BYTES by the manifest's sizes; more means storage disagrees.
+      const got = await readBlobs(
+        c.env.TRANSCRIPTS,
+        session,
+        shas,
+        located,
+        Math.max(BATCH_BYTES, 2 * DIFF_LIMITS.maxFileBytes),
+      );
+      if (got === 'too_large') throw new StorageMismatch('a batch larger than the manifest says');
+      return got.map((b, i) => {
+        if (b === null) throw new StorageMismatch(`missing blob ${shas[i]}`);
+        return b;
+      });
     };
     try {
       const diff = await workspaceDiff(r.value.before, r.value.after, read, path === undefined ? {} : { path });
@@ -43,8 +56,8 @@ export function workspaceDiffRoutes(deps: AppDeps) {
         'Cache-Control': 'no-store',
       });
     } catch (err) {
-      if (err instanceof MissingBlob)
-        return apiError(c, 500, 'internal', 'the content of a workspace file is missing from storage');
+      if (err instanceof StorageMismatch)
+        return apiError(c, 500, 'internal', 'the stored content of a workspace file does not match its manifest');
       throw err;
     }
   });

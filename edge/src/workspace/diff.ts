@@ -42,8 +42,9 @@ export interface WorkspaceDiff {
   omitted: number;
 }
 
-/** How many blobs are read at once: bounds memory to this many pairs of maxFileBytes. */
-const READ_AHEAD = 8;
+/** Contents are read in batches of at most this many bytes and files (bounds memory; few calls). */
+export const BATCH_BYTES = 8 * 1024 * 1024;
+const BATCH_FILES = 256;
 /** Git's own test: a NUL in the first 8000 bytes makes a file binary. */
 const BINARY_PROBE_BYTES = 8000;
 
@@ -162,34 +163,52 @@ function fileDiff(c: Change, oldBytes: Uint8Array | null, newBytes: Uint8Array |
 }
 
 /**
- * The unified diff from `before` to `after`. Each changed side up to `maxFileBytes` is read once;
- * reads run READ_AHEAD at a time, in path order, and stop once the text is full.
+ * The unified diff from `before` to `after`. Each changed side up to `maxFileBytes` is read once,
+ * through `read` (contents in the order asked), in path-ordered batches of at most BATCH_BYTES and
+ * BATCH_FILES; reading stops once the text is full.
  */
 export async function workspaceDiff(
   before: DiffFile[],
   after: DiffFile[],
-  read: (sha256: string) => Promise<Uint8Array>,
+  read: (sha256s: string[]) => Promise<Uint8Array[]>,
   opts: { path?: string; limits?: DiffLimits } = {},
 ): Promise<WorkspaceDiff> {
   const limits = opts.limits ?? DIFF_LIMITS;
   const changes = changedPaths(before, after, opts.path);
-  const load = (f: DiffFile | undefined, other: DiffFile | undefined): Promise<Uint8Array | null> => {
+  /** The side to read, or null: absent, too large (either side), or the same content as the other. */
+  const wanted = (f: DiffFile | undefined, other: DiffFile | undefined): DiffFile | null => {
     if (f === undefined || f.size > limits.maxFileBytes || (other !== undefined && other.size > limits.maxFileBytes))
-      return Promise.resolve(null);
-    if (other !== undefined && other.sha256 === f.sha256) return Promise.resolve(null);
-    return read(f.sha256);
+      return null;
+    return other !== undefined && other.sha256 === f.sha256 ? null : f;
   };
   const encoder = new TextEncoder();
   const parts: string[] = [];
   let bytes = 0;
-  for (let at = 0; at < changes.length; at += READ_AHEAD) {
-    const batch = changes.slice(at, at + READ_AHEAD);
-    const loaded = await Promise.all(
-      batch.map(async (c) => [await load(c.before, c.after), await load(c.after, c.before)] as const),
-    );
-    for (const [i, c] of batch.entries()) {
-      const [oldBytes, newBytes] = loaded[i] ?? [null, null];
-      const text = fileDiff(c, oldBytes, newBytes, limits);
+  let at = 0;
+  while (at < changes.length) {
+    // The next batch: whole files, at least one, within the byte and file bounds.
+    const batch: Array<{ c: Change; old: DiffFile | null; now: DiffFile | null }> = [];
+    let batchBytes = 0;
+    while (at < changes.length && batch.length < BATCH_FILES) {
+      const c = changes[at] as Change;
+      const old = wanted(c.before, c.after);
+      const now = wanted(c.after, c.before);
+      const size = (old?.size ?? 0) + (now?.size ?? 0);
+      if (batch.length > 0 && batchBytes + size > BATCH_BYTES) break;
+      batch.push({ c, old, now });
+      batchBytes += size;
+      at++;
+    }
+    const shas = [...new Set(batch.flatMap((b) => [b.old?.sha256, b.now?.sha256].filter((x) => x !== undefined)))];
+    const got = shas.length === 0 ? [] : await read(shas);
+    const content = new Map(shas.map((sha, i) => [sha, got[i]]));
+    for (const { c, old, now } of batch) {
+      const text = fileDiff(
+        c,
+        old === null ? null : (content.get(old.sha256) ?? null),
+        now === null ? null : (content.get(now.sha256) ?? null),
+        limits,
+      );
       const size = encoder.encode(text).length;
       if (bytes + size > limits.maxDiffBytes) {
         const omitted = changes.length - parts.length;

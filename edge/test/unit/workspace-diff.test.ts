@@ -26,20 +26,24 @@ function manifest(tree: Tree, store: Map<string, Uint8Array>): DiffFile[] {
 async function diffOf(before: Tree, after: Tree, opts: Parameters<typeof workspaceDiff>[3] = {}) {
   const store = new Map<string, Uint8Array>();
   const reads: string[] = [];
+  const batches: string[][] = [];
   const b = manifest(before, store);
   const a = manifest(after, store);
   const result = await workspaceDiff(
     b,
     a,
-    async (sha) => {
-      reads.push(sha);
-      const got = store.get(sha);
-      if (got === undefined) throw new Error(`no blob ${sha}`);
-      return got;
+    async (shas) => {
+      batches.push(shas);
+      return shas.map((sha) => {
+        reads.push(sha);
+        const got = store.get(sha);
+        if (got === undefined) throw new Error(`no blob ${sha}`);
+        return got;
+      });
     },
     opts,
   );
-  return { ...result, reads, store, before: b, after: a };
+  return { ...result, reads, batches, store, before: b, after: a };
 }
 
 const dirs: string[] = [];
@@ -195,6 +199,37 @@ describe('workspaceDiff', () => {
     expect(d.reads).not.toContain(sha(d.after, 'run.sh'));
     expect(d.reads).not.toContain(sha(d.after, '.git/config'));
     expect(new Set(d.reads).size).toBe(d.reads.length);
+    // Small files: one batch.
+    expect(d.batches).toHaveLength(1);
+  });
+
+  it('reads in batches of at most 8 MiB (whole files) and 256 files, stopping once the text is full', async () => {
+    const mib = (n: number, c: string) => `${c.repeat(1024 * 1024 * n - 1)}\n`;
+    const big = await diffOf(
+      {},
+      { a: { content: mib(0.75, 'a') }, b: { content: mib(0.75, 'b') } },
+      {
+        limits: { ...DIFF_LIMITS, maxDiffBytes: 64 * 1024 * 1024 },
+      },
+    );
+    expect(big.batches.map((b) => b.length)).toEqual([2]);
+    const many = Object.fromEntries(
+      Array.from({ length: 600 }, (_, i) => [`f${String(i).padStart(3, '0')}`, { content: `${i}\n` }]),
+    );
+    const d = await diffOf({}, many);
+    expect(d.batches.map((b) => b.length)).toEqual([256, 256, 88]);
+    const heavy = Object.fromEntries(
+      Array.from({ length: 12 }, (_, i) => [
+        `h${String(i).padStart(2, '0')}`,
+        { content: mib(1, String.fromCharCode(97 + i)) },
+      ]),
+    );
+    const sized = await diffOf({}, heavy, {
+      limits: { ...DIFF_LIMITS, maxFileBytes: 2 * 1024 * 1024, maxDiffBytes: 64 * 1024 * 1024 },
+    });
+    expect(sized.batches.map((b) => b.length)).toEqual([8, 4]);
+    const cut = await diffOf({}, many, { limits: { ...DIFF_LIMITS, maxDiffBytes: 2000 } });
+    expect(cut.batches).toHaveLength(1);
   });
 
   it('shows binary content (a NUL, or not UTF-8) and files over maxFileBytes as git’s binary line, unread when too large', async () => {
