@@ -38,7 +38,11 @@ export async function edgeStores(): Promise<{ next: () => Promise<WorkspaceStore
       kind: 'credential',
       runnerId: runner.runnerId,
     });
-    return new WorkspaceClient(`${stack.url}${RUNNER_WORKSPACE_PATH}`, () => token);
+    const client = new WorkspaceClient(`${stack.url}${RUNNER_WORKSPACE_PATH}`, () => token);
+    // The live runner saves once its turn is done; measured after that, so its commit (and its
+    // pull of the bench's files that would follow) never lands in the middle of a measurement.
+    await until('the runner’s save after its turn', async () => (await client.manifest()).generation >= 1, 120_000);
+    return client;
   };
   return { next, stop: () => running.stop() };
 }

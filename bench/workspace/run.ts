@@ -144,12 +144,19 @@ function content(seed: string, bytes: number): string {
   return lines.join('').slice(0, bytes);
 }
 
+interface Timings {
+  first: number;
+  idle: number;
+  oneLine: number;
+  restore: number;
+}
+
 async function scenario(
   name: string,
   files: number,
   bytesPerFile: number,
   newStore: () => Promise<WorkspaceStore>,
-): Promise<void> {
+): Promise<Timings> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-ws-'));
   try {
     const a = join(dir, 'a');
@@ -193,6 +200,7 @@ async function scenario(
     console.log(`  no change:  ${idle.where}`);
     console.log(`  one line:   ${oneLine.where}`);
     console.log(`  restore:    ${restore.where}`);
+    return { first: first.ms, idle: idle.ms, oneLine: oneLine.ms, restore: restore.ms };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -207,13 +215,26 @@ const SCENARIOS: Array<[string, number, number]> = [
 const onlyAt = process.argv.indexOf('--only');
 const only = onlyAt > 0 ? (process.argv[onlyAt + 1] ?? '') : '';
 const picked = SCENARIOS.filter(([name]) => name.includes(only));
-for (const [name, files, size] of picked) await scenario(`memory: ${name}`, files, size, async () => new MemoryStore());
+const inMemory = new Map<string, Timings>();
+for (const [name, files, size] of picked)
+  inMemory.set(name, await scenario(`memory: ${name}`, files, size, async () => new MemoryStore()));
 if (process.argv.includes('--edge')) {
   const { edgeStores } = await import('./edge.ts');
   const edge = await edgeStores();
+  const ratios: string[] = [];
   try {
-    for (const [name, files, size] of picked) await scenario(`edge: ${name}`, files, size, edge.next);
+    for (const [name, files, size] of picked) {
+      const e = await scenario(`edge: ${name}`, files, size, edge.next);
+      const m = inMemory.get(name) as Timings;
+      const x = (k: keyof Timings) => `${(e[k] / Math.max(m[k], 1)).toFixed(1)}×`;
+      ratios.push(
+        `${name.padEnd(24)} first save ${x('first')}, no change ${x('idle')}, one line ${x('oneLine')}, restore ${x('restore')}`,
+      );
+    }
   } finally {
     await edge.stop();
   }
+  // The same run's in-memory store is the baseline: what the edge adds to the runner's own work.
+  console.log('edge ÷ memory (same run):');
+  for (const r of ratios) console.log(`  ${r}`);
 }
