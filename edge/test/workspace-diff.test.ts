@@ -2,6 +2,7 @@ import { env } from 'cloudflare:workers';
 import { encodeFrames, type WorkspaceBaseline } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
 import { adminWithToken, ORIGIN, userWithToken } from './helpers.ts';
 import { createSession, hubContext, hubStub, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
 
@@ -105,6 +106,19 @@ describe('workspace baseline', () => {
     // Later commits without one leave it as it was.
     expect((await runnerCommit(ctx, credential, [{ path: 'README.md', content: 'changed\n' }])).status).toBe(200);
     expect(await hubStub(id).workspaceBaseline()).toEqual(BASELINE);
+  });
+
+  it('is never set by a person’s write, even on a session without one', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const limits = { maxFileBytes: 1 << 20, maxWorkspaceBytes: 1 << 24, maxWorkspaceFiles: 100 };
+    const r: WorkspaceResult<unknown> = await hubStub(id).workspaceCommit(
+      { upserts: [], deletes: [], baseline: BASELINE },
+      { kind: 'user' },
+      limits,
+    );
+    expect(r).toMatchObject({ ok: false, status: 409, field: 'baseline' });
+    expect(await hubStub(id).workspaceBaseline()).toBeNull();
   });
 });
 
