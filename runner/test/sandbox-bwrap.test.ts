@@ -165,7 +165,14 @@ describe('Sandbox.prepare fails closed', () => {
       '/opt/cli/bin/cli',
       '--x',
     ]);
-    expect({ ...out, command: spec.command, args: spec.args }).toEqual(spec);
+    // The runner's files (the workspace, a cloned .git) are another uid's: the CLI's git trusts them.
+    expect(out.env).toEqual({
+      ...spec.env,
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'safe.directory',
+      GIT_CONFIG_VALUE_0: '*',
+    });
+    expect({ ...out, command: spec.command, args: spec.args, env: spec.env }).toEqual(spec);
   });
   it('SWITCHYARD_SANDBOX picks the wall; bubblewrap unless told otherwise', () => {
     expect(sandboxModeFrom({})).toBe('bubblewrap');

@@ -57,6 +57,13 @@ async function session(repository: { url: string; ref?: string }): Promise<{ id:
   return { id: r.body.id, sse };
 }
 
+/** Closes the stream and deletes the session, so its runner stops (each user has at most 5 live). */
+async function finish(id: string, sse: SseStream): Promise<void> {
+  await sse.close();
+  openStreams.delete(sse);
+  expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
+}
+
 async function send(id: string, text: string): Promise<string> {
   const r = await admin.call<{ messageId: string }>('POST', `/api/sessions/${id}/messages`, { text });
   expect(r.status, r.text).toBe(202);
@@ -95,7 +102,10 @@ async function liveTask(sessionId: string) {
 }
 
 /** A turn that ends with the clone's error: the turn.done carries it, and an error event says it too. */
-async function cloneFails(repository: { url: string; ref?: string }, reason: RegExp): Promise<void> {
+async function cloneFails(
+  repository: { url: string; ref?: string },
+  reason: RegExp,
+): Promise<{ id: string; sse: SseStream }> {
   const { id, sse } = await session(repository);
   const m = await send(id, offline({ tool: 'shell', command: 'ls' }, 'list the files'));
   const done = await sse.turnDone(m, TURN_MS);
@@ -109,9 +119,7 @@ async function cloneFails(repository: { url: string; ref?: string }, reason: Reg
   // Nothing ran and nothing was committed: the workspace is as empty as before.
   expect(toolOutput(sse, m)).toBe('');
   expect(await listing(id)).toEqual([]);
-  await sse.close();
-  openStreams.delete(sse);
-  expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
+  return { id, sse };
 }
 
 function repositorySuite(backend: 'claude' | 'pi') {
@@ -164,8 +172,7 @@ function repositorySuite(backend: 'claude' | 'pi') {
       expect(out3).toContain('hello from main');
       expect((await liveTask(id)).pid).not.toBe(task.pid);
       expect(git.requests()).toBe(served);
-      await sse.close();
-      openStreams.delete(sse);
+      await finish(id, sse);
     }),
     TURN_MS * 5,
   );
@@ -186,18 +193,29 @@ function repositorySuite(backend: 'claude' | 'pi') {
         expect((await listing(id)).filter((p) => !p.startsWith('.git/'))).toEqual(
           Object.keys(git.refs[ref].files).sort(),
         );
-        await sse.close();
-        openStreams.delete(sse);
+        await finish(id, sse);
       }
     }),
     TURN_MS * 3,
   );
 
   it(
-    `${backend}: an unknown ref and a dead port end the turn with repository_clone_failed`,
+    `${backend}: an unknown ref and a dead port end the turn with repository_clone_failed; the next message clones again`,
     dumpOnFail(async () => {
-      await cloneFails({ url: git.url, ref: 'no-such-ref' }, /couldn't find remote ref no-such-ref/);
-      await cloneFails({ url: `http://127.0.0.1:${await freePort()}/repo.git` }, /Failed to connect|Couldn't connect/);
+      const unknown = await cloneFails({ url: git.url, ref: 'no-such-ref' }, /couldn't find remote ref no-such-ref/);
+      await finish(unknown.id, unknown.sse);
+      const port = await freePort();
+      const dead = await cloneFails({ url: `http://127.0.0.1:${port}/repo.git` }, /Failed to connect|Couldn't connect/);
+      // A retry is the next message: the clone runs again, and works once the server is there.
+      const late = await startGitServer({ port });
+      try {
+        const m = await send(dead.id, offline({ tool: 'shell', command: 'cat src/greeting.txt' }, 'retry'));
+        await turnSaved(dead.sse, m);
+        expect(toolOutput(dead.sse, m)).toContain('hello from main');
+      } finally {
+        await late.stop();
+      }
+      await finish(dead.id, dead.sse);
     }),
     TURN_MS * 3,
   );

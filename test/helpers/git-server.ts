@@ -74,7 +74,8 @@ function buildRepository(root: string): GitServer['refs'] {
   };
 }
 
-export async function startGitServer(): Promise<GitServer> {
+/** `port`: listen there (a test that first needs nothing listening on it); default any free one. */
+export async function startGitServer(opts: { port?: number } = {}): Promise<GitServer> {
   const root = mkdtempSync(join(tmpdir(), 'switchyard-git-'));
   const refs = buildRepository(root);
   let served = 0;
@@ -129,7 +130,7 @@ export async function startGitServer(): Promise<GitServer> {
     });
     cgi.on('error', () => res.destroy());
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/repo.git`,

@@ -45,8 +45,21 @@ export function wrapWithUidDrop(spec: SpawnSpec, drop: UidDrop): SpawnSpec {
     spec.command,
     ...spec.args,
   ];
-  return { ...spec, command: drop.setpriv, args };
+  return { ...spec, command: drop.setpriv, args, env: { ...spec.env, ...GIT_TRUSTS_THE_RUNNER } };
 }
+
+/**
+ * git refuses a repository another uid owns ("dubious ownership"), and the workspace and a cloned
+ * `.git` belong to the runner's uid (docs/DESIGN.md "Start from a repository"). The only other uid
+ * in the container is the runner's, so the CLI's git may trust every directory; given as
+ * command-scope configuration (git 2.31+), the one scope besides system and global that
+ * `safe.directory` is read from.
+ */
+const GIT_TRUSTS_THE_RUNNER = {
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'safe.directory',
+  GIT_CONFIG_VALUE_0: '*',
+};
 
 /** Capability numbers the runner needs in its effective set to start, stop and read after the CLI as another uid. */
 const RUNNER_CAPS = { CAP_DAC_OVERRIDE: 1, CAP_KILL: 5, CAP_SETGID: 6, CAP_SETUID: 7 } as const;

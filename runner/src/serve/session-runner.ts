@@ -17,6 +17,7 @@ import {
   type HubToRunner,
   type Repository,
   type RunnerStatus,
+  type WorkspaceBaseline,
 } from '@switchyard/protocol';
 import { type CliLaunch, cliSpawnSpec } from '../cli/spawn.ts';
 import type { ServeConfig } from '../config.ts';
@@ -79,6 +80,8 @@ export class SessionRunner {
   private repository: Repository | undefined;
   /** The clone under way; cleared when it fails, so the next CLI start (the next message) tries again. */
   private cloning: Promise<void> | undefined;
+  /** The clone on disk, once git succeeded (its commit may still have been refused). */
+  private cloned: WorkspaceBaseline | undefined;
   private uploads: Promise<void> = Promise.resolve();
   private lastUploadSha: string | undefined;
   private lastStatus: RunnerStatus | undefined;
@@ -377,7 +380,22 @@ export class SessionRunner {
   private cloneIfPending(): Promise<void> {
     const repository = this.repository;
     if (repository === undefined) return Promise.resolve();
-    this.cloning ??= (async () => {
+    this.cloning ??= this.cloneAndCommit(repository).then((error) => {
+      if (error === undefined) {
+        this.repository = undefined;
+        return;
+      }
+      this.cloning = undefined;
+      this.o.log.error('repository clone failed', { message: error.message });
+      this.emit({ type: 'error', ...error });
+      throw new StepFailure(error);
+    });
+    return this.cloning;
+  }
+
+  /** The clone (a clone whose commit was refused is committed again, not cloned again), then its commit. */
+  private async cloneAndCommit(repository: Repository): Promise<ErrorInfo | undefined> {
+    if (this.cloned === undefined) {
       const c = this.o.config.clone;
       this.o.log.info('cloning the repository', { url: repository.url, ref: repository.ref });
       const cloned = await cloneRepository(repository, {
@@ -386,26 +404,14 @@ export class SessionRunner {
         timeoutMs: c.timeoutMs,
         path: process.env.PATH,
       });
-      let error = cloned.ok ? undefined : cloned.error;
-      if (cloned.ok) {
-        const saved = await this.workspace.saveBaseline(cloned.value);
-        if (!saved.ok)
-          error = {
-            ...saved.error,
-            code: CLONE_ERROR_CODE,
-            message: `saving the clone failed: ${saved.error.message}`,
-          };
-      }
-      if (error !== undefined) {
-        this.cloning = undefined;
-        this.o.log.error('repository clone failed', { message: error.message });
-        this.emit({ type: 'error', ...error });
-        throw new StepFailure(error);
-      }
-      this.repository = undefined;
-      this.o.log.info('repository cloned and committed', { url: repository.url, ref: repository.ref });
-    })();
-    return this.cloning;
+      if (!cloned.ok) return cloned.error;
+      this.cloned = cloned.value;
+    }
+    const saved = await this.workspace.saveBaseline(this.cloned);
+    if (!saved.ok)
+      return { ...saved.error, code: CLONE_ERROR_CODE, message: `saving the clone failed: ${saved.error.message}` };
+    this.o.log.info('repository cloned and committed', { commit: this.cloned.commit });
+    return undefined;
   }
 
   /**

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
+import { lstat, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { ErrorInfo, Repository, WorkspaceBaseline } from '@switchyard/protocol';
 import { classifyHost } from '@switchyard/protocol';
 import { messageOf, type Result } from '../errors.ts';
@@ -38,13 +40,26 @@ export async function cloneRepository(
   }
   const decision = decideHost(repository.url, resolved, o.allowLoopback);
   if (!decision.ok) return { ok: false, error: cloneError(repository, decision.message) };
+  const gitDir = join(o.dir, '.git');
+  if (
+    await lstat(gitDir).then(
+      () => true,
+      () => false,
+    )
+  )
+    return { ok: false, error: cloneError(repository, 'the workspace already holds a .git') };
   const env = cloneEnv(o.path);
+  // A failed attempt leaves no repository behind, so the next attempt starts where this one did.
+  const failed = async (run: Exclude<GitRun, { ok: true }>): Promise<Result<WorkspaceBaseline, ErrorInfo>> => {
+    await rm(gitDir, { recursive: true, force: true });
+    return { ok: false, error: cloneError(repository, reasonOf(run, o.timeoutMs)) };
+  };
   for (const args of cloneSteps(repository, decision.resolve)) {
     const run = await git(args, o.dir, env, deadline - Date.now());
-    if (!run.ok) return { ok: false, error: cloneError(repository, reasonOf(run, o.timeoutMs)) };
+    if (!run.ok) return failed(run);
   }
   const head = await git(REV_PARSE_HEAD, o.dir, env, deadline - Date.now());
-  if (!head.ok) return { ok: false, error: cloneError(repository, reasonOf(head, o.timeoutMs)) };
+  if (!head.ok) return failed(head);
   return {
     ok: true,
     value: {
