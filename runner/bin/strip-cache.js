@@ -10,7 +10,7 @@
 // The image fills the directory at build time (runner/bin/fill-strip-cache.js); it is read-only
 // there. Only ES modules outside node_modules are served (Node refuses to strip those anyway).
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { registerHooks, stripTypeScriptTypes } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,8 +43,13 @@ function strip(source) {
 function store(dir, name, js) {
   mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `.${name}.${process.pid}`);
-  writeFileSync(tmp, js);
-  renameSync(tmp, join(dir, name));
+  try {
+    writeFileSync(tmp, js);
+    renameSync(tmp, join(dir, name));
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }
 
 /** Serves `.ts` ES modules from `dir`, stripping and storing on a miss. */
