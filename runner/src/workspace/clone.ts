@@ -19,6 +19,12 @@ export interface CloneOptions {
   timeoutMs: number;
   /** The runner's PATH, to find git; nothing else of the runner's environment is passed on. */
   path: string | undefined;
+  /** Every address a name resolves to (tests give their own; default the system resolver). */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+async function systemResolve(host: string): Promise<string[]> {
+  return (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 }
 
 /** Bytes of git output kept for the error message. */
@@ -33,7 +39,7 @@ export async function cloneRepository(
   let resolved: string[] = [];
   if (classifyHost(host) === 'name' || host === 'localhost' || host.endsWith('.localhost')) {
     try {
-      resolved = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+      resolved = await (o.resolve ?? systemResolve)(host);
     } catch (err) {
       return { ok: false, error: cloneError(repository, `${host} did not resolve: ${messageOf(err)}`) };
     }
