@@ -77,6 +77,12 @@ describe('cloneRepository', () => {
     expect(git.requests()).toBe(before);
   });
 
+  it('a resolver that never answers ends the clone at the deadline too', async () => {
+    const url = `http://git.switchyard.invalid:${git.port}/repo.git`;
+    const r = await cloneRepository({ url }, options({ timeoutMs: 500, resolve: () => new Promise(() => undefined) }));
+    expect(r.ok || r.error.message).toMatch(/git\.switchyard\.invalid did not resolve: no answer within 1 s$/);
+  });
+
   it('does not follow a redirect (it could lead to a host nobody checked)', async () => {
     const redirect = await server((_req, res) => {
       res.writeHead(302, { location: `${git.url}/info/refs?service=git-upload-pack` });

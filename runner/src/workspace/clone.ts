@@ -39,7 +39,15 @@ export async function cloneRepository(
   let resolved: string[] = [];
   if (classifyHost(host) === 'name' || host === 'localhost' || host.endsWith('.localhost')) {
     try {
-      resolved = await (o.resolve ?? systemResolve)(host);
+      // The lookup counts against the same deadline: a resolver that never answers ends the clone too.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${Math.round(o.timeoutMs / 1000)} s`)),
+          o.timeoutMs,
+        );
+      });
+      resolved = await Promise.race([(o.resolve ?? systemResolve)(host), late]).finally(() => clearTimeout(timer));
     } catch (err) {
       return { ok: false, error: cloneError(repository, `${host} did not resolve: ${messageOf(err)}`) };
     }
