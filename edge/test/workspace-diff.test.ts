@@ -3,8 +3,9 @@ import { encodeFrames, type WorkspaceBaseline } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
-import { adminWithToken, ORIGIN, userWithToken } from './helpers.ts';
+import { adminWithToken, userWithToken } from './helpers.ts';
 import { createSession, hubContext, hubStub, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
+import { req, sha256 } from './workspace-helpers.ts';
 
 // The workspace baseline (the runner's clone commit) and the diff against it, in workerd with
 // real R2, D1 and the hub.
@@ -17,25 +18,6 @@ const BASELINE: WorkspaceBaseline = {
   ref: 'main',
   commit: 'a'.repeat(40),
 };
-
-async function req(
-  ctx: HubTestContext,
-  method: string,
-  path: string,
-  opts: { token?: string; body?: Uint8Array | string } = {},
-): Promise<Response> {
-  const headers = new Headers();
-  if (opts.token !== undefined) headers.set('Authorization', `Bearer ${opts.token}`);
-  const init: RequestInit = { method, headers };
-  if (opts.body !== undefined) init.body = opts.body;
-  return ctx.app.request(`${ORIGIN}${path}`, init, env);
-}
-
-async function sha256(data: Uint8Array): Promise<string> {
-  return [...new Uint8Array(await crypto.subtle.digest('SHA-256', data))]
-    .map((b) => b.toString(16).padStart(2, '0'))
-    .join('');
-}
 
 type RunnerFile = { path: string; content: string | Uint8Array; executable?: boolean };
 

@@ -3,31 +3,13 @@ import { decodeFrames, encodeFrames, type WorkspaceManifest } from '@switchyard/
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
-import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts';
+import { adminWithToken, expectError, userWithToken } from './helpers.ts';
 import { call, createSession, hubContext, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
+import { req, sha256 } from './workspace-helpers.ts';
 
 // The Files API and the runner's workspace routes, in workerd with real R2, D1 and the hub.
 
 afterEach(() => setHubRuntimeForTests({}));
-
-async function req(
-  ctx: HubTestContext,
-  method: string,
-  path: string,
-  opts: { token?: string; body?: Uint8Array | string } = {},
-): Promise<Response> {
-  const headers = new Headers();
-  if (opts.token !== undefined) headers.set('Authorization', `Bearer ${opts.token}`);
-  const init: RequestInit = { method, headers };
-  if (opts.body !== undefined) init.body = opts.body;
-  return ctx.app.request(`${ORIGIN}${path}`, init, env);
-}
-
-async function sha256(data: Uint8Array): Promise<string> {
-  return [...new Uint8Array(await crypto.subtle.digest('SHA-256', data))]
-    .map((b) => b.toString(16).padStart(2, '0'))
-    .join('');
-}
 
 async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) {
   const admin = await adminWithToken(ctx.clock);
