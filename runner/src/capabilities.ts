@@ -7,7 +7,8 @@ import { Sandbox, SandboxError, sandboxModeFrom, type SessionPaths } from './san
  * The two walls around the CLI (runner/src/sandbox, DESIGN "Sandbox"): the
  * tool-call guard and the OS wall (bubblewrap locally, the container in
  * production, chosen by SWITCHYARD_SANDBOX). Built once per runner process;
- * the guard's self-test runs here, so `hello` reports what was proven.
+ * the guard's self-test runs here, so `hello` reports what was proven: for
+ * `backends`, the ones this runner may start (serve and once: its one backend).
  */
 export interface SandboxSetup {
   capabilities: Capabilities;
@@ -22,13 +23,16 @@ export interface SandboxSetup {
   sandbox: Sandbox;
 }
 
-export async function sandboxSetup(env: Record<string, string | undefined>): Promise<Result<SandboxSetup>> {
+export async function sandboxSetup(
+  env: Record<string, string | undefined>,
+  backends: readonly Backend[],
+): Promise<Result<SandboxSetup>> {
   const mode = sandboxModeFrom(env);
   if (typeof mode !== 'string') return { ok: false, error: runnerError('config_invalid', mode.error) };
   // Container mode: the CLI is another uid in the runner's group; whatever either creates stays group-rw.
   if (mode === 'container') process.umask(0o007);
   const sandbox = new Sandbox({ mode });
-  const selfTest = await guardSelfTest(sandbox);
+  const selfTest = await guardSelfTest(sandbox, backends);
   return {
     ok: true,
     value: {

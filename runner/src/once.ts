@@ -50,7 +50,7 @@ export async function runOnce(o: OnceOptions): Promise<OnceResult> {
   } catch (err) {
     return failed(runnerError('cli_missing', messageOf(err)));
   }
-  const sandbox = await sandboxSetup(o.baseEnv);
+  const sandbox = await sandboxSetup(o.baseEnv, [o.backend]);
   if (!sandbox.ok) return failed(sandbox.error);
   // The CLI talks to the credential proxy with a per-session key; the real key stays in this process.
   const model = await startModelAccess(o.config.model, sandbox.value.sandbox.mode);

@@ -41,7 +41,7 @@ export async function probe(
 ): Promise<ProbeReport> {
   // Sequential: two CLIs starting at once on a small box would slow each other's handshake.
   const reports: BackendReport[] = [];
-  const sandbox = await sandboxSetup(baseEnv);
+  const sandbox = await sandboxSetup(baseEnv, backends);
   for (const backend of backends) reports.push(await probeOne(backend, config, baseEnv, sandbox));
   return { ok: reports.every((r) => r.usable), backends: reports };
 }

@@ -51,6 +51,25 @@ describe.each(['claude', 'pi'] as const)('%s: the guard canary', (backend) => {
   });
 });
 
+describe('the self-test at runner start covers the backends the runner may start', () => {
+  it('a broken claude hook fails a claude runner’s self-test, not a pi runner’s; a broken pi extension the other way round', async () => {
+    const hook = brokenGuard('selftest-scope-hook', 'claude-hook.ts', 'process.exit(0);');
+    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: hook }), ['pi'])).toEqual({ ok: true });
+    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: hook }), ['claude'])).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/guard hook .* did not block/),
+    });
+    const ext = brokenGuard('selftest-scope-ext', 'pi-extension.ts', 'export default 1;');
+    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: ext }), ['claude'])).toEqual({ ok: true });
+    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: ext }), ['pi'])).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/no default export/),
+    });
+    // Both, as the probe asks: either one broken fails it.
+    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: hook }))).toMatchObject({ ok: false });
+  });
+});
+
 describe('claude with a broken guard fails closed', () => {
   it.each([
     [

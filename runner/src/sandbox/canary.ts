@@ -26,16 +26,26 @@ export type CanaryResult = { ok: true } | { ok: false; problem: string };
 
 const SELF_TEST_TIMEOUT_MS = 20_000;
 
-/** Both entry points load under this runner and block a call outside the workspace. */
-export async function guardSelfTest(sandbox: Sandbox): Promise<CanaryResult> {
+/**
+ * The entry point of each backend given loads under this runner and blocks a call outside the
+ * workspace. A serve runner holds one backend's CLI, so it tests that backend's only: the other
+ * one (claude's hook is a Node process of its own) is never loaded by it.
+ */
+export async function guardSelfTest(
+  sandbox: Sandbox,
+  backends: readonly Backend[] = ['claude', 'pi'],
+): Promise<CanaryResult> {
   try {
     await sandbox.checkGuardFiles();
   } catch (err) {
     return { ok: false, problem: (err as Error).message };
   }
   const workspace = await realpath(tmpdir());
-  const claude = await claudeHookBlocks(sandbox, { v: 1, backend: 'claude', workspace, tools: ['Read'] });
-  if (!claude.ok) return claude;
+  if (backends.includes('claude')) {
+    const claude = await claudeHookBlocks(sandbox, { v: 1, backend: 'claude', workspace, tools: ['Read'] });
+    if (!claude.ok) return claude;
+  }
+  if (!backends.includes('pi')) return { ok: true };
   return piExtensionBlocks(sandbox, { v: 1, backend: 'pi', workspace, tools: ['read'] });
 }
 

@@ -31,7 +31,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   log.redact(config.runnerToken);
   const modelKey = config.model.kind === 'none' ? undefined : config.model.apiKey;
   if (modelKey) log.redact(modelKey);
-  const sandbox = await sandboxSetup(env);
+  const sandbox = await sandboxSetup(env, [config.backend]);
   if (!sandbox.ok) {
     log.error('invalid configuration', { ...sandbox.error });
     return ExitCode.usage;
