@@ -517,6 +517,58 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
+  it('admin sets the repository hosts: a bad pattern is named beside the field, the list is kept, a host outside it is refused where the session starts', async () => {
+    const { page, errors } = await adminPage();
+    const hostsOf = async () =>
+      (await admin.call<{ repositoryHosts: string[] }>('GET', '/api/admin/settings')).body.repositoryHosts;
+    try {
+      await page.goto(`${stack.url}/admin/limits`);
+      const hosts = page.getByLabel(/Repository hosts/);
+      await expect.poll(() => hosts.inputValue()).toBe('*');
+      await hosts.fill('git.switchyard.test\nNot A Host!');
+      await page.getByRole('button', { name: 'Save limits' }).click();
+      await expect
+        .poll(() => page.locator('#repo-hosts-error').innerText())
+        .toBe('“Not A Host!”: must be `*`, `*.example.org`, a lowercase host name or an address');
+      expect(await hosts.getAttribute('aria-invalid')).toBe('true');
+      await screenshot(page, 'admin-repository-hosts-error');
+      expect(await hostsOf()).toEqual(['*']);
+
+      // Blank lines and spaces are not patterns; loopback here only so the session below clones nothing off this machine.
+      await hosts.fill('git.switchyard.test\n\n  *.mirror.switchyard.test \n127.0.0.1');
+      await page.getByRole('button', { name: 'Save limits' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      expect(await page.locator('#repo-hosts-error').count()).toBe(0);
+      expect(await hostsOf()).toEqual(['git.switchyard.test', '*.mirror.switchyard.test', '127.0.0.1']);
+      await screenshot(page, 'admin-repository-hosts');
+
+      await page.goto(`${stack.url}/`);
+      await page.getByText('Start from repository…').click();
+      await page.getByLabel('Repository URL').fill('https://elsewhere.example.org/team/project.git');
+      await page.getByRole('button', { name: 'New session from repository' }).click();
+      await expect
+        .poll(() => page.locator('#repo-url-error').innerText())
+        .toContain('elsewhere.example.org is not an allowed repository host');
+      expect(new URL(page.url()).pathname).toBe('/');
+      await screenshot(page, 'repository-host-refused');
+
+      // The session's header shows what it started from, as text. Port 9 on loopback: nothing there.
+      const created = await admin.call<{ id: string }>('POST', '/api/sessions', {
+        repository: { url: 'http://127.0.0.1:9/team/project.git', ref: 'release-1' },
+      });
+      expect(created.status).toBe(201);
+      await page.goto(`${stack.url}/sessions/${created.body.id}`);
+      const shown = page.getByTestId('session-repository');
+      await expect.poll(() => shown.innerText()).toBe('From http://127.0.0.1:9/team/project.git at release-1');
+      expect(await shown.locator('a').count()).toBe(0);
+      await screenshot(page, 'session-repository-header');
+    } finally {
+      expect((await admin.call('PUT', '/api/admin/settings', { repositoryHosts: ['*'] })).status).toBe(200);
+    }
+    expect(await hostsOf()).toEqual(['*']);
+    expect(errors).toEqual([]);
+  });
+
   it('a non-admin never sees the admin console, and the API refuses them; an admin opens their session read-only', async () => {
     const created = await admin.call('POST', '/api/admin/users', { username: 'dave', password: 'dave-password-123' });
     expect(created.status).toBe(201);

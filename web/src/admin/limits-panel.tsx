@@ -1,5 +1,6 @@
 // Session limits and default models (GET/PUT /api/admin/settings). Only changed fields are sent;
 // a refused value is marked on its field with the server's message.
+import { useState } from 'preact/hooks';
 import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
 import { ErrorText, Notice } from '../ui/messages.tsx';
 import { useSettingsDraft } from './use-settings-draft.ts';
@@ -35,6 +36,9 @@ const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = 
 
 export function LimitsPanel() {
   const { saved, setSaved, draft, setDraft, error, setError, notice, setNotice } = useSettingsDraft();
+  // The hosts textarea keeps its own text while edited, so a blank line being typed is not
+  // swallowed; null: show the draft's list.
+  const [hostsText, setHostsText] = useState<string | null>(null);
 
   if (draft === null || saved === null)
     return error === null ? <p class="muted">Loading…</p> : <ErrorText message={error.message} />;
@@ -47,6 +51,8 @@ export function LimitsPanel() {
     for (const { key } of NUMBER_FIELDS) if (draft[key] !== saved[key]) patch[key] = draft[key];
     if (draft.defaultModel.claude !== saved.defaultModel.claude || draft.defaultModel.pi !== saved.defaultModel.pi)
       patch.defaultModel = draft.defaultModel;
+    const hosts = hostsText === null ? draft.repositoryHosts : parseHosts(hostsText);
+    if (hosts.join('\n') !== saved.repositoryHosts.join('\n')) patch.repositoryHosts = hosts;
     if (Object.keys(patch).length === 0) {
       setNotice('Nothing changed.');
       return;
@@ -55,14 +61,18 @@ export function LimitsPanel() {
       const s = await call(api.PUT('/api/admin/settings', { body: patch }));
       setSaved(s);
       setDraft(s);
+      setHostsText(null);
       setNotice('Saved. New limits apply to runners started from now on.');
     } catch (err) {
       setError({
-        message: describeError(err),
+        message: hostError(err, hosts) ?? describeError(err),
         ...(isApiError(err) && err.field !== undefined && { field: err.field }),
       });
     }
   };
+
+  // The server names the list or one entry of it (`repositoryHosts.1`).
+  const hostsInvalid = error?.field?.startsWith('repositoryHosts') === true;
 
   const model = (backend: 'claude' | 'pi') => (
     <label>
@@ -102,13 +112,56 @@ export function LimitsPanel() {
       ))}
       {model('claude')}
       {model('pi')}
+      <fieldset class="wide-row repo-hosts">
+        <legend>Repositories</legend>
+        <label>
+          <span>
+            Repository hosts <span class="muted">(one pattern per line)</span>
+          </span>
+          <textarea
+            rows={4}
+            spellcheck={false}
+            value={hostsText ?? draft.repositoryHosts.join('\n')}
+            aria-describedby={hostsInvalid ? 'repo-hosts-hint repo-hosts-error' : 'repo-hosts-hint'}
+            aria-invalid={hostsInvalid ? true : undefined}
+            onInput={(e) => setHostsText(e.currentTarget.value)}
+          />
+          {hostsInvalid && (
+            <span id="repo-hosts-error" class="field-error" role="alert">
+              {error?.message}
+            </span>
+          )}
+        </label>
+        <p id="repo-hosts-hint" class="muted hint">
+          Hosts a session may clone from: <code>*</code> any public host, <code>*.example.org</code> its subdomains, or
+          a host name such as <code>git.example.org</code>. An empty list turns starting from a repository off.
+          Loopback, private and link-local addresses are always refused in production.
+        </p>
+      </fieldset>
       <div class="form-actions">
         <button type="submit" class="btn primary">
           Save limits
         </button>
       </div>
-      <ErrorText message={error?.message ?? null} class="wide-row" />
+      <ErrorText message={hostsInvalid ? null : (error?.message ?? null)} class="wide-row" />
       <Notice message={notice} class="wide-row" />
     </form>
   );
+}
+
+/** One pattern per line; blank lines and surrounding spaces are not patterns. */
+function parseHosts(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+}
+
+/** A refused entry (`repositoryHosts.1`) named by its text, which the admin can find in the box, not its index. */
+function hostError(err: unknown, hosts: string[]): string | null {
+  if (!isApiError(err) || err.field === undefined) return null;
+  const m = /^repositoryHosts\.(\d+)$/.exec(err.field);
+  const entry = m === null ? undefined : hosts[Number(m[1])];
+  if (entry === undefined) return null;
+  return `“${entry}”: ${err.message.replace(`${err.field}: `, '')}`;
 }

@@ -142,6 +142,18 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         <div class="chat-meta">
           <span class="backend-tag">{detail.backend}</span>
           {conv.model !== null && <span class="muted">{conv.model}</span>}
+          {detail.repository !== null && (
+            // Plain text, not a link: what the session started from, never a way off the page.
+            <span class="session-repo" data-testid="session-repository">
+              From <code>{detail.repository.url}</code>
+              {detail.repository.ref !== undefined && (
+                <>
+                  {' '}
+                  at <code>{detail.repository.ref}</code>
+                </>
+              )}
+            </span>
+          )}
           <Watching presence={presence} me={me.username} />
           <span class="runner-state">
             Runner: <StateBadge state={state} />
