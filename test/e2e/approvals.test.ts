@@ -4,65 +4,40 @@
 // approval mode `ask`; every wait polls the SSE stream until a deadline.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
+import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
 import { Api, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
-import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
+import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
 
-let running: TestStack;
+const h = new E2eHarness({ logLines: 60 });
+const { dumpOnFail, track } = h;
 let stack: Stack;
 let admin: Api;
-const openStreams = new Set<SseStream>();
-/** Deleted after each test: a live runner per session counts against maxLiveRunnersPerUser. */
-const sessions: string[] = [];
 
 beforeAll(async () => {
-  running = await startTestStack('approvals');
-  stack = running.stack;
-  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  ({ stack, admin } = await h.start('approvals'));
 }, STACK_READY_MS + 60_000);
 
-afterAll(async () => {
-  for (const s of openStreams) await s.close();
-  await running?.stop();
-}, 120_000);
+afterAll(() => h.stop(), 120_000);
 
+// Sessions are deleted after each test: a live runner per session counts against maxLiveRunnersPerUser.
 afterEach(async () => {
-  for (const s of openStreams) await s.close();
-  openStreams.clear();
-  for (const id of sessions.splice(0)) await admin.call('DELETE', `/api/sessions/${id}`);
+  await h.closeStreams();
+  await h.deleteSessions();
 }, 60_000);
-
-function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
-  return async () => {
-    try {
-      return await f();
-    } catch (err) {
-      const tail = running.log.slice(-60).join('\n');
-      if (err instanceof Error) err.message += `\n--- last service lines:\n${tail}`;
-      throw err;
-    }
-  };
-}
-
-async function track(s: Promise<SseStream>): Promise<SseStream> {
-  const stream = await s;
-  openStreams.add(stream);
-  expect(stream.status).toBe(200);
-  return stream;
-}
 
 async function askSession(api: Api): Promise<string> {
   const r = await api.call<{ id: string; approvals: string }>('POST', '/api/sessions', { approvals: 'ask' });
   expect(r.status, r.text).toBe(201);
   expect(r.body.approvals).toBe('ask');
-  sessions.push(r.body.id);
+  h.sessions.push(r.body.id);
   return r.body.id;
 }
 
 async function send(api: Api, sessionId: string, script: Record<string, unknown>, text = 'go'): Promise<string> {
   const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, {
-    text: `${text}\n#offline ${JSON.stringify(script)}`,
+    text: offline(script, text),
   });
   expect(r.status, r.text).toBe(202);
   return r.body.messageId;

@@ -8,24 +8,18 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveInGroups } from '@switchyard/runner/host';
 import type { Stack } from '../../scripts/start.ts';
+import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
 import { Api, textOf, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
-import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
+import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
 
-let running: TestStack;
+const h = new E2eHarness({ logLines: 60 });
+const { dumpOnFail, track } = h;
 let stack: Stack;
 let admin: Api;
 /** Every process group a runner task of this stack used (checked empty after stop()). */
 const runnerGroups = new Set<number>();
-const openStreams = new Set<SseStream>();
-
-async function track(s: Promise<SseStream>): Promise<SseStream> {
-  const stream = await s;
-  openStreams.add(stream);
-  expect(stream.status).toBe(200);
-  return stream;
-}
 
 async function sampleRunners(): Promise<void> {
   for (const t of await stack.runners()) {
@@ -35,18 +29,16 @@ async function sampleRunners(): Promise<void> {
 }
 
 beforeAll(async () => {
-  running = await startTestStack('e2e');
-  stack = running.stack;
-  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  ({ stack, admin } = await h.start('e2e'));
 }, STACK_READY_MS + 60_000);
 
 afterAll(async () => {
-  for (const s of openStreams) await s.close();
-  if (running !== undefined) {
+  await h.closeStreams();
+  if (stack !== undefined) {
     await sampleRunners().catch(() => undefined);
     for (const svc of stack.services) svc.sample();
     const serviceGroups = new Set(stack.services.flatMap((s) => [...s.groups]));
-    await running.stop();
+    await h.stop();
     // No leftover runner (or CLI) process, and nothing of the services either.
     await until(
       'runner and service process groups to be empty',
@@ -56,20 +48,11 @@ afterAll(async () => {
     expect(liveInGroups(runnerGroups), 'leftover runner/CLI processes').toEqual([]);
     expect(liveInGroups(serviceGroups), 'leftover service processes').toEqual([]);
     expect(runnerGroups.size).toBeGreaterThan(0);
+  } else {
+    // The stack may have started and the login failed: it still has to stop.
+    await h.stop();
   }
 }, 120_000);
-
-function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
-  return async () => {
-    try {
-      return await f();
-    } catch (err) {
-      const tail = running.log.slice(-60).join('\n');
-      if (err instanceof Error) err.message += `\n--- last service lines:\n${tail}`;
-      throw err;
-    }
-  };
-}
 
 async function createSession(api: Api, title?: string): Promise<{ id: string; backend: string }> {
   const r = await api.call<{ id: string; backend: string }>(
@@ -85,10 +68,6 @@ async function send(api: Api, sessionId: string, text: string): Promise<string> 
   const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
   expect(r.status, r.text).toBe(202);
   return r.body.messageId;
-}
-
-function offline(script: Record<string, unknown>, prefix = ''): string {
-  return `${prefix}\n#offline ${JSON.stringify(script)}`;
 }
 
 async function expectDone(s: SseStream, messageId: string, stopReason: string, timeoutMs = TURN_MS): Promise<SseEvent> {
@@ -290,7 +269,7 @@ function backendSuite(backend: 'claude' | 'pi') {
           );
         } finally {
           await r.close();
-          openStreams.delete(r);
+          h.streams.delete(r);
         }
         got.push(...r.events);
         last = got.at(-1)?.id ?? last;

@@ -5,8 +5,9 @@
 // (the pooled runner id and the task tagged `switchyard:pool`), never by timing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { Api, textOf, until, type SseStream } from '../helpers/sse-client.ts';
-import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
+import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
+import { type Api, textOf, until } from '../helpers/sse-client.ts';
+import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
 const FILL_MS = 180_000;
@@ -18,32 +19,16 @@ interface PoolStatus {
   runners: Array<{ id: string; backend: string; ref: string | null; state: 'launching' | 'idle' }>;
 }
 
-let running: TestStack;
+const h = new E2eHarness();
+const { dumpOnFail } = h;
 let stack: Stack;
 let admin: Api;
-const streams: SseStream[] = [];
 
 beforeAll(async () => {
-  running = await startTestStack('pool', { provisionDelayMs: PROVISION_DELAY_MS });
-  stack = running.stack;
-  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  ({ stack, admin } = await h.start('pool', { provisionDelayMs: PROVISION_DELAY_MS }));
 }, STACK_READY_MS + 60_000);
 
-afterAll(async () => {
-  for (const s of streams) await s.close();
-  if (running !== undefined) await running.stop();
-}, 120_000);
-
-function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
-  return async () => {
-    try {
-      return await f();
-    } catch (err) {
-      if (err instanceof Error) err.message += `\n--- last service lines:\n${running.log.slice(-80).join('\n')}`;
-      throw err;
-    }
-  };
-}
+afterAll(() => h.stop(), 120_000);
 
 async function pool(): Promise<PoolStatus> {
   const r = await admin.call<PoolStatus>('GET', '/api/admin/runner-pool');
@@ -77,9 +62,9 @@ async function session(): Promise<string> {
 /** Sends the session's first message and waits for its answer; returns the session's runner. */
 async function firstTurn(sessionId: string, text: string) {
   const sse = await admin.events(sessionId);
-  streams.push(sse);
+  h.streams.add(sse);
   const r = await admin.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, {
-    text: `${text}\n#offline ${JSON.stringify({ text: `echo: ${text}` })}`,
+    text: offline({ text: `echo: ${text}` }, text),
   });
   expect(r.status, r.text).toBe(202);
   const done = await sse.turnDone(r.body.messageId, TURN_MS);

@@ -7,60 +7,42 @@
 // settings leave out and malformed URLs are 400 naming the field.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Stack } from '../../scripts/start.ts';
+import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
-import { Api, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
-import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
+import { type Api, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
+import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
 
-let running: TestStack;
+const h = new E2eHarness();
+const { dumpOnFail } = h;
 let stack: Stack;
 let admin: Api;
 let git: GitServer;
-const openStreams = new Set<SseStream>();
 
 beforeAll(async () => {
   git = await startGitServer();
-  running = await startTestStack('repository');
-  stack = running.stack;
-  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  ({ stack, admin } = await h.start('repository'));
 }, STACK_READY_MS + 60_000);
 
 afterAll(async () => {
-  for (const s of openStreams) await s.close();
-  await running?.stop();
+  await h.stop();
   await git?.stop();
 }, 120_000);
-
-function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
-  return async () => {
-    try {
-      return await f();
-    } catch (err) {
-      const tail = running.log.slice(-80).join('\n');
-      if (err instanceof Error) err.message += `\n--- last service lines:\n${tail}`;
-      throw err;
-    }
-  };
-}
-
-function offline(script: Record<string, unknown>, prefix: string): string {
-  return `${prefix}\n#offline ${JSON.stringify(script)}`;
-}
 
 async function session(repository: { url: string; ref?: string }): Promise<{ id: string; sse: SseStream }> {
   const r = await admin.call<{ id: string; repository: unknown }>('POST', '/api/sessions', { repository });
   expect(r.status, r.text).toBe(201);
   expect(r.body.repository).toEqual(repository);
   const sse = await admin.events(r.body.id);
-  openStreams.add(sse);
+  h.streams.add(sse);
   return { id: r.body.id, sse };
 }
 
 /** Closes the stream and deletes the session, so its runner stops (each user has at most 5 live). */
 async function finish(id: string, sse: SseStream): Promise<void> {
   await sse.close();
-  openStreams.delete(sse);
+  h.streams.delete(sse);
   expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
 }
 

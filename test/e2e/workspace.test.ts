@@ -8,45 +8,25 @@ import { basename, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
+import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
 import { Api, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
-import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
+import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
 
-let running: TestStack;
+const h = new E2eHarness();
+const { dumpOnFail } = h;
 let stack: Stack;
 let admin: Api;
-const openStreams = new Set<SseStream>();
 
 beforeAll(async () => {
-  running = await startTestStack('workspace');
-  stack = running.stack;
-  admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+  ({ stack, admin } = await h.start('workspace'));
   // Idle stop after a minute, so a test can watch a session's runner go away on its own.
   const r = await admin.call('PUT', '/api/admin/settings', { sessionIdleMinutes: 1 });
   expect(r.status, r.text).toBe(200);
 }, STACK_READY_MS + 60_000);
 
-afterAll(async () => {
-  for (const s of openStreams) await s.close();
-  await running?.stop();
-}, 120_000);
-
-function dumpOnFail<T>(f: () => Promise<T>): () => Promise<T> {
-  return async () => {
-    try {
-      return await f();
-    } catch (err) {
-      const tail = running.log.slice(-80).join('\n');
-      if (err instanceof Error) err.message += `\n--- last service lines:\n${tail}`;
-      throw err;
-    }
-  };
-}
-
-function offline(script: Record<string, unknown>, prefix: string): string {
-  return `${prefix}\n#offline ${JSON.stringify(script)}`;
-}
+afterAll(() => h.stop(), 120_000);
 
 async function raw(api: Api, method: string, path: string, body?: Uint8Array | string): Promise<Response> {
   return fetch(`${stack.url}${path}`, {
@@ -131,7 +111,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       expect(created.body.backend).toBe(backend);
       const id = created.body.id;
       const sse = await admin.events(id);
-      openStreams.add(sse);
+      h.streams.add(sse);
 
       // A file given before any runner exists: the first runner restores it before its CLI starts.
       const given = `given by a person to ${backend}: ${Date.now()}\n`;

@@ -1,0 +1,78 @@
+// What every end-to-end test file (test/e2e) needs around its tests: the running stack and an admin
+// logged in to it, the service log's tail appended to a failing test's message, and the SSE streams
+// and sessions a test opened, closed and deleted afterwards (a stream left open keeps the edge busy;
+// a live runner per session counts against maxLiveRunnersPerUser).
+import { expect } from 'vitest';
+import type { Stack, StackOptions } from '../../scripts/start.ts';
+import { Api, type SseStream } from './sse-client.ts';
+import { startTestStack, type TestStack } from './test-stack.ts';
+
+/** A prompt carrying an `#offline` script: the offline model answers with the script, not by default. */
+export function offline(script: Record<string, unknown>, prefix = ''): string {
+  return `${prefix}\n#offline ${JSON.stringify(script)}`;
+}
+
+export class E2eHarness {
+  /** Streams still open; closed by closeStreams() and stop(). */
+  readonly streams = new Set<SseStream>();
+  /** Sessions to delete in deleteSessions(). */
+  readonly sessions: string[] = [];
+  #running: TestStack | undefined;
+  #admin: Api | undefined;
+  readonly #logLines: number;
+
+  /** `logLines`: how many of the last service lines a failing test's message gets. */
+  constructor(opts: { logLines?: number } = {}) {
+    this.#logLines = opts.logLines ?? 80;
+  }
+
+  async start(
+    name: string,
+    opts: Partial<StackOptions> = {},
+  ): Promise<{ running: TestStack; stack: Stack; admin: Api }> {
+    const running = await startTestStack(name, opts);
+    this.#running = running;
+    const { stack } = running;
+    const admin = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+    this.#admin = admin;
+    return { running, stack, admin };
+  }
+
+  /** Runs the test; if it throws, the error's message ends with the last service lines. */
+  dumpOnFail = <T>(f: () => Promise<T>): (() => Promise<T>) => {
+    return async () => {
+      try {
+        return await f();
+      } catch (err) {
+        const tail = this.#running?.log.slice(-this.#logLines).join('\n') ?? '(no stack)';
+        if (err instanceof Error) err.message += `\n--- last service lines:\n${tail}`;
+        throw err;
+      }
+    };
+  };
+
+  /** Remembers an opened event stream (closed after the test) and checks it opened. */
+  track = async (s: Promise<SseStream>): Promise<SseStream> => {
+    const stream = await s;
+    this.streams.add(stream);
+    expect(stream.status).toBe(200);
+    return stream;
+  };
+
+  async closeStreams(): Promise<void> {
+    for (const s of this.streams) await s.close();
+    this.streams.clear();
+  }
+
+  /** Deletes the remembered sessions, so their runners stop; the status is not checked (some already went). */
+  async deleteSessions(): Promise<void> {
+    const admin = this.#admin;
+    for (const id of this.sessions.splice(0)) await admin?.call('DELETE', `/api/sessions/${id}`);
+  }
+
+  /** Closes what is still open and stops the stack (a no-op for a stack that never started). */
+  async stop(): Promise<void> {
+    await this.closeStreams();
+    await this.#running?.stop();
+  }
+}
