@@ -88,11 +88,16 @@ describe('repository host policy', () => {
   });
 
   it('judges a repository URL: address rule first, then the allow-list, each with its own message', () => {
-    const any = { hosts: ['*'], allowLoopback: false };
-    expect(checkRepositoryHost('https://git.example.org/r.git', any)).toEqual({ ok: true });
-    expect(checkRepositoryHost('http://127.0.0.1:9/r.git', any)).toMatchObject({ ok: false, message: /loopback/ });
-    expect(checkRepositoryHost('http://127.0.0.1:9/r.git', { ...any, allowLoopback: true })).toEqual({ ok: true });
-    expect(checkRepositoryHost('http://[fe80::1]/r.git', { ...any, allowLoopback: true })).toMatchObject({
+    const anyPublicHost = { hosts: ['*'], allowLoopback: false };
+    expect(checkRepositoryHost('https://git.example.org/r.git', anyPublicHost)).toEqual({ ok: true });
+    expect(checkRepositoryHost('http://127.0.0.1:9/r.git', anyPublicHost)).toMatchObject({
+      ok: false,
+      message: /loopback/,
+    });
+    expect(checkRepositoryHost('http://127.0.0.1:9/r.git', { ...anyPublicHost, allowLoopback: true })).toEqual({
+      ok: true,
+    });
+    expect(checkRepositoryHost('http://[fe80::1]/r.git', { ...anyPublicHost, allowLoopback: true })).toMatchObject({
       ok: false,
       message: /private, link-local/,
     });
