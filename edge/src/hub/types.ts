@@ -1,4 +1,12 @@
-import type { ApprovalMode, Backend, ContentBlock, Image, Repository, SessionState, StopReason } from '@switchyard/protocol';
+import type {
+  ApprovalMode,
+  Backend,
+  ContentBlock,
+  Image,
+  Repository,
+  SessionState,
+  StopReason,
+} from '@switchyard/protocol';
 import type { ApprovalConfig } from './approvals.ts';
 import type { RunnerCaps } from '../runner-link/slots.ts';
 
