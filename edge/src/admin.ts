@@ -14,6 +14,6 @@ export function adminRoutes(deps: AppDeps) {
   app.route('/settings', adminSettingsRoutes(deps));
   app.route('/audit', auditRoutes());
   app.route('/sessions', adminSessionRoutes());
-  app.route('/runner-pool', poolAdminRoutes());
+  app.route('/runner-pool', poolAdminRoutes(deps));
   return app;
 }

@@ -73,6 +73,7 @@ interface Ctx {
   clock: FakeClock;
   launcher: PoolLauncher;
   admin: string;
+  adminUser: { id: string; username: string };
   user: string;
 }
 
@@ -107,7 +108,14 @@ beforeEach(async () => {
   setHubRuntimeForTests({ clock: clock.now, launcherFor: () => launcher, timings: (e) => timingsFromEnv(e) });
   const admin = await adminWithToken(clock);
   const user = await userWithToken(clock);
-  ctx = { app, clock, launcher, admin: admin.token, user: user.token };
+  ctx = {
+    app,
+    clock,
+    launcher,
+    admin: admin.token,
+    adminUser: { id: admin.user.id, username: admin.user.username },
+    user: user.token,
+  };
 });
 
 afterEach(async () => {
@@ -129,6 +137,42 @@ describe('warm runner pool', () => {
     ).toBe(202);
     await until('a cold launch', () => ctx.launcher.startsFor(sessionId).length === 1);
     expect(ctx.launcher.pooled).toEqual([]);
+  });
+
+  it('audits a size change (who, the sizes before and after) and not a change to nothing', async () => {
+    const poolEntries = async () => {
+      const r = await call(ctx.app, 'GET', '/api/admin/audit?action=pool.update&limit=200', { token: ctx.admin });
+      expect(r.status, r.text).toBe(200);
+      return r.body.entries as Array<Record<string, unknown>>;
+    };
+    const before = (await poolEntries()).length;
+    ctx.clock.advance(60_000);
+    await setPool({ claude: 2 });
+    await setPool({ claude: 2 });
+    ctx.clock.advance(60_000);
+    await setPool({ claude: 1, pi: 3 });
+    const entries = await poolEntries();
+    expect(entries).toHaveLength(before + 2);
+    expect(entries.slice(0, 2)).toEqual([
+      {
+        id: expect.any(String),
+        at: new Date(ctx.clock.now()).toISOString(),
+        actor: ctx.adminUser,
+        action: 'pool.update',
+        target: 'runner-pool',
+        before: { claude: 2, pi: 0 },
+        after: { claude: 1, pi: 3 },
+      },
+      {
+        id: expect.any(String),
+        at: new Date(ctx.clock.now() - 60_000).toISOString(),
+        actor: ctx.adminUser,
+        action: 'pool.update',
+        target: 'runner-pool',
+        before: { claude: 0 },
+        after: { claude: 2 },
+      },
+    ]);
   });
 
   it('fills to N, hands a new session a pooled runner with a fresh session token, and refills', async () => {

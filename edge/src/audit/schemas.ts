@@ -12,6 +12,7 @@ const AuditActionSchema = z.enum([
   'session.read',
   'session.delete',
   'approval.decide',
+  'pool.update',
 ]);
 export type AuditAction = z.infer<typeof AuditActionSchema>;
 

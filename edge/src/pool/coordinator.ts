@@ -86,13 +86,18 @@ export class PoolCoordinator extends DurableObject<Env> {
     };
   }
 
-  /** The admin setting; 0 for a backend retires its pooled runners. */
-  async setSizes(sizes: PoolSizes, poolUrl: string): Promise<PoolStatus> {
-    this.#sizes = PoolSizesSchema.parse(sizes);
+  /**
+   * The admin setting; 0 for a backend retires its pooled runners. The patch is merged here, in
+   * one synchronous step, so `before` is exactly what this change replaced even when two admins
+   * change the pool at once (what the audit entry records).
+   */
+  async setSizes(patch: Partial<PoolSizes>, poolUrl: string): Promise<{ before: PoolSizes; status: PoolStatus }> {
+    const before = { ...this.#sizes };
+    this.#sizes = PoolSizesSchema.parse({ ...before, ...patch });
     this.#rememberUrl(poolUrl);
     await this.ctx.storage.put(SIZES_KEY, this.#sizes);
     await this.#reconcile();
-    return this.status();
+    return { before, status: await this.status() };
   }
 
   /** Look at the pool now (settings changed: backend switch, default model, limits). */

@@ -1,7 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { BackendSchema, bearerToken } from '@switchyard/protocol';
-import { PoolCloseCode, PoolSizesSchema } from '@switchyard/protocol/pool';
+import { PoolCloseCode, PoolSizesSchema, type PoolSizes } from '@switchyard/protocol/pool';
 import type { Context } from 'hono';
+import { auditInsert } from '../audit/store.ts';
 import { newRouter, type AppDeps, type AppEnv } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import { AUTHENTICATED, jsonContent } from '../openapi.ts';
@@ -63,17 +64,38 @@ const putRoute = createRoute({
   },
 });
 
+/** The sizes that changed, before and after: what the audit entry records (pure). */
+export function poolSizeChange(
+  before: PoolSizes,
+  after: PoolSizes,
+): { before: Partial<PoolSizes>; after: Partial<PoolSizes> } {
+  const changed = BackendSchema.options.filter((b) => before[b] !== after[b]);
+  return {
+    before: Object.fromEntries(changed.map((b) => [b, before[b]])),
+    after: Object.fromEntries(changed.map((b) => [b, after[b]])),
+  };
+}
+
 /** Mounted under the admin gate (admin.ts): authentication and the admin check are already done. */
-export function poolAdminRoutes() {
+export function poolAdminRoutes(deps: AppDeps) {
   const app = newRouter();
   app.openapi(getRoute, async (c) => c.json(await poolCoordinator(c.env).status(), 200));
   app.openapi(putRoute, async (c) => {
     const patch = c.req.valid('json');
-    const pool = poolCoordinator(c.env);
-    const current = (await pool.status()).sizes;
-    const sizes = { claude: patch.claude ?? current.claude, pi: patch.pi ?? current.pi };
     const poolUrl = poolUrlFrom(runnerHubUrl(c.env, c.req.url));
-    return c.json(await pool.setSizes(sizes, poolUrl), 200);
+    const { before, status } = await poolCoordinator(c.env).setSizes(patch, poolUrl);
+    const change = poolSizeChange(before, status.sizes);
+    // The sizes live in the coordinator, not in D1, so the entry cannot share the change's batch:
+    // it is written once the coordinator has taken the change, and only if a size changed.
+    if (Object.keys(change.after).length > 0) {
+      const now = deps.clock();
+      await auditInsert(
+        c.env.DB,
+        { at: now, actor: c.get('auth').user, action: 'pool.update', target: 'runner-pool', ...change },
+        { onlyIfPreviousChanged: false },
+      ).statement.run();
+    }
+    return c.json(status, 200);
   });
   return app;
 }

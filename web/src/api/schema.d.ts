@@ -1138,7 +1138,7 @@ export interface paths {
                 query?: {
                     limit?: number;
                     cursor?: string;
-                    action?: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete" | "approval.decide";
+                    action?: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete" | "approval.decide" | "pool.update";
                 };
                 header?: never;
                 path?: never;
@@ -2707,7 +2707,7 @@ export interface components {
                 username: string;
             } | null;
             /** @enum {string} */
-            action: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete" | "approval.decide";
+            action: "settings.update" | "user.create" | "user.update" | "user.delete" | "token.create" | "token.revoke" | "auth.login_failed" | "session.read" | "session.delete" | "approval.decide" | "pool.update";
             target: string | null;
             /** @description changed fields before; null for creations */
             before: {
