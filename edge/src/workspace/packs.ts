@@ -13,7 +13,7 @@ const READ_CONCURRENCY = 16;
 /** Bytes between wanted blobs a shared read may carry beyond twice what it answers. */
 const SPAN_SLACK_BYTES = 16 * 1024;
 
-export function packPrefix(sessionId: string): string {
+function packPrefix(sessionId: string): string {
   return `sessions/${sessionId}/workspace/packs/`;
 }
 
@@ -54,8 +54,8 @@ async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promis
 }
 
 /**
- * The contents of `shas`, in order, null for one stored nowhere: packed blobs with one ranged
- * read per pack (the span from its first wanted blob to its last), the rest as their own objects.
+ * The contents of `shas`, in order, null for one stored nowhere: a pack's wanted blobs with one
+ * ranged read when they lie close, else one ranged read each; the rest as their own objects.
  * 'too_large' when together they are over `maxBytes` (a loose object's size is known before its
  * body is read).
  */
