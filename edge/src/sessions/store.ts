@@ -36,7 +36,7 @@ export function toSession(row: SessionRow): Session {
   };
 }
 
-export function repositoryOf(row: Pick<SessionRow, 'repository_url' | 'repository_ref'>): Repository | null {
+function repositoryOf(row: Pick<SessionRow, 'repository_url' | 'repository_ref'>): Repository | null {
   if (row.repository_url === null) return null;
   return row.repository_ref === null
     ? { url: row.repository_url }

@@ -49,14 +49,14 @@ const BATCH_FILES = 256;
 const BINARY_PROBE_BYTES = 8000;
 
 /** Git tracks nothing inside a `.git` folder (the clone's own repository, a submodule's). */
-export function inDiff(path: string): boolean {
+function inDiff(path: string): boolean {
   return !path.split('/').includes('.git');
 }
 
 type Change = { path: string; before: DiffFile | undefined; after: DiffFile | undefined };
 
 /** Paths whose content or executable bit differ, in path order; `only` limits it to one path. */
-export function changedPaths(before: DiffFile[], after: DiffFile[], only?: string): Change[] {
+function changedPaths(before: DiffFile[], after: DiffFile[], only?: string): Change[] {
   const old = new Map(before.map((f) => [f.path, f]));
   const now = new Map(after.map((f) => [f.path, f]));
   const paths = [...new Set([...old.keys(), ...now.keys()])]
