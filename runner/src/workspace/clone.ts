@@ -122,7 +122,7 @@ function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs
       clearTimeout(timer);
       if (timedOut) resolve({ ok: false, timedOut: true });
       else if (code === 0) resolve({ ok: true, stdout });
-      else resolve({ ok: false, reason: gitReason(stderr) || `git exited ${code ?? signal}` });
+      else resolve({ ok: false, reason: stderr.trim() === '' ? `git exited ${code ?? signal}` : gitReason(stderr) });
     });
   });
 }
