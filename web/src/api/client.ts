@@ -50,13 +50,34 @@ export function isApiError(e: unknown): e is ApiError {
   return typeof e === 'object' && e !== null && 'code' in e && 'status' in e && 'message' in e;
 }
 
+const networkError = (): ApiError => ({
+  status: 0,
+  code: 'network',
+  message: 'cannot reach the server; check your connection',
+});
+
+/**
+ * A same-origin request outside the typed client, for raw bodies and non-JSON answers (the Files
+ * API's uploads and downloads, the workspace diff): the response, or throws an ApiError.
+ */
+export async function rawRequest(method: string, url: string, body?: Blob): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method, credentials: 'same-origin', ...(body !== undefined && { body }) });
+  } catch {
+    throw networkError();
+  }
+  if (!res.ok) throw errorFrom(res.status, await res.json().catch(() => undefined), res);
+  return res;
+}
+
 /** Awaits an openapi-fetch call: its data, or throws an ApiError (status 0 = network failure). */
 export async function call<T>(p: Promise<Result<T>>): Promise<T> {
   let r: Result<T>;
   try {
     r = await p;
   } catch {
-    throw { status: 0, code: 'network', message: 'cannot reach the server; check your connection' } satisfies ApiError;
+    throw networkError();
   }
   if (r.error !== undefined || !r.response.ok) throw errorFrom(r.response.status, r.error, r.response);
   return r.data as T;

@@ -2,7 +2,7 @@
 // its starting point (the repository clone, or an empty workspace), from the diff route. A file
 // list with +/− counts, then each file's hunks; text is rendered as text, never as HTML.
 import { useEffect, useState } from 'preact/hooks';
-import { describeError } from '../api/client.ts';
+import { describeError, rawRequest } from '../api/client.ts';
 import { ErrorText } from '../ui/messages.tsx';
 import { clipHunks, diffUrl, type FileChange, parseWorkspaceDiff, type WorkspaceChanges } from './diff.ts';
 
@@ -12,24 +12,6 @@ const KIND_LABEL: Record<FileChange['kind'], string> = {
   modified: 'modified',
   mode: 'mode changed',
 };
-
-async function fetchDiff(sessionId: string): Promise<string> {
-  let res: Response;
-  try {
-    res = await fetch(diffUrl(sessionId), { credentials: 'same-origin' });
-  } catch {
-    throw { status: 0, code: 'network', message: 'cannot reach the server; check your connection' };
-  }
-  if (!res.ok) {
-    const j = (await res.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
-    throw {
-      status: res.status,
-      code: j?.error?.code ?? `http_${res.status}`,
-      message: j?.error?.message ?? `request failed (${res.status})`,
-    };
-  }
-  return res.text();
-}
 
 const anchor = (i: number) => `change-${i}`;
 
@@ -91,7 +73,7 @@ export function ChangesView({ sessionId, refreshKey }: { sessionId: string; refr
 
   const load = async () => {
     try {
-      setChanges(parseWorkspaceDiff(await fetchDiff(sessionId)));
+      setChanges(parseWorkspaceDiff(await (await rawRequest('GET', diffUrl(sessionId))).text()));
       setError(null);
     } catch (e) {
       setError(describeError(e));

@@ -3,33 +3,12 @@
 // beside it the Changes view (changes-view.tsx), the diff against the workspace's starting point.
 // Everything goes through the Files API, so it works with or without a live runner.
 import { useEffect, useState } from 'preact/hooks';
-import { describeError, isApiError } from '../api/client.ts';
+import { describeError, isApiError, rawRequest } from '../api/client.ts';
 import { formatBytes, relativeTime } from '../ui/format.ts';
 import { ErrorText } from '../ui/messages.tsx';
 import { ChangesView } from './changes-view.tsx';
 import './files-panel.css';
 import { archiveUrl, fileTree, fileUrl, type FileRow, uploadPath, viewable } from './files.ts';
-
-async function request(method: string, url: string, body?: Blob): Promise<Response> {
-  let res: Response;
-  try {
-    res = await fetch(url, { method, credentials: 'same-origin', ...(body !== undefined && { body }) });
-  } catch {
-    throw { status: 0, code: 'network', message: 'cannot reach the server; check your connection' };
-  }
-  if (!res.ok) {
-    const j = (await res.json().catch(() => null)) as {
-      error?: { code?: string; message?: string; field?: string };
-    } | null;
-    throw {
-      status: res.status,
-      code: j?.error?.code ?? `http_${res.status}`,
-      message: j?.error?.message ?? `request failed (${res.status})`,
-      ...(j?.error?.field !== undefined && { field: j.error.field }),
-    };
-  }
-  return res;
-}
 
 export function FilesPanel({
   sessionId,
@@ -52,7 +31,7 @@ export function FilesPanel({
 
   const load = async () => {
     try {
-      const r = await request('GET', `/api/sessions/${sessionId}/files`);
+      const r = await rawRequest('GET', `/api/sessions/${sessionId}/files`);
       const body = (await r.json()) as { files: FileRow[]; totalBytes: number };
       setFiles(body.files);
       setTotal(body.totalBytes);
@@ -71,7 +50,7 @@ export function FilesPanel({
     setBusy(true);
     setError(null);
     try {
-      for (const file of [...list]) await request('PUT', fileUrl(sessionId, uploadPath(folder, file.name)), file);
+      for (const file of [...list]) await rawRequest('PUT', fileUrl(sessionId, uploadPath(folder, file.name)), file);
     } catch (e) {
       setError(isApiError(e) && e.status === 413 ? `Too large: ${describeError(e)}` : describeError(e));
     } finally {
@@ -83,7 +62,7 @@ export function FilesPanel({
   const remove = async (path: string) => {
     setError(null);
     try {
-      await request('DELETE', fileUrl(sessionId, path));
+      await rawRequest('DELETE', fileUrl(sessionId, path));
       if (viewing?.path === path) setViewing(null);
     } catch (e) {
       setError(describeError(e));
@@ -94,7 +73,7 @@ export function FilesPanel({
   const view = async (path: string) => {
     setError(null);
     try {
-      const r = await request('GET', fileUrl(sessionId, path));
+      const r = await rawRequest('GET', fileUrl(sessionId, path));
       setViewing({ path, text: await r.text() });
     } catch (e) {
       setError(describeError(e));
