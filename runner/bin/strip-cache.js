@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 export const STRIP_CACHE_DIR = fileURLToPath(new URL('../../node_modules/.cache/switchyard-strip/', import.meta.url));
 
 /** The entry file name for one TypeScript source under this Node. */
-export function entryName(source) {
+function entryName(source) {
   const hash = createHash('sha256');
   hash.update(`${process.version}\0${process.versions.amaro ?? ''}\0`);
   hash.update(source);
