@@ -75,7 +75,7 @@ export function parseWorkspaceDiff(text: string): WorkspaceChanges {
 }
 
 /** Most lines the view renders for one file; the rest is in the downloadable .diff. */
-export const MAX_SHOWN_LINES = 2000;
+const MAX_SHOWN_LINES = 2000;
 
 /** The file's hunks cut to `max` lines, and how many lines were left out. */
 export function clipHunks(
