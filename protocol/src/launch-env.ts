@@ -25,6 +25,13 @@ export const LaunchEnvSchema = z.strictObject({
    * `REPOSITORY_ALLOW_LOOPBACK`), so tests can serve a repository; never in production.
    */
   SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: z.literal('1').optional(),
+  /**
+   * `1`: when the hub launched this runner the session had nothing to restore (no transcript, no
+   * file in its durable workspace, no repository to clone, approval mode `auto`), so the runner may
+   * start its CLI while it dials the hub. The welcome still decides: a welcome that brings something
+   * to restore replaces that CLI (docs/DESIGN.md "Runner behaviour (serve)").
+   */
+  SWITCHYARD_FRESH_SESSION: z.literal('1').optional(),
 });
 export type LaunchEnv = z.infer<typeof LaunchEnvSchema>;
 
@@ -42,6 +49,8 @@ interface LaunchEnvInput {
   model: string | null;
   /** The deployment lets repositories be cloned from loopback hosts (the local stack only). */
   repositoryAllowLoopback?: boolean;
+  /** The session has nothing to restore at launch (SWITCHYARD_FRESH_SESSION). */
+  fresh?: boolean;
 }
 
 /** The launch environment for one runner, validated (throws on a value the runner would refuse). */
@@ -56,5 +65,6 @@ export function launchEnvironment(r: LaunchEnvInput): LaunchEnv {
     SWITCHYARD_RUNNER_TOKEN: r.runnerToken,
     ...(r.model !== null && { SWITCHYARD_MODEL: r.model }),
     ...(r.repositoryAllowLoopback === true && { SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: '1' }),
+    ...(r.fresh === true && { SWITCHYARD_FRESH_SESSION: '1' }),
   });
 }

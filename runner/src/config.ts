@@ -95,6 +95,7 @@ const ServeLaunchEnv = {
   SWITCHYARD_MAX_LIFETIME: duration('8h'),
   SWITCHYARD_MODEL: launch.SWITCHYARD_MODEL,
   SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: launch.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK,
+  SWITCHYARD_FRESH_SESSION: launch.SWITCHYARD_FRESH_SESSION,
 } satisfies Record<keyof LaunchEnv, z.ZodType>;
 
 const ServeEnv = CommonEnv.extend({
@@ -165,6 +166,8 @@ export interface ServeConfig extends CommonConfig {
   benchHops: boolean;
   /** Cloning the session's repository (docs/DESIGN.md "Start from a repository"). */
   clone: { allowLoopback: boolean; timeoutMs: number };
+  /** The hub launched this runner with nothing to restore: its CLI may start before the welcome. */
+  freshSession: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -214,6 +217,7 @@ export function loadServeConfig(env: Env, cwd: string): Result<ServeConfig> {
         allowLoopback: e.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK === '1',
         timeoutMs: e.SWITCHYARD_CLONE_TIMEOUT,
       },
+      freshSession: e.SWITCHYARD_FRESH_SESSION === '1',
     },
   };
 }

@@ -63,6 +63,7 @@ export class EcsLauncher implements Launcher {
       runnerToken: r.runnerToken,
       model: r.model,
       ...(r.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
+      ...(r.fresh === true && { fresh: true }),
     });
     return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
   }

@@ -42,6 +42,12 @@ export interface LaunchRequest {
    * `SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK`; the local stack only, docs/DESIGN.md "Start from a repository").
    */
   repositoryAllowLoopback?: boolean;
+  /**
+   * The session has nothing to restore (runner env `SWITCHYARD_FRESH_SESSION`): no transcript, no
+   * file ever committed to its durable workspace, no repository, approval mode `auto`. The runner
+   * then starts its CLI while it dials the hub (docs/DESIGN.md "Runner behaviour (serve)").
+   */
+  fresh?: boolean;
 }
 
 /**

@@ -86,8 +86,36 @@ export class HubLink {
     return this.welcomed;
   }
 
-  start(): void {
-    this.connect();
+  /**
+   * Opens the link to the hub now, before the runner knows what its hello says (the guard's
+   * self-test is still running): the TCP/TLS and upgrade round trips overlap the set-up. Nothing
+   * is sent on it until `HubLink.start` adopts it and says hello.
+   */
+  static dial(o: { url: string; sessionId: string; token: string; welcomeTimeoutMs: number }): WebSocket {
+    const ws = HubLink.open(o.url, o.sessionId, o.token, o.welcomeTimeoutMs);
+    // Until adopted nobody listens; an 'error' without a listener would throw. A socket that
+    // failed is simply not adopted: start() dials again and meets the same answer, handled there.
+    ws.on('error', () => {});
+    return ws;
+  }
+
+  private static open(url: string, sessionId: string, token: string, timeoutMs: number): WebSocket {
+    const u = new URL(url);
+    u.searchParams.set('session', sessionId);
+    return new WebSocket(u, {
+      headers: { authorization: `Bearer ${token}` },
+      handshakeTimeout: timeoutMs,
+      maxPayload: 64 * 1024 * 1024,
+      perMessageDeflate: false,
+    });
+  }
+
+  /** `early`: a socket from `HubLink.dial` for the same hub, session and token, used if it is still up. */
+  start(early?: WebSocket): void {
+    const usable =
+      early !== undefined && (early.readyState === WebSocket.CONNECTING || early.readyState === WebSocket.OPEN);
+    if (early !== undefined && !usable) early.terminate();
+    this.connect(usable ? early : undefined);
   }
 
   /** New frames are in the buffer. */
@@ -154,19 +182,15 @@ export class HubLink {
     });
   }
 
-  private connect(): void {
-    if (this.closing) return;
-    const url = new URL(this.o.url);
-    url.searchParams.set('session', this.o.sessionId);
+  private connect(early?: WebSocket): void {
+    if (this.closing) {
+      early?.terminate();
+      return;
+    }
     this.lastHttpStatus = undefined;
-    const ws = new WebSocket(url, {
-      headers: { authorization: `Bearer ${this.token}` },
-      handshakeTimeout: this.o.welcomeTimeoutMs,
-      maxPayload: 64 * 1024 * 1024,
-      perMessageDeflate: false,
-    });
+    const ws = early ?? HubLink.open(this.o.url, this.o.sessionId, this.token, this.o.welcomeTimeoutMs);
     this.ws = ws;
-    ws.on('open', () => {
+    const hello = () => {
       this.lastInbound = Date.now();
       const hello: Hello = { ...this.o.hello, lastSeq: this.o.buffer.lastSeq };
       ws.send(JSON.stringify(RunnerToHubSchema.parse(hello)));
@@ -174,7 +198,10 @@ export class HubLink {
         this.o.log.warn('hub sent no welcome; reconnecting', { timeoutMs: this.o.welcomeTimeoutMs });
         ws.terminate();
       }, this.o.welcomeTimeoutMs);
-    });
+    };
+    // An early socket may already be open; the hub says nothing before the hello, so nothing was missed.
+    if (ws.readyState === WebSocket.OPEN) hello();
+    else ws.on('open', hello);
     ws.on('message', (data, isBinary) => {
       if (ws !== this.ws) return;
       this.lastInbound = Date.now();

@@ -9,6 +9,8 @@ import { ExitCode, messageOf } from '../errors.ts';
 import { createLogger } from '../log.ts';
 import { forgetPoolSecrets, poolModeOf, runPooled } from '../pool/pooled.ts';
 import { startModelAccess } from '../sandbox/model-proxy.ts';
+import { sandboxModeFrom } from '../sandbox/sandbox.ts';
+import { HubLink } from './hub-link.ts';
 import { SessionRunner } from './session-runner.ts';
 
 /**
@@ -31,17 +33,9 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   log.redact(config.runnerToken);
   const modelKey = config.model.kind === 'none' ? undefined : config.model.apiKey;
   if (modelKey) log.redact(modelKey);
-  const sandbox = await sandboxSetup(env, [config.backend]);
-  if (!sandbox.ok) {
-    log.error('invalid configuration', { ...sandbox.error });
-    return ExitCode.usage;
-  }
-  if (sandbox.value.capabilities.guard !== 'loaded')
-    log.error('the tool-call guard failed its self-test; no CLI will be started', {});
-  // The CLI talks to the credential proxy with a per-session key; the real key stays in this process.
-  const model = await startModelAccess(config.model, sandbox.value.sandbox.mode);
-  if (!model.ok) {
-    log.error('invalid configuration', { ...model.error });
+  const mode = sandboxModeFrom(env);
+  if (typeof mode !== 'string') {
+    log.error('invalid configuration', { code: 'config_invalid', message: mode.error });
     return ExitCode.usage;
   }
   let executable;
@@ -49,9 +43,33 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
     executable = config.executableOverride ?? locateCli(config.backend);
   } catch (err) {
     log.error('CLI not installed', { backend: config.backend, message: messageOf(err) });
-    await model.value.close();
     return ExitCode.usage;
   }
+  // The link needs neither the sandbox nor the model: it is dialled while they are set up, and
+  // says hello (with what the guard's self-test proved) only once the runner adopts it.
+  const early =
+    pool === null
+      ? HubLink.dial({
+          url: config.hubUrl,
+          sessionId: config.sessionId,
+          token: config.runnerToken,
+          welcomeTimeoutMs: config.link.welcomeTimeoutMs,
+        })
+      : undefined;
+  // The guard's self-test and the credential proxy side by side. The CLI talks to the proxy with a
+  // per-session key; the real key stays in this process.
+  const [sandbox, model] = await Promise.all([
+    sandboxSetup(env, [config.backend]),
+    startModelAccess(config.model, mode),
+  ]);
+  if (!sandbox.ok || !model.ok) {
+    early?.terminate();
+    if (model.ok) await model.value.close();
+    log.error('invalid configuration', { ...(sandbox.ok ? (model.ok ? {} : model.error) : sandbox.error) });
+    return ExitCode.usage;
+  }
+  if (sandbox.value.capabilities.guard !== 'loaded')
+    log.error('the tool-call guard failed its self-test; no CLI will be started', {});
 
   const ownStateDir = config.stateDir === undefined;
   const stateDir = config.stateDir ?? (await mkdtemp(join(tmpdir(), 'switchyard-runner-')));
@@ -85,7 +103,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
 
   const code =
     pool === null
-      ? await runner.run()
+      ? await runner.run(early)
       : await runPooled(runner, pool, config, log, {
           cliVersion: executable.version,
           capabilities: sandbox.value.capabilities,

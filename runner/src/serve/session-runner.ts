@@ -21,7 +21,9 @@ import {
 } from '@switchyard/protocol';
 import { type CliLaunch, cliSpawnSpec } from '../cli/spawn.ts';
 import type { ServeConfig } from '../config.ts';
-import { ExitCode, StepFailure } from '../errors.ts';
+import type WebSocket from 'ws';
+import type { CliProcess } from '../cli/cli-process.ts';
+import { ExitCode, messageOf, StepFailure } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
@@ -76,6 +78,12 @@ export class SessionRunner {
   /** A user message has reached a CLI (or a transcript was restored): there is a conversation to lose. */
   private conversationStarted = false;
   private restoring: Promise<void> = Promise.resolve();
+  /**
+   * Input to the CLIs (messages, interrupts, closing stdin), in order and never before the first
+   * welcome's restore is done: a CLI started before the welcome sees no message before the
+   * session's files are in place.
+   */
+  private cliInput: Promise<void> = Promise.resolve();
   /** From the first welcome: the repository to clone before the first CLI, until its clone is committed. */
   private repository: Repository | undefined;
   /** The clone under way; cleared when it fails, so the next CLI start (the next message) tries again. */
@@ -163,15 +171,21 @@ export class SessionRunner {
     this.workspace = this.newWorkspace();
   }
 
-  /** Resolves with the process exit code once the session is over. */
-  run(): Promise<number> {
-    this.o.log.info('runner starting', {
-      runnerId: this.o.config.runnerId,
-      sessionId: this.o.config.sessionId,
-      backend: this.o.config.backend,
-    });
+  /**
+   * Resolves with the process exit code once the session is over. `early`: a link to the hub
+   * dialled while the runner was being set up (HubLink.dial), used for the first connect.
+   */
+  run(early?: WebSocket): Promise<number> {
+    const c = this.o.config;
+    this.o.log.info('runner starting', { runnerId: c.runnerId, sessionId: c.sessionId, backend: c.backend });
     this.dispatch({ type: 'start' });
-    this.link.start();
+    // Nothing to restore, so the CLI need not wait for the welcome; never without a guard that
+    // passed its self-test (the sandbox would refuse the spawn anyway).
+    if (c.freshSession && this.o.capabilities.guard === 'loaded') {
+      this.o.log.info('fresh session: starting the CLI while the hub link comes up');
+      this.dispatch({ type: 'prewarm' });
+    }
+    this.link.start(early);
     return this.exit;
   }
 
@@ -192,7 +206,10 @@ export class SessionRunner {
       const transcript = welcome.transcript;
       const files = this.workspace.pull().then(() => undefined);
       this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
-      this.dispatch({ type: 'linked' });
+      // What a CLI started before the welcome (prewarm) cannot have: it is replaced. Files are not
+      // on the list: they land before any message reaches a CLI (cliInput).
+      const restore = transcript !== undefined || this.repository !== undefined || this.approvals !== 'auto';
+      this.dispatch({ type: 'linked', restore });
     }
     if (this.lastStatus) this.link.send(this.lastStatus);
   }
@@ -262,16 +279,16 @@ export class SessionRunner {
         return this.spawn(effect.gen);
       case 'write_message':
         this.conversationStarted = true;
-        this.slots.get(effect.gen)?.run((p) => {
+        this.toCli(effect.gen, (p) => {
           p.sendUserMessage(effect.message);
           this.hops?.stdinWritten();
         });
         return;
       case 'cli_interrupt':
-        this.slots.get(effect.gen)?.run((p) => p.interrupt());
+        this.toCli(effect.gen, (p) => p.interrupt());
         return;
       case 'close_cli_input':
-        this.slots.get(effect.gen)?.run((p) => p.closeInput());
+        this.toCli(effect.gen, (p) => p.closeInput());
         return;
       case 'kill_cli': {
         const slot = this.slots.get(effect.gen);
@@ -325,6 +342,15 @@ export class SessionRunner {
         void this.finish(effect.reason, effect.exitCode, effect.error);
         return;
     }
+  }
+
+  private toCli(gen: number, op: (p: CliProcess) => void): void {
+    const slot = this.slots.get(gen);
+    if (slot === undefined) return;
+    this.cliInput = this.cliInput
+      .then(() => this.restoring)
+      .then(() => slot.run(op))
+      .catch((err: unknown) => this.o.log.error('writing to the CLI failed', { gen, message: messageOf(err) }));
   }
 
   private spawn(gen: number): void {

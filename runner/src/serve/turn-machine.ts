@@ -85,12 +85,20 @@ export class TurnMachine {
         this.setTimer('max_lifetime', this.t.maxLifetimeMs);
         return;
       case 'prewarm':
-        // A pooled runner starts its CLI before any session is known (docs/DESIGN.md "Warm runner pool").
+        // A pooled runner, or one launched for a fresh session, starts its CLI before the welcome
+        // (docs/DESIGN.md "Warm runner pool", "Runner behaviour (serve)").
         if (this.phase === 'starting' && this.cli.state === 'none') this.spawnCli();
         return;
       case 'linked':
         if (this.phase !== 'starting') return;
         this.phase = 'running';
+        if (input.restore && (this.cli.state === 'starting' || this.cli.state === 'ready')) {
+          // Started before the welcome, it cannot resume the transcript, run in the clone or ask for
+          // approvals. It has seen no message (none is taken before the welcome), so nothing is lost.
+          this.fx.push({ type: 'log', level: 'info', msg: 'replacing the CLI started before the welcome' });
+          this.fx.push({ type: 'kill_cli', gen: this.cli.gen });
+          this.cli.state = 'none';
+        }
         if (this.cli.state === 'none') this.spawnCli();
         // A prewarmed CLI that is already up: idle time counts from now, as after any CLI start.
         else if (this.cli.state === 'ready' && !this.turn) this.setTimer('idle', this.t.idleMs);

@@ -45,9 +45,16 @@ export type TimerName =
 
 export type MachineInput =
   | { type: 'start' }
-  /** The hub link is up for the first time and any transcript is being restored. */
-  | { type: 'linked' }
-  /** Pooled mode: start the CLI now, before the hub link (no session, so nothing to restore). */
+  /**
+   * The hub link is up for the first time and any transcript is being restored. `restore`: the
+   * welcome brought what a CLI must be started with (a transcript to resume, a repository to clone
+   * first, approval mode `ask`); a CLI started before it (prewarm) is replaced. Absent: nothing.
+   */
+  | { type: 'linked'; restore?: boolean }
+  /**
+   * Start the CLI now, before the welcome: a pooled runner (no session yet) or a runner launched
+   * for a session with nothing to restore (SWITCHYARD_FRESH_SESSION).
+   */
   | { type: 'prewarm' }
   | { type: 'user_message'; messageId: string; message: UserMessage }
   | { type: 'interrupt'; requestId: string }

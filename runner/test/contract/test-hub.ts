@@ -40,6 +40,9 @@ class TestSession implements ContractSession {
   private readySocket: WebSocket | undefined;
   ackEvery = 1;
   acksPaused = false;
+  /** While set, a hello is answered only when the hold is lifted (a hub slow to welcome). */
+  welcomeHeld = false;
+  private heldWelcome: (() => void) | undefined;
   private sinceAck = 0;
   private readonly runners: RunnerLog[] = [];
   private readonly statusLog: RunnerStatus[] = [];
@@ -228,8 +231,18 @@ class TestSession implements ContractSession {
     // What the hub holds counts as acked: the runner resends only what follows.
     log.ackedSeq = high;
     this.sinceAck = 0;
-    this.send(ws, { type: 'welcome', ackedSeq: high, ...(transcript && { transcript }) });
+    const welcome = () => this.send(ws, { type: 'welcome', ackedSeq: high, ...(transcript && { transcript }) });
+    if (this.welcomeHeld) this.heldWelcome = welcome;
+    else welcome();
     this.changed();
+  }
+
+  holdWelcome(hold: boolean): void {
+    this.welcomeHeld = hold;
+    if (hold) return;
+    const welcome = this.heldWelcome;
+    this.heldWelcome = undefined;
+    welcome?.();
   }
 
   private append(ws: WebSocket, seq: number, frame: { event?: HubEvent; transcript?: Transcript }): boolean {
@@ -338,7 +351,11 @@ export class TestHub implements ContractHub {
     return session;
   }
 
-  readonly faults: HubFaults & { refuse(sessionId: string, refuse: boolean): void; ackNow(sessionId: string): void } = {
+  readonly faults: HubFaults & {
+    refuse(sessionId: string, refuse: boolean): void;
+    ackNow(sessionId: string): void;
+    holdWelcome(sessionId: string, hold: boolean): void;
+  } = {
     cutLink: (sessionId, opts) => this.session(sessionId).cut(opts?.dropUnacked ?? false),
     pauseAcks: (sessionId, paused) => {
       this.session(sessionId).acksPaused = paused;
@@ -351,6 +368,7 @@ export class TestHub implements ContractHub {
       else this.refusing.delete(sessionId);
     },
     ackNow: (sessionId) => this.session(sessionId).ackNow(),
+    holdWelcome: (sessionId, hold) => this.session(sessionId).holdWelcome(hold),
   };
 
   async close(): Promise<void> {

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { EcsLauncher } from '../src/launchers/ecs-launcher.ts';
+import { call, createSession, FakeRunner, hubContext, launchAndConnect, postMessage, until } from './hub-helpers.ts';
+import { req } from './workspace-helpers.ts';
+
+// A launch says whether the session has anything to restore (LaunchRequest.fresh, runner env
+// SWITCHYARD_FRESH_SESSION; docs/DESIGN.md "Runner behaviour (serve)"). A fresh runner starts its
+// CLI before the welcome, so the flag must be absent whenever the welcome brings something a CLI
+// has to start with. Real workerd, D1, Durable Object, R2; a fake launcher records the requests.
+
+async function firstLaunch(ctx: Awaited<ReturnType<typeof hubContext>>, sid: string) {
+  expect((await postMessage(ctx, sid, 'hello')).status).toBe(202);
+  return until('a launch', () => ctx.launcher.startsFor(sid)[0]);
+}
+
+describe('LaunchRequest.fresh', () => {
+  it('a new session: fresh, and the container environment says so; after a transcript is stored: not fresh', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner, launch } = await launchAndConnect(ctx, sid);
+    expect(launch.fresh).toBe(true);
+    expect(EcsLauncher.containerEnvironment(launch)).toContainEqual({ name: 'SWITCHYARD_FRESH_SESSION', value: '1' });
+    const um = await runner.waitFor('user_message');
+    runner.send({ type: 'accepted', inReplyTo: um.messageId });
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
+    runner.seq += 1;
+    runner.send({
+      type: 'transcript',
+      seq: runner.seq,
+      transcript: {
+        backend: 'claude',
+        resumeId: 'abc.jsonl',
+        encoding: 'gzip+base64',
+        data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==',
+        sha256: 'a'.repeat(64),
+        bytes: 5,
+      },
+    });
+    await runner.waitAck(2);
+    runner.send({ type: 'bye', reason: 'idle', lastSeq: 2 });
+    await until('stopped', async () => {
+      const r = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+      return r.body.state === 'stopped';
+    });
+    expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
+    const second = await until('second launch', () => ctx.launcher.startsFor(sid)[1]);
+    expect(second.fresh).toBeUndefined();
+    expect(EcsLauncher.containerEnvironment(second).map((e) => e.name)).not.toContain('SWITCHYARD_FRESH_SESSION');
+    const next = await FakeRunner.connect(ctx.app, { token: second.runnerToken, sessionId: sid });
+    next.hello(sid);
+    expect((await next.waitFor('welcome')).transcript).toBeDefined();
+    next.close();
+    runner.close();
+  });
+
+  it('not fresh: a repository to clone, approval mode ask, a file put into the workspace before the first message', async () => {
+    const ctx = await hubContext();
+    const create = async (body: Record<string, unknown>) => {
+      const r = await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body });
+      expect(r.status).toBe(201);
+      return r.body.id as string;
+    };
+    const repo = await create({ repository: { url: 'https://git.example.org/acme/widgets.git' } });
+    expect((await firstLaunch(ctx, repo)).fresh).toBeUndefined();
+    const ask = await create({ approvals: 'ask' });
+    expect((await firstLaunch(ctx, ask)).fresh).toBeUndefined();
+    const files = await create({});
+    const put = await req(ctx, 'PUT', `/api/sessions/${files}/files/notes.md`, { token: ctx.token, body: 'hi' });
+    expect(put.status).toBeLessThan(300);
+    expect((await firstLaunch(ctx, files)).fresh).toBeUndefined();
+    // The control: the same context, nothing to restore.
+    expect((await firstLaunch(ctx, await create({}))).fresh).toBe(true);
+  });
+});

@@ -1,0 +1,123 @@
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import {
+  serveRunner,
+  stopRunner,
+  textOf,
+  turnDones,
+  waitGroupGone,
+  waitReady,
+  waitTurnDone,
+  type Served,
+} from './contract/fixture.ts';
+import { assertNoOrphans, type RunnerProcess } from './contract/runner-process.ts';
+import { TestHub } from './contract/test-hub.ts';
+
+// A runner launched with SWITCHYARD_FRESH_SESSION=1 starts its CLI while the hub link comes up
+// (docs/DESIGN.md "Runner behaviour (serve)"). Real runner processes, real CLIs, the offline model.
+// The hub holds its welcome, so "the CLI is up before the welcome" is an ordering the test
+// controls, not a race it measures.
+
+describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
+  let hub: TestHub;
+  let model: OfflineModel;
+  const runners: RunnerProcess[] = [];
+
+  beforeAll(async () => {
+    hub = await TestHub.start();
+    model = await startOfflineModel();
+  });
+  afterAll(async () => {
+    await hub?.close();
+    await model?.close();
+  });
+  afterEach(async () => {
+    for (const r of runners.splice(0)) {
+      r.kill('SIGKILL');
+      await r.exited;
+    }
+    await assertNoOrphans();
+  });
+
+  function start(session: Awaited<ReturnType<TestHub['newSession']>>, env: Record<string, string> = {}): Served {
+    const served = serveRunner(session, backend, model.url, env);
+    runners.push(served.runner);
+    return served;
+  }
+
+  const uniq = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
+
+  function requestFor(marker: string) {
+    return model.requests().find((r) => {
+      const body = r.body as { messages?: Array<{ role: string; content: unknown }> } | null;
+      const lastUser = body?.messages?.filter((m) => m.role === 'user').at(-1);
+      return r.response?.mainTurn === true && JSON.stringify(lastUser?.content ?? '').includes(marker);
+    });
+  }
+
+  test('its CLI is ready before the hub welcomes the runner; the first message is answered by that CLI', async () => {
+    const session = await hub.newSession();
+    hub.faults.holdWelcome(session.sessionId, true);
+    const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1' });
+    await session.waitFor(() => session.hellos().length === 1, 'the hello');
+    // The guard's self-test passed before anything was spawned: hello reports it.
+    expect(session.hellos()[0]?.capabilities.guard).toBe('loaded');
+    await runner.waitForLog((l) => l.msg === 'cli ready', 'the CLI ready while the welcome is held');
+    expect(session.statuses()).toEqual([]);
+    hub.faults.holdWelcome(session.sessionId, false);
+    await waitReady(session);
+
+    const marker = uniq('fresh');
+    const { messageId, reply } = await session.sendMessage(marker);
+    expect(reply).toEqual({ accepted: true });
+    expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+    expect(textOf(session, messageId)).toContain(`Offline model reply to: ${marker}`);
+    expect(turnDones(session, messageId)).toHaveLength(1);
+    // One CLI for the whole session: the one started before the welcome.
+    expect(runner.logs.filter((l) => l.msg === 'cli started')).toHaveLength(1);
+    // The CLI started early still never sees the runner token.
+    const token = session.runnerEnv.SWITCHYARD_RUNNER_TOKEN ?? '';
+    for (const pid of runner.cliPids()) expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).not.toContain(token);
+    expect(runner.stderr()).not.toContain(token);
+    expect(await stopRunner(runner)).toMatchObject({ code: 0 });
+    expect(session.violations()).toEqual([]);
+  });
+
+  test('a welcome that brings a transcript anyway: the early CLI is replaced by one that resumes it', async () => {
+    const session = await hub.newSession();
+    const a = start(session);
+    await waitReady(session);
+    const marker1 = uniq('apple');
+    const t1 = await session.sendMessage(marker1);
+    await waitTurnDone(session, t1.messageId);
+    await session.waitFor(() => session.transcripts().length > 0, 'transcript of turn 1');
+    const [cliA] = a.runner.cliPids();
+    a.runner.kill('SIGKILL');
+    await a.runner.exited;
+    expect(await waitGroupGone(cliA as number)).toBe(true);
+
+    // The launch said fresh, the hub's welcome disagrees: the welcome wins.
+    hub.faults.holdWelcome(session.sessionId, true);
+    const b = start(session, { SWITCHYARD_FRESH_SESSION: '1' });
+    await b.runner.waitForLog((l) => l.msg === 'cli started', 'the early CLI');
+    const [early] = b.runner.cliPids();
+    hub.faults.holdWelcome(session.sessionId, false);
+    await b.runner.waitForLog((l) => l.msg === 'transcript restored', 'transcript restored');
+    await b.runner.waitForLog((l) => l.msg === 'replacing the CLI started before the welcome', 'the replacement');
+    expect(await waitGroupGone(early as number)).toBe(true);
+    await b.runner.waitForLog(
+      (l) => l.msg === 'starting the CLI' && l.resume === true,
+      'a CLI started with the resume arguments',
+    );
+    const marker2 = uniq('banana');
+    const t2 = await session.sendMessage(marker2);
+    expect((await waitTurnDone(session, t2.messageId)).stopReason).toBe('end_turn');
+    expect(JSON.stringify((requestFor(marker2)?.body as { messages: unknown[] } | undefined)?.messages)).toContain(
+      marker1,
+    );
+    await stopRunner(b.runner);
+    expect(session.violations()).toEqual([]);
+  });
+});

@@ -1,0 +1,115 @@
+import { launchEnvironment } from '@switchyard/protocol';
+import { describe, expect, test } from 'vitest';
+import { loadServeConfig } from '../../src/config.ts';
+import { TurnMachine, type MachineEffect, type MachineTimings } from '../../src/serve/turn-machine.ts';
+
+// A runner launched for a fresh session starts its CLI before the welcome (turn machine input
+// `prewarm`, docs/DESIGN.md "Runner behaviour (serve)"); the welcome still decides: one that brings
+// something to restore replaces that CLI with one started after the restore.
+
+const T: MachineTimings = {
+  interruptDeadlineMs: 10_000,
+  stallMs: 120_000,
+  toolStallMs: 900_000,
+  cliStartMs: 60_000,
+  killGraceMs: 5000,
+  idleMs: 900_000,
+  maxLifetimeMs: 8 * 3_600_000,
+  shutdownFinishMs: 5000,
+  shutdownDeadlineMs: 25_000,
+  cliStopGraceMs: 3000,
+};
+
+const of = <K extends MachineEffect['type']>(fx: MachineEffect[], type: K) =>
+  fx.filter((e): e is Extract<MachineEffect, { type: K }> => e.type === type);
+
+function prewarmed(ready: boolean): TurnMachine {
+  const m = new TurnMachine(T);
+  m.handle({ type: 'start' });
+  expect(of(m.handle({ type: 'prewarm' }), 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 1 }]);
+  if (ready) m.handle({ type: 'cli_ready', gen: 1 });
+  return m;
+}
+
+describe('turn machine: a fresh session CLI started before the welcome', () => {
+  test('a welcome with nothing to restore keeps it: no second spawn, no kill, the first message goes to it', () => {
+    for (const ready of [true, false]) {
+      const m = prewarmed(ready);
+      const linked = m.handle({ type: 'linked', restore: false });
+      expect(of(linked, 'spawn_cli')).toEqual([]);
+      expect(of(linked, 'kill_cli')).toEqual([]);
+      const fx = m.handle({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
+      expect(of(fx, 'write_message')).toEqual([{ type: 'write_message', gen: 1, message: { text: 'hi' } }]);
+    }
+  });
+
+  test('a welcome that brings something to restore replaces it (ready or still starting), and the message goes to the new one', () => {
+    for (const ready of [true, false]) {
+      const m = prewarmed(ready);
+      const linked = m.handle({ type: 'linked', restore: true });
+      expect(of(linked, 'kill_cli')).toEqual([{ type: 'kill_cli', gen: 1 }]);
+      expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
+      // Killed before the spawn, so the old group is gone before the new CLI reads the restored files.
+      expect(linked.findIndex((e) => e.type === 'kill_cli')).toBeLessThan(
+        linked.findIndex((e) => e.type === 'spawn_cli'),
+      );
+      expect(linked.filter((e) => e.type === 'status').at(-1)).toEqual({
+        type: 'status',
+        status: { type: 'status', state: 'ready', cli: 'starting' },
+      });
+      // The replaced CLI's late readiness, output and exit belong to no one.
+      expect(of(m.handle({ type: 'cli_ready', gen: 1 }), 'status')).toEqual([]);
+      expect(m.handle({ type: 'cli_exit', gen: 1, exit: { code: null, signal: 'SIGKILL', stderrHead: '' } })).toEqual(
+        [],
+      );
+      const fx = m.handle({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
+      expect(of(fx, 'spawn_cli')).toEqual([]);
+      expect(of(fx, 'write_message')).toEqual([{ type: 'write_message', gen: 2, message: { text: 'hi' } }]);
+      expect(of(m.handle({ type: 'cli_ready', gen: 2 }), 'set_timer').map((t) => t.name)).toContain('stall');
+    }
+  });
+
+  test('without a prewarm a welcome with something to restore spawns once and kills nothing', () => {
+    const m = new TurnMachine(T);
+    m.handle({ type: 'start' });
+    const linked = m.handle({ type: 'linked', restore: true });
+    expect(of(linked, 'kill_cli')).toEqual([]);
+    expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 1 }]);
+  });
+
+  test('a prewarmed CLI that died before the welcome is started again by it', () => {
+    const m = prewarmed(false);
+    m.handle({ type: 'cli_exit', gen: 1, exit: { code: 1, signal: null, stderrHead: 'boom' } });
+    const linked = m.handle({ type: 'linked', restore: false });
+    expect(of(linked, 'kill_cli')).toEqual([]);
+    expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
+  });
+});
+
+describe('SWITCHYARD_FRESH_SESSION', () => {
+  const input = {
+    hubUrl: 'ws://127.0.0.1:8787/internal/runner/connect',
+    sessionId: 'S1',
+    backend: 'claude' as const,
+    runnerId: 'R1',
+    idleMs: 900_000,
+    maxLifetimeMs: 3_600_000,
+    runnerToken: 'syr1.t',
+    model: null,
+  };
+
+  test('only a launch the edge marks fresh carries it, and serve reads it', () => {
+    const fresh = launchEnvironment({ ...input, fresh: true });
+    expect(fresh.SWITCHYARD_FRESH_SESSION).toBe('1');
+    const plain = launchEnvironment(input);
+    expect('SWITCHYARD_FRESH_SESSION' in plain).toBe(false);
+    const read = (env: Record<string, string | undefined>) => {
+      const c = loadServeConfig(env, '/tmp');
+      if (!c.ok) throw new Error(c.error.message);
+      return c.value.freshSession;
+    };
+    expect(read(fresh)).toBe(true);
+    expect(read(plain)).toBe(false);
+    expect(loadServeConfig({ ...plain, SWITCHYARD_FRESH_SESSION: 'yes' }, '/tmp').ok).toBe(false);
+  });
+});
