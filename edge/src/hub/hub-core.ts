@@ -6,7 +6,7 @@ import {
   type UserMessage,
 } from '@switchyard/protocol';
 import type { Launcher } from '../launchers/launcher.ts';
-import { claimPooledRunner } from '../pool/claim.ts';
+import { claimPooledRunner, mayUsePool } from '../pool/claim.ts';
 import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { repositoryAllowLoopback } from '../sessions/repository-policy.ts';
 import { HubApprovals } from './approvals.ts';
@@ -198,11 +198,12 @@ export class HubCore {
         this.failLaunch(launch.id, `RUNNER_TOKEN_SECRET is not configured (at least ${MIN_SECRET_LENGTH} characters)`);
         return;
       }
+      const workspaceEmpty = new WorkspaceLedger(this.ctx.storage).generation === 0;
       // A warm pooled runner if one fits; otherwise a cold launch (docs/DESIGN.md "Warm runner pool").
       const pooled = await claimPooledRunner(this.env, this.meta, {
         hubUrl: launch.hubUrl,
         runnerToken,
-        workspaceEmpty: new WorkspaceLedger(this.ctx.storage).generation === 0,
+        workspaceEmpty,
       });
       ref =
         pooled?.ref ??
@@ -216,6 +217,8 @@ export class HubCore {
           limits: this.meta.limits,
           ...(session.repository !== undefined &&
             repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
+          // What makes a launch poolable is what lets a cold runner start its CLI before the welcome.
+          ...(mayUsePool(this.meta, workspaceEmpty) && { fresh: true }),
         }));
     } catch (err) {
       this.failLaunch(launch.id, `could not start a runner: ${errorText(err)}`);
