@@ -4,7 +4,7 @@ import { AgentEventSchema, SSE_HOPS_COMMENT, type AgentEvent, type DeliveryHops 
 import { afterEach, describe, expect, it } from 'vitest';
 import { ULID_PATTERN } from '../src/ids.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
-import type { ViewerFrame } from '../src/hub/viewer-frames.ts';
+import { type DecodedViewerFrame, decodeViewerFrame } from '../src/hub/viewer-frames.ts';
 import { DEFAULT_HEARTBEAT_MS, heartbeatMs, MAX_HEARTBEAT_MS } from '../src/sessions/sse.ts';
 import {
   call,
@@ -258,8 +258,9 @@ describe('SSE replay', () => {
     const ws = res.webSocket;
     if (ws === null) throw new Error('no viewer socket');
     const got: string[] = [];
+    ws.binaryType = 'arraybuffer';
     ws.addEventListener('message', (e: MessageEvent) => {
-      for (const ev of (JSON.parse(e.data as string) as ViewerFrame).events) got.push(ev.id);
+      for (const ev of decodeViewerFrame(e.data as ArrayBuffer).events) got.push(ev.id);
     });
     ws.accept();
     runner.events(deltas(3, 3), mid);
@@ -278,9 +279,10 @@ describe('SSE replay', () => {
       const res = await hubStub(sid).fetch(`https://hub/viewer?name=${name}`, { headers: { Upgrade: 'websocket' } });
       const ws = res.webSocket;
       if (ws === null) throw new Error('no viewer socket');
-      const seen: Array<NonNullable<ViewerFrame['presence']>> = [];
+      const seen: Array<NonNullable<DecodedViewerFrame['presence']>> = [];
+      ws.binaryType = 'arraybuffer';
       ws.addEventListener('message', (e: MessageEvent) => {
-        const frame = JSON.parse(e.data as string) as ViewerFrame;
+        const frame = decodeViewerFrame(e.data as ArrayBuffer);
         if (frame.presence !== undefined) seen.push(frame.presence);
       });
       ws.accept();

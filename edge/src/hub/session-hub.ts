@@ -39,12 +39,12 @@ import type {
 } from './types.ts';
 import { nextUlid } from './ulid.ts';
 import {
+  presenceFrame,
   presenceOf,
   toViewerFrames,
   VIEWER_CLOSE_REPLAY_PAGE,
   VIEWER_CLOSE_SESSION_GONE,
   type ViewerAttachment,
-  type ViewerFrame,
 } from './viewer-frames.ts';
 
 // One SessionHub per session (DESIGN.md "Data path"; decisions in "Session hub decisions").
@@ -445,7 +445,7 @@ export class SessionHub extends DurableObject<Env> {
       const a = ws.deserializeAttachment() as ViewerAttachment | null;
       return a?.kind === 'viewer' ? [a.name] : [];
     });
-    const frame = JSON.stringify({ events: [], presence: presenceOf(names) } satisfies ViewerFrame);
+    const frame = presenceFrame(presenceOf(names));
     for (const ws of open) {
       try {
         ws.send(frame);

@@ -1,8 +1,20 @@
 // Frames the hub sends to a viewer socket (the Worker invocation that holds one SSE response).
-// Text frames, JSON: one or more events in log order. `data` is the event's JSON exactly as
-// stored, so the Worker writes it into the SSE `data:` line without re-encoding.
+// The hub renders the SSE bytes once per batch and every viewer's Worker writes them as they are:
+// per viewer and event, the hub does one socket send and the Worker one stream write, with no
+// JSON parse or re-encode in between. A frame is binary, little-endian:
+//
+//   u8 kind                       1 = events, 2 = presence
+//   events:   u32 n, n × (u8 id length, id in ASCII, u32 start of its SSE block in the body),
+//             u32 m, m × u32 body offset of a hop-stamp slot (bench only, else m = 0), body
+//   presence: body
+//
+// The body is SSE text in UTF-8. An event's block is `id:`, `event:`, `data:` (`data` is the
+// event's JSON exactly as stored) and, bench only, a `: hops` comment before it that ends in a slot
+// where the Worker puts its own write time. The ids let the Worker skip what its client already has
+// (a block at or below its cursor) by slicing the body, never by reading it. A presence body is
+// one `event: presence` block without an id, so it never moves a client's Last-Event-ID.
 
-import type { DeliveryHops, Presence } from '@switchyard/protocol';
+import { type DeliveryHops, type Presence, SSE_HOPS_COMMENT } from '@switchyard/protocol';
 
 export interface StoredEvent {
   /** ULID, strictly increasing within the session. */
@@ -11,12 +23,6 @@ export interface StoredEvent {
   data: string;
   /** Bench only (BENCH_HOPS=1): never stored, so a replayed event has none. */
   hops?: Omit<DeliveryHops, 'sse'>;
-}
-
-export interface ViewerFrame {
-  events: StoredEvent[];
-  /** Set on the frame sent to every viewer when one joins or leaves. */
-  presence?: Presence;
 }
 
 /** A viewer socket's attachment: whose stream it carries. */
@@ -45,24 +51,208 @@ export const VIEWER_CLOSE_REPLAY_PAGE = 4206;
 export const REPLAY_PAGE_EVENTS = 2000;
 export const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
 
-/** Keeps each frame far below the WebSocket message limit. */
-const MAX_VIEWER_FRAME_CHARS = 512 * 1024;
+/** Keeps each frame far below the WebSocket message limit (bytes of SSE body). */
+const MAX_VIEWER_FRAME_BYTES = 512 * 1024;
 
-/** Splits events into frames of at most MAX_VIEWER_FRAME_CHARS (an oversized event goes alone). */
-export function toViewerFrames(events: StoredEvent[]): string[] {
-  const frames: string[] = [];
-  let batch: StoredEvent[] = [];
+const KIND_EVENTS = 1;
+const KIND_PRESENCE = 2;
+const utf8 = new TextEncoder();
+const utf8Decoder = new TextDecoder();
+
+/** One event's SSE block, encoded; `slot` is where a hop stamp goes, -1 for none. */
+interface Block {
+  id: string;
+  bytes: Uint8Array;
+  slot: number;
+}
+
+function blockOf(e: StoredEvent): Block {
+  const text = `id: ${e.id}\nevent: ${e.type}\ndata: ${e.data}\n\n`;
+  if (e.hops === undefined) return { id: e.id, bytes: utf8.encode(text), slot: -1 };
+  // Bench only: the Worker's write time goes into the slot, closing the JSON object.
+  const open = utf8.encode(`: ${SSE_HOPS_COMMENT}${e.id} ${JSON.stringify(e.hops).slice(0, -1)},"sse":`);
+  const rest = utf8.encode(`}\n${text}`);
+  const bytes = new Uint8Array(open.byteLength + rest.byteLength);
+  bytes.set(open);
+  bytes.set(rest, open.byteLength);
+  return { id: e.id, bytes, slot: open.byteLength };
+}
+
+function eventsFrame(blocks: Block[]): Uint8Array {
+  let head = 1 + 4 + 4;
+  let body = 0;
+  let slots = 0;
+  for (const b of blocks) {
+    if (b.id.length > 255 || !/^[\x20-\x7e]*$/.test(b.id)) throw new Error(`event id not short ASCII: ${b.id}`);
+    head += 1 + b.id.length + 4 + (b.slot < 0 ? 0 : 4);
+    body += b.bytes.byteLength;
+    if (b.slot >= 0) slots++;
+  }
+  const out = new Uint8Array(head + body);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  out[at++] = KIND_EVENTS;
+  view.setUint32(at, blocks.length, true);
+  at += 4;
+  let start = 0;
+  for (const b of blocks) {
+    out[at++] = b.id.length;
+    for (let i = 0; i < b.id.length; i++) out[at++] = b.id.charCodeAt(i);
+    view.setUint32(at, start, true);
+    at += 4;
+    start += b.bytes.byteLength;
+  }
+  view.setUint32(at, slots, true);
+  at += 4;
+  start = 0;
+  for (const b of blocks) {
+    if (b.slot >= 0) {
+      view.setUint32(at, start + b.slot, true);
+      at += 4;
+    }
+    start += b.bytes.byteLength;
+  }
+  for (const b of blocks) {
+    out.set(b.bytes, at);
+    at += b.bytes.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Events in log order as viewer frames of at most MAX_VIEWER_FRAME_BYTES of SSE each (an oversized
+ * event goes alone). Built once per batch; the same frames go to every viewer.
+ */
+export function toViewerFrames(events: StoredEvent[]): Uint8Array[] {
+  const frames: Uint8Array[] = [];
+  let batch: Block[] = [];
   let size = 0;
   for (const e of events) {
-    const n = e.data.length + e.id.length + e.type.length + 32;
-    if (batch.length > 0 && size + n > MAX_VIEWER_FRAME_CHARS) {
-      frames.push(JSON.stringify({ events: batch } satisfies ViewerFrame));
+    const b = blockOf(e);
+    if (batch.length > 0 && size + b.bytes.byteLength > MAX_VIEWER_FRAME_BYTES) {
+      frames.push(eventsFrame(batch));
       batch = [];
       size = 0;
     }
-    batch.push(e);
-    size += n;
+    batch.push(b);
+    size += b.bytes.byteLength;
   }
-  if (batch.length > 0) frames.push(JSON.stringify({ events: batch } satisfies ViewerFrame));
+  if (batch.length > 0) frames.push(eventsFrame(batch));
   return frames;
+}
+
+/** The frame that tells a viewer who is watching. */
+export function presenceFrame(presence: Presence): Uint8Array {
+  const body = utf8.encode(`event: presence\ndata: ${JSON.stringify(presence)}\n\n`);
+  const out = new Uint8Array(1 + body.byteLength);
+  out[0] = KIND_PRESENCE;
+  out.set(body, 1);
+  return out;
+}
+
+/** What a Worker writes for one frame, and its cursor after it. */
+export interface SseOut {
+  /** SSE bytes to write as they are (a view into the frame), or null: nothing new. */
+  bytes: Uint8Array | null;
+  /** The last event id the client has once `bytes` are written. */
+  last: string;
+}
+
+function asBytes(frame: ArrayBuffer | Uint8Array): Uint8Array {
+  return frame instanceof Uint8Array ? frame : new Uint8Array(frame);
+}
+
+function readId(buf: Uint8Array, at: number): string {
+  return String.fromCharCode(...buf.subarray(at + 1, at + 1 + (buf[at] as number)));
+}
+
+/**
+ * The Worker's half, per frame: the SSE bytes after the client's cursor `last` (events at or below
+ * it are cut off, never written twice) and the new cursor. Presence is passed on only when the
+ * client asked for it (`presence`). `now` stamps the hop slots (bench only). A frame it cannot read
+ * yields nothing.
+ */
+export function viewerFrameToSse(
+  frame: ArrayBuffer | Uint8Array,
+  last: string,
+  opts: { presence: boolean; now: () => number },
+): SseOut {
+  const buf = asBytes(frame);
+  if (buf.byteLength < 1) return { bytes: null, last };
+  if (buf[0] === KIND_PRESENCE) return { bytes: opts.presence ? buf.subarray(1) : null, last };
+  if (buf[0] !== KIND_EVENTS || buf.byteLength < 9) return { bytes: null, last };
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const n = view.getUint32(1, true);
+  let at = 5;
+  let from = -1;
+  let next = last;
+  for (let i = 0; i < n; i++) {
+    const len = buf[at] as number;
+    if (from < 0 || i === n - 1) {
+      const id = readId(buf, at);
+      if (from < 0 && id > last) from = view.getUint32(at + 1 + len, true);
+      if (i === n - 1 && id > last) next = id;
+    }
+    at += 1 + len + 4;
+  }
+  const m = view.getUint32(at, true);
+  const slotsAt = at + 4;
+  const bodyAt = slotsAt + 4 * m;
+  if (from < 0) return { bytes: null, last };
+  const body = buf.subarray(bodyAt + from);
+  if (m === 0) return { bytes: body, last: next };
+  // Bench only: put the write time into each hop slot that is still in what gets written.
+  const stamp = utf8.encode(String(opts.now()));
+  const parts: Uint8Array[] = [];
+  let cut = from;
+  for (let k = 0; k < m; k++) {
+    const slot = view.getUint32(slotsAt + 4 * k, true);
+    if (slot < from) continue;
+    parts.push(buf.subarray(bodyAt + cut, bodyAt + slot), stamp);
+    cut = slot;
+  }
+  parts.push(buf.subarray(bodyAt + cut));
+  const out = new Uint8Array(parts.reduce((a, p) => a + p.byteLength, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.byteLength;
+  }
+  return { bytes: out, last: next };
+}
+
+/** A viewer frame read back whole. */
+export interface DecodedViewerFrame {
+  /** Each event's id and its SSE block (with its hop comment, if any) as text. */
+  events: Array<{ id: string; sse: string }>;
+  presence?: Presence;
+}
+
+/** Reads a frame back whole (tests, and anything that looks at a raw viewer socket). */
+export function decodeViewerFrame(frame: ArrayBuffer | Uint8Array): DecodedViewerFrame {
+  const buf = asBytes(frame);
+  if (buf[0] === KIND_PRESENCE) {
+    const text = utf8Decoder.decode(buf.subarray(1));
+    const data = /^data: (.*)$/m.exec(text)?.[1];
+    if (data === undefined) throw new Error('presence frame without data');
+    return { events: [], presence: JSON.parse(data) as Presence };
+  }
+  if (buf[0] !== KIND_EVENTS) throw new Error(`unknown viewer frame kind ${buf[0]}`);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const n = view.getUint32(1, true);
+  let at = 5;
+  const heads: Array<{ id: string; start: number }> = [];
+  for (let i = 0; i < n; i++) {
+    const len = buf[at] as number;
+    heads.push({ id: readId(buf, at), start: view.getUint32(at + 1 + len, true) });
+    at += 1 + len + 4;
+  }
+  const bodyAt = at + 4 + 4 * view.getUint32(at, true);
+  const body = buf.subarray(bodyAt);
+  return {
+    events: heads.map((h, i) => ({
+      id: h.id,
+      sse: utf8Decoder.decode(body.subarray(h.start, heads[i + 1]?.start ?? body.byteLength)),
+    })),
+  };
 }

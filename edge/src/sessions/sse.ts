@@ -1,10 +1,10 @@
-import { SSE_HOPS_COMMENT } from '@switchyard/protocol';
-import type { ViewerFrame } from '../hub/viewer-frames.ts';
+import { viewerFrameToSse } from '../hub/viewer-frames.ts';
 
 // The SSE half of the fan-out (DESIGN.md "Data path"): this Worker invocation holds the
 // browser's response and one hibernatable WebSocket to the session's hub (tag `viewer`). The
-// hub replays what the client missed on that socket, then broadcasts; this side only turns
-// frames into SSE and keeps the stream alive with heartbeat comments.
+// hub replays what the client missed on that socket, then broadcasts; this side writes the SSE
+// bytes the hub rendered (after the client's cursor, viewer-frames.ts) and keeps the stream alive
+// with heartbeat comments.
 
 /** Longest heartbeat interval allowed: proxies drop silent streams near 100 s; the API promises 30. */
 export const MAX_HEARTBEAT_MS = 30_000;
@@ -64,9 +64,8 @@ export function sseFromViewer(
     }
     writer.close().catch(() => undefined);
   };
-  const write = (text: string) => {
+  const writeBytes = (bytes: Uint8Array) => {
     if (closed) return;
-    const bytes = encoder.encode(text);
     backlog += bytes.byteLength;
     writer.write(bytes).then(
       () => {
@@ -76,33 +75,23 @@ export function sseFromViewer(
     );
     if (backlog > MAX_BACKLOG_BYTES) shutdown();
   };
+  const write = (text: string) => writeBytes(encoder.encode(text));
+  const frameOpts = { presence: opts.presence === true, now: Date.now };
 
+  // Frames are binary; the standard default would hand each one over as a Blob.
+  ws.binaryType = 'arraybuffer';
   ws.accept();
   ws.addEventListener('message', (e) => {
-    if (typeof e.data !== 'string') return;
-    let frame: ViewerFrame;
-    try {
-      frame = JSON.parse(e.data) as ViewerFrame;
-    } catch {
-      return;
-    }
-    // Presence is not an event of the log: no id, so it never moves the client's Last-Event-ID.
-    let out =
-      frame.presence === undefined || opts.presence !== true
-        ? ''
-        : `event: presence\ndata: ${JSON.stringify(frame.presence)}\n\n`;
-    for (const ev of frame.events) {
-      if (ev.id <= last) continue;
-      last = ev.id;
-      // Bench only: the hub passes hop stamps on only with BENCH_HOPS=1 (protocol bench-hops.ts).
-      if (ev.hops !== undefined)
-        out += `: ${SSE_HOPS_COMMENT}${ev.id} ${JSON.stringify({ ...ev.hops, sse: Date.now() })}\n`;
-      out += `id: ${ev.id}\nevent: ${ev.type}\ndata: ${ev.data}\n\n`;
-    }
-    if (out !== '') write(out);
+    if (!(e.data instanceof ArrayBuffer)) return;
+    const out = viewerFrameToSse(e.data, last, frameOpts);
+    last = out.last;
+    if (out.bytes !== null) writeBytes(out.bytes);
   });
   ws.addEventListener('close', shutdown);
   ws.addEventListener('error', shutdown);
+  // A client that went away cancels the body: end at once, not at the next write, so its hub
+  // socket and this invocation go with it.
+  writer.closed.catch(shutdown);
   opts.signal?.addEventListener('abort', shutdown);
   let checking = false;
   const heartbeat = () => {
