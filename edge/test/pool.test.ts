@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION } from '@switchyard/protocol';
-import { PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
+import { POOL_CLAIM_MAX_BYTES, PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
 import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
@@ -194,6 +194,8 @@ describe('warm runner pool', () => {
     const claim = claimed.claims[0] as PoolClaim;
     expect(claim.sessionId).toBe(sessionId);
     expect(claim.hubUrl).toBe('ws://localhost/internal/runner/connect');
+    // The first message rides with the claim: the prewarmed CLI can start on it while the runner dials.
+    expect(claim.first).toEqual({ messageId: expect.any(String), message: { text: 'hello pool' } });
     expect((await until('the pool link closed', () => claimed.closed)).code).toBe(PoolCloseCode.claimed);
     // No cold launch for this session: the pooled runner is its runner.
     expect(ctx.launcher.startsFor(sessionId)).toEqual([]);
@@ -206,8 +208,10 @@ describe('warm runner pool', () => {
     });
     runner.hello(sessionId);
     await runner.waitFor('welcome');
+    // The hub's own copy still follows the welcome (the runner answers it as a duplicate).
     const msg = await runner.waitFor('user_message');
     expect(msg.message.text).toBe('hello pool');
+    expect(msg.messageId).toBe(claim.first?.messageId);
     // The session's launch is the pooled task (D1 mirrors the hub's launch ref).
     const row = await until('the runner ref in D1', () =>
       env.DB.prepare('SELECT runner_ref FROM sessions WHERE id = ?')
@@ -224,6 +228,30 @@ describe('warm runner pool', () => {
     expect(ids).not.toContain(claimed.request.runnerId);
     const again = await FakePooledRunner.dial(ctx.app, claimed.request);
     expect((await until('refused', () => again.closed))?.code).toBe(PoolCloseCode.unauthorized);
+    runner.close();
+  });
+
+  it('a first message too big for the claim frame comes after the welcome only', async () => {
+    await setPool({ claude: 1 });
+    const pooled = await connectPooled(new Set());
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const sessionId = await createSession(hubCtx, ctx.user);
+    // Fewer characters than the limit, more bytes: the bound is on the frame's UTF-8 size.
+    const text = 'é'.repeat(POOL_CLAIM_MAX_BYTES / 2);
+    expect((await postMessage(hubCtx, sessionId, text)).status).toBe(202);
+    const claimed = pooled[0] as FakePooledRunner;
+    const claim = await until('the claim', () => claimed.claims[0]);
+    expect(claim.sessionId).toBe(sessionId);
+    expect(claim.first).toBeUndefined();
+    const runner = await FakeRunner.connect(ctx.app, {
+      token: claim.runnerToken,
+      sessionId,
+      runnerId: claimed.request.runnerId,
+    });
+    runner.hello(sessionId);
+    await runner.waitFor('welcome');
+    expect((await runner.waitFor('user_message')).message.text).toBe(text);
     runner.close();
   });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BackendSchema, type Backend } from './backend.ts';
+import { UserMessageSchema } from './adapter.ts';
 import { CapabilitiesSchema } from './wire.ts';
 
 // The warm runner pool's link (docs/DESIGN.md "Warm runner pool"). A pooled runner is started
@@ -38,16 +39,26 @@ export const PoolHelloSchema = z.strictObject({
 export type PoolHello = z.infer<typeof PoolHelloSchema>;
 
 /**
+ * A claim frame with a first message stays within this many bytes (UTF-8): the pooled runner
+ * reads at most 64 KiB per frame on its pool link, and the message rides along only when it fits.
+ */
+export const POOL_CLAIM_MAX_BYTES = 48 * 1024;
+
+/**
  * Coordinator → pooled runner: serve this session. The token is the session launch's bootstrap
  * token (DESIGN "Runner token replay"); the runner dials `hubUrl` with it as a launched runner
  * would. A pooled runner is claimed only by a session with nothing to restore (no transcript), so
- * the claim carries none.
+ * the claim carries none. `first`: the session's first message, when it is small enough
+ * (POOL_CLAIM_MAX_BYTES); the runner hands it to its CLI at once, while it dials the hub, and the
+ * hub's copy after the welcome is answered as a duplicate. Without it the message comes after the
+ * welcome, as to any runner.
  */
 export const PoolClaimSchema = z.strictObject({
   type: z.literal('claim'),
   sessionId: z.string().min(1).max(200),
   hubUrl: z.string().min(1).max(2000),
   runnerToken: z.string().min(1).max(4000),
+  first: z.strictObject({ messageId: z.string().min(1).max(200), message: UserMessageSchema }).optional(),
 });
 export type PoolClaim = z.infer<typeof PoolClaimSchema>;
 

@@ -192,6 +192,7 @@ export class HubCore {
 
   private async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
     let ref: string;
+    let sentWithClaim: string | null = null;
     try {
       const runnerToken = await this.mint(launch, { kind: 'bootstrap' });
       if (runnerToken === undefined) {
@@ -199,12 +200,17 @@ export class HubCore {
         return;
       }
       const workspaceEmpty = new WorkspaceLedger(this.ctx.storage).generation === 0;
+      // The queued message rides with a claim, so the pooled CLI starts on it while the runner dials.
+      const turn = this.meta.turn;
+      const body = turn !== null && !turn.sent ? this.log.messageBody(turn.messageId) : null;
       // A warm pooled runner if one fits; otherwise a cold launch (docs/DESIGN.md "Warm runner pool").
       const pooled = await claimPooledRunner(this.env, this.meta, {
         hubUrl: launch.hubUrl,
         runnerToken,
         workspaceEmpty,
+        ...(turn !== null && body !== null && { first: { messageId: turn.messageId, message: body } }),
       });
+      if (pooled?.firstSent === true && turn !== null) sentWithClaim = turn.messageId;
       ref =
         pooled?.ref ??
         (await this.launcher().start({
@@ -233,6 +239,8 @@ export class HubCore {
       return;
     }
     current.ref = ref;
+    // The runner may run it from now on: if this launch ends, the turn ends with it (not resent).
+    if (this.meta.turn !== null && this.meta.turn.messageId === sentWithClaim) this.meta.turn.sent = true;
     this.saveMeta();
     this.syncD1();
   }

@@ -1,3 +1,4 @@
+import type { UserMessage } from '@switchyard/protocol';
 import type { Meta } from '../hub/lifecycle.ts';
 import { poolCoordinator } from './config.ts';
 
@@ -25,6 +26,8 @@ export function mayUsePool(meta: Pick<Meta, 'session' | 'transcript'>, workspace
 export interface PooledClaim {
   runnerId: string;
   ref: string;
+  /** The first message went with the claim (see PoolClaimSchema `first`). */
+  firstSent: boolean;
 }
 
 /**
@@ -34,7 +37,13 @@ export interface PooledClaim {
 export async function claimPooledRunner(
   env: Env,
   meta: Meta,
-  launch: { hubUrl: string; runnerToken: string; workspaceEmpty: boolean },
+  launch: {
+    hubUrl: string;
+    runnerToken: string;
+    workspaceEmpty: boolean;
+    /** The queued first message, handed to the runner with the claim when it is small enough. */
+    first?: { messageId: string; message: UserMessage };
+  },
 ): Promise<PooledClaim | null> {
   const session = meta.session;
   if (session === null || !mayUsePool(meta, launch.workspaceEmpty) || env.POOL_COORDINATOR === undefined) return null;
@@ -45,6 +54,7 @@ export async function claimPooledRunner(
       sessionId: session.id,
       hubUrl: launch.hubUrl,
       runnerToken: launch.runnerToken,
+      ...(launch.first !== undefined && { first: launch.first }),
     });
   } catch (err) {
     console.error('session hub: pool claim failed, launching cold:', err instanceof Error ? err.message : String(err));

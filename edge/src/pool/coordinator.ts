@@ -1,6 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import { RUNNER_LINK_PING, RUNNER_LINK_PONG, type Backend } from '@switchyard/protocol';
 import {
+  POOL_CLAIM_MAX_BYTES,
   PoolCloseCode,
   PoolHelloSchema,
   PoolSizesSchema,
@@ -39,12 +40,33 @@ export interface ClaimRequest {
   hubUrl: string;
   /** The session launch's bootstrap token; the runner dials the hub with it. */
   runnerToken: string;
+  /** The session's first message, to ride along with the claim if the frame stays small enough. */
+  first?: PoolClaim['first'];
 }
 
 export interface ClaimResult {
   runnerId: string;
   /** The launcher's reference of the pooled task: from now on the session's launch ref. */
   ref: string;
+  /** The first message went with the claim: the runner has it (the hub counts it as sent). */
+  firstSent: boolean;
+}
+
+const utf8 = new TextEncoder();
+
+/** The claim frame, with the first message when the whole frame stays within POOL_CLAIM_MAX_BYTES. */
+export function claimFrame(request: ClaimRequest): { text: string; firstSent: boolean } {
+  const frame: PoolClaim = {
+    type: 'claim',
+    sessionId: request.sessionId,
+    hubUrl: request.hubUrl,
+    runnerToken: request.runnerToken,
+  };
+  if (request.first !== undefined) {
+    const text = JSON.stringify({ ...frame, first: request.first });
+    if (utf8.encode(text).byteLength <= POOL_CLAIM_MAX_BYTES) return { text, firstSent: true };
+  }
+  return { text: JSON.stringify(frame), firstSent: false };
 }
 
 function errorText(err: unknown): string {
@@ -129,21 +151,16 @@ export class PoolCoordinator extends DurableObject<Env> {
         if (picked.ref !== null) this.#stopTask(picked.ref, 'pooled runner lost its link');
         continue;
       }
-      const frame: PoolClaim = {
-        type: 'claim',
-        sessionId: request.sessionId,
-        hubUrl: request.hubUrl,
-        runnerToken: request.runnerToken,
-      };
+      const frame = claimFrame(request);
       try {
-        ws.send(JSON.stringify(frame));
+        ws.send(frame.text);
         ws.close(PoolCloseCode.claimed, 'claimed');
       } catch {
         this.#stopTask(picked.ref, 'pooled runner lost its link');
         continue;
       }
       this.ctx.waitUntil(this.#persist().then(() => this.#reconcile()));
-      return { runnerId: picked.id, ref: picked.ref };
+      return { runnerId: picked.id, ref: picked.ref, firstSent: frame.firstSent };
     }
     this.ctx.waitUntil(this.#reconcile());
     return null;

@@ -1,8 +1,9 @@
-import { POOL_ONLY_ENV_NAMES } from '@switchyard/protocol/pool';
+import { POOL_ONLY_ENV_NAMES, type PoolClaim } from '@switchyard/protocol/pool';
 import { loadServeConfig, type ServeConfig } from '../config.ts';
 import { ExitCode } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { SessionRunner } from '../serve/session-runner.ts';
+import type { MachineInput } from '../serve/turn-types.ts';
 import { PoolLink, type PoolWait } from './pool-link.ts';
 
 // `serve` in pooled mode (docs/DESIGN.md "Warm runner pool"): the runner is started before any
@@ -126,7 +127,21 @@ export async function runPooled(
   log.redact(claimed.value.runnerToken);
   // A pooled runner is only claimed by a session's first launch with nothing to restore (no
   // transcript): the CLI it started is that session's conversation from its first message on.
-  log.info('pooled runner claimed', { sessionId: claimed.value.sessionId });
+  const first = result.claim.first;
+  log.info('pooled runner claimed', { sessionId: claimed.value.sessionId, firstMessage: first !== undefined });
   runner.adopt({ ...claimed.value, runnerId: config.runnerId });
-  return runner.run();
+  const exit = runner.run();
+  if (first !== undefined) runner.takeFirstMessage(firstMessageInputs(first));
+  return exit;
+}
+
+/**
+ * The turn machine's inputs for a first message that came with the claim (pure). The session is
+ * linked in all but the socket: a pooled runner is claimed only with nothing to restore, no
+ * approval hook to add and an empty workspace (edge/src/pool/claim.ts), which is all a welcome
+ * could still bring before a message may reach the CLI. So the prewarmed CLI takes the message
+ * now, while the hub link comes up.
+ */
+export function firstMessageInputs(first: NonNullable<PoolClaim['first']>): MachineInput[] {
+  return [{ type: 'linked' }, { type: 'user_message', messageId: first.messageId, message: first.message }];
 }

@@ -172,6 +172,15 @@ export class SessionRunner {
   }
 
   /**
+   * Pooled mode: the session's first message came with the claim, so the prewarmed CLI takes it
+   * now, while the hub link comes up (`firstMessageInputs`). Its events wait in the buffer for the
+   * welcome; the hub's copy after the welcome is answered as a duplicate.
+   */
+  takeFirstMessage(inputs: MachineInput[]): void {
+    for (const input of inputs) this.dispatch(input);
+  }
+
+  /**
    * Resolves with the process exit code once the session is over. `early`: a link to the hub
    * dialled while the runner was being set up (HubLink.dial), used for the first connect.
    */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { claimedConfig, forgetPoolSecrets, poolModeOf } from '../../src/pool/pooled.ts';
+import { claimedConfig, firstMessageInputs, forgetPoolSecrets, poolModeOf } from '../../src/pool/pooled.ts';
 import { TurnMachine, type MachineEffect, type MachineTimings } from '../../src/serve/turn-machine.ts';
 
 // Pooled mode's pure parts (docs/DESIGN.md "Warm runner pool"): the turn machine starts the CLI
@@ -40,6 +40,22 @@ describe('turn machine: prewarm', () => {
     const fx = m.handle({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
     expect(spawns(fx)).toEqual([]);
     expect(fx).toContainEqual({ type: 'write_message', gen: 1, message: { text: 'hi' } });
+  });
+
+  test('a first message from the claim reaches the prewarmed CLI before the welcome; the hub copy is a duplicate', () => {
+    const m = new TurnMachine(T);
+    m.handle({ type: 'prewarm' });
+    m.handle({ type: 'cli_ready', gen: 1 });
+    m.handle({ type: 'start' });
+    const first = { messageId: 'm1', message: { text: 'hi' } };
+    const fx = firstMessageInputs(first).flatMap((input) => m.handle(input));
+    expect(spawns(fx)).toEqual([]);
+    expect(fx).toContainEqual({ type: 'accepted', inReplyTo: 'm1' });
+    expect(fx).toContainEqual({ type: 'write_message', gen: 1, message: { text: 'hi' } });
+    // The welcome, then the hub's copy of the same message: answered, never written twice.
+    expect(spawns(m.handle({ type: 'linked' }))).toEqual([]);
+    const again = m.handle({ type: 'user_message', ...first });
+    expect(again).toEqual([{ type: 'accepted', inReplyTo: 'm1', duplicate: true }]);
   });
 
   test('prewarm twice or after linking starts nothing more', () => {
