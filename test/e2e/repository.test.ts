@@ -7,9 +7,9 @@
 // settings leave out and malformed URLs are 400 naming the field.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Stack } from '../../scripts/start.ts';
-import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
+import { E2eHarness, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
-import { type Api, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
+import { type Api, until, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
@@ -52,28 +52,6 @@ async function send(id: string, text: string): Promise<string> {
   return r.body.messageId;
 }
 
-/** The turn's end and the workspace.saved after it (its files are durable then). */
-async function turnSaved(s: SseStream, messageId: string): Promise<SseEvent> {
-  const done = await s.turnDone(messageId, TURN_MS);
-  const at = s.events.indexOf(done);
-  await s.waitFor(`workspace.saved after ${messageId}`, (e, i) => i > at && e.event === 'workspace.saved', TURN_MS);
-  return done;
-}
-
-function toolOutput(s: SseStream, messageId: string): string {
-  return s
-    .ofMessage(messageId)
-    .filter((e) => e.event === 'tool.result')
-    .map((e) => String(e.data.output))
-    .join('\n');
-}
-
-async function listing(id: string): Promise<string[]> {
-  const r = await admin.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${id}/files`);
-  expect(r.status, r.text).toBe(200);
-  return r.body.files.map((f) => f.path);
-}
-
 async function liveTask(sessionId: string) {
   return until(
     `a running runner for ${sessionId}`,
@@ -100,7 +78,7 @@ async function cloneFails(
   expect(sse.events.some((e) => e.event === 'error' && e.data.code === 'repository_clone_failed')).toBe(true);
   // Nothing ran and nothing was committed: the workspace is as empty as before.
   expect(toolOutput(sse, m)).toBe('');
-  expect(await listing(id)).toEqual([]);
+  expect(await listing(admin, id)).toEqual([]);
   return { id, sse };
 }
 
@@ -116,7 +94,7 @@ function repositorySuite(backend: 'claude' | 'pi') {
           'read the repository',
         ),
       );
-      const done1 = await turnSaved(sse, m1);
+      const { done: done1 } = await turnSaved(sse, m1, TURN_MS);
       expect(done1.data.stopReason).not.toBe('error');
       const out1 = toolOutput(sse, m1);
       expect(out1).toContain('hello from main');
@@ -124,14 +102,14 @@ function repositorySuite(backend: 'claude' | 'pi') {
       // .git is part of the workspace: the agent's git sees the commit that was cloned.
       expect(out1).toContain(git.refs.main.commit);
 
-      const files = await listing(id);
+      const files = await listing(admin, id);
       expect(files.filter((p) => !p.startsWith('.git/'))).toEqual(['README.md', 'src/greeting.txt']);
       expect(files).toContain('.git/HEAD');
       expect(files).toContain('.git/config');
 
       // The agent edits one file: the diff against the clone is exactly that change.
       const m2 = await send(id, offline({ tool: 'shell', command: 'echo "edited by the agent" >> README.md' }, 'edit'));
-      await turnSaved(sse, m2);
+      await turnSaved(sse, m2, TURN_MS);
       const diff = await fetch(`${stack.url}/api/sessions/${id}/diff`, { headers: admin.headers() });
       expect(diff.status).toBe(200);
       const text = await diff.text();
@@ -148,7 +126,7 @@ function repositorySuite(backend: 'claude' | 'pi') {
         60_000,
       );
       const m3 = await send(id, offline({ tool: 'shell', command: 'cat README.md src/greeting.txt' }, 'read again'));
-      await turnSaved(sse, m3);
+      await turnSaved(sse, m3, TURN_MS);
       const out3 = toolOutput(sse, m3);
       expect(out3).toContain('edited by the agent');
       expect(out3).toContain('hello from main');
@@ -168,11 +146,11 @@ function repositorySuite(backend: 'claude' | 'pi') {
       ] as const) {
         const { id, sse } = await session({ url: git.url, ref });
         const m = await send(id, offline({ tool: 'shell', command: `cat ${file}; git rev-parse HEAD` }, `read ${ref}`));
-        await turnSaved(sse, m);
+        await turnSaved(sse, m, TURN_MS);
         const out = toolOutput(sse, m);
         expect(out).toContain(content);
         expect(out).toContain(git.refs[ref].commit);
-        expect((await listing(id)).filter((p) => !p.startsWith('.git/'))).toEqual(
+        expect((await listing(admin, id)).filter((p) => !p.startsWith('.git/'))).toEqual(
           Object.keys(git.refs[ref].files).sort(),
         );
         await finish(id, sse);
@@ -192,7 +170,7 @@ function repositorySuite(backend: 'claude' | 'pi') {
       const late = await startGitServer({ port });
       try {
         const m = await send(dead.id, offline({ tool: 'shell', command: 'cat src/greeting.txt' }, 'retry'));
-        await turnSaved(dead.sse, m);
+        await turnSaved(dead.sse, m, TURN_MS);
         expect(toolOutput(dead.sse, m)).toContain('hello from main');
       } finally {
         await late.stop();

@@ -8,8 +8,8 @@ import { basename, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
-import { Api, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
+import { E2eHarness, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
+import { Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
@@ -42,26 +42,6 @@ async function send(api: Api, sessionId: string, text: string): Promise<string> 
   return r.body.messageId;
 }
 
-/** Waits for the turn's end and for the workspace.saved that follows it (the turn's files are durable). */
-async function turnSaved(s: SseStream, messageId: string): Promise<{ done: SseEvent; saved: SseEvent }> {
-  const done = await s.turnDone(messageId, TURN_MS);
-  const at = s.events.indexOf(done);
-  const saved = await s.waitFor(
-    `workspace.saved after ${messageId}`,
-    (e, i) => i > at && e.event === 'workspace.saved',
-    TURN_MS,
-  );
-  return { done, saved };
-}
-
-function toolOutput(s: SseStream, messageId: string): string {
-  return s
-    .ofMessage(messageId)
-    .filter((e) => e.event === 'tool.result')
-    .map((e) => String(e.data.output))
-    .join('\n');
-}
-
 async function liveTask(sessionId: string) {
   return until(
     `a running runner for ${sessionId}`,
@@ -73,12 +53,6 @@ async function liveTask(sessionId: string) {
 
 function workspaceOf(task: { logPath: string }): string {
   return join(stack.hostStateDir, 'tasks', basename(task.logPath, '.log'), 'workspace');
-}
-
-async function listing(api: Api, id: string): Promise<string[]> {
-  const r = await api.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${id}/files`);
-  expect(r.status, r.text).toBe(200);
-  return r.body.files.map((f) => f.path);
 }
 
 /** name → content of a .tar.gz from the archive route. */
@@ -118,13 +92,13 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       const put = await raw(admin, 'PUT', `/api/sessions/${id}/files/notes/input.txt`, given);
       expect(put.status).toBe(201);
       const m1 = await send(admin, id, offline({ tool: 'shell', command: 'cat notes/input.txt' }, 'read the note'));
-      await turnSaved(sse, m1);
+      await turnSaved(sse, m1, TURN_MS);
       expect(toolOutput(sse, m1)).toContain(given.trim());
 
       // The agent writes a file; it downloads byte for byte.
       const written = `línea uno\nline two ✓ ${backend}\n\ttabbed\n`;
       const m2 = await send(admin, id, offline({ tool: 'write', path: 'out/result.txt', content: written }, 'write'));
-      const { saved } = await turnSaved(sse, m2);
+      const { saved } = await turnSaved(sse, m2, TURN_MS);
       expect(saved.data).toMatchObject({ files: 2 });
       const got = await raw(admin, 'GET', `/api/sessions/${id}/files/out/result.txt`);
       expect(got.status).toBe(200);
@@ -147,7 +121,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
         id,
         offline({ tool: 'shell', command: 'cat live.txt; ln -s /etc/passwd leak; ln -s / rootdir' }, 'read the upload'),
       );
-      await turnSaved(sse, m3);
+      await turnSaved(sse, m3, TURN_MS);
       expect(toolOutput(sse, m3)).toContain(live.trim());
       // Links the agent planted are not saved, and nothing they point at is read.
       expect(await listing(admin, id)).toEqual(['live.txt', 'notes/input.txt', 'out/result.txt']);
@@ -181,7 +155,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
           'check the files',
         ),
       );
-      await turnSaved(sse, m5);
+      await turnSaved(sse, m5, TURN_MS);
       const out5 = toolOutput(sse, m5);
       expect(out5).toContain(given.trim());
       expect(out5).toContain('line two ✓');

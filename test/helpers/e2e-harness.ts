@@ -4,12 +4,44 @@
 // a live runner per session counts against maxLiveRunnersPerUser).
 import { expect } from 'vitest';
 import type { Stack, StackOptions } from '../../scripts/start.ts';
-import { Api, type SseStream } from './sse-client.ts';
+import { Api, type SseEvent, type SseStream } from './sse-client.ts';
 import { startTestStack, type TestStack } from './test-stack.ts';
 
 /** A prompt carrying an `#offline` script: the offline model answers with the script, not by default. */
 export function offline(script: Record<string, unknown>, prefix = ''): string {
   return `${prefix}\n#offline ${JSON.stringify(script)}`;
+}
+
+/** Waits for the turn's end and for the workspace.saved that follows it (the turn's files are durable then). */
+export async function turnSaved(
+  s: SseStream,
+  messageId: string,
+  timeoutMs: number,
+): Promise<{ done: SseEvent; saved: SseEvent }> {
+  const done = await s.turnDone(messageId, timeoutMs);
+  const at = s.events.indexOf(done);
+  const saved = await s.waitFor(
+    `workspace.saved after ${messageId}`,
+    (e, i) => i > at && e.event === 'workspace.saved',
+    timeoutMs,
+  );
+  return { done, saved };
+}
+
+/** What the turn's tool calls returned, one result a line. */
+export function toolOutput(s: SseStream, messageId: string): string {
+  return s
+    .ofMessage(messageId)
+    .filter((e) => e.event === 'tool.result')
+    .map((e) => String(e.data.output))
+    .join('\n');
+}
+
+/** The session's workspace paths, as the Files API lists them. */
+export async function listing(api: Api, sessionId: string): Promise<string[]> {
+  const r = await api.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${sessionId}/files`);
+  expect(r.status, r.text).toBe(200);
+  return r.body.files.map((f) => f.path);
 }
 
 export class E2eHarness {
