@@ -9,8 +9,13 @@
 //       split into anonymous and file-backed pages (/proc) and the V8 heap (process.memoryUsage(),
 //       asked for with SIGUSR2 through memory-report.mjs, which the runner preloads). The strip
 //       cache is filled first, as the image fills it at build time.
-// The runner is measured twice: with SWITCHYARD_SANDBOX=none (the runner's own cost) and with
-// the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows separately.
+// The runner is measured three times: with SWITCHYARD_SANDBOX=none (the runner's own cost), with
+// the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows separately,
+// and with the default sandbox launched as the edge launches a new session
+// (SWITCHYARD_FRESH_SESSION=1: the CLI starts while the hub link comes up). The runs are
+// interleaved (a bare start, then one of each runner variant, per round), and besides the ratio of
+// medians the median of the per-round ratios is printed: on a machine whose load drifts, that
+// pairs each start with the bare start measured next to it.
 // Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N]
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -61,11 +66,12 @@ const isDelta = (line: string) => line.includes('"text_delta"');
 async function bare(
   backend: Backend,
   model: OfflineModel,
+  n: number,
 ): Promise<{ readyMs: number[]; firstDeltaMs: number[]; cliRssKb: number }> {
   const readyMs: number[] = [];
   const firstDeltaMs: number[] = [];
   let cliRssKb = 0;
-  for (let i = 0; i < runs; i++) {
+  for (let i = 0; i < n; i++) {
     const dir = mkdtempSync(join(tmpdir(), 'sy-bench-'));
     const spec = bareSpec(backend, model, dir);
     mkdirSync(spec.cwd, { recursive: true });
@@ -106,12 +112,13 @@ async function viaRunner(
   model: OfflineModel,
   hub: TestHub,
   env: Record<string, string>,
-): Promise<{ readyMs: number[]; firstDeltaMs: number[]; memory: RunnerMemory; stripperLoaded: number }> {
+  n: number,
+): Promise<{ readyMs: number[]; firstDeltaMs: number[]; memory: RunnerMemory[] }> {
   const readyMs: number[] = [];
   const firstDeltaMs: number[] = [];
   const memory: RunnerMemory[] = [];
   const reportDir = mkdtempSync(join(tmpdir(), 'sy-bench-mem-'));
-  for (let i = 0; i < runs; i++) {
+  for (let i = 0; i < n; i++) {
     const session = await hub.newSession();
     const report = join(reportDir, `${i}.json`);
     const t0 = now();
@@ -141,16 +148,19 @@ async function viaRunner(
     await stopRunner(served.runner);
   }
   rmSync(reportDir, { recursive: true, force: true });
-  // The median run by RSS; a runner that had to strip a module (one edited since the cache was
-  // filled) is counted, not hidden.
-  const byRss = [...memory].sort((a, b) => a.rssKb - b.rssKb);
-  return {
-    readyMs,
-    firstDeltaMs,
-    memory: byRss[Math.floor(byRss.length / 2)] as RunnerMemory,
-    stripperLoaded: memory.filter((m) => m.heap.stripper).length,
-  };
+  return { readyMs, firstDeltaMs, memory };
 }
+
+type Runs = Awaited<ReturnType<typeof viaRunner>>;
+
+/** The median run by RSS; a runner that had to strip a module (one edited since the cache was filled) is counted, not hidden. */
+function medianMemory(memory: RunnerMemory[]): RunnerMemory {
+  const byRss = [...memory].sort((a, b) => a.rssKb - b.rssKb);
+  return byRss[Math.floor(byRss.length / 2)] as RunnerMemory;
+}
+
+/** The median of the per-round ratios: each runner start against the bare start of its own round. */
+const pairedRatio = (xs: number[], base: number[]) => median(xs.map((x, i) => x / (base[i] as number)));
 
 const MEMORY_REPORT = join(import.meta.dirname, 'memory-report.mjs');
 
@@ -210,24 +220,46 @@ console.log(
   `bare node (idle, nothing loaded): ${mib(node.rssKb)} RSS (anon ${mib(node.anonKb)}, file-backed ${mib(node.fileKb)})\n`,
 );
 for (const backend of ['pi', 'claude'] as const) {
-  const b = await bare(backend, model);
-  const plain = await viaRunner(backend, model, hub, { SWITCHYARD_SANDBOX: 'none' });
-  const full = await viaRunner(backend, model, hub, {});
+  // Interleaved: one bare start and one of each runner variant per round, so the machine's load,
+  // which drifts over a run, weighs on every column alike.
+  const b = { readyMs: [] as number[], firstDeltaMs: [] as number[], cliRssKb: 0 };
+  const empty = (): Runs => ({ readyMs: [], firstDeltaMs: [], memory: [] });
+  const plain = empty();
+  const full = empty();
+  const fresh = empty();
+  const add = (into: Runs, r: Runs) => {
+    into.readyMs.push(...r.readyMs);
+    into.firstDeltaMs.push(...r.firstDeltaMs);
+    into.memory.push(...r.memory);
+  };
+  for (let i = 0; i < runs; i++) {
+    const one = await bare(backend, model, 1);
+    b.readyMs.push(...one.readyMs);
+    b.firstDeltaMs.push(...one.firstDeltaMs);
+    b.cliRssKb = one.cliRssKb;
+    add(plain, await viaRunner(backend, model, hub, { SWITCHYARD_SANDBOX: 'none' }, 1));
+    add(full, await viaRunner(backend, model, hub, {}, 1));
+    add(fresh, await viaRunner(backend, model, hub, { SWITCHYARD_FRESH_SESSION: '1' }, 1));
+  }
   const bareReady = median(b.readyMs);
   const bareDelta = median(b.firstDeltaMs);
   console.log(`${backend}`);
   console.log(
-    `  (1) start → CLI ready       bare ${fmt(bareReady)} | runner(none) ${fmt(median(plain.readyMs))} ${ratio(median(plain.readyMs), bareReady)} | runner(default) ${fmt(median(full.readyMs))} ${ratio(median(full.readyMs), bareReady)}`,
+    `  (1) start → CLI ready       bare ${fmt(bareReady)} | runner(none) ${fmt(median(plain.readyMs))} ${ratio(median(plain.readyMs), bareReady)} | runner(default) ${fmt(median(full.readyMs))} ${ratio(median(full.readyMs), bareReady)} | runner(default, fresh) ${fmt(median(fresh.readyMs))} ${ratio(median(fresh.readyMs), bareReady)}`,
+  );
+  console.log(
+    `      paired (median of per-round ratios): runner(none) ${pairedRatio(plain.readyMs, b.readyMs).toFixed(2)}x | runner(default) ${pairedRatio(full.readyMs, b.readyMs).toFixed(2)}x | runner(default, fresh) ${pairedRatio(fresh.readyMs, b.readyMs).toFixed(2)}x; fresh / default ${pairedRatio(fresh.readyMs, full.readyMs).toFixed(2)}x`,
   );
   console.log(
     `  (2) message → first delta   bare ${fmt(bareDelta)} | runner(none) ${fmt(median(plain.firstDeltaMs))} ${ratio(median(plain.firstDeltaMs), bareDelta)} | runner(default) ${fmt(median(full.firstDeltaMs))} ${ratio(median(full.firstDeltaMs), bareDelta)}`,
   );
-  const m = full.memory;
+  const m = medianMemory(full.memory);
+  const stripperLoaded = [...plain.memory, ...full.memory, ...fresh.memory].filter((x) => x.heap.stripper).length;
   console.log(
-    `  (3) runner RSS, CLI excluded: none ${mib(plain.memory.rssKb)}, default ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)} bare node; the CLI itself ${mib(b.cliRssKb)}, ratio ${ratio(m.rssKb, b.cliRssKb)})`,
+    `  (3) runner RSS, CLI excluded: none ${mib(medianMemory(plain.memory).rssKb)}, default ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)} bare node; the CLI itself ${mib(b.cliRssKb)}, ratio ${ratio(m.rssKb, b.cliRssKb)})`,
   );
   console.log(
-    `      default: anon ${mib(m.anonKb)} + file-backed ${mib(m.fileKb)}; V8 heap used ${mib(m.heap.heapUsed / 1024)} of ${mib(m.heap.heapTotal / 1024)}, external ${mib(m.heap.external / 1024)}; TypeScript stripper loaded in ${plain.stripperLoaded + full.stripperLoaded} of ${2 * runs} runners`,
+    `      default: anon ${mib(m.anonKb)} + file-backed ${mib(m.fileKb)}; V8 heap used ${mib(m.heap.heapUsed / 1024)} of ${mib(m.heap.heapTotal / 1024)}, external ${mib(m.heap.external / 1024)}; TypeScript stripper loaded in ${stripperLoaded} of ${3 * runs} runners`,
   );
 }
 await hub.close();

@@ -7,6 +7,7 @@ import type { RunnerError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { EventBuffer } from '../../src/serve/event-buffer.ts';
 import { HubLink, type HubRequest } from '../../src/serve/hub-link.ts';
+import { until } from '../../../test/helpers/poll.ts';
 
 // The link against a bare WebSocket server scripted per test: resend
 // positions, protocol errors, invalid frames, heartbeats, token rotation.
@@ -67,7 +68,11 @@ function frameWhere(conn: Conn, pred: (f: Record<string, unknown>) => boolean): 
 
 const send = (conn: Conn, msg: HubToRunner) => conn.ws.send(JSON.stringify(msg));
 
-function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number; stampSends?: boolean } = {}) {
+function link(
+  url: string,
+  buffer: EventBuffer,
+  over: { pingIntervalMs?: number; stampSends?: boolean; early?: WebSocket } = {},
+) {
   const requests: HubRequest[] = [];
   const rejected: RunnerError[] = [];
   const welcomes: boolean[] = [];
@@ -104,7 +109,7 @@ function link(url: string, buffer: EventBuffer, over: { pingIntervalMs?: number;
     ...(over.stampSends !== undefined && { stampSends: over.stampSends }),
   });
   links.push(l);
-  l.start();
+  l.start(over.early);
   const nextRequest = () => new Promise<HubRequest>((r) => requestWaiters.push(r));
   return { l, requests, rejected, welcomes, rejection, nextRequest };
 }
@@ -115,6 +120,32 @@ function pushEvents(buffer: EventBuffer, n: number): void {
 }
 
 describe('HubLink', () => {
+  test('a link dialled early (HubLink.dial) says nothing until adopted, then is the first connection; a dead one is dialled again', async () => {
+    const hub = await server();
+    const opened = hub.next();
+    const early = HubLink.dial({ url: hub.url, sessionId: 's1', token: 'token-1', welcomeTimeoutMs: 5000 });
+    const c1 = await opened;
+    expect(c1.req.headers.authorization).toBe('Bearer token-1');
+    expect(c1.req.url).toBe('/connect?session=s1');
+    await until('the early socket open', () => early.readyState === early.OPEN, 5000);
+    expect(c1.frames).toEqual([]);
+    const { welcomes } = link(hub.url, new EventBuffer({ maxFrames: 100, maxBytes: 1e6 }), { early });
+    expect(await frameWhere(c1, (f) => f.type === 'hello')).toMatchObject({ runnerId: 'r1', lastSeq: 0 });
+    send(c1, { type: 'welcome', ackedSeq: 0 });
+    await until('welcomed', () => welcomes.length === 1, 5000);
+    expect(hub.conns).toHaveLength(1);
+
+    // The hub dropped the early socket before the runner was ready: the link dials afresh.
+    const second = hub.next();
+    const dead = HubLink.dial({ url: hub.url, sessionId: 's1', token: 'token-1', welcomeTimeoutMs: 5000 });
+    (await second).ws.terminate();
+    await until('the early socket closed', () => dead.readyState === dead.CLOSED, 5000);
+    const third = hub.next();
+    link(hub.url, new EventBuffer({ maxFrames: 100, maxBytes: 1e6 }), { early: dead });
+    expect(await frameWhere(await third, (f) => f.type === 'hello')).toMatchObject({ runnerId: 'r1' });
+    expect(hub.conns).toHaveLength(3);
+  });
+
   test('hello carries lastSeq and the bearer token (session in the URL, token not); resends from welcome.ackedSeq', async () => {
     const hub = await server();
     const buffer = new EventBuffer({ maxFrames: 100, maxBytes: 1e6 });
