@@ -18,6 +18,9 @@
 //       SSE comment; with the proxy's stamp and the client's receipt, median and p99 of every hop
 //       over one paced answer (1 viewer). (1) also splits each first delta into the way to the
 //       model (POST → the proxy's stamp) and back (stamp → SSE client), beside the bare CLI's.
+//   (2) and (5) also follow each workerd process's RSS: before the viewers open, connected, after
+//       the turn, and once settled after they closed; (5) opens and closes the largest viewer
+//       count 3 times on an idle session, to tell memory kept for reuse from memory that grows.
 // Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500])
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -230,6 +233,7 @@ async function viewerLatency(
   clientCpuMs: number;
   workerdCpuMs: number;
   turnMs: number;
+  rss: ViewerRss;
 }> {
   const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench ${n} viewers` })).body;
   // Warm the runner first, so the measured turn is not a cold start.
@@ -238,6 +242,7 @@ async function viewerLatency(
   await warm.turnDone(w.body.messageId, TURN_MS);
   const after = warm.lastId as string;
   await warm.close();
+  const rssBefore = workerdPids.map(rssKb);
   const t0 = now();
   const viewers: SseStream[] = [];
   for (let i = 0; i < n; i += 50) {
@@ -248,6 +253,8 @@ async function viewerLatency(
   const openMs = now() - t0;
   const bad = viewers.filter((v) => v.status !== 200).length;
   if (bad > 0) throw new Error(`${bad} of ${n} viewers could not connect`);
+  const rssConnected = workerdPids.map(rssKb);
+  let closed = false;
   try {
     const text = `#offline ${JSON.stringify({ text: 'z'.repeat(DELTAS), chunks: DELTAS, delayMs: PACE_MS })}`;
     const lag = monitorEventLoopDelay({ resolution: 5 });
@@ -282,7 +289,12 @@ async function viewerLatency(
         spread.push(e.receivedAt - (firstById.get(e.id) as number));
       }
     }
+    const rssTurn = workerdPids.map(rssKb);
+    await Promise.all(viewers.map((v) => v.close()));
+    closed = true;
+    const rssClosed = await settledRss(workerdPids);
     return {
+      rss: { before: rssBefore, connected: rssConnected, turn: rssTurn, closed: rssClosed },
       edgeCpu,
       p50: median(lat),
       p99: quantile(lat, 0.99),
@@ -297,9 +309,54 @@ async function viewerLatency(
       turnMs,
     };
   } finally {
-    await Promise.all(viewers.map((v) => v.close()));
+    if (!closed) await Promise.all(viewers.map((v) => v.close()));
     await api.call('DELETE', `/api/sessions/${s.id}`);
   }
+}
+
+/** workerd RSS (kB, one entry per workerd process) at points of a fan-out run. */
+interface ViewerRss {
+  before: number[];
+  connected: number[];
+  turn: number[];
+  closed: number[];
+}
+
+/**
+ * RSS once the closes have reached workerd: sampled every second until two samples in a row agree
+ * within 1 MiB (at most 20 s), so what is kept after the viewers left is told apart from what is
+ * still being torn down.
+ */
+async function settledRss(pids: number[]): Promise<number[]> {
+  let prev = pids.map(rssKb);
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const cur = pids.map(rssKb);
+    if (cur.every((kb, j) => Math.abs(kb - (prev[j] ?? 0)) < 1024)) return cur;
+    prev = cur;
+  }
+  return prev;
+}
+
+/**
+ * (5) Does workerd give back what viewers took, or reuse it? Opens `n` viewers of one idle session
+ * and closes them, `rounds` times, RSS of each workerd process after each round.
+ */
+async function viewerMemoryRounds(api: Api, n: number, rounds: number, pids: number[]): Promise<number[][]> {
+  const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: `bench viewer memory` })).body;
+  const out: number[][] = [pids.map(rssKb)];
+  try {
+    for (let r = 0; r < rounds; r++) {
+      const viewers: SseStream[] = [];
+      for (let i = 0; i < n; i += 50)
+        viewers.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => api.events(s.id)))));
+      await Promise.all(viewers.map((v) => v.close()));
+      out.push(await settledRss(pids));
+    }
+  } finally {
+    await api.call('DELETE', `/api/sessions/${s.id}`);
+  }
+  return out;
 }
 
 /** (4): one warm session, one viewer, one paced answer; every delta's stamps, hop by hop. */
@@ -454,11 +511,22 @@ async function main() {
           out(
             `(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`,
           );
+          const per = (xs: number[]) => xs.map(mib).join(' + ');
+          out(
+            `    workerd RSS MiB per process (pids ${workerds.join(', ')}): before ${per(l.rss.before)}, ${n} connected ${per(l.rss.connected)}, after the turn ${per(l.rss.turn)}, closed and settled ${per(l.rss.closed)}`,
+          );
           out(
             `    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms); edge processes: ${l.edgeCpu}`,
           );
         }
       }
+    }
+    const most = Math.max(...VIEWERS);
+    if (most > 1) {
+      const rounds = await viewerMemoryRounds(api, most, 3, workerds);
+      out(
+        `(5) ${most} viewers of an idle session opened then closed, 3 rounds; workerd RSS MiB per process after each: ${rounds.map((r) => r.map(mib).join(' + ')).join(' → ')}`,
+      );
     }
     out(`workerd RSS (both processes) at the end: ${mib(workerdRss())} MiB`);
   } finally {

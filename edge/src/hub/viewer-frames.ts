@@ -83,7 +83,7 @@ function eventsFrame(blocks: Block[]): Uint8Array {
   let body = 0;
   let slots = 0;
   for (const b of blocks) {
-    if (b.id.length > 255 || !/^[\x20-\x7e]*$/.test(b.id)) throw new Error(`event id not short ASCII: ${b.id}`);
+    if (b.id.length > 255) throw new Error(`event id too long: ${b.id}`);
     head += 1 + b.id.length + 4 + (b.slot < 0 ? 0 : 4);
     body += b.bytes.byteLength;
     if (b.slot >= 0) slots++;
@@ -97,7 +97,11 @@ function eventsFrame(blocks: Block[]): Uint8Array {
   let start = 0;
   for (const b of blocks) {
     out[at++] = b.id.length;
-    for (let i = 0; i < b.id.length; i++) out[at++] = b.id.charCodeAt(i);
+    for (let i = 0; i < b.id.length; i++) {
+      const c = b.id.charCodeAt(i);
+      if (c < 0x20 || c > 0x7e) throw new Error(`event id not ASCII: ${b.id}`);
+      out[at++] = c;
+    }
     view.setUint32(at, start, true);
     at += 4;
     start += b.bytes.byteLength;
@@ -150,16 +154,16 @@ export function presenceFrame(presence: Presence): Uint8Array {
   return out;
 }
 
-/** What a Worker writes for one frame, and its cursor after it. */
-export interface SseOut {
-  /** SSE bytes to write as they are (a view into the frame), or null: nothing new. */
-  bytes: Uint8Array | null;
-  /** The last event id the client has once `bytes` are written. */
-  last: string;
-}
-
 function asBytes(frame: ArrayBuffer | Uint8Array): Uint8Array {
   return frame instanceof Uint8Array ? frame : new Uint8Array(frame);
+}
+
+/** Little-endian u32 at `at` (no DataView: this runs per viewer per frame). */
+function u32(buf: Uint8Array, at: number): number {
+  return (
+    ((buf[at] as number) | ((buf[at + 1] as number) << 8) | ((buf[at + 2] as number) << 16)) +
+    (buf[at + 3] as number) * 2 ** 24
+  );
 }
 
 function readId(buf: Uint8Array, at: number): string {
@@ -167,46 +171,78 @@ function readId(buf: Uint8Array, at: number): string {
 }
 
 /**
- * The Worker's half, per frame: the SSE bytes after the client's cursor `last` (events at or below
- * it are cut off, never written twice) and the new cursor. Presence is passed on only when the
- * client asked for it (`presence`). `now` stamps the hop slots (bench only). A frame it cannot read
- * yields nothing.
+ * A viewer's place in the log: the last event id its client has. Kept as the id's ASCII bytes, so
+ * each frame's ids are compared and the cursor moved in place, with no string made per frame.
+ */
+export class SseCursor {
+  readonly #id = new Uint8Array(255);
+  #len = 0;
+
+  constructor(after: string | null) {
+    const id = after ?? '';
+    this.#len = Math.min(id.length, 255);
+    for (let i = 0; i < this.#len; i++) this.#id[i] = id.charCodeAt(i);
+  }
+
+  get last(): string {
+    return String.fromCharCode(...this.#id.subarray(0, this.#len));
+  }
+
+  /** Whether the id whose length byte is at `at` in `buf` sorts after the cursor. */
+  isBefore(buf: Uint8Array, at: number): boolean {
+    const len = buf[at] as number;
+    const k = Math.min(len, this.#len);
+    for (let i = 0; i < k; i++) {
+      const d = (buf[at + 1 + i] as number) - (this.#id[i] as number);
+      if (d !== 0) return d > 0;
+    }
+    return len > this.#len;
+  }
+
+  moveTo(buf: Uint8Array, at: number): void {
+    this.#len = buf[at] as number;
+    for (let i = 0; i < this.#len; i++) this.#id[i] = buf[at + 1 + i] as number;
+  }
+}
+
+/**
+ * The Worker's half, per frame: the SSE bytes after `cursor` (events at or below it are cut off,
+ * never written twice), as a view into the frame, or null when nothing is new; the cursor moves to
+ * the frame's last event. Presence is passed on only when the client asked for it (`presence`).
+ * `now` stamps the hop slots (bench only). A frame it cannot read yields nothing.
  */
 export function viewerFrameToSse(
   frame: ArrayBuffer | Uint8Array,
-  last: string,
+  cursor: SseCursor,
   opts: { presence: boolean; now: () => number },
-): SseOut {
+): Uint8Array | null {
   const buf = asBytes(frame);
-  if (buf.byteLength < 1) return { bytes: null, last };
-  if (buf[0] === KIND_PRESENCE) return { bytes: opts.presence ? buf.subarray(1) : null, last };
-  if (buf[0] !== KIND_EVENTS || buf.byteLength < 9) return { bytes: null, last };
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const n = view.getUint32(1, true);
+  if (buf.byteLength < 1) return null;
+  if (buf[0] === KIND_PRESENCE) return opts.presence ? buf.subarray(1) : null;
+  if (buf[0] !== KIND_EVENTS || buf.byteLength < 9) return null;
+  const n = u32(buf, 1);
   let at = 5;
   let from = -1;
-  let next = last;
+  let lastAt = -1;
   for (let i = 0; i < n; i++) {
     const len = buf[at] as number;
-    if (from < 0 || i === n - 1) {
-      const id = readId(buf, at);
-      if (from < 0 && id > last) from = view.getUint32(at + 1 + len, true);
-      if (i === n - 1 && id > last) next = id;
-    }
+    if (from < 0 && cursor.isBefore(buf, at)) from = u32(buf, at + 1 + len);
+    lastAt = at;
     at += 1 + len + 4;
   }
-  const m = view.getUint32(at, true);
+  if (from < 0) return null;
+  cursor.moveTo(buf, lastAt);
+  const m = u32(buf, at);
   const slotsAt = at + 4;
   const bodyAt = slotsAt + 4 * m;
-  if (from < 0) return { bytes: null, last };
   const body = buf.subarray(bodyAt + from);
-  if (m === 0) return { bytes: body, last: next };
+  if (m === 0) return body;
   // Bench only: put the write time into each hop slot that is still in what gets written.
   const stamp = utf8.encode(String(opts.now()));
   const parts: Uint8Array[] = [];
   let cut = from;
   for (let k = 0; k < m; k++) {
-    const slot = view.getUint32(slotsAt + 4 * k, true);
+    const slot = u32(buf, slotsAt + 4 * k);
     if (slot < from) continue;
     parts.push(buf.subarray(bodyAt + cut, bodyAt + slot), stamp);
     cut = slot;
@@ -218,7 +254,7 @@ export function viewerFrameToSse(
     out.set(p, o);
     o += p.byteLength;
   }
-  return { bytes: out, last: next };
+  return out;
 }
 
 /** A viewer frame read back whole. */

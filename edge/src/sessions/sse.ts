@@ -1,4 +1,4 @@
-import { viewerFrameToSse } from '../hub/viewer-frames.ts';
+import { SseCursor, viewerFrameToSse } from '../hub/viewer-frames.ts';
 
 // The SSE half of the fan-out (DESIGN.md "Data path"): this Worker invocation holds the
 // browser's response and one hibernatable WebSocket to the session's hub (tag `viewer`). The
@@ -49,7 +49,7 @@ export function sseFromViewer(
   const encoder = new TextEncoder();
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
-  let last = opts.after ?? '';
+  const cursor = new SseCursor(opts.after);
   let closed = false;
   let backlog = 0;
 
@@ -83,9 +83,8 @@ export function sseFromViewer(
   ws.accept();
   ws.addEventListener('message', (e) => {
     if (!(e.data instanceof ArrayBuffer)) return;
-    const out = viewerFrameToSse(e.data, last, frameOpts);
-    last = out.last;
-    if (out.bytes !== null) writeBytes(out.bytes);
+    const bytes = viewerFrameToSse(e.data, cursor, frameOpts);
+    if (bytes !== null) writeBytes(bytes);
   });
   ws.addEventListener('close', shutdown);
   ws.addEventListener('error', shutdown);

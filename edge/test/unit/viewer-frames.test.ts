@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decodeViewerFrame,
   presenceFrame,
+  SseCursor,
   type StoredEvent,
   toViewerFrames,
   viewerFrameToSse,
@@ -19,13 +20,13 @@ const opts = { presence: false, now: () => 1234 };
 
 /** What a Worker writes for these frames, from cursor `last`, and its cursor after them. */
 function write(frames: Uint8Array[], last: string, o = opts): { sse: string; last: string } {
+  const cursor = new SseCursor(last);
   let sse = '';
   for (const f of frames) {
-    const out = viewerFrameToSse(f, last, o);
-    last = out.last;
-    if (out.bytes !== null) sse += text.decode(out.bytes);
+    const out = viewerFrameToSse(f, cursor, o);
+    if (out !== null) sse += text.decode(out);
   }
-  return { sse, last };
+  return { sse, last: cursor.last };
 }
 
 describe('viewer frames', () => {
@@ -46,10 +47,9 @@ describe('viewer frames', () => {
       sse: [events[2], events[3]].map((e) => sseOf(e as StoredEvent)).join(''),
       last: events[3]?.id,
     });
-    const out = viewerFrameToSse(frames[0] as Uint8Array, events[3]?.id as string, opts);
-    expect(out).toEqual({ bytes: null, last: events[3]?.id });
+    expect(write(frames, events[3]?.id as string)).toEqual({ sse: '', last: events[3]?.id });
     const ahead = `${events[3]?.id}Z`;
-    expect(viewerFrameToSse(frames[0] as Uint8Array, ahead, opts)).toEqual({ bytes: null, last: ahead });
+    expect(write(frames, ahead)).toEqual({ sse: '', last: ahead });
   });
 
   it('a frame delivered twice (replay and broadcast overlapping) is written once', () => {
@@ -75,10 +75,11 @@ describe('viewer frames', () => {
     const presence = { viewers: [{ name: 'ada', streams: 2 }] };
     const frame = presenceFrame(presence);
     expect(decodeViewerFrame(frame)).toEqual({ events: [], presence });
-    expect(viewerFrameToSse(frame, 'X', opts)).toEqual({ bytes: null, last: 'X' });
-    const out = viewerFrameToSse(frame, 'X', { ...opts, presence: true });
-    expect(out.last).toBe('X');
-    expect(text.decode(out.bytes ?? new Uint8Array())).toBe(`event: presence\ndata: ${JSON.stringify(presence)}\n\n`);
+    expect(write([frame], 'X')).toEqual({ sse: '', last: 'X' });
+    expect(write([frame], 'X', { ...opts, presence: true })).toEqual({
+      sse: `event: presence\ndata: ${JSON.stringify(presence)}\n\n`,
+      last: 'X',
+    });
   });
 
   it('bench only: a hop comment before its event, with the Worker write time put in its slot', () => {
@@ -98,7 +99,7 @@ describe('viewer frames', () => {
 
   it('yield nothing for a frame they cannot read', () => {
     for (const junk of [new Uint8Array(), new Uint8Array([9, 0, 0]), new Uint8Array([1, 0])]) {
-      expect(viewerFrameToSse(junk, 'X', opts)).toEqual({ bytes: null, last: 'X' });
+      expect(write([junk], 'X')).toEqual({ sse: '', last: 'X' });
     }
     expect(() => toViewerFrames([{ id: 'ü', type: 't', data: '{}' }])).toThrow(/ASCII/);
   });

@@ -1,0 +1,135 @@
+// Where a viewer's workerd memory goes, and whether it comes back: one stack (frozen edge, the
+// DevTools inspector on a loopback port so the Worker isolate's JS heap can be read and collected),
+// one idle session; `--rounds` times: open `--viewers` SSE viewers, close them, wait until RSS
+// settles, then force a full GC in the Worker isolate through the inspector. Prints each workerd
+// process's RSS and the isolate's JS heap at every step: memory that drops after the GC was
+// garbage, memory that stays at the same level round after round is kept for reuse, memory that
+// climbs round after round is held by something.
+// Run: node bench/fanout/memory.ts [--viewers 500] [--rounds 3]
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { liveInGroups } from '@switchyard/runner/host';
+import { freePort, startStack, type Stack } from '../../scripts/lib/stack.ts';
+import { Api, type SseStream } from '../../test/helpers/sse-client.ts';
+
+const arg = (name: string, dflt: number) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const VIEWERS = arg('--viewers', 500);
+const ROUNDS = arg('--rounds', 3);
+
+const rssMiB = (pid: number) => {
+  try {
+    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+};
+const comm = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+};
+
+/** A DevTools protocol session with the Worker isolate. */
+class Inspector {
+  #ws: WebSocket;
+  #id = 0;
+  #pending = new Map<number, (r: unknown) => void>();
+  private constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.addEventListener('message', (e) => {
+      const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown };
+      if (m.id !== undefined) this.#pending.get(m.id)?.(m.result);
+    });
+  }
+  static async open(port: number): Promise<Inspector> {
+    const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as Array<{
+      webSocketDebuggerUrl: string;
+    }>;
+    const url = targets[0]?.webSocketDebuggerUrl;
+    if (url === undefined) throw new Error('no inspector target');
+    const ws = new WebSocket(url);
+    await new Promise((res, rej) => {
+      ws.addEventListener('open', res);
+      ws.addEventListener('error', rej);
+    });
+    return new Inspector(ws);
+  }
+  call<T>(method: string, params: object = {}): Promise<T> {
+    const id = ++this.#id;
+    this.#ws.send(JSON.stringify({ id, method, params }));
+    return new Promise((res) => this.#pending.set(id, res as (r: unknown) => void));
+  }
+  async heapMiB(): Promise<number> {
+    return (await this.call<{ usedSize: number }>('Runtime.getHeapUsage')).usedSize / 2 ** 20;
+  }
+  close(): void {
+    this.#ws.close();
+  }
+}
+
+async function settle(pids: number[]): Promise<void> {
+  let prev = pids.map(rssMiB);
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const cur = pids.map(rssMiB);
+    if (cur.every((m, j) => Math.abs(m - (prev[j] ?? 0)) < 1)) return;
+    prev = cur;
+  }
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-fanout-mem-'));
+  const inspectorPort = await freePort();
+  let stack: Stack | undefined;
+  let inspector: Inspector | undefined;
+  try {
+    stack = await startStack({
+      port: 0,
+      frozenEdge: true,
+      devDir: join(dir, 'dev'),
+      persistTo: join(dir, 'state'),
+      inspectorPort,
+      readyTimeoutMs: 240_000,
+      output: () => {},
+      log: () => {},
+    });
+    const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+    const groups = new Set(stack.services.find((s) => s.name === 'edge')?.groups ?? []);
+    const pids = liveInGroups(groups)
+      .filter((p) => comm(p.pid) === 'workerd')
+      .map((p) => p.pid);
+    inspector = await Inspector.open(inspectorPort);
+    const ins = inspector;
+    const line = async (what: string) =>
+      console.log(
+        `${what.padEnd(44)} workerd RSS MiB ${pids.map((p) => `[${p}] ${rssMiB(p).toFixed(1)}`).join(' ')}; Worker isolate JS heap ${(await ins.heapMiB()).toFixed(1)} MiB`,
+      );
+    const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: 'viewer memory' })).body;
+    await line('start');
+    for (let r = 1; r <= ROUNDS; r++) {
+      const viewers: SseStream[] = [];
+      for (let i = 0; i < VIEWERS; i += 50)
+        viewers.push(...(await Promise.all(Array.from({ length: Math.min(50, VIEWERS - i) }, () => api.events(s.id)))));
+      await line(`round ${r}: ${VIEWERS} viewers open`);
+      await Promise.all(viewers.map((v) => v.close()));
+      await settle(pids);
+      await line(`round ${r}: closed, settled`);
+      await ins.call('HeapProfiler.collectGarbage');
+      await settle(pids);
+      await line(`round ${r}: after a full GC in the Worker isolate`);
+    }
+    await api.call('DELETE', `/api/sessions/${s.id}`);
+  } finally {
+    inspector?.close();
+    await stack?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
