@@ -1,9 +1,10 @@
 // Durable workspaces end to end, through HTTP only, with the real claude and pi CLIs on the
 // offline model (docs/DESIGN.md "Workspaces"): a person's upload reaches the agent, the agent's
 // file downloads byte-identical, a SIGKILLed runner's successor has every file of the last
-// completed turn (and not what the killed turn wrote), an idle-stopped session still lists and
-// downloads with no runner live, bad paths, limits and another user are refused.
-import { existsSync } from 'node:fs';
+// completed turn (and not what the killed turn wrote), the idle stop saves what appeared after the
+// last turn, an idle-stopped session still lists and downloads with no runner live, bad paths,
+// limits and another user are refused.
+import { existsSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -163,6 +164,10 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       expect(out5).toContain('INFLIGHT-LOST');
       const next = await liveTask(id);
       expect(next.pid).not.toBe(task.pid);
+      // A file that appears after the last turn's save (as an agent's background process would
+      // write it) becomes durable only through the runner's own end, here the idle stop.
+      const late = `written after the last turn, ${backend}\n`;
+      writeFileSync(join(workspaceOf(next), 'after-turn.txt'), late);
 
       // Idle stop (a minute without activity), then the durable copy serves with no runner.
       await until(
@@ -174,7 +179,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
         150_000,
       );
       expect((await stack.runners()).filter((t) => t.sessionId === id && t.lastStatus === 'RUNNING')).toEqual([]);
-      expect(await listing(admin, id)).toEqual(['live.txt', 'notes/input.txt', 'out/result.txt']);
+      expect(await listing(admin, id)).toEqual(['after-turn.txt', 'live.txt', 'notes/input.txt', 'out/result.txt']);
       const again = await raw(admin, 'GET', `/api/sessions/${id}/files/out/result.txt`);
       expect(Buffer.from(await again.arrayBuffer()).toString('utf8')).toBe(written);
       const archive = await raw(admin, 'GET', `/api/sessions/${id}/archive`);
@@ -182,6 +187,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       const entries = untarGz(new Uint8Array(await archive.arrayBuffer()));
       expect(entries.get('out/result.txt')).toBe(written);
       expect(entries.get('notes/input.txt')).toBe(given);
+      expect(entries.get('after-turn.txt')).toBe(late);
       await sse.close();
       expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
     }),
