@@ -5,6 +5,7 @@
 // Changes view shows the diff and follows each save; the repository field shows the server's
 // refusal beside itself.
 import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
@@ -49,7 +50,7 @@ function watchErrors(page: Page): string[] {
 
 describe('the files panel', () => {
   it(
-    "upload from the page; the agent's file shows after its turn; view (escaped), download, delete",
+    "upload from the page (button and drop); the agent's file shows after its turn; view (escaped), download one and all, delete",
     async () => {
       ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
       ctx.setDefaultTimeout(30_000);
@@ -75,6 +76,14 @@ describe('the files panel', () => {
       });
       const tree = page.getByRole('list', { name: 'Workspace files' });
       await tree.getByRole('link', { name: 'from-the-page.txt' }).waitFor();
+      // Dropping a file on the panel uploads it too, into the folder typed beside it.
+      const dropped = await page.evaluateHandle(() => {
+        const dt = new DataTransfer();
+        dt.items.add(new File(['dropped on the panel\n'], 'dropped.txt', { type: 'text/plain' }));
+        return dt;
+      });
+      await page.locator('details.files-panel').dispatchEvent('drop', { dataTransfer: dropped });
+      await tree.getByRole('link', { name: 'dropped.txt' }).waitFor();
 
       const script = { tool: 'write', path: 'out/page.html', content: '<b>bold?</b> <script>alert(1)</script>\n' };
       await page.getByLabel('Message').fill(`Read it and write a page.\n#offline ${JSON.stringify(script)}`);
@@ -96,7 +105,16 @@ describe('the files panel', () => {
       await page.getByRole('button', { name: 'Delete in/from-the-page.txt' }).click();
       await expect.poll(() => tree.getByRole('link', { name: 'from-the-page.txt' }).count()).toBe(0);
       const left = await admin.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${id}/files`);
-      expect(left.body.files.map((f) => f.path)).toEqual(['out/page.html']);
+      expect(left.body.files.map((f) => f.path)).toEqual(['in/dropped.txt', 'out/page.html']);
+
+      // Download all: the workspace as a .tar.gz, holding what is left.
+      const archiving = page.waitForEvent('download');
+      await page.getByRole('link', { name: 'Download all (.tar.gz)' }).click();
+      const tar = gunzipSync(readFileSync(await (await archiving).path())).toString('utf8');
+      expect(tar).toContain('in/dropped.txt');
+      expect(tar).toContain('dropped on the panel');
+      expect(tar).toContain('out/page.html');
+      expect(tar).not.toContain('from-the-page.txt');
       expect(errors).toEqual([]);
     },
     TURN_MS * 3,
