@@ -59,7 +59,7 @@ async function session(): Promise<string> {
   return r.body.id;
 }
 
-/** Sends the session's first message and waits for its answer; returns the session's runner. */
+/** Sends a message and waits for its answer; returns the session's runner and the message id. */
 async function firstTurn(sessionId: string, text: string) {
   const sse = await admin.events(sessionId);
   h.streams.add(sse);
@@ -77,7 +77,7 @@ async function firstTurn(sessionId: string, text: string) {
   expect(detail.status).toBe(200);
   const runner = detail.body.runner;
   if (runner === null || runner.ref === null) throw new Error('the session has no runner');
-  return runner;
+  return { ...runner, messageId: r.body.messageId };
 }
 
 async function taskTags(ref: string): Promise<Record<string, string>> {
@@ -110,6 +110,15 @@ describe('warm runner pool (real runners, real CLIs)', () => {
       expect(before.map((r) => r.id)).toContain(runner.runnerId);
       expect(before.map((r) => r.ref)).toContain(runner.ref);
       expect((await taskTags(runner.ref as string))['switchyard:pool']).toBe(runner.runnerId);
+      // The first message went with the claim and the hub's copy after the welcome was a duplicate:
+      // it ran once (a second run would hold the runner busy or end the same message twice), and
+      // the same runner takes the next message.
+      const next = await firstTurn(id, 'after the claim');
+      expect(next.runnerId).toBe(runner.runnerId);
+      const log = await admin.events(id);
+      h.streams.add(log);
+      await log.turnDone(next.messageId, TURN_MS);
+      expect(log.ofMessage(runner.messageId).filter((e) => e.event === 'turn.done')).toHaveLength(1);
       // Never reused: it left the pool, and a fresh one took its place.
       const after = await idle('claude', 2);
       expect(after.map((r) => r.id)).not.toContain(runner.runnerId);
