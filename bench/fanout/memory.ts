@@ -53,7 +53,9 @@ class Inspector {
     }>;
     const url = targets[0]?.webSocketDebuggerUrl;
     if (url === undefined) throw new Error('no inspector target');
-    const ws = new WebSocket(url);
+    // wrangler's inspector proxy wants an Origin on the upgrade; Node's WebSocket takes headers in its init.
+    const init = { headers: { Origin: 'http://127.0.0.1' } } as unknown as string[];
+    const ws = new WebSocket(url, init);
     await new Promise((res, rej) => {
       ws.addEventListener('open', res);
       ws.addEventListener('error', rej);
@@ -70,6 +72,28 @@ class Inspector {
   }
   close(): void {
     this.#ws.close();
+  }
+}
+
+/** How many viewer sockets the hub still counts: one more viewer, asking for presence, reads it. */
+async function hubStreams(api: Api, sessionId: string): Promise<number> {
+  const res = await fetch(`${api.base}/api/sessions/${sessionId}/events?presence=1`, { headers: api.headers() });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const dec = new TextDecoder();
+  let text = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('stream ended before presence');
+      text += dec.decode(value, { stream: true });
+      const m = /event: presence\ndata: (.*)\n/.exec(text);
+      if (m) {
+        const p = JSON.parse(m[1] as string) as { viewers: Array<{ streams: number }> };
+        return p.viewers.reduce((a, v) => a + v.streams, 0) - 1;
+      }
+    }
+  } finally {
+    await reader.cancel();
   }
 }
 
@@ -114,12 +138,23 @@ async function main() {
     await line('start');
     for (let r = 1; r <= ROUNDS; r++) {
       const viewers: SseStream[] = [];
+      const t0 = performance.now();
       for (let i = 0; i < VIEWERS; i += 50)
         viewers.push(...(await Promise.all(Array.from({ length: Math.min(50, VIEWERS - i) }, () => api.events(s.id)))));
-      await line(`round ${r}: ${VIEWERS} viewers open`);
+      await line(`round ${r}: ${VIEWERS} viewers open in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       await Promise.all(viewers.map((v) => v.close()));
+      const closedAt = performance.now();
       await settle(pids);
-      await line(`round ${r}: closed, settled`);
+      await line(`round ${r}: closed, settled (the hub counts ${await hubStreams(api, s.id)} viewer sockets)`);
+      // How long the hub keeps a closed client's socket: until its Worker notices the client left.
+      let left = await hubStreams(api, s.id);
+      while (left > 0 && performance.now() - closedAt < 60_000) {
+        await new Promise((res) => setTimeout(res, 1000));
+        left = await hubStreams(api, s.id);
+      }
+      await line(
+        `round ${r}: the hub counts ${left} viewer sockets ${((performance.now() - closedAt) / 1000).toFixed(1)} s after the close`,
+      );
       await ins.call('HeapProfiler.collectGarbage');
       await settle(pids);
       await line(`round ${r}: after a full GC in the Worker isolate`);
