@@ -321,6 +321,27 @@ describe('SSE replay', () => {
     expect(plain.body.error.field).toBe('presence');
   });
 
+  it('a client that leaves ends its stream and its hub socket at once, not at the next heartbeat', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const res = await hubStub(sid).fetch(`https://hub/viewer?name=watcher`, { headers: { Upgrade: 'websocket' } });
+    const ws = res.webSocket;
+    if (ws === null) throw new Error('no viewer socket');
+    let streams = 0;
+    ws.binaryType = 'arraybuffer';
+    ws.addEventListener('message', (e: MessageEvent) => {
+      const p = decodeViewerFrame(e.data as ArrayBuffer).presence;
+      if (p !== undefined) streams = p.viewers.reduce((n, v) => n + v.streams, 0);
+    });
+    ws.accept();
+    // The longest heartbeat: only the body's cancel can end this stream within the wait.
+    const sse = await SseReader.open(ctx, sid, { envOverride: { SSE_HEARTBEAT_SECONDS: '30' } });
+    await until('the SSE stream joins', () => streams === 2);
+    await sse.close();
+    await until('its hub socket is gone', () => streams === 1);
+    ws.close();
+  });
+
   it('refuses a malformed Last-Event-ID or ?after= with 400', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
