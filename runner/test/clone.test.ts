@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -110,5 +110,16 @@ describe('cloneRepository', () => {
     } finally {
       await silent.stop();
     }
+  });
+
+  it('a git that fails with nothing on stderr is reported with its exit code', async () => {
+    // The runner finds git on the PATH it is given: this one exits 3 and says nothing.
+    const bin = workspace();
+    const fake = join(bin, 'git');
+    writeFileSync(fake, '#!/bin/sh\nexit 3\n');
+    chmodSync(fake, 0o755);
+    const r = await cloneRepository({ url: git.url }, options({ path: bin }));
+    expect(r).toMatchObject({ ok: false, error: { code: 'repository_clone_failed' } });
+    expect(r.ok || r.error.message).toMatch(/git exited 3$/);
   });
 });
