@@ -1,6 +1,6 @@
 import type { Backend, Capabilities, SpawnOptions, SpawnSpec } from '@switchyard/protocol';
 import { runnerError, type Result } from './errors.ts';
-import { guardSelfTest } from './sandbox/canary.ts';
+import { type CanaryResult, guardSelfTest } from './sandbox/canary.ts';
 import { Sandbox, SandboxError, sandboxModeFrom, type SessionPaths } from './sandbox/sandbox.ts';
 
 /**
@@ -27,26 +27,53 @@ export async function sandboxSetup(
   env: Record<string, string | undefined>,
   backends: readonly Backend[],
 ): Promise<Result<SandboxSetup>> {
+  const walls = sandboxWalls(env, backends);
+  if (!walls.ok) return walls;
+  const selfTest = await walls.value.selfTest;
+  return {
+    ok: true,
+    value: {
+      ...walls.value,
+      capabilities: { ...walls.value.capabilities, guard: selfTest.ok ? 'loaded' : 'missing' },
+    },
+  };
+}
+
+/**
+ * The same walls with the guard's self-test still running (serve: a fresh session's CLI starts
+ * meanwhile, without input until it passed). `capabilities.guard` says `missing` until proven;
+ * `prepare` refuses once the self-test failed, and lets a spawn through while it runs — the
+ * runner holds that CLI's input and kills it if the self-test fails (serve/turn-machine.ts).
+ */
+export function sandboxWalls(
+  env: Record<string, string | undefined>,
+  backends: readonly Backend[],
+): Result<SandboxSetup & { selfTest: Promise<CanaryResult> }> {
   const mode = sandboxModeFrom(env);
   if (typeof mode !== 'string') return { ok: false, error: runnerError('config_invalid', mode.error) };
   // Container mode: the CLI is another uid in the runner's group; whatever either creates stays group-rw.
   if (mode === 'container') process.umask(0o007);
   const sandbox = new Sandbox({ mode });
-  const selfTest = await guardSelfTest(sandbox, backends);
+  let failed: string | undefined;
+  const selfTest = guardSelfTest(sandbox, backends).then((result) => {
+    if (!result.ok) failed = result.problem;
+    return result;
+  });
   return {
     ok: true,
     value: {
-      capabilities: { guard: selfTest.ok ? 'loaded' : 'missing', sandbox: mode },
+      capabilities: { guard: 'missing', sandbox: mode },
       guard: (backend) => sandbox.guardOption(backend),
       prepare: async (spec, paths) => {
-        if (!selfTest.ok)
+        if (failed !== undefined)
           throw new SandboxError(
             'guard_missing',
-            `the tool-call guard failed its self-test, so no CLI is started: ${selfTest.problem}`,
+            `the tool-call guard failed its self-test, so no CLI is started: ${failed}`,
           );
         return sandbox.prepare(spec, paths);
       },
       sandbox,
+      selfTest,
     },
   };
 }

@@ -27,6 +27,8 @@ export class CliSlot {
   private pending: Array<(p: CliProcess) => void> = [];
   private killed = false;
   private ready = false;
+  /** Nothing is written to the CLI (not even the readiness handshake) until open(). */
+  private inputOpen = false;
 
   private constructor(gen: number, codec: AgentCodec) {
     this.gen = gen;
@@ -73,13 +75,28 @@ export class CliSlot {
       slot.proc = proc;
       h.onStarted(proc.pid);
       void proc.exited.then((exit) => h.onExit(exit));
-      for (const line of readiness.lines) proc.writeControl(line);
-      const ops = slot.pending;
-      slot.pending = [];
-      for (const op of ops) op(proc);
       if (slot.killed) proc.kill('SIGKILL');
+      else slot.flush();
     })();
+    // The handshake is the first input, so it waits for open() like every other.
+    slot.pending.push((p) => {
+      for (const line of readiness.lines) p.writeControl(line);
+    });
     return slot;
+  }
+
+  /** The guard passed its self-test: what was held is written now, in order, and the rest as it comes. */
+  open(): void {
+    this.inputOpen = true;
+    this.flush();
+  }
+
+  private flush(): void {
+    const proc = this.proc;
+    if (proc === undefined || !this.inputOpen || this.killed) return;
+    const ops = this.pending;
+    this.pending = [];
+    for (const op of ops) op(proc);
   }
 
   get pid(): number | undefined {
@@ -92,7 +109,7 @@ export class CliSlot {
 
   run(op: (p: CliProcess) => void): void {
     if (this.killed) return;
-    if (this.proc) op(this.proc);
+    if (this.proc && this.inputOpen) op(this.proc);
     else this.pending.push(op);
   }
 

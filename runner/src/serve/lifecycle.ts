@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { sandboxSetup } from '../capabilities.ts';
+import { sandboxWalls } from '../capabilities.ts';
 import { locateCli } from '../cli/locate.ts';
 import { makeCliDirs } from '../cli/spawn.ts';
 import { loadServeConfig } from '../config.ts';
@@ -56,27 +56,31 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
           welcomeTimeoutMs: config.link.welcomeTimeoutMs,
         })
       : undefined;
-  // The guard's self-test and the credential proxy side by side. The CLI talks to the proxy with a
-  // per-session key; the real key stays in this process.
-  const [sandbox, model] = await Promise.all([
-    sandboxSetup(env, [config.backend]),
-    startModelAccess(config.model, mode),
-  ]);
+  // The guard's self-test runs beside the credential proxy's start and, for a session runner, the
+  // CLI's start: the runner holds the CLI's input until it passed and kills the CLI if it failed
+  // (docs/DESIGN.md "The guard"). The CLI talks to the proxy with a per-session key; the real key
+  // stays in this process.
+  const sandbox = sandboxWalls(env, [config.backend]);
+  const model = await startModelAccess(config.model, mode);
   if (!sandbox.ok || !model.ok) {
     early?.terminate();
     if (model.ok) await model.value.close();
     log.error('invalid configuration', { ...(sandbox.ok ? (model.ok ? {} : model.error) : sandbox.error) });
     return ExitCode.usage;
   }
-  if (sandbox.value.capabilities.guard !== 'loaded')
-    log.error('the tool-call guard failed its self-test; no CLI will be started', {});
+  const selfTest = sandbox.value.selfTest;
+  // A pooled runner says what it can do when it registers, before any session: it waits.
+  const pooledGuard = pool === null ? undefined : (await selfTest).ok ? ('loaded' as const) : ('missing' as const);
+  if (pooledGuard === 'missing') log.error('the tool-call guard failed its self-test; no CLI will be started', {});
+  const capabilities = { ...sandbox.value.capabilities, ...(pooledGuard !== undefined && { guard: pooledGuard }) };
 
   const ownStateDir = config.stateDir === undefined;
   const stateDir = config.stateDir ?? (await mkdtemp(join(tmpdir(), 'switchyard-runner-')));
   const runner = new SessionRunner({
     config,
     log,
-    capabilities: sandbox.value.capabilities,
+    capabilities,
+    ...(pool === null && { selfTest }),
     launch: {
       backend: config.backend,
       executable,
@@ -106,7 +110,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
       ? await runner.run(early)
       : await runPooled(runner, pool, config, log, {
           cliVersion: executable.version,
-          capabilities: sandbox.value.capabilities,
+          capabilities,
         });
   await model.value.close();
   if (ownStateDir) await rm(stateDir, { recursive: true, force: true }).catch(() => {});

@@ -35,12 +35,19 @@ import { WorkspaceClient, workspaceBaseUrl } from '../workspace/client.ts';
 import { WorkspaceSync } from '../workspace/sync.ts';
 import { cloneRepository } from '../workspace/clone.ts';
 import { CLONE_ERROR_CODE } from '../workspace/clone-plan.ts';
+import type { CanaryResult } from '../sandbox/canary.ts';
 
 export interface SessionRunnerOptions {
   config: ServeConfig;
   log: Logger;
-  /** What `hello` reports: the guard's self-test and the OS wall. */
+  /** What `hello` reports: the guard's self-test and the OS wall (with selfTest: until it ends). */
   capabilities: Capabilities;
+  /**
+   * The guard's self-test, when it still runs as the runner starts (serve, not pooled): a fresh
+   * session's CLI starts meanwhile but gets no input until it passed, and is killed if it failed;
+   * the hello waits for it, since it reports the result (docs/DESIGN.md "The guard").
+   */
+  selfTest?: Promise<CanaryResult>;
   /** Every CLI of the session is spawned from this (cli/spawn.ts). */
   launch: CliLaunch;
 }
@@ -103,7 +110,10 @@ export class SessionRunner {
   constructor(options: SessionRunnerOptions) {
     this.o = options;
     const c = options.config;
-    this.machine = new TurnMachine(c.timings);
+    this.machine = new TurnMachine(
+      c.timings,
+      options.selfTest !== undefined ? 'pending' : options.capabilities.guard === 'loaded' ? 'passed' : 'failed',
+    );
     this.buffer = new EventBuffer(c.buffer);
     this.hops = c.benchHops ? new HopStamps() : undefined;
     this.link = this.newLink();
@@ -188,13 +198,27 @@ export class SessionRunner {
     const c = this.o.config;
     this.o.log.info('runner starting', { runnerId: c.runnerId, sessionId: c.sessionId, backend: c.backend });
     this.dispatch({ type: 'start' });
-    // Nothing to restore, so the CLI need not wait for the welcome; never without a guard that
-    // passed its self-test (the sandbox would refuse the spawn anyway).
-    if (c.freshSession && this.o.capabilities.guard === 'loaded') {
+    const selfTest = this.o.selfTest;
+    // Nothing to restore, so the CLI need not wait for the welcome; never with a guard that
+    // failed its self-test, and while it still runs the CLI gets no input (the machine's guard).
+    if (c.freshSession && (selfTest !== undefined || this.o.capabilities.guard === 'loaded')) {
       this.o.log.info('fresh session: starting the CLI while the hub link comes up');
       this.dispatch({ type: 'prewarm' });
     }
-    this.link.start(early);
+    if (selfTest === undefined) this.link.start(early);
+    else
+      void selfTest.then((result) => {
+        if (this.machine.stopped) return;
+        this.o.capabilities = { ...this.o.capabilities, guard: result.ok ? 'loaded' : 'missing' };
+        if (!result.ok)
+          this.o.log.error('the tool-call guard failed its self-test; no CLI will be started', {
+            problem: result.problem,
+          });
+        this.dispatch({ type: 'guard', ok: result.ok });
+        // The hello reports the result, so the link is built (and adopts the early socket) only now.
+        this.link = this.newLink();
+        this.link.start(early);
+      });
     return this.exit;
   }
 
@@ -286,6 +310,9 @@ export class SessionRunner {
     switch (effect.type) {
       case 'spawn_cli':
         return this.spawn(effect.gen);
+      case 'open_cli_input':
+        this.slots.get(effect.gen)?.open();
+        return;
       case 'write_message':
         this.conversationStarted = true;
         this.toCli(effect.gen, (p) => {

@@ -15,6 +15,7 @@ import { exitError, reportedDone, startTimeoutError } from './turn-outcomes.ts';
 import {
   ALL_TIMERS,
   type Ending,
+  type GuardState,
   type MachineEffect,
   type MachineInput,
   type MachineTimings,
@@ -22,7 +23,7 @@ import {
   type TurnDone,
 } from './turn-types.ts';
 
-export type { MachineEffect, MachineInput, MachineTimings, TimerName } from './turn-types.ts';
+export type { GuardState, MachineEffect, MachineInput, MachineTimings, TimerName } from './turn-types.ts';
 
 interface Turn {
   messageId: string;
@@ -54,9 +55,12 @@ export class TurnMachine {
   private lastStatus = '';
   private fx: MachineEffect[] = [];
   private readonly t: MachineTimings;
+  private guard: GuardState;
 
-  constructor(timings: MachineTimings) {
+  /** guard: the self-test's state when the runner is built (docs/DESIGN.md "The guard"). */
+  constructor(timings: MachineTimings, guard: GuardState = 'passed') {
     this.t = timings;
+    this.guard = guard;
   }
 
   get busy(): boolean {
@@ -111,8 +115,11 @@ export class TurnMachine {
         if (this.turn?.waiting.delete(input.approvalId) && !this.turn.ending && this.cli.state === 'ready')
           this.armStall();
         return;
+      case 'guard':
+        return this.guardResult(input.ok);
       case 'cli_ready':
-        if (input.gen !== this.cli.gen || this.cli.state !== 'starting') return;
+        // A CLI is ready when it can take a message: never before the guard passed its self-test.
+        if (input.gen !== this.cli.gen || this.cli.state !== 'starting' || this.guard !== 'passed') return;
         this.cli.state = 'ready';
         this.clearTimer('cli_start');
         if (this.turn && !this.turn.ending) this.armStall();
@@ -368,7 +375,28 @@ export class TurnMachine {
   private spawnCli(): void {
     this.cli = { gen: this.cli.gen + 1, state: 'starting' };
     this.fx.push({ type: 'spawn_cli', gen: this.cli.gen });
+    if (this.guard === 'passed') this.fx.push({ type: 'open_cli_input', gen: this.cli.gen });
     this.setTimer('cli_start', this.t.cliStartMs);
+  }
+
+  /**
+   * The self-test finished while a CLI may already be starting (a fresh session's). Passed: its
+   * input opens. Failed: it is killed unseen, as if it had never started — it has had no input, so
+   * it made no tool call — and the runner goes on as one whose guard failed before any spawn.
+   */
+  private guardResult(ok: boolean): void {
+    if (this.guard !== 'pending') return;
+    this.guard = ok ? 'passed' : 'failed';
+    if (this.cli.state === 'none') return;
+    if (ok) {
+      this.fx.push({ type: 'open_cli_input', gen: this.cli.gen });
+      return;
+    }
+    this.fx.push({ type: 'log', level: 'error', msg: 'killing the CLI started before the guard failed its self-test' });
+    this.fx.push({ type: 'kill_cli', gen: this.cli.gen });
+    this.clearTimer('cli_start');
+    this.cli.state = 'none';
+    this.continueStopping();
   }
 
   /** The one place a turn ends: exactly one turn.done per accepted message. */

@@ -32,6 +32,9 @@ export interface MachineTimings {
   cliStopGraceMs: number;
 }
 
+/** The guard's self-test: still running (the CLI may start, but takes no input), passed, or failed. */
+export type GuardState = 'pending' | 'passed' | 'failed';
+
 export type TimerName =
   | 'stall'
   | 'interrupt_deadline'
@@ -60,6 +63,11 @@ export type MachineInput =
   | { type: 'interrupt'; requestId: string }
   /** The hub's answer to an approval reached the CLI (or the CLI no longer waited for it). */
   | { type: 'approval_answered'; approvalId: string }
+  /**
+   * The guard's self-test result, when it was still running at construction. Until it passed no
+   * input reaches a CLI and none counts as ready; a failure kills a CLI already started.
+   */
+  | { type: 'guard'; ok: boolean }
   | { type: 'cli_ready'; gen: number }
   /** Any stdout line: the watchdog's heartbeat. */
   | { type: 'cli_output'; gen: number }
@@ -74,6 +82,8 @@ export type MachineInput =
 
 export type MachineEffect =
   | { type: 'spawn_cli'; gen: number }
+  /** The CLI's stdin may be written (the readiness handshake first); never before the guard passed its self-test. */
+  | { type: 'open_cli_input'; gen: number }
   | { type: 'write_message'; gen: number; message: UserMessage }
   | { type: 'cli_interrupt'; gen: number }
   | { type: 'close_cli_input'; gen: number }
