@@ -3,7 +3,7 @@ import { decodeFrames, encodeFrames, type WorkspaceManifest } from '@switchyard/
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
-import { adminWithToken, expectError, userWithToken } from './helpers.ts';
+import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts';
 import { call, createSession, hubContext, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
 import { req, sha256 } from './workspace-helpers.ts';
 
@@ -412,5 +412,60 @@ describe('runner workspace routes', () => {
     expect((await call(ctx.app, 'DELETE', `/api/sessions/${id}`, { token: ctx.token })).status).toBe(204);
     const left = await env.TRANSCRIPTS.list({ prefix: `sessions/${id}/workspace/` });
     expect(left.objects).toEqual([]);
+  });
+});
+
+describe('GET /blobs/:sha for the runner', () => {
+  it('a blob stored nowhere is 404 after one read of its own object; a packed one comes from its pack', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, id);
+    const credential = runner.of('welcome')[0]?.runnerToken ?? '';
+    const base = '/internal/runner/workspace';
+    // The same bucket, with every read of a workspace object noted.
+    const reads: string[] = [];
+    const bucket = env.TRANSCRIPTS;
+    const counted = new Proxy(bucket, {
+      get(target, prop) {
+        if (prop === 'get')
+          return (...args: Parameters<R2Bucket['get']>) => {
+            if (args[0].includes('/workspace/')) reads.push(args[0]);
+            return target.get(...args);
+          };
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const get = (sha: string) =>
+      ctx.app.request(
+        `${ORIGIN}${base}/blobs/${sha}`,
+        { headers: { Authorization: `Bearer ${credential}` } },
+        { ...env, TRANSCRIPTS: counted },
+      );
+
+    const missing = await get('e'.repeat(64));
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    expect(reads).toEqual([`sessions/${id}/workspace/blobs/${'e'.repeat(64)}`]);
+
+    const packed = await req(ctx, 'POST', `${base}/blobs`, {
+      token: credential,
+      body: encodeFrames([new TextEncoder().encode('in a pack')]),
+    });
+    const [sha = ''] = ((await packed.json()) as { sha256: string[] }).sha256;
+    const files = [{ path: 'p.txt', sha256: sha, size: 9, executable: false, modifiedAt: 1 }];
+    const commit = await req(ctx, 'POST', `${base}/commit`, {
+      token: credential,
+      body: JSON.stringify({ upserts: files, deletes: [] }),
+    });
+    expect(commit.status).toBe(200);
+    reads.length = 0;
+    const found = await get(sha);
+    expect(found.status).toBe(200);
+    expect(found.headers.get('content-length')).toBe('9');
+    expect(await found.text()).toBe('in a pack');
+    expect(reads).toHaveLength(2);
+    expect(reads[0]).toBe(`sessions/${id}/workspace/blobs/${sha}`);
+    expect(reads[1]).toMatch(new RegExp(`^sessions/${id}/workspace/packs/`));
   });
 });

@@ -133,22 +133,37 @@ export async function openBlob(
   sha: string,
   at: BlobLocation | undefined,
 ): Promise<BlobBody | null> {
-  if (at !== undefined && at.size === 0) {
-    const empty = new Blob([]);
-    return { body: empty.stream(), size: 0, arrayBuffer: () => empty.arrayBuffer() };
-  }
   if (at !== undefined) {
-    const obj = await bucket.get(packKey(sessionId, at.pack), { range: { offset: at.offset, length: at.size } });
-    if (obj !== null) return { body: obj.body, size: at.size, arrayBuffer: () => obj.arrayBuffer() };
+    const packed = await openPacked(bucket, sessionId, at);
+    if (packed !== null) return packed;
   }
   const obj = await getLooseBlob(bucket, sessionId, sha);
   return obj === null ? null : { body: obj.body, size: obj.size, arrayBuffer: () => obj.arrayBuffer() };
+}
+
+/** One blob's span of its pack; null when the pack is gone. */
+async function openPacked(bucket: R2Bucket, sessionId: string, at: BlobLocation): Promise<BlobBody | null> {
+  if (at.size === 0) {
+    const empty = new Blob([]);
+    return { body: empty.stream(), size: 0, arrayBuffer: () => empty.arrayBuffer() };
+  }
+  const obj = await bucket.get(packKey(sessionId, at.pack), { range: { offset: at.offset, length: at.size } });
+  return obj === null ? null : { body: obj.body, size: at.size, arrayBuffer: () => obj.arrayBuffer() };
 }
 
 /** One blob of the session's workspace as a stream, wherever it is stored; null when nowhere. */
 export async function openWorkspaceBlob(env: Env, sessionId: string, sha: string): Promise<BlobBody | null> {
   const at = (await hubFor(env, sessionId).workspaceBlobLocations([sha])).get(sha);
   return openBlob(env.TRANSCRIPTS, sessionId, sha, at);
+}
+
+/**
+ * One blob from its pack, for a caller that already found no object of its own: the loose
+ * object is not read a second time. Null when the hub knows no pack for it or the pack is gone.
+ */
+export async function openPackedWorkspaceBlob(env: Env, sessionId: string, sha: string): Promise<BlobBody | null> {
+  const at = (await hubFor(env, sessionId).workspaceBlobLocations([sha])).get(sha);
+  return at === undefined ? null : openPacked(env.TRANSCRIPTS, sessionId, at);
 }
 
 /**

@@ -17,7 +17,7 @@ import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
 import { getLooseBlob, hasBlob, putBlob } from './blobs.ts';
 import { readBody } from './body.ts';
-import { openWorkspaceBlob, putPack, readBlobs } from './packs.ts';
+import { openPackedWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 
 // The runner's side of the durable workspace, over HTTP (RUNNER_WORKSPACE_PATH): blobs go
 // straight between the runner and R2 through the Worker, never through the session hub's
@@ -63,7 +63,8 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
     // their own object first spares the hub a call.
     const session = c.get('runnerSession');
     const obj =
-      (await getLooseBlob(c.env.TRANSCRIPTS, session, sha.data)) ?? (await openWorkspaceBlob(c.env, session, sha.data));
+      (await getLooseBlob(c.env.TRANSCRIPTS, session, sha.data)) ??
+      (await openPackedWorkspaceBlob(c.env, session, sha.data));
     if (obj === null) return apiError(c, 404, 'not_found', 'no such blob');
     return new Response(obj.body, {
       headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(obj.size) },
