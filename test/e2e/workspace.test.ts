@@ -1,8 +1,8 @@
 // Durable workspaces end to end, through HTTP only, with the real claude and pi CLIs on the
 // offline model (docs/DESIGN.md "Workspaces"): a person's upload reaches the agent, the agent's
 // file downloads byte-identical, a SIGKILLed runner's successor has every file of the last
-// completed turn (and not what the killed turn wrote), the idle stop saves what appeared after the
-// last turn, an idle-stopped session still lists and downloads with no runner live, bad paths,
+// completed turn (and not what the killed turn wrote), the idle stop and a SIGTERM save what
+// appeared after the last turn, an idle-stopped session still lists and downloads with no runner live, bad paths,
 // limits and another user are refused.
 import { existsSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -192,6 +192,42 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
     }),
     TURN_MS * 6,
+  );
+
+  it(
+    `${backend}: SIGTERM (as ECS stops a task) saves what appeared in the workspace after the last turn's save`,
+    dumpOnFail(async () => {
+      const created = await admin.call<{ id: string }>('POST', '/api/sessions', {});
+      const id = created.body.id;
+      h.sessions.push(id);
+      const sse = await admin.events(id);
+      h.streams.add(sse);
+      const m1 = await send(
+        admin,
+        id,
+        offline({ tool: 'write', path: 'turn.txt', content: 'from the turn\n' }, 'write'),
+      );
+      await turnSaved(sse, m1, TURN_MS);
+      const task = await liveTask(id);
+      // Written after the turn's workspace.saved, as an agent's background process would: only the
+      // runner's own end can make it durable.
+      const late = `written before SIGTERM, ${backend}\n`;
+      writeFileSync(join(workspaceOf(task), 'before-term.txt'), late);
+      process.kill(task.pid as number, 'SIGTERM');
+      await until(
+        'the session at rest after SIGTERM',
+        async () => {
+          const s = await admin.call<{ runner: unknown; state: string }>('GET', `/api/sessions/${id}`);
+          return s.body.runner === null && s.body.state === 'stopped';
+        },
+        60_000,
+      );
+      expect(await listing(admin, id)).toEqual(['before-term.txt', 'turn.txt']);
+      const got = await raw(admin, 'GET', `/api/sessions/${id}/files/before-term.txt`);
+      expect(Buffer.from(await got.arrayBuffer()).toString('utf8')).toBe(late);
+      await sse.close();
+    }),
+    TURN_MS * 2,
   );
 }
 
