@@ -1,8 +1,18 @@
+import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { adminWithToken, call, expectError, ORIGIN, type CallResult } from './helpers.ts';
-import { FakeRunner, hubContext, launchAndConnect, type HubTestContext } from './hub-helpers.ts';
+import {
+  FakeRunner,
+  hubContext,
+  hubStub,
+  launchAndConnect,
+  postMessage,
+  SseReader,
+  type HubTestContext,
+  until,
+} from './hub-helpers.ts';
 
 // Sessions started from a repository (docs/DESIGN.md "Start from a repository"), in workerd with
 // real D1 and the hub: what POST /api/sessions accepts and stores, which hosts it refuses, and what
@@ -173,5 +183,70 @@ describe('welcome.repository', () => {
     const { runner } = await launchAndConnect(ctx, id);
     expect(runner.of('welcome')[0]?.repository).toBeUndefined();
     runner.close();
+  });
+});
+
+/**
+ * Rewrites the repository stored in the session's hub record, as a session stored before a rule
+ * of the contract tightened would hold it (the hub keeps it in memory too, so both are changed).
+ */
+async function storeRepository(sessionId: string, repository: unknown): Promise<void> {
+  await runInDurableObject(hubStub(sessionId), (instance, state) => {
+    const hub: unknown = Reflect.get(instance, 'hub');
+    const meta: unknown = typeof hub === 'object' && hub !== null ? Reflect.get(hub, 'meta') : undefined;
+    const session: unknown = typeof meta === 'object' && meta !== null ? Reflect.get(meta, 'session') : undefined;
+    if (typeof session !== 'object' || session === null) throw new Error('no session in the hub');
+    Reflect.set(session, 'repository', repository);
+    state.storage.sql.exec("UPDATE meta SET v = ? WHERE k = 'hub'", JSON.stringify(meta));
+  });
+}
+
+/** The turn's error event and its turn.done, from the session's stream. */
+async function startRefused(ctx: HubTestContext, id: string) {
+  const sse = await SseReader.open(ctx, id);
+  const done = await sse.waitFor('turn.done', (e) => e.event === 'turn.done');
+  const error = sse.ofType('error')[0];
+  await sse.close();
+  return { done: done.data as { stopReason: string; error?: { code: string; message: string } }, error };
+}
+
+describe('a stored repository the contract no longer accepts', () => {
+  // A ref that reads as an option: the contract refuses it (see protocol/src/workspace/repository.ts).
+  const BAD = { url: REPO.url, ref: '--upload-pack=touch /tmp/x' };
+
+  it('ends the start with repository_clone_failed naming repository.ref; no runner is launched', async () => {
+    const ctx = await hubContext();
+    const id = (await create(ctx, { repository: REPO })).body.id as string;
+    await storeRepository(id, BAD);
+    const r = await postMessage(ctx, id, 'hello');
+    expect(r.status, r.text).toBe(202);
+    const { done, error } = await startRefused(ctx, id);
+    expect(done.stopReason).toBe('error');
+    expect(done.error?.code).toBe('repository_clone_failed');
+    expect(done.error?.message).toMatch(/^repository\.ref: the session's stored repository no longer passes/);
+    expect(error?.data).toMatchObject({ code: 'repository_clone_failed', retryable: false });
+    expect(ctx.launcher.startsFor(id)).toEqual([]);
+    // The refused start gives back the runner slot its message claimed.
+    await until('the runner slot given back', async () => {
+      const row = await env.DB.prepare('SELECT count(*) AS n FROM runner_slots WHERE session_id = ?')
+        .bind(id)
+        .first<{ n: number }>();
+      return row?.n === 0;
+    });
+  });
+
+  it('a runner already launched is refused at its welcome and the turn ends with the same error', async () => {
+    const ctx = await hubContext();
+    const id = (await create(ctx, { repository: REPO })).body.id as string;
+    expect((await postMessage(ctx, id, 'hello')).status).toBe(202);
+    const launch = await until('a launch', () => ctx.launcher.startsFor(id).at(-1));
+    await storeRepository(id, BAD);
+    const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: id });
+    runner.hello(id);
+    await runner.waitClosed();
+    expect(runner.of('welcome')).toEqual([]);
+    const { done } = await startRefused(ctx, id);
+    expect(done.error?.code).toBe('repository_clone_failed');
+    expect(done.error?.message).toMatch(/^repository\.ref: /);
   });
 });

@@ -25,6 +25,7 @@ import {
 import { attachmentOf, closeQuietly, liveRunner, sendToRunner, type RunnerAuth } from '../runner-link/sockets.ts';
 import { releaseRunnerSlotStatement } from '../runner-link/slots.ts';
 import { MIN_SECRET_LENGTH, mintRunnerToken } from '../runner-link/token.ts';
+import { pendingRepository } from './pending-repository.ts';
 import { hubRuntime, type HubTimings } from './runtime.ts';
 import type { HubSessionInfo } from './types.ts';
 import { nextUlid } from './ulid.ts';
@@ -184,6 +185,11 @@ export class HubCore {
     const session = this.meta.session;
     const hubUrl = this.meta.hubUrl;
     if (session === null || hubUrl === null) return;
+    const pending = pendingRepository(session, new WorkspaceLedger(this.ctx.storage).baseline() !== null);
+    if (!pending.ok) {
+      this.refuseStart(pending.error);
+      return;
+    }
     const launch = newLaunch(nextUlid(this.now, null), hubUrl, this.now, this.timings);
     this.meta.launch = launch;
     this.commit();
@@ -242,6 +248,15 @@ export class HubCore {
     // The runner may run it from now on: if this launch ends, the turn ends with it (not resent).
     if (this.meta.turn !== null && this.meta.turn.messageId === sentWithClaim) this.meta.turn.sent = true;
     this.saveMeta();
+    this.syncD1();
+  }
+
+  /** A start that cannot happen: the waiting turn ends with `error`, logged as an event too; no runner. */
+  refuseStart(error: ErrorInfo): void {
+    this.emit({ type: 'error', ...error }, this.meta.turn?.messageId);
+    this.endTurn({ type: 'turn.done', stopReason: 'error', error });
+    this.commit();
+    // The runner slot the message claimed goes back (D1 releases it while there is no launch).
     this.syncD1();
   }
 

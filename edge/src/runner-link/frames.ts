@@ -168,8 +168,15 @@ export class RunnerFrames {
     }
     const token = await this.#hub.mint(launch, { kind: 'credential', runnerId: hello.runnerId });
     // Until the clone is committed as the baseline, every new runner is told to clone first.
-    const repository = pendingRepository(session, new WorkspaceLedger(this.#hub.ctx.storage).baseline() !== null);
+    const pending = pendingRepository(session, new WorkspaceLedger(this.#hub.ctx.storage).baseline() !== null);
     if (this.#hub.meta.launch?.id !== launch.id || !isOpen(ws)) return;
+    if (!pending.ok) {
+      // Launched before the check at the start could refuse it (startLaunch refuses such a start).
+      this.#hub.emit({ type: 'error', ...pending.error });
+      this.#hub.finish('failed', pending.error.message, pending.error);
+      return;
+    }
+    const repository = pending.value;
     if (known === null) this.#hub.log.addRunner(hello.runnerId);
 
     // One runner link per session: older sockets (a dead link of this runner, or another
