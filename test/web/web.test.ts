@@ -224,7 +224,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     // Once the turn is over the kept draft goes through.
     await page.getByRole('button', { name: 'Send' }).click();
     await turnsDone(page, 2);
-    expect(await page.getByLabel('Message').inputValue()).toBe('');
+    await expect.poll(() => page.getByLabel('Message').inputValue()).toBe('');
     expect(await conversation(page).locator('.msg.user .user-text').allInnerTexts()).toEqual([
       `Long answer please.\n${SLOW}`,
       draft,
