@@ -1,27 +1,12 @@
 import { launchEnvironment } from '@switchyard/protocol';
 import { describe, expect, test } from 'vitest';
 import { loadServeConfig } from '../../src/config.ts';
-import { TurnMachine, type MachineEffect, type MachineTimings } from '../../src/serve/turn-machine.ts';
+import { TurnMachine } from '../../src/serve/turn-machine.ts';
+import { TIMINGS as T, effectsOf as of } from './turn-machine-fixtures.ts';
 
 // A runner launched for a fresh session starts its CLI before the welcome (turn machine input
 // `prewarm`, docs/DESIGN.md "Runner behaviour (serve)"); the welcome still decides: one that brings
 // something to restore replaces that CLI with one started after the restore.
-
-const T: MachineTimings = {
-  interruptDeadlineMs: 10_000,
-  stallMs: 120_000,
-  toolStallMs: 900_000,
-  cliStartMs: 60_000,
-  killGraceMs: 5000,
-  idleMs: 900_000,
-  maxLifetimeMs: 8 * 3_600_000,
-  shutdownFinishMs: 5000,
-  shutdownDeadlineMs: 25_000,
-  cliStopGraceMs: 3000,
-};
-
-const of = <K extends MachineEffect['type']>(fx: MachineEffect[], type: K) =>
-  fx.filter((e): e is Extract<MachineEffect, { type: K }> => e.type === type);
 
 function prewarmed(ready: boolean): TurnMachine {
   const m = new TurnMachine(T);

@@ -1,25 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { TurnMachine, type MachineEffect, type MachineTimings } from '../../src/serve/turn-machine.ts';
+import { TurnMachine, type MachineEffect } from '../../src/serve/turn-machine.ts';
+import { TIMINGS as T, effectsOf as of } from './turn-machine-fixtures.ts';
 
 // The guard's self-test runs while a fresh session's CLI starts (docs/DESIGN.md "The guard"): the
 // CLI may exist, but its input opens only once the self-test passed, it is not ready before, and a
 // failed self-test kills it as if it had never started.
 
-const T: MachineTimings = {
-  interruptDeadlineMs: 10_000,
-  stallMs: 120_000,
-  toolStallMs: 900_000,
-  cliStartMs: 60_000,
-  killGraceMs: 5000,
-  idleMs: 900_000,
-  maxLifetimeMs: 8 * 3_600_000,
-  shutdownFinishMs: 5000,
-  shutdownDeadlineMs: 25_000,
-  cliStopGraceMs: 3000,
-};
-
-const of = <K extends MachineEffect['type']>(fx: MachineEffect[], type: K) =>
-  fx.filter((e): e is Extract<MachineEffect, { type: K }> => e.type === type);
 const lastStatus = (fx: MachineEffect[]) => of(fx, 'status').at(-1)?.status;
 
 function startedPending(): { m: TurnMachine; fx: MachineEffect[] } {

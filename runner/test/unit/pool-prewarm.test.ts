@@ -1,23 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import { claimedConfig, firstMessageInputs, forgetPoolSecrets, poolModeOf } from '../../src/pool/pooled.ts';
-import { TurnMachine, type MachineEffect, type MachineTimings } from '../../src/serve/turn-machine.ts';
+import { TurnMachine, type MachineEffect } from '../../src/serve/turn-machine.ts';
+import { TIMINGS as T } from './turn-machine-fixtures.ts';
 
 // Pooled mode's pure parts (docs/DESIGN.md "Warm runner pool"): the turn machine starts the CLI
 // on `prewarm` and does not start a second one when the claimed session links; the pooled
 // runner's config stands in for a session until the claim and is validated again with it.
-
-const T: MachineTimings = {
-  interruptDeadlineMs: 10_000,
-  stallMs: 120_000,
-  toolStallMs: 900_000,
-  cliStartMs: 60_000,
-  killGraceMs: 5000,
-  idleMs: 900_000,
-  maxLifetimeMs: 8 * 3_600_000,
-  shutdownFinishMs: 5000,
-  shutdownDeadlineMs: 25_000,
-  cliStopGraceMs: 3000,
-};
 
 const spawns = (fx: MachineEffect[]) => fx.filter((e) => e.type === 'spawn_cli');
 

@@ -1,26 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import type { AgentEvent } from '@switchyard/protocol';
-import {
-  TurnMachine,
-  type MachineEffect,
-  type MachineInput,
-  type MachineTimings,
-} from '../../src/serve/turn-machine.ts';
+import { TurnMachine, type MachineEffect, type MachineInput } from '../../src/serve/turn-machine.ts';
+import { TIMINGS as T } from './turn-machine-fixtures.ts';
 
 // The stall watchdog while the CLI waits for a person (DESIGN "Tool approvals").
-
-const T: MachineTimings = {
-  interruptDeadlineMs: 10_000,
-  stallMs: 120_000,
-  toolStallMs: 900_000,
-  cliStartMs: 60_000,
-  killGraceMs: 5000,
-  idleMs: 900_000,
-  maxLifetimeMs: 8 * 3_600_000,
-  shutdownFinishMs: 5000,
-  shutdownDeadlineMs: 25_000,
-  cliStopGraceMs: 3000,
-};
 
 function busy() {
   const m = new TurnMachine(T);

@@ -6,19 +6,7 @@ import {
   type MachineInput,
   type MachineTimings,
 } from '../../src/serve/turn-machine.ts';
-
-const T: MachineTimings = {
-  interruptDeadlineMs: 10_000,
-  stallMs: 120_000,
-  toolStallMs: 900_000,
-  cliStartMs: 60_000,
-  killGraceMs: 5000,
-  idleMs: 900_000,
-  maxLifetimeMs: 8 * 3_600_000,
-  shutdownFinishMs: 5000,
-  shutdownDeadlineMs: 25_000,
-  cliStopGraceMs: 3000,
-};
+import { TIMINGS as T, effectsOf as of } from './turn-machine-fixtures.ts';
 
 /** A machine driven to "ready, CLI running" with its effect log. */
 function ready(timings: Partial<MachineTimings> = {}) {
@@ -35,8 +23,6 @@ function ready(timings: Partial<MachineTimings> = {}) {
   return { m, run, log };
 }
 
-const of = <K extends MachineEffect['type']>(fx: MachineEffect[], type: K) =>
-  fx.filter((e): e is Extract<MachineEffect, { type: K }> => e.type === type);
 const emitted = (fx: MachineEffect[]) => of(fx, 'emit').map((e) => e.event);
 const turnDones = (fx: MachineEffect[]) => emitted(fx).filter((e) => e.type === 'turn.done');
 const timerSet = (fx: MachineEffect[], name: string) => of(fx, 'set_timer').find((t) => t.name === name);
