@@ -9,10 +9,12 @@
 //       split into anonymous and file-backed pages (/proc) and the V8 heap (process.memoryUsage(),
 //       asked for with SIGUSR2 through memory-report.mjs, which the runner preloads). The strip
 //       cache is filled first, as the image fills it at build time.
-// The runner is measured three times: with SWITCHYARD_SANDBOX=none (the runner's own cost), with
-// the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows separately,
-// and with the default sandbox launched as the edge launches a new session
-// (SWITCHYARD_FRESH_SESSION=1: the CLI starts while the hub link comes up). The runs are
+// The runner is measured in six ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
+// cost); with the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows
+// separately; launched as the edge launches a new session (SWITCHYARD_FRESH_SESSION=1: the CLI
+// starts while the hub link comes up); and, as the image runs it, from the bundle
+// (runner/scripts/build-bundle.ts) and with an empty compile cache (a new task's /tmp is empty, and
+// Node keeps that cache under TMPDIR), beside the bin under the same conditions. The runs are
 // interleaved (a bare start, then one of each runner variant, per round), and besides the ratio of
 // medians the median of the per-round ratios is printed: on a machine whose load drifts, that
 // pairs each start with the bare start measured next to it.
@@ -26,6 +28,7 @@ import { locateCli, readinessFor } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/fixture.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
+import { buildBundle } from '../../runner/scripts/build-bundle.ts';
 import { until } from '../../test/helpers/poll.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
@@ -107,11 +110,20 @@ interface RunnerMemory extends ProcMemory {
   heap: { heapUsed: number; heapTotal: number; external: number; stripper: boolean };
 }
 
+/** One way of starting the runner: its environment, its entry (the bin unless the bundle), its compile cache. */
+interface Variant {
+  name: string;
+  env: Record<string, string>;
+  entry?: string;
+  /** A fresh TMPDIR per start, so Node's compile cache (kept under it) starts empty, as in a new task's /tmp. */
+  coldCompileCache?: boolean;
+}
+
 async function viaRunner(
   backend: Backend,
   model: OfflineModel,
   hub: TestHub,
-  env: Record<string, string>,
+  variant: Variant,
   n: number,
 ): Promise<{ readyMs: number[]; firstDeltaMs: number[]; memory: RunnerMemory[] }> {
   const readyMs: number[] = [];
@@ -121,13 +133,21 @@ async function viaRunner(
   for (let i = 0; i < n; i++) {
     const session = await hub.newSession();
     const report = join(reportDir, `${i}.json`);
+    const tmp = variant.coldCompileCache ? mkdtempSync(join(tmpdir(), 'sy-bench-tmp-')) : undefined;
     const t0 = now();
-    const served = serveRunner(session, backend, model.url, {
-      SWITCHYARD_LOG_LEVEL: 'warn',
-      NODE_OPTIONS: `--import ${MEMORY_REPORT}`,
-      SWITCHYARD_BENCH_MEMORY_REPORT: report,
-      ...env,
-    });
+    const served = serveRunner(
+      session,
+      backend,
+      model.url,
+      {
+        SWITCHYARD_LOG_LEVEL: 'warn',
+        NODE_OPTIONS: `--import ${MEMORY_REPORT}`,
+        SWITCHYARD_BENCH_MEMORY_REPORT: report,
+        ...(tmp ? { TMPDIR: tmp } : {}),
+        ...variant.env,
+      },
+      { entry: variant.entry },
+    );
     await waitReady(session);
     readyMs.push(now() - t0);
     // Several turns on one runner: the first is the cold one, like the bare CLI's.
@@ -146,6 +166,7 @@ async function viaRunner(
     process.kill(served.runner.pid, 'SIGUSR2');
     memory.push({ ...mem, heap: await until('the runner memory report', () => readJson(report)) });
     await stopRunner(served.runner);
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
   rmSync(reportDir, { recursive: true, force: true });
   return { readyMs, firstDeltaMs, memory };
@@ -202,10 +223,21 @@ async function bareNode(): Promise<ProcMemory> {
   return mem;
 }
 
-// Every runner module type-stripped ahead, as the image does at build time (runner/bin/strip-cache.js).
+// Every runner module type-stripped ahead, as the image does at build time (runner/bin/strip-cache.js),
+// and the bundle the image runs (runner/scripts/build-bundle.ts).
 spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'runner', 'bin', 'fill-strip-cache.js')], {
   stdio: 'ignore',
 });
+const bundle = await buildBundle();
+const fresh = { SWITCHYARD_FRESH_SESSION: '1' };
+const VARIANTS: Variant[] = [
+  { name: 'runner(none)', env: { SWITCHYARD_SANDBOX: 'none' } },
+  { name: 'runner(default)', env: {} },
+  { name: 'runner(default, fresh)', env: fresh },
+  { name: 'bin, fresh, cold cache', env: fresh, coldCompileCache: true },
+  { name: 'bundle, fresh', env: fresh, entry: bundle },
+  { name: 'bundle, fresh, cold cache', env: fresh, entry: bundle, coldCompileCache: true },
+];
 const model = await startOfflineModel();
 const hub = await TestHub.start();
 const node = await bareNode();
@@ -214,7 +246,10 @@ const mib = (kb: number) => `${(kb / 1024).toFixed(1)} MiB`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 console.log(`bench/runner — medians of ${runs} runs each, offline model on loopback, one run side by side`);
 console.log(
-  'runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy)',
+  'runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy);',
+);
+console.log(
+  'fresh: launched as the edge launches a new session; bundle: runner/dist, as the image runs it; cold cache: an empty compile cache, as in a new task',
 );
 console.log(
   `bare node (idle, nothing loaded): ${mib(node.rssKb)} RSS (anon ${mib(node.anonKb)}, file-backed ${mib(node.fileKb)})\n`,
@@ -223,43 +258,39 @@ for (const backend of ['pi', 'claude'] as const) {
   // Interleaved: one bare start and one of each runner variant per round, so the machine's load,
   // which drifts over a run, weighs on every column alike.
   const b = { readyMs: [] as number[], firstDeltaMs: [] as number[], cliRssKb: 0 };
-  const empty = (): Runs => ({ readyMs: [], firstDeltaMs: [], memory: [] });
-  const plain = empty();
-  const full = empty();
-  const fresh = empty();
-  const add = (into: Runs, r: Runs) => {
-    into.readyMs.push(...r.readyMs);
-    into.firstDeltaMs.push(...r.firstDeltaMs);
-    into.memory.push(...r.memory);
-  };
+  const results = VARIANTS.map((): Runs => ({ readyMs: [], firstDeltaMs: [], memory: [] }));
   for (let i = 0; i < runs; i++) {
     const one = await bare(backend, model, 1);
     b.readyMs.push(...one.readyMs);
     b.firstDeltaMs.push(...one.firstDeltaMs);
     b.cliRssKb = one.cliRssKb;
-    add(plain, await viaRunner(backend, model, hub, { SWITCHYARD_SANDBOX: 'none' }, 1));
-    add(full, await viaRunner(backend, model, hub, {}, 1));
-    add(fresh, await viaRunner(backend, model, hub, { SWITCHYARD_FRESH_SESSION: '1' }, 1));
+    for (const [v, variant] of VARIANTS.entries()) {
+      const r = await viaRunner(backend, model, hub, variant, 1);
+      const into = results[v] as Runs;
+      into.readyMs.push(...r.readyMs);
+      into.firstDeltaMs.push(...r.firstDeltaMs);
+      into.memory.push(...r.memory);
+    }
   }
   const bareReady = median(b.readyMs);
   const bareDelta = median(b.firstDeltaMs);
-  console.log(`${backend}`);
   console.log(
-    `  (1) start → CLI ready       bare ${fmt(bareReady)} | runner(none) ${fmt(median(plain.readyMs))} ${ratio(median(plain.readyMs), bareReady)} | runner(default) ${fmt(median(full.readyMs))} ${ratio(median(full.readyMs), bareReady)} | runner(default, fresh) ${fmt(median(fresh.readyMs))} ${ratio(median(fresh.readyMs), bareReady)}`,
+    `${backend}: bare CLI start → ready ${fmt(bareReady)}, message → first delta ${fmt(bareDelta)}, RSS ${mib(b.cliRssKb)}`,
   );
   console.log(
-    `      paired (median of per-round ratios): runner(none) ${pairedRatio(plain.readyMs, b.readyMs).toFixed(2)}x | runner(default) ${pairedRatio(full.readyMs, b.readyMs).toFixed(2)}x | runner(default, fresh) ${pairedRatio(fresh.readyMs, b.readyMs).toFixed(2)}x; fresh / default ${pairedRatio(fresh.readyMs, full.readyMs).toFixed(2)}x`,
+    '  variant                      | (1) start → ready: median, ratio, paired | (2) first delta, ratio | (3) RSS (× bare node): anon + file; V8 heap used / total',
   );
+  for (const [v, variant] of VARIANTS.entries()) {
+    const r = results[v] as Runs;
+    const m = medianMemory(r.memory);
+    const stripper = r.memory.filter((x) => x.heap.stripper).length;
+    console.log(
+      `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}`,
+    );
+  }
+  const [, , freshBin, coldBin, , coldBundle] = results as [Runs, Runs, Runs, Runs, Runs, Runs];
   console.log(
-    `  (2) message → first delta   bare ${fmt(bareDelta)} | runner(none) ${fmt(median(plain.firstDeltaMs))} ${ratio(median(plain.firstDeltaMs), bareDelta)} | runner(default) ${fmt(median(full.firstDeltaMs))} ${ratio(median(full.firstDeltaMs), bareDelta)}`,
-  );
-  const m = medianMemory(full.memory);
-  const stripperLoaded = [...plain.memory, ...full.memory, ...fresh.memory].filter((x) => x.heap.stripper).length;
-  console.log(
-    `  (3) runner RSS, CLI excluded: none ${mib(medianMemory(plain.memory).rssKb)}, default ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)} bare node; the CLI itself ${mib(b.cliRssKb)}, ratio ${ratio(m.rssKb, b.cliRssKb)})`,
-  );
-  console.log(
-    `      default: anon ${mib(m.anonKb)} + file-backed ${mib(m.fileKb)}; V8 heap used ${mib(m.heap.heapUsed / 1024)} of ${mib(m.heap.heapTotal / 1024)}, external ${mib(m.heap.external / 1024)}; TypeScript stripper loaded in ${stripperLoaded} of ${3 * runs} runners`,
+    `  paired, same rounds: bundle / bin with a cold cache (the image before / after) ${pairedRatio(coldBundle.readyMs, coldBin.readyMs).toFixed(2)}x; bin cold / warm cache ${pairedRatio(coldBin.readyMs, freshBin.readyMs).toFixed(2)}x\n`,
   );
 }
 await hub.close();

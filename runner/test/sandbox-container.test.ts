@@ -49,7 +49,7 @@ const ENTRYPOINT = [
   '/usr/bin/setpriv',
   ...DROP_TO_RUNNER,
   'node',
-  '/app/runner/bin/switchyard-runner.js',
+  '/app/runner/dist/switchyard-runner.mjs',
 ];
 /** Docker's (and Fargate's) default capability set for a container's root. */
 const DOCKER_CAPS = [
@@ -116,6 +116,14 @@ describe('runner/Dockerfile', () => {
     expect(fill).toBeGreaterThan(instructions.indexOf('COPY runner/src ./runner/src'));
     expect(fill).toBeGreaterThan(instructions.indexOf('COPY protocol/src ./protocol/src'));
     expect(fill).toBeGreaterThan(instructions.indexOf('COPY offline-model/src ./offline-model/src'));
+  });
+  it('runs the runner bundled at build time, from the sources it copied (runner/scripts/build-bundle.ts)', () => {
+    const bundleStage = instructions.indexOf('FROM deps AS bundle');
+    const build = instructions.indexOf('RUN node runner/scripts/build-bundle.ts');
+    expect(bundleStage).toBeGreaterThan(-1);
+    expect(build).toBeGreaterThan(instructions.indexOf('COPY runner/src ./runner/src', bundleStage));
+    expect(build).toBeGreaterThan(instructions.indexOf('COPY protocol/src ./protocol/src', bundleStage));
+    expect(instructions).toContain('COPY --from=bundle /app/runner/dist ./runner/dist');
   });
   it('copies the application only (no tests, no local state), owned by root', () => {
     const copies = all('COPY').map((l) => l.split(/\s+/).slice(1, -1).join(' '));

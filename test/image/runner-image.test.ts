@@ -163,7 +163,7 @@ describe('runner/Dockerfile', () => {
 describe.skipIf(!canRun)('runner image, built and run', () => {
   it('the image as the task definition expects it: tini → setpriv → runner, no USER, serve by default, the three volumes', () => {
     expect(config.Entrypoint.slice(0, 3)).toEqual(['/usr/bin/tini', '--', '/usr/bin/setpriv']);
-    expect(config.Entrypoint.slice(-2)).toEqual(['node', '/app/runner/bin/switchyard-runner.js']);
+    expect(config.Entrypoint.slice(-2)).toEqual(['node', '/app/runner/dist/switchyard-runner.mjs']);
     expect(config.Cmd).toEqual(['serve']);
     expect(config.User ?? '').toBe('');
     expect(Object.keys(config.Volumes).sort()).toEqual(VOLUMES.map((v) => v.containerPath).sort());

@@ -31,25 +31,29 @@ export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-/** Starts `switchyard-runner serve` for `session` with the fast settings plus `env`. */
+/** Starts `switchyard-runner serve` for `session` with the fast settings plus `env`, from the bin unless `options.entry`. */
 export function serveRunner(
   session: ContractSession,
   backend: Backend,
   modelUrl: string,
   env: Record<string, string> = {},
-  dirs: { workspace?: string; stateDir?: string } = {},
+  options: { workspace?: string; stateDir?: string; entry?: string } = {},
 ): Served {
-  const workspace = dirs.workspace ?? tempDir('sy-ws-');
-  const stateDir = dirs.stateDir ?? tempDir('sy-state-');
-  const runner = startRunner(['serve'], {
-    ...FAST_ENV,
-    ...session.runnerEnv,
-    SWITCHYARD_BACKEND: backend,
-    SWITCHYARD_MODEL_URL: modelUrl,
-    SWITCHYARD_WORKSPACE: workspace,
-    SWITCHYARD_STATE_DIR: stateDir,
-    ...env,
-  });
+  const workspace = options.workspace ?? tempDir('sy-ws-');
+  const stateDir = options.stateDir ?? tempDir('sy-state-');
+  const runner = startRunner(
+    ['serve'],
+    {
+      ...FAST_ENV,
+      ...session.runnerEnv,
+      SWITCHYARD_BACKEND: backend,
+      SWITCHYARD_MODEL_URL: modelUrl,
+      SWITCHYARD_WORKSPACE: workspace,
+      SWITCHYARD_STATE_DIR: stateDir,
+      ...env,
+    },
+    options.entry,
+  );
   return { session, runner, workspace, stateDir };
 }
 

@@ -31,9 +31,10 @@ export interface RunnerProcess {
 
 const tracked = new Set<number>();
 
-export function startRunner(args: string[], env: Record<string, string>): RunnerProcess {
+/** Starts the runner from `entry`: the bin, or the bundle the image runs (runner/scripts/build-bundle.ts). */
+export function startRunner(args: string[], env: Record<string, string>, entry = RUNNER_BIN): RunnerProcess {
   // A minimal environment: nothing from the test machine (keys, tokens) leaks in by accident.
-  const child: ChildProcess = spawn(process.execPath, [RUNNER_BIN, ...args], {
+  const child: ChildProcess = spawn(process.execPath, [entry, ...args], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,

@@ -1,0 +1,69 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import { buildBundle } from '../scripts/build-bundle.ts';
+import { scripted, serveRunner, stopRunner, textOf, waitReady, waitTurnDone } from './contract/fixture.ts';
+import { assertNoOrphans } from './contract/runner-process.ts';
+import { TestHub } from './contract/test-hub.ts';
+
+// The bundle the image runs (runner/scripts/build-bundle.ts): one file in runner/dist, built here for
+// real and run as the image runs it, against the real CLIs and the offline model. What can break
+// in a bundle is where things are found: the guard module, the netns forwarder, the CLIs under
+// node_modules and the strip cache are all located from the source file's own location.
+
+describe('runner bundle', () => {
+  let bundle: string;
+  let model: OfflineModel;
+  let hub: TestHub;
+
+  beforeAll(async () => {
+    bundle = await buildBundle();
+    model = await startOfflineModel();
+    hub = await TestHub.start();
+  }, 60_000);
+  afterAll(async () => {
+    await hub?.close();
+    await model?.close();
+  });
+  afterEach(async () => {
+    await assertNoOrphans();
+  });
+
+  test('probe from the bundle: both CLIs found, the guard loaded from the runner tree, bubblewrap', () => {
+    const r = spawnSync(process.execPath, [bundle, 'probe'], {
+      env: { PATH: process.env.PATH ?? '', SWITCHYARD_MODEL_URL: model.url },
+      encoding: 'utf8',
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { ok: boolean; backends: Array<Record<string, unknown>> };
+    expect(out.ok).toBe(true);
+    for (const b of out.backends) {
+      expect(b).toMatchObject({ installed: true, guard: 'loaded', sandbox: 'bubblewrap', usable: true, problems: [] });
+    }
+  });
+
+  for (const backend of ['claude', 'pi'] as const) {
+    test(`serve from the bundle with ${backend}: the guard passed its self-test, a tool call runs in the sandbox`, async () => {
+      const session = await hub.newSession();
+      const { runner, workspace } = serveRunner(session, backend, model.url, {}, { entry: bundle });
+      try {
+        await waitReady(session);
+        // `loaded` is only said after the guard blocked the self-test's canary (runner/src/sandbox/canary.ts).
+        expect(session.hellos()[0]).toMatchObject({
+          backend,
+          capabilities: { guard: 'loaded', sandbox: 'bubblewrap' },
+        });
+        const { messageId } = await session.sendMessage(
+          scripted('bundle-tool', { tool: 'shell', command: 'echo bundle-ran > proof.txt; echo done' }),
+        );
+        expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+        expect(readFileSync(join(workspace, 'proof.txt'), 'utf8').trim()).toBe('bundle-ran');
+        expect(textOf(session, messageId).length).toBeGreaterThan(0);
+      } finally {
+        await stopRunner(runner);
+      }
+    });
+  }
+});
