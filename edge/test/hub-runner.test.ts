@@ -587,6 +587,8 @@ describe('lifecycle', () => {
     await runDurableObjectAlarm(hubStub(sid));
     expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.sessionGone);
     expect((await snapshot(ctx, sid)).state).toBe('stopped');
+    // The task's stop runs in the hub's waitUntil, after the alarm has returned.
+    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'));
     expect(ctx.launcher.stops).toHaveLength(1);
   });
 
