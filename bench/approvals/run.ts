@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Api, type SseEvent } from '../../test/helpers/sse-client.ts';
 import { startTestStack } from '../../test/helpers/test-stack.ts';
+import { median } from '../stats.ts';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(name);
@@ -20,7 +21,6 @@ const arg = (name: string, dflt: string) => {
 const RUNS = Number(arg('--runs', '10'));
 const TURN_MS = 120_000;
 const wall = () => performance.timeOrigin + performance.now();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
 const claude = resolve(
   import.meta.dirname,
   '..',

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type DiffFile, workspaceDiff } from '../../edge/src/workspace/diff.ts';
+import { median } from '../stats.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
@@ -15,11 +16,6 @@ type Tree = Record<string, string>;
 
 const lines = (n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => `${tag} line ${i} ${'x'.repeat(40)}\n`).join('');
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? 0;
-}
 
 function manifest(tree: Tree, store: Map<string, Uint8Array>): DiffFile[] {
   return Object.entries(tree).map(([path, text]) => {

@@ -32,6 +32,7 @@ import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 import { Api, type SseStream } from '../../test/helpers/sse-client.ts';
+import { median, quantile } from '../stats.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const arg = (name: string, dflt: string) => {
@@ -47,11 +48,6 @@ const TURN_MS = 180_000;
 
 const now = () => performance.now();
 const wall = (t: number) => performance.timeOrigin + t;
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
-};
-const median = (xs: number[]) => quantile(xs, 0.5);
 const f1 = (x: number) => x.toFixed(1);
 const f2 = (x: number) => x.toFixed(2);
 const mib = (kb: number) => (kb / 1024).toFixed(1);

@@ -15,6 +15,7 @@
 // Run: npm run bench -- fanout   (or node bench/fanout/run.ts [--viewers 500] [--batches 200] [--rounds 7])
 import { SSE_HOPS_COMMENT } from '@switchyard/protocol';
 import { SseCursor, type StoredEvent, toViewerFrames, viewerFrameToSse } from '../../edge/src/hub/viewer-frames.ts';
+import { median } from '../stats.ts';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(name);
@@ -112,7 +113,6 @@ const cpuMs = () => {
 };
 /** The hub serializes once per batch; repeated so the measured span is well above the clock's grain. */
 const HUB_REPEAT = 50;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const us = (ms: number) => `${(ms * 1000).toFixed(2)} µs`;
 
 /** One round of the Worker side: every viewer handles every frame; ms per viewer per event. */

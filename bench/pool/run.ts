@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { Api, until } from '../../test/helpers/sse-client.ts';
+import { median } from '../stats.ts';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(name);
@@ -31,10 +32,6 @@ const delayMs = (() => {
 })();
 
 const now = () => performance.now();
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)] ?? NaN;
-};
 const f0 = (x: number) => x.toFixed(0);
 
 type PoolStatus = { runners: Array<{ id: string; backend: string; state: string }> };

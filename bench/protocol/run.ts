@@ -3,6 +3,7 @@
 import { adapterFor, type Backend } from '@switchyard/protocol';
 import { startOfflineModel } from '@switchyard/offline-model';
 import { startCli } from '../../test/helpers/cli-harness.ts';
+import { median } from '../stats.ts';
 
 const TARGET_LINES = Number(process.env.BENCH_LINES ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -23,11 +24,6 @@ async function record(backend: Backend, modelUrl: string): Promise<string[]> {
   const lines = [...h.stdout];
   await h.close();
   return lines;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? 0;
 }
 
 function measure(backend: Backend, recorded: string[]) {

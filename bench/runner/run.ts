@@ -30,9 +30,9 @@ import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/f
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
 import { buildBundle } from '../../runner/scripts/build-bundle.ts';
 import { until } from '../../test/helpers/poll.ts';
+import { median } from '../stats.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const now = () => performance.now();
 
 /** Resolves when `pred(line)` holds for a stdout line of `child`. */
