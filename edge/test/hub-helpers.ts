@@ -18,7 +18,15 @@ import { call, type FakeClock, makeApp, userWithToken, type TestApp } from './he
 // through the shared SSE reader. Nothing here sleeps to synchronize: `until` (the shared poll
 // helper) polls a condition against a deadline.
 
+let launchers = 0;
+
 export class FakeLauncher implements Launcher {
+  /**
+   * Refs are unique across launchers: every test's hub reaches the launcher of the newest
+   * context (the hub runtime is global), so a stop from an earlier test's hub, whose alarm
+   * can still fire, must not pass for one of this test's runners.
+   */
+  private readonly prefix = `fake-${++launchers}`;
   starts: LaunchRequest[] = [];
   stops: Array<{ ref: string; reason: string }> = [];
   describes: string[] = [];
@@ -30,17 +38,23 @@ export class FakeLauncher implements Launcher {
     this.starts.push(request);
     if (this.failStart !== undefined) throw new Error(this.failStart);
     this.n += 1;
-    const ref = `fake-task-${this.n}`;
+    const ref = this.ref(this.n);
     this.states.set(ref, { state: 'running' });
     return ref;
   }
   async stop(ref: string, reason: string): Promise<void> {
+    // A runner this launcher never started: an earlier test's hub stopping its own.
+    if (!this.states.has(ref)) return;
     this.stops.push({ ref, reason });
     this.states.set(ref, { state: 'stopped', exitCode: 0, reason: 'stopped by the hub' });
   }
   async describe(ref: string): Promise<RunnerDescription> {
     this.describes.push(ref);
     return this.states.get(ref) ?? { state: 'unknown' };
+  }
+  /** The ref of the nth runner this launcher started (1-based). */
+  ref(n: number): string {
+    return `${this.prefix}-task-${n}`;
   }
   startsFor(sessionId: string): LaunchRequest[] {
     return this.starts.filter((s) => s.sessionId === sessionId);

@@ -567,7 +567,7 @@ describe('lifecycle', () => {
       (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'stopped',
     );
     expect(statusStates(sse.events)).toEqual(['starting', 'busy', 'idle', 'stopping', 'stopped']);
-    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'));
+    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === ctx.launcher.ref(1)));
     expect(launch.launchId).toBeTruthy();
     expect((await snapshot(ctx, sid)).runner).toBeNull();
     await sse.close();
@@ -588,7 +588,7 @@ describe('lifecycle', () => {
     expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.sessionGone);
     expect((await snapshot(ctx, sid)).state).toBe('stopped');
     // The task's stop runs in the hub's waitUntil, after the alarm has returned.
-    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'));
+    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === ctx.launcher.ref(1)));
     expect(ctx.launcher.stops).toHaveLength(1);
   });
 
@@ -598,7 +598,7 @@ describe('lifecycle', () => {
     const sse = await SseReader.open(ctx, sid);
     const msg = await postMessage(ctx, sid, 'hello?');
     await until('launch', () => ctx.launcher.startsFor(sid)[0]);
-    await until('the ref recorded', async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1');
+    await until('the ref recorded', async () => (await snapshot(ctx, sid)).runner?.ref === ctx.launcher.ref(1));
     ctx.clock.advance(180_000 + 1);
     await runDurableObjectAlarm(hubStub(sid));
     const failed = await sse.waitFor(
@@ -615,7 +615,7 @@ describe('lifecycle', () => {
         messageId: msg.body.messageId,
       },
     ]);
-    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === 'fake-task-1'));
+    await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === ctx.launcher.ref(1)));
     const row = await call(ctx.app, 'GET', `/api/sessions`, { token: ctx.token });
     expect(row.body.sessions.find((s: { id: string }) => s.id === sid)).toMatchObject({ state: 'failed' });
     await sse.close();
@@ -625,8 +625,8 @@ describe('lifecycle', () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     await postMessage(ctx, sid, 'hello?');
-    await until('the ref recorded', async () => (await snapshot(ctx, sid)).runner?.ref === 'fake-task-1');
-    ctx.launcher.states.set('fake-task-1', {
+    await until('the ref recorded', async () => (await snapshot(ctx, sid)).runner?.ref === ctx.launcher.ref(1));
+    ctx.launcher.states.set(ctx.launcher.ref(1), {
       state: 'stopped',
       exitCode: 3,
       reason: 'Essential container in task exited',
@@ -636,7 +636,7 @@ describe('lifecycle', () => {
     const s = await snapshot(ctx, sid);
     expect(s.state).toBe('failed');
     expect(s.stateReason).toBe('the runner exited before connecting (exit code 3: Essential container in task exited)');
-    expect(ctx.launcher.describes).toContain('fake-task-1');
+    expect(ctx.launcher.describes).toContain(ctx.launcher.ref(1));
   });
 
   it('reports a launcher that cannot start a runner', async () => {

@@ -397,7 +397,7 @@ describe('GET /api/admin/sessions', () => {
     expect(r.body.sessions.find((s: { id: string }) => s.id === live)).toMatchObject({
       state: 'starting',
       owner: { id: someone.id, username: someone.username },
-      runnerRef: 'fake-task-1',
+      runnerRef: ctx.launcher.ref(1),
     });
     expect(r.body.sessions.some((s: { id: string }) => s.id === idle)).toBe(false);
     const all = await call(ctx.app, 'GET', '/api/admin/sessions?state=all', { token: admin.token });
