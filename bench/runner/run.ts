@@ -288,7 +288,12 @@ for (const backend of ['pi', 'claude'] as const) {
       `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}`,
     );
   }
-  const [, , freshBin, coldBin, , coldBundle] = results as [Runs, Runs, Runs, Runs, Runs, Runs];
+  const of = (name: string) => results[VARIANTS.findIndex((v) => v.name === name)] as Runs;
+  const [freshBin, coldBin, coldBundle] = [
+    of('runner(default, fresh)'),
+    of('bin, fresh, cold cache'),
+    of('bundle, fresh, cold cache'),
+  ];
   console.log(
     `  paired, same rounds: bundle / bin with a cold cache (the image before / after) ${pairedRatio(coldBundle.readyMs, coldBin.readyMs).toFixed(2)}x; bin cold / warm cache ${pairedRatio(coldBin.readyMs, freshBin.readyMs).toFixed(2)}x\n`,
   );

@@ -39,6 +39,7 @@ describe('runner bundle', () => {
     expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { ok: boolean; backends: Array<Record<string, unknown>> };
     expect(out.ok).toBe(true);
+    expect(out.backends.map((b) => b.backend).sort()).toEqual(['claude', 'pi']);
     for (const b of out.backends) {
       expect(b).toMatchObject({ installed: true, guard: 'loaded', sandbox: 'bubblewrap', usable: true, problems: [] });
     }
