@@ -4,7 +4,7 @@
 // approval mode `ask`; every wait polls the SSE stream until a deadline.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
+import { E2eHarness, offline, sendMessage } from '../helpers/e2e-harness.ts';
 import { Api, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -35,12 +35,9 @@ async function askSession(api: Api): Promise<string> {
   return r.body.id;
 }
 
-async function send(api: Api, sessionId: string, script: Record<string, unknown>, text = 'go'): Promise<string> {
-  const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, {
-    text: offline(script, text),
-  });
-  expect(r.status, r.text).toBe(202);
-  return r.body.messageId;
+/** Sends a message whose answer is `script` (a tool call to approve, mostly). */
+function send(api: Api, sessionId: string, script: Record<string, unknown>, text = 'go'): Promise<string> {
+  return sendMessage(api, sessionId, offline(script, text));
 }
 
 async function request(s: SseStream, messageId: string, timeoutMs = TURN_MS): Promise<SseEvent> {

@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveInGroups } from '@switchyard/runner/host';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
+import { E2eHarness, sendMessage, offline } from '../helpers/e2e-harness.ts';
 import { Api, textOf, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -62,12 +62,6 @@ async function createSession(api: Api, title?: string): Promise<{ id: string; ba
   );
   expect(r.status, r.text).toBe(201);
   return r.body;
-}
-
-async function send(api: Api, sessionId: string, text: string): Promise<string> {
-  const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
-  expect(r.status, r.text).toBe(202);
-  return r.body.messageId;
 }
 
 async function expectDone(s: SseStream, messageId: string, stopReason: string, timeoutMs = TURN_MS): Promise<SseEvent> {
@@ -124,7 +118,11 @@ function backendSuite(backend: 'claude' | 'pi') {
       expect(me.body.role).toBe('admin');
       const s = await createSession(admin, `${backend} basic`);
       expect(s.backend).toBe(backend);
-      const mid = await send(admin, s.id, offline({ text: `hello from the offline model to ${tag}` }, `greet ${tag}`));
+      const mid = await sendMessage(
+        admin,
+        s.id,
+        offline({ text: `hello from the offline model to ${tag}` }, `greet ${tag}`),
+      );
       const sse = await track(admin.events(s.id));
       const done = await sse.turnDone(mid, TURN_MS);
       expect(done.data.stopReason).toBe('end_turn');
@@ -145,7 +143,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       expect([...ids].sort()).toEqual(ids);
       expect(new Set(ids).size).toBe(ids.length);
       // The second message on the same (warm) runner.
-      const mid2 = await send(admin, s.id, `second message ${tag}`);
+      const mid2 = await sendMessage(admin, s.id, `second message ${tag}`);
       await expectDone(sse, mid2, 'end_turn', TURN_MS);
       expect(textOf(turnEvents(sse, mid2))).toBe(`Offline model reply to: second message ${tag}`);
       // Exactly one turn.done per message, also counted once everything of turn 1 has surely arrived.
@@ -172,7 +170,11 @@ function backendSuite(backend: 'claude' | 'pi') {
     dumpOnFail(async () => {
       const s = await createSession(admin);
       const content = `written by the ${backend} e2e test`;
-      const mid = await send(admin, s.id, offline({ tool: 'write', path: 'e2e-note.txt', content }, 'write a note'));
+      const mid = await sendMessage(
+        admin,
+        s.id,
+        offline({ tool: 'write', path: 'e2e-note.txt', content }, 'write a note'),
+      );
       const sse = await track(admin.events(s.id));
       const done = await sse.turnDone(mid, TURN_MS);
       expect(done.data.stopReason).toBe('end_turn');
@@ -192,7 +194,11 @@ function backendSuite(backend: 'claude' | 'pi') {
       expect(existsSync(join(workspace, 'e2e-note.txt')), `workspace ${workspace}`).toBe(true);
       expect(readFileSync(join(workspace, 'e2e-note.txt'), 'utf8')).toBe(content);
       // And the CLI sees it through its shell tool.
-      const mid2 = await send(admin, s.id, offline({ tool: 'shell', command: 'cat e2e-note.txt' }, 'read it back'));
+      const mid2 = await sendMessage(
+        admin,
+        s.id,
+        offline({ tool: 'shell', command: 'cat e2e-note.txt' }, 'read it back'),
+      );
       await sse.turnDone(mid2, TURN_MS);
       const res2 = turnEvents(sse, mid2).find((e) => e.event === 'tool.result');
       expect(String(res2?.data.output)).toContain(content);
@@ -207,7 +213,11 @@ function backendSuite(backend: 'claude' | 'pi') {
     `${backend}: interrupt a slow answer → turn.done interrupted within the deadline; 409 while busy`,
     dumpOnFail(async () => {
       const s = await createSession(admin);
-      const mid = await send(admin, s.id, offline({ text: 'slow '.repeat(400), chunks: 400, delayMs: 100 }, 'be slow'));
+      const mid = await sendMessage(
+        admin,
+        s.id,
+        offline({ text: 'slow '.repeat(400), chunks: 400, delayMs: 100 }, 'be slow'),
+      );
       const sse = await track(admin.events(s.id));
       await sse.waitFor('the first text.delta', (e) => e.event === 'text.delta' && e.data.messageId === mid, TURN_MS);
       // Busy: a second message is refused while the turn runs.
@@ -227,7 +237,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       // Far fewer than 400 deltas: the answer really stopped.
       expect(turnEvents(sse, mid).filter((e) => e.event === 'text.delta').length).toBeLessThan(400);
       // The session serves the next message.
-      const mid2 = await send(admin, s.id, `after the interrupt ${tag}`);
+      const mid2 = await sendMessage(admin, s.id, `after the interrupt ${tag}`);
       await expectDone(sse, mid2, 'end_turn', TURN_MS);
       expect(sse.events.filter((e) => e.event === 'turn.done' && e.data.messageId === mid)).toHaveLength(1);
       // Nothing to interrupt now.
@@ -248,7 +258,7 @@ function backendSuite(backend: 'claude' | 'pi') {
         track(admin.events(s.id)),
         track(admin.events(s.id)),
       ]);
-      const mid = await send(
+      const mid = await sendMessage(
         admin,
         s.id,
         offline({ text: 'x'.repeat(120), chunks: 120, delayMs: 40 }, 'stream steadily'),
@@ -305,11 +315,11 @@ function backendSuite(backend: 'claude' | 'pi') {
       const s = await createSession(admin);
       const word = `PELICAN-${backend}-${Date.now() % 100000}`;
       const sse = await track(admin.events(s.id));
-      const m1 = await send(admin, s.id, `remember the word ${word}`);
+      const m1 = await sendMessage(admin, s.id, `remember the word ${word}`);
       await expectDone(sse, m1, 'end_turn', TURN_MS);
       // Turn 2 streams slowly; the runner uploads turn 1's transcript within 5 s of its end
       // (DESIGN "Transcripts and resume"), so the kill comes after 30 deltas (≥ 6 s in).
-      const m2 = await send(
+      const m2 = await sendMessage(
         admin,
         s.id,
         offline({ text: 'y'.repeat(200), chunks: 200, delayMs: 200 }, 'slow turn to be killed'),
@@ -337,7 +347,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       // (pi: the new runner's workspace differs from the dead one's; pi refuses a session whose
       // stored cwd is gone unless the runner rehomes the header — this test caught that.)
       const marker = `what was the word ${tag}-${Date.now() % 100000}`;
-      const m3 = await send(admin, s.id, marker);
+      const m3 = await sendMessage(admin, s.id, marker);
       await expectDone(sse, m3, 'end_turn', TURN_MS);
       expect(sse.events.filter((e) => e.event === 'turn.done' && e.data.messageId === m2)).toHaveLength(1);
       expect(sse.events.filter((e) => e.event === 'turn.done')).toHaveLength(3);
@@ -509,7 +519,7 @@ describe.sequential('end to end through HTTP', () => {
       dumpOnFail(async () => {
         claudeSession = await createSession(admin, 'stays claude');
         expect(claudeSession.backend).toBe('claude');
-        const m0 = await send(admin, claudeSession.id, 'before the switch');
+        const m0 = await sendMessage(admin, claudeSession.id, 'before the switch');
         const sse = await track(admin.events(claudeSession.id));
         await sse.turnDone(m0, TURN_MS);
         const bob = await Api.login(stack.url, 'e2e-bob', 'bob-password-long-enough');
@@ -526,7 +536,7 @@ describe.sequential('end to end through HTTP', () => {
           'claude',
         );
         // The old session still runs claude (a new message after the switch).
-        const m1 = await send(admin, claudeSession.id, 'after the switch');
+        const m1 = await sendMessage(admin, claudeSession.id, 'after the switch');
         await sse.turnDone(m1, TURN_MS);
         expect(textOf(sse.ofMessage(m1))).toBe('Offline model reply to: after the switch');
         expect(sse.events.filter((e) => e.event === 'session.init').every((e) => e.data.backend === 'claude')).toBe(
@@ -534,7 +544,7 @@ describe.sequential('end to end through HTTP', () => {
         );
         // The new one runs pi.
         const sp = await track(admin.events(fresh.id));
-        const m2 = await send(admin, fresh.id, 'hello pi');
+        const m2 = await sendMessage(admin, fresh.id, 'hello pi');
         await sp.turnDone(m2, TURN_MS);
         expect(sp.events.find((e) => e.event === 'session.init')?.data.backend).toBe('pi');
         await sse.close();

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, offline, turnSaved } from '../helpers/e2e-harness.ts';
+import { E2eHarness, sendMessage, offline, turnSaved } from '../helpers/e2e-harness.ts';
 import { type Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -23,12 +23,6 @@ beforeAll(async () => {
 }, STACK_READY_MS);
 
 afterAll(() => h.stop(), 120_000);
-
-async function send(sessionId: string, text: string): Promise<string> {
-  const r = await admin.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
-  expect(r.status, r.text).toBe(202);
-  return r.body.messageId;
-}
 
 async function liveTask(sessionId: string, not?: string) {
   return until(
@@ -70,7 +64,8 @@ function freshSuite(backend: 'claude' | 'pi') {
       h.streams.add(sse);
 
       const marker1 = `first-${backend}-${Date.now()}`;
-      const m1 = await send(
+      const m1 = await sendMessage(
+        admin,
         id,
         offline({ tool: 'write', path: 'kept.txt', content: `${marker1}\n` }, `remember ${marker1}`),
       );
@@ -91,7 +86,7 @@ function freshSuite(backend: 'claude' | 'pi') {
       );
 
       const marker2 = `second-${backend}-${Date.now()}`;
-      const m2 = await send(id, offline({ tool: 'shell', command: 'cat kept.txt' }, `recall ${marker2}`));
+      const m2 = await sendMessage(admin, id, offline({ tool: 'shell', command: 'cat kept.txt' }, `recall ${marker2}`));
       expect((await sse.turnDone(m2, TURN_MS)).data.stopReason).toBe('end_turn');
       const second = await liveTask(id, first.taskArn);
       const secondLog = logOf(second);

@@ -7,7 +7,7 @@
 // settings leave out and malformed URLs are 400 naming the field.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Stack } from '../../scripts/start.ts';
-import { E2eHarness, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
+import { E2eHarness, sendMessage, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { type Api, until, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
@@ -46,12 +46,6 @@ async function finish(id: string, sse: SseStream): Promise<void> {
   expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
 }
 
-async function send(id: string, text: string): Promise<string> {
-  const r = await admin.call<{ messageId: string }>('POST', `/api/sessions/${id}/messages`, { text });
-  expect(r.status, r.text).toBe(202);
-  return r.body.messageId;
-}
-
 async function liveTask(sessionId: string) {
   return until(
     `a running runner for ${sessionId}`,
@@ -67,7 +61,7 @@ async function cloneFails(
   reason: RegExp,
 ): Promise<{ id: string; sse: SseStream }> {
   const { id, sse } = await session(repository);
-  const m = await send(id, offline({ tool: 'shell', command: 'ls' }, 'list the files'));
+  const m = await sendMessage(admin, id, offline({ tool: 'shell', command: 'ls' }, 'list the files'));
   const done = await sse.turnDone(m, TURN_MS);
   expect(done.data.stopReason).toBe('error');
   const error = done.data.error as { code: string; message: string };
@@ -87,7 +81,8 @@ function repositorySuite(backend: 'claude' | 'pi') {
     `${backend}: the agent reads the cloned files; the Files API lists them; the diff shows exactly the agent's edit; after SIGKILL the next runner restores instead of cloning`,
     dumpOnFail(async () => {
       const { id, sse } = await session({ url: git.url });
-      const m1 = await send(
+      const m1 = await sendMessage(
+        admin,
         id,
         offline(
           { tool: 'shell', command: 'cat src/greeting.txt README.md; git rev-parse HEAD' },
@@ -108,7 +103,11 @@ function repositorySuite(backend: 'claude' | 'pi') {
       expect(files).toContain('.git/config');
 
       // The agent edits one file: the diff against the clone is exactly that change.
-      const m2 = await send(id, offline({ tool: 'shell', command: 'echo "edited by the agent" >> README.md' }, 'edit'));
+      const m2 = await sendMessage(
+        admin,
+        id,
+        offline({ tool: 'shell', command: 'echo "edited by the agent" >> README.md' }, 'edit'),
+      );
       await turnSaved(sse, m2, TURN_MS);
       const diff = await fetch(`${stack.url}/api/sessions/${id}/diff`, { headers: admin.headers() });
       expect(diff.status).toBe(200);
@@ -125,7 +124,11 @@ function repositorySuite(backend: 'claude' | 'pi') {
         async () => (await admin.call<{ runner: unknown }>('GET', `/api/sessions/${id}`)).body.runner === null,
         60_000,
       );
-      const m3 = await send(id, offline({ tool: 'shell', command: 'cat README.md src/greeting.txt' }, 'read again'));
+      const m3 = await sendMessage(
+        admin,
+        id,
+        offline({ tool: 'shell', command: 'cat README.md src/greeting.txt' }, 'read again'),
+      );
       await turnSaved(sse, m3, TURN_MS);
       const out3 = toolOutput(sse, m3);
       expect(out3).toContain('edited by the agent');
@@ -145,7 +148,11 @@ function repositorySuite(backend: 'claude' | 'pi') {
         ['feature', 'feature.txt', 'only on the feature branch'],
       ] as const) {
         const { id, sse } = await session({ url: git.url, ref });
-        const m = await send(id, offline({ tool: 'shell', command: `cat ${file}; git rev-parse HEAD` }, `read ${ref}`));
+        const m = await sendMessage(
+          admin,
+          id,
+          offline({ tool: 'shell', command: `cat ${file}; git rev-parse HEAD` }, `read ${ref}`),
+        );
         await turnSaved(sse, m, TURN_MS);
         const out = toolOutput(sse, m);
         expect(out).toContain(content);
@@ -169,7 +176,11 @@ function repositorySuite(backend: 'claude' | 'pi') {
       // A retry is the next message: the clone runs again, and works once the server is there.
       const late = await startGitServer({ port });
       try {
-        const m = await send(dead.id, offline({ tool: 'shell', command: 'cat src/greeting.txt' }, 'retry'));
+        const m = await sendMessage(
+          admin,
+          dead.id,
+          offline({ tool: 'shell', command: 'cat src/greeting.txt' }, 'retry'),
+        );
         await turnSaved(dead.sse, m, TURN_MS);
         expect(toolOutput(dead.sse, m)).toContain('hello from main');
       } finally {

@@ -9,7 +9,7 @@ import { basename, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
+import { E2eHarness, sendMessage, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
 import { Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -35,12 +35,6 @@ async function raw(api: Api, method: string, path: string, body?: Uint8Array | s
     headers: api.headers(body === undefined ? {} : { 'content-type': 'application/octet-stream' }),
     ...(body !== undefined && { body: typeof body === 'string' ? body : new Blob([body as Uint8Array<ArrayBuffer>]) }),
   });
-}
-
-async function send(api: Api, sessionId: string, text: string): Promise<string> {
-  const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
-  expect(r.status, r.text).toBe(202);
-  return r.body.messageId;
 }
 
 async function liveTask(sessionId: string) {
@@ -92,13 +86,21 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       const given = `given by a person to ${backend}: ${Date.now()}\n`;
       const put = await raw(admin, 'PUT', `/api/sessions/${id}/files/notes/input.txt`, given);
       expect(put.status).toBe(201);
-      const m1 = await send(admin, id, offline({ tool: 'shell', command: 'cat notes/input.txt' }, 'read the note'));
+      const m1 = await sendMessage(
+        admin,
+        id,
+        offline({ tool: 'shell', command: 'cat notes/input.txt' }, 'read the note'),
+      );
       await turnSaved(sse, m1, TURN_MS);
       expect(toolOutput(sse, m1)).toContain(given.trim());
 
       // The agent writes a file; it downloads byte for byte.
       const written = `línea uno\nline two ✓ ${backend}\n\ttabbed\n`;
-      const m2 = await send(admin, id, offline({ tool: 'write', path: 'out/result.txt', content: written }, 'write'));
+      const m2 = await sendMessage(
+        admin,
+        id,
+        offline({ tool: 'write', path: 'out/result.txt', content: written }, 'write'),
+      );
       const { saved } = await turnSaved(sse, m2, TURN_MS);
       expect(saved.data).toMatchObject({ files: 2 });
       const got = await raw(admin, 'GET', `/api/sessions/${id}/files/out/result.txt`);
@@ -117,7 +119,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
         () => existsSync(join(workspaceOf(task), 'live.txt')),
         30_000,
       );
-      const m3 = await send(
+      const m3 = await sendMessage(
         admin,
         id,
         offline({ tool: 'shell', command: 'cat live.txt; ln -s /etc/passwd leak; ln -s / rootdir' }, 'read the upload'),
@@ -129,7 +131,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       expect((await raw(admin, 'GET', `/api/sessions/${id}/files/leak`)).status).toBe(404);
 
       // A turn in flight when the runner dies: what it wrote after the last workspace.saved is lost.
-      const m4 = await send(
+      const m4 = await sendMessage(
         admin,
         id,
         offline({ tool: 'shell', command: 'echo in-flight > inflight.txt && sleep 30' }, 'write then hang'),
@@ -145,7 +147,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
         60_000,
       );
       // The next turn's runner is a new process with every file of the last completed turn.
-      const m5 = await send(
+      const m5 = await sendMessage(
         admin,
         id,
         offline(
@@ -202,7 +204,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       h.sessions.push(id);
       const sse = await admin.events(id);
       h.streams.add(sse);
-      const m1 = await send(
+      const m1 = await sendMessage(
         admin,
         id,
         offline({ tool: 'write', path: 'turn.txt', content: 'from the turn\n' }, 'write'),

@@ -37,6 +37,13 @@ export function toolOutput(s: SseStream, messageId: string): string {
     .join('\n');
 }
 
+/** Posts a message to the session; the edge must accept it (202). Its messageId. */
+export async function sendMessage(api: Api, sessionId: string, text: string): Promise<string> {
+  const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
+  expect(r.status, r.text).toBe(202);
+  return r.body.messageId;
+}
+
 /** The session's workspace paths, as the Files API lists them. */
 export async function listing(api: Api, sessionId: string): Promise<string[]> {
   const r = await api.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${sessionId}/files`);
