@@ -52,15 +52,9 @@ describe('the files panel', () => {
   it(
     "upload from the page (button and drop); the agent's file shows after its turn; view (escaped), download one and all, delete",
     async () => {
-      ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
-      ctx.setDefaultTimeout(30_000);
-      const page = await ctx.newPage();
-      const errors = watchErrors(page);
-      await page.goto(`${stack.url}/`);
-      await page.getByLabel('Username').fill(stack.admin.username);
-      await page.getByLabel('Password').fill(stack.admin.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+      const opened = await signedInPage({ acceptDownloads: true });
+      ctx = opened.context;
+      const { page, errors } = opened;
       const created = await admin.call<{ id: string }>('POST', '/api/sessions', {});
       const id = created.body.id;
       await page.goto(`${stack.url}/sessions/${id}`);
@@ -121,12 +115,8 @@ describe('the files panel', () => {
   );
 
   it('the Changes view shows uploads as added with their lines, and follows a change and a deletion', async () => {
-    const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    own.setDefaultTimeout(30_000);
+    const { context: own, page, errors } = await signedInPage();
     try {
-      const page = await own.newPage();
-      const errors = watchErrors(page);
-      await signIn(page);
       const id = (await admin.call<{ id: string }>('POST', '/api/sessions', {})).body.id;
       await page.goto(`${stack.url}/sessions/${id}`);
       await page.getByRole('log', { name: 'Conversation' }).waitFor();
@@ -172,12 +162,8 @@ describe('the files panel', () => {
   it(
     'from a repository: the Changes view shows the agent’s edit and deletion against the clone',
     async () => {
-      const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-      own.setDefaultTimeout(30_000);
+      const { context: own, page, errors } = await signedInPage();
       try {
-        const page = await own.newPage();
-        const errors = watchErrors(page);
-        await signIn(page);
         await page.getByText('Start from repository…').click();
         await page.getByLabel('Repository URL').fill(git.url);
         await page.getByRole('button', { name: 'New session from repository' }).click();
@@ -211,12 +197,8 @@ describe('the files panel', () => {
   );
 
   it('a refused repository URL is shown beside the field', async () => {
-    const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    own.setDefaultTimeout(30_000);
+    const { context: own, page, errors } = await signedInPage();
     try {
-      const page = await own.newPage();
-      const errors = watchErrors(page);
-      await signIn(page);
       await page.getByText('Start from repository…').click();
       const url = page.getByLabel('Repository URL');
       await url.fill('https://someone:hunter2@git.example.org/team/project.git');
@@ -235,10 +217,18 @@ describe('the files panel', () => {
   });
 });
 
-async function signIn(page: Page): Promise<void> {
+/** A fresh browser context with one page, signed in as the admin, its page errors collected. */
+async function signedInPage(
+  options: { acceptDownloads?: boolean } = {},
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
+  context.setDefaultTimeout(30_000);
+  const page = await context.newPage();
+  const errors = watchErrors(page);
   await page.goto(`${stack.url}/`);
   await page.getByLabel('Username').fill(stack.admin.username);
   await page.getByLabel('Password').fill(stack.admin.password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return { context, page, errors };
 }
