@@ -173,6 +173,12 @@ describe.skipIf(!canRun)('runner image, built and run', () => {
     console.log(`runner image ${image}: ${size}`);
   });
 
+  it('host mode is not in the image: the bundle leaves the local runner host out and says so', async () => {
+    const r = await runImage(['host']);
+    expect(r.stderr).toContain('host mode is not in this install');
+    expect(r.code).toBe(2);
+  });
+
   for (const backend of ['pi', 'claude'] as const) {
     it(`probe --backend ${backend} passes inside the image (container sandbox, guard loaded)`, async () => {
       const r = await runImage(['probe', '--backend', backend]);
