@@ -7,7 +7,7 @@
 //   (3) the runner process's RSS after a turn, the median runner (the CLI is a separate process,
 //       so it is excluded), beside an idle bare `node` started in the same run (Node's own floor),
 //       split into anonymous and file-backed pages (/proc) and the V8 heap (process.memoryUsage(),
-//       asked for with SIGUSR2 through memory-report.mjs, which the runner preloads). The strip
+//       asked for with SIGUSR2 through runner/test/contract/process-report.mjs, which the runner preloads). The strip
 //       cache is filled first, as the image fills it at build time.
 // The runner is measured in six ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
 // cost); with the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows
@@ -27,9 +27,9 @@ import { adapterFor, type Backend, type SpawnSpec } from '@switchyard/protocol';
 import { locateCli, readinessFor } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/fixture.ts';
+import { processReport, reportingEnv, type ProcessReport } from '../../runner/test/contract/process-report.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
 import { buildBundle } from '../../runner/scripts/build-bundle.ts';
-import { until } from '../../test/helpers/poll.ts';
 import { median } from '../stats.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
@@ -107,7 +107,7 @@ async function bare(
 }
 
 interface RunnerMemory extends ProcMemory {
-  heap: { heapUsed: number; heapTotal: number; external: number; stripper: boolean };
+  heap: ProcessReport;
 }
 
 /** One way of starting the runner: its environment, its entry (the bin unless the bundle), its compile cache. */
@@ -141,8 +141,7 @@ async function viaRunner(
       model.url,
       {
         SWITCHYARD_LOG_LEVEL: 'warn',
-        NODE_OPTIONS: `--import ${MEMORY_REPORT}`,
-        SWITCHYARD_BENCH_MEMORY_REPORT: report,
+        ...reportingEnv(report),
         ...(tmp ? { TMPDIR: tmp } : {}),
         ...variant.env,
       },
@@ -163,8 +162,7 @@ async function viaRunner(
       'turn.done',
     );
     const mem = procMemory(served.runner.pid);
-    process.kill(served.runner.pid, 'SIGUSR2');
-    memory.push({ ...mem, heap: await until('the runner memory report', () => readJson(report)) });
+    memory.push({ ...mem, heap: await processReport(served.runner.pid, report) });
     await stopRunner(served.runner);
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
@@ -182,16 +180,6 @@ function medianMemory(memory: RunnerMemory[]): RunnerMemory {
 
 /** The median of the per-round ratios: each runner start against the bare start of its own round. */
 const pairedRatio = (xs: number[], base: number[]) => median(xs.map((x, i) => x / (base[i] as number)));
-
-const MEMORY_REPORT = join(import.meta.dirname, 'memory-report.mjs');
-
-function readJson(path: string): RunnerMemory['heap'] | undefined {
-  try {
-    return JSON.parse(readFileSync(path, 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
 
 interface ProcMemory {
   rssKb: number;
@@ -284,8 +272,9 @@ for (const backend of ['pi', 'claude'] as const) {
     const r = results[v] as Runs;
     const m = medianMemory(r.memory);
     const stripper = r.memory.filter((x) => x.heap.stripper).length;
+    const undici = r.memory.filter((x) => x.heap.undici).length;
     console.log(
-      `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}`,
+      `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}${undici ? `; undici loaded in ${undici} of ${runs}` : ''}`,
     );
   }
   const of = (name: string) => results[VARIANTS.findIndex((v) => v.name === name)] as Runs;

@@ -1,6 +1,7 @@
-// Bundles the runner (its bin, its modules, protocol, zod and ws) into one ES module,
-// runner/dist/switchyard-runner.mjs, which the image runs instead of the bin. Starting from one
-// file instead of ~150 modules halves module loading, and dropping zod's 60-odd unused locales
+// Bundles the runner (its bin, its modules, protocol, zod and ws) into an ES module entry,
+// runner/dist/switchyard-runner.mjs, and a few chunks beside it (what each command imports on
+// demand), which the image runs instead of the bin. Starting from a handful of files instead of
+// ~150 modules halves module loading, and dropping zod's 60-odd unused locales
 // (the runner's messages are English) shrinks what every runner holds in memory
 // (docs/DESIGN.md "Runner memory"). The bin stays the entry point for everything else (tests,
 // the local host, npm start): no build step is needed to run the runner from source.
@@ -10,7 +11,7 @@
 // own location relative to the bundle: the guard module, the netns forwarder, the CLIs under
 // node_modules and the strip cache are found where they are in a checkout or in the image's /app.
 // Usage: node runner/scripts/build-bundle.ts   (prints the bundle's path)
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
@@ -69,9 +70,16 @@ const hostOutside: Plugin = {
 };
 
 export async function buildBundle(): Promise<string> {
+  // Chunk names carry a hash: an earlier build's chunks would otherwise stay beside the new ones.
+  await rm(dirname(BUNDLE_FILE), { recursive: true, force: true });
   await build({
     entryPoints: [join(RUNNER_DIR, 'bin', 'switchyard-runner.js')],
-    outfile: BUNDLE_FILE,
+    outdir: dirname(BUNDLE_FILE),
+    outExtension: { '.js': '.mjs' },
+    // What main.ts imports on demand (serve, once, probe) goes into chunks of its own beside the
+    // entry, loaded by the command that needs it: serve never evaluates probe's offline model.
+    splitting: true,
+    chunkNames: '[name]-[hash]',
     bundle: true,
     platform: 'node',
     format: 'esm',

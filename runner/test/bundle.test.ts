@@ -8,7 +8,7 @@ import { scripted, serveRunner, stopRunner, textOf, waitReady, waitTurnDone } fr
 import { assertNoOrphans } from './contract/runner-process.ts';
 import { TestHub } from './contract/test-hub.ts';
 
-// The bundle the image runs (runner/scripts/build-bundle.ts): one file in runner/dist, built here for
+// The bundle the image runs (runner/scripts/build-bundle.ts): runner/dist, built here for
 // real and run as the image runs it, against the real CLIs and the offline model. What can break
 // in a bundle is where things are found: the guard module, the netns forwarder, the CLIs under
 // node_modules and the strip cache are all located from the source file's own location.

@@ -6,15 +6,14 @@
 // lives only in this process's memory: never in the CLI's environment, argv
 // or files, never in a log line or an error body.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type ServerResponse,
-} from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
+
+// Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
+// lazy `WebSocket` getter and loads Node's bundled undici into every runner (docs/DESIGN.md
+// "Runner memory"). The CommonJS exports object alone does not.
+const { createServer, request: httpRequest } = process.getBuiltinModule('node:http');
 
 export interface CredentialProxyOptions {
   /** Where model calls go: SWITCHYARD_MODEL_URL or the provider's base URL. A path prefix is kept. */

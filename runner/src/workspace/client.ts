@@ -9,6 +9,7 @@ import {
   type WorkspaceCommitResult,
   type WorkspaceManifest,
 } from '@switchyard/protocol';
+import { type HttpAnswer, httpRequest } from './http-request.ts';
 
 // The runner's HTTP client for the durable workspace (edge: RUNNER_WORKSPACE_PATH). Every answer
 // is validated; failures are thrown as WorkspaceHttpError with the status the edge gave.
@@ -40,12 +41,12 @@ export class WorkspaceClient {
     this.#token = token;
   }
 
-  async #call(method: string, path: string, body?: BodyInit, contentType?: string): Promise<Response> {
+  async #call(method: string, path: string, body?: Uint8Array | string, contentType?: string): Promise<HttpAnswer> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.#token()}` };
     if (contentType !== undefined) headers['content-type'] = contentType;
-    const res = await fetch(`${this.#base}${path}`, { method, headers, ...(body !== undefined && { body }) });
-    if (!res.ok) {
-      const text = await res.text().catch(() => '');
+    const res = await httpRequest(method, `${this.#base}${path}`, headers, body);
+    if (res.status < 200 || res.status > 299) {
+      const text = res.body.toString('utf8');
       let message = text.slice(0, 300);
       try {
         message = (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? message;
@@ -58,34 +59,27 @@ export class WorkspaceClient {
   }
 
   async manifest(): Promise<WorkspaceManifest> {
-    return WorkspaceManifestSchema.parse(await (await this.#call('GET', '/manifest')).json());
+    return WorkspaceManifestSchema.parse(json(await this.#call('GET', '/manifest')));
   }
 
   async getBlob(sha256: string): Promise<Uint8Array> {
-    return new Uint8Array(await (await this.#call('GET', `/blobs/${sha256}`)).arrayBuffer());
+    return (await this.#call('GET', `/blobs/${sha256}`)).body;
   }
 
   async putBlob(sha256: string, data: Uint8Array): Promise<void> {
-    // A Uint8Array over a SharedArrayBuffer is no BodyInit; a Blob copies it into a plain one.
-    await this.#call(
-      'PUT',
-      `/blobs/${sha256}`,
-      new Blob([data as Uint8Array<ArrayBuffer>]),
-      'application/octet-stream',
-    );
+    await this.#call('PUT', `/blobs/${sha256}`, data, 'application/octet-stream');
   }
 
   /** Stores several blobs in one request; answers their sha256 names in order. */
   async putBlobs(parts: Uint8Array[]): Promise<string[]> {
-    const body = new Blob([encodeFrames(parts) as Uint8Array<ArrayBuffer>]);
-    const res = await this.#call('POST', '/blobs', body, 'application/octet-stream');
-    return z.object({ sha256: z.array(z.string()) }).parse(await res.json()).sha256;
+    const res = await this.#call('POST', '/blobs', encodeFrames(parts), 'application/octet-stream');
+    return z.object({ sha256: z.array(z.string()) }).parse(json(res)).sha256;
   }
 
   /** Several blobs in one request, in the order asked. */
   async getBlobs(sha256: string[]): Promise<Uint8Array[]> {
     const res = await this.#call('POST', '/blobs/get', JSON.stringify({ sha256 }), 'application/json');
-    const parts = decodeFrames(new Uint8Array(await res.arrayBuffer()));
+    const parts = decodeFrames(res.body);
     if (parts === null || parts.length !== sha256.length)
       throw new WorkspaceHttpError(502, 'a blob batch came back malformed');
     return parts;
@@ -93,6 +87,8 @@ export class WorkspaceClient {
 
   async commit(commit: WorkspaceCommit): Promise<WorkspaceCommitResult> {
     const res = await this.#call('POST', '/commit', JSON.stringify(commit), 'application/json');
-    return WorkspaceCommitResultSchema.parse(await res.json());
+    return WorkspaceCommitResultSchema.parse(json(res));
   }
 }
+
+const json = (res: HttpAnswer): unknown => JSON.parse(res.body.toString('utf8'));

@@ -1,0 +1,36 @@
+// One HTTP request over node:http/https with the whole answer buffered: the workspace client's
+// transport. Not fetch: the first fetch loads Node's bundled undici, ~5 MiB more in every runner
+// for a client that sends a few small requests per turn (docs/DESIGN.md "Runner memory").
+import type { IncomingMessage, RequestOptions } from 'node:http';
+
+// Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
+// lazy `WebSocket` getter and so loads undici all the same. The CommonJS exports object does not.
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
+
+export interface HttpAnswer {
+  status: number;
+  body: Buffer;
+}
+
+export function httpRequest(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: Uint8Array | string,
+): Promise<HttpAnswer> {
+  const u = new URL(url);
+  const options: RequestOptions = { method, headers };
+  if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  return new Promise((resolve, reject) => {
+    const onAnswer = (res: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    };
+    const req = u.protocol === 'https:' ? https.request(u, options, onAnswer) : http.request(u, options, onAnswer);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
