@@ -7,12 +7,18 @@
 //   cold first: the first message of a new session with no pool (size 0): provisioning + runner
 //               start + CLI start + the turn.
 //   pooled first: the first message of a new session while the pool holds an idle runner.
+//   bare CLI:   the same CLI with nothing around it (spawned as test/helpers/cli-harness.ts does,
+//               the stack's offline model): its first message's first text.delta and its later
+//               ones. A CLI's first turn is slower than its later ones on its own; the difference
+//               between "pooled first − warm turn" and "bare first − bare warm" is what the pool
+//               path itself adds to a first message.
 // Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
 // Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi])
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../../scripts/start.ts';
+import { startCli } from '../../test/helpers/cli-harness.ts';
 import { Api, until } from '../../test/helpers/sse-client.ts';
 import { median } from '../stats.ts';
 
@@ -65,7 +71,29 @@ async function idlePooled(api: Api, backend: string, n: number): Promise<void> {
   );
 }
 
-async function benchBackend(api: Api, backend: 'claude' | 'pi') {
+/** A bare CLI per run: ms from writing a message to its first text.delta, the first message and two later ones. */
+async function bareTurns(backend: 'claude' | 'pi', modelUrl: string) {
+  const first: number[] = [];
+  const later: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const h = await startCli(backend, modelUrl);
+    try {
+      for (let j = 0; j < 3; j++) {
+        const before = h.events.length;
+        const t0 = now();
+        h.proc.sendUserMessage({ text: `bare ${i}.${j}` });
+        await h.waitFor((_e, all) => all.slice(before).some((x) => x.type === 'text.delta'), TURN_MS);
+        (j === 0 ? first : later).push(now() - t0);
+        await h.turn(j + 1, TURN_MS);
+      }
+    } finally {
+      await h.close();
+    }
+  }
+  return { first: median(first), later: median(later) };
+}
+
+async function benchBackend(api: Api, backend: 'claude' | 'pi', modelUrl: string) {
   const r = await api.call('PUT', '/api/admin/settings', { llmBackend: backend });
   if (r.status !== 200) throw new Error(`switch to ${backend}: ${r.status} ${r.text}`);
   const sessions: string[] = [];
@@ -96,11 +124,17 @@ async function benchBackend(api: Api, backend: 'claude' | 'pi') {
   } finally {
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
   }
+  const bare = await bareTurns(backend, modelUrl);
   const w = median(warm);
+  const p = median(pooled);
   console.log(
     `${backend}: warm turn ${f0(w)} ms (n=${warm.length}); cold first ${f0(median(cold))} ms = ${(median(cold) / w).toFixed(1)}x; ` +
-      `pooled first ${f0(median(pooled))} ms = ${(median(pooled) / w).toFixed(2)}x (goal <= 1.5x); ` +
-      `cold/pooled ${(median(cold) / median(pooled)).toFixed(1)}x   [cold ${cold.map(f0).join(', ')}; pooled ${pooled.map(f0).join(', ')}]`,
+      `pooled first ${f0(p)} ms = ${(p / w).toFixed(2)}x (goal <= 1.5x); ` +
+      `cold/pooled ${(median(cold) / p).toFixed(1)}x   [cold ${cold.map(f0).join(', ')}; pooled ${pooled.map(f0).join(', ')}]`,
+  );
+  console.log(
+    `  bare CLI: first message ${f0(bare.first)} ms, later ${f0(bare.later)} ms = ${(bare.first / bare.later).toFixed(2)}x on its own; ` +
+      `a first message costs +${f0(bare.first - bare.later)} ms bare, +${f0(p - w)} ms pooled: the pool path adds ${f0(p - w - (bare.first - bare.later))} ms`,
   );
 }
 
@@ -124,7 +158,9 @@ try {
   });
   const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
   console.log(`provision delay ${DELAY}, ${RUNS} run(s) per kind, ${new Date().toISOString()}`);
-  for (const backend of BACKENDS) await benchBackend(api, backend);
+  const modelUrl = stack.modelUrl;
+  if (modelUrl === undefined) throw new Error('the stack runs no model endpoint for the bare CLI');
+  for (const backend of BACKENDS) await benchBackend(api, backend, modelUrl);
 } finally {
   await stack?.stop();
   rmSync(dir, { recursive: true, force: true });

@@ -40,8 +40,14 @@ export const SpawnOptionsSchema = z.object({
   appendSystemPrompt: z.string().optional(),
   /** Backend-specific tool names; absent means the adapter's default set. */
   allowedTools: z.array(z.string().min(1)).optional(),
-  /** Absolute path of the guard module, and the node binary that runs it for claude's hook. */
-  guard: z.object({ file: z.string().min(1), node: z.string().min(1) }).optional(),
+  /**
+   * Absolute path of the guard module, the node binary that runs it for claude's hook, and a module
+   * that node preloads (`--import`) before it: the runner's strip cache, so each hook process
+   * starts without Node's TypeScript stripper.
+   */
+  guard: z
+    .object({ file: z.string().min(1), node: z.string().min(1), preload: z.string().min(1).optional() })
+    .optional(),
   /** The runner's environment; only allow-listed names are copied. */
   // Copied first: zod rejects exotic objects such as Node's process.env.
   baseEnv: z

@@ -81,7 +81,11 @@ export function claudeTranscriptPath(configDir: string, workspace: string, sessi
  * non-blocking error: a guard that crashes would fail OPEN. `|| exit 2` turns every failure to
  * run it (missing node, syntax error, signal) into a block.
  */
-export function claudeHookCommand(guard: { node: string; file: string }, opts: { ask?: boolean } = {}): string {
+export function claudeHookCommand(
+  guard: { node: string; file: string; preload?: string | undefined },
+  opts: { ask?: boolean } = {},
+): string {
+  const preload = guard.preload === undefined ? '' : ` --import ${shellQuote(guard.preload)}`;
   // --ask: a call the guard allows is answered "ask" (a person decides) instead of silence.
-  return `${shellQuote(guard.node)} ${shellQuote(guard.file)}${opts.ask ? ` ${CLAUDE_HOOK_ASK_FLAG}` : ''} || exit 2`;
+  return `${shellQuote(guard.node)}${preload} ${shellQuote(guard.file)}${opts.ask ? ` ${CLAUDE_HOOK_ASK_FLAG}` : ''} || exit 2`;
 }

@@ -36,6 +36,12 @@ export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', 
 
 /** Relays the model URL inside the CLI's network namespace to the proxy's socket (bubblewrap mode). */
 const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.mjs');
+/**
+ * claude runs its guard hook as a new node process for every tool call; preloading the strip
+ * cache spares each one Node's TypeScript stripper (~70 ms and ~25 MiB per call, docs/DESIGN.md
+ * "The guard"). A preload that cannot load fails the hook, which blocks the call.
+ */
+const GUARD_PRELOAD = fileURLToPath(new URL('../../bin/strip-cache-preload.js', import.meta.url));
 
 /**
  * The OS wall around the CLI. `bubblewrap`: local runs, the runner wraps the
@@ -105,7 +111,9 @@ export class Sandbox {
 
   /** For SpawnOptions.guard. */
   guardOption(backend: Backend): SpawnOptions['guard'] {
-    return this.guardEnabled ? { file: join(this.guardDir, GUARD_ENTRY[backend]), node: this.node } : undefined;
+    return this.guardEnabled
+      ? { file: join(this.guardDir, GUARD_ENTRY[backend]), node: this.node, preload: GUARD_PRELOAD }
+      : undefined;
   }
 
   /** Throws SandboxError naming the first guard file that cannot be read. */
@@ -223,7 +231,7 @@ export class Sandbox {
       }
       roots.push(installRoot(f));
     }
-    if (this.guardEnabled) roots.push(this.guardDir);
+    if (this.guardEnabled) roots.push(this.guardDir, dirname(GUARD_PRELOAD));
     return roots.filter((r) => !SYSTEM_PATHS.some((s) => r === s || r.startsWith(`${s}/`)));
   }
 }
