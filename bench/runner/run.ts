@@ -9,6 +9,8 @@
 //       split into anonymous and file-backed pages (/proc) and the V8 heap (process.memoryUsage(),
 //       asked for with SIGUSR2 through runner/test/contract/process-report.mjs, which the runner preloads). The strip
 //       cache is filled first, as the image fills it at build time.
+//   (4) the CLI alone with the sandbox's walls added one at a time (guard, bubblewrap, the model
+//       route's forwarder), so the sandbox's share of (1) shows apart from the runner's.
 // The runner is measured in six ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
 // cost); with the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows
 // separately; launched as the edge launches a new session (SWITCHYARD_FRESH_SESSION=1: the CLI
@@ -30,6 +32,8 @@ import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/f
 import { processReport, reportingEnv, type ProcessReport } from '../../runner/test/contract/process-report.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
 import { buildBundle } from '../../runner/scripts/build-bundle.ts';
+import { startModelRoute } from '../../runner/src/sandbox/model-proxy.ts';
+import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
@@ -66,6 +70,71 @@ function bareSpec(backend: Backend, model: OfflineModel, dir: string): SpawnSpec
 
 const isDelta = (line: string) => line.includes('"text_delta"');
 
+/** Spawns `spec` (its files written first) and resolves once the CLI answered its readiness handshake. */
+async function spawnReady(backend: Backend, spec: SpawnSpec) {
+  mkdirSync(spec.cwd, { recursive: true });
+  for (const f of spec.files) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    writeFileSync(f.path, f.content);
+  }
+  const codec = adapterFor(backend).createCodec();
+  const readiness = readinessFor(backend);
+  const t0 = now();
+  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'ignore'] });
+  const ready = lineWhere(
+    child,
+    (l) => readiness.isReady(l, undefined) || (backend === 'pi' && l.includes('"command":"get_state"')),
+  );
+  for (const line of [...codec.initLines(), ...readiness.lines]) child.stdin.write(line);
+  await ready;
+  return { child, codec, ms: now() - t0 };
+}
+
+/**
+ * (4) Where a sandboxed CLI's start goes, without the runner: the CLI spawned directly, its walls
+ * added one at a time as the runner's Sandbox adds them. For pi also the guard loaded as before
+ * (jiti compiling it into a cache in the CLI's tmp dir, which bubblewrap makes new at every start).
+ */
+const LAYERS = [
+  'bare CLI',
+  'guard',
+  'guard, bubblewrap',
+  'guard, bubblewrap, model route',
+  'pi before: jiti compiling',
+] as const;
+type Layer = (typeof LAYERS)[number];
+
+async function layerReady(backend: Backend, model: OfflineModel, layer: Layer): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'sy-bench-layer-'));
+  const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cli') };
+  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+  const bwrap = layer !== 'bare CLI' && layer !== 'guard';
+  const sandbox = new Sandbox({ mode: bwrap ? 'bubblewrap' : 'none' });
+  const route =
+    layer === 'bare CLI' || layer === 'guard' || layer === 'guard, bubblewrap'
+      ? undefined
+      : await startModelRoute(sandbox.mode, model.url, undefined);
+  let spec = adapterFor(backend).spawnSpec({
+    executable: locateCli(backend),
+    ...dirs,
+    modelBaseUrl: route?.baseUrl ?? model.url,
+    modelApiKey: route?.apiKey ?? 'bench',
+    baseEnv: process.env,
+    ...(layer !== 'bare CLI' && { guard: sandbox.guardOption(backend) }),
+  });
+  if (layer !== 'bare CLI') spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: route?.socketPath });
+  if (layer === 'pi before: jiti compiling') {
+    const { JITI_TRY_NATIVE: _n, JITI_FS_CACHE: _c, NODE_OPTIONS: _o, ...env } = spec.env;
+    spec = { ...spec, env };
+  }
+  const { child, ms } = await spawnReady(backend, spec);
+  child.stdin?.end();
+  await new Promise((r) => child.on('close', r));
+  await route?.close();
+  rmSync(dir, { recursive: true, force: true });
+  return ms;
+}
+
 async function bare(
   backend: Backend,
   model: OfflineModel,
@@ -76,23 +145,8 @@ async function bare(
   let cliRssKb = 0;
   for (let i = 0; i < n; i++) {
     const dir = mkdtempSync(join(tmpdir(), 'sy-bench-'));
-    const spec = bareSpec(backend, model, dir);
-    mkdirSync(spec.cwd, { recursive: true });
-    for (const f of spec.files) {
-      mkdirSync(dirname(f.path), { recursive: true });
-      writeFileSync(f.path, f.content);
-    }
-    const codec = adapterFor(backend).createCodec();
-    const readiness = readinessFor(backend);
-    const t0 = now();
-    const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'ignore'] });
-    const ready = lineWhere(
-      child,
-      (l) => readiness.isReady(l, undefined) || (backend === 'pi' && l.includes('"command":"get_state"')),
-    );
-    for (const line of [...codec.initLines(), ...readiness.lines]) child.stdin.write(line);
-    await ready;
-    readyMs.push(now() - t0);
+    const { child, codec, ms } = await spawnReady(backend, bareSpec(backend, model, dir));
+    readyMs.push(ms);
     const delta = lineWhere(child, isDelta);
     const t1 = now();
     child.stdin.write(codec.encodeUserMessage({ text: `bench ${i}` }));
@@ -284,8 +338,15 @@ for (const backend of ['pi', 'claude'] as const) {
     of('bundle, fresh, cold cache'),
   ];
   console.log(
-    `  paired, same rounds: bundle / bin with a cold cache (the image before / after) ${pairedRatio(coldBundle.readyMs, coldBin.readyMs).toFixed(2)}x; bin cold / warm cache ${pairedRatio(coldBin.readyMs, freshBin.readyMs).toFixed(2)}x\n`,
+    `  paired, same rounds: bundle / bin with a cold cache (the image before / after) ${pairedRatio(coldBundle.readyMs, coldBin.readyMs).toFixed(2)}x; bin cold / warm cache ${pairedRatio(coldBin.readyMs, freshBin.readyMs).toFixed(2)}x`,
   );
+  const layers = LAYERS.filter((l) => backend === 'pi' || !l.startsWith('pi '));
+  const layerMs = new Map<Layer, number[]>(layers.map((l) => [l, []]));
+  for (let i = 0; i < runs; i++) for (const l of layers) layerMs.get(l)?.push(await layerReady(backend, model, l));
+  const bareLayer = median(layerMs.get('bare CLI') ?? []);
+  console.log('  (4) the CLI alone, spawned with its walls added one at a time: start → ready, median, ratio to bare');
+  for (const [l, xs] of layerMs) console.log(`    ${l.padEnd(34)} ${fmt(median(xs))} ${ratio(median(xs), bareLayer)}`);
+  console.log('');
 }
 await hub.close();
 await model.close();

@@ -1,6 +1,11 @@
-// Preloaded (`node --import`) into claude's guard hook, a node process started for every tool
-// call: its TypeScript modules are served from the strip cache, so the hook starts without
-// Node's TypeScript stripper (runner/src/sandbox/sandbox.ts, GUARD_PRELOAD).
-import { registerStripCache } from './strip-cache.js';
+// Preloaded (`node --import`) into the guard's processes: claude's hook, a node process started
+// for every tool call, and pi (NODE_OPTIONS), which imports its guard extension natively. Their
+// TypeScript modules are served from the strip cache, so neither loads Node's TypeScript stripper
+// (runner/src/sandbox/sandbox.ts, GUARD_PRELOAD). NODE_OPTIONS reaches every node the agent
+// starts, too: an older Node, without module hooks or type stripping, just skips it.
+import module from 'node:module';
 
-registerStripCache();
+if (typeof module.registerHooks === 'function') {
+  const { registerStripCache } = await import('./strip-cache.js');
+  registerStripCache();
+}

@@ -1,4 +1,13 @@
-import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -129,6 +138,34 @@ describe('pi with a broken guard never starts', () => {
   });
 });
 
+describe('pi: a tmp dir that outlives a start cannot replace the guard', () => {
+  // In the production container the CLI's /tmp is a volume of the task: what the agent writes there
+  // is still there when pi starts again in the same task. pi compiles extensions with jiti, whose
+  // cache would live there, and jiti trusts an entry whose last line names its version and the
+  // source's hash, both of which the agent can read.
+  it('a compiled guard planted where jiti caches is not what pi loads', async () => {
+    const tmp = mkdtempSync(join(root, 'pi-tmp-'));
+    // jiti's own entry for the guard, made as pi made it before (cache on, compiled by jiti)...
+    await drive('pi', new Sandbox({ mode: 'none' }), {
+      env: { TMPDIR: tmp, JITI_FS_CACHE: 'true', JITI_TRY_NATIVE: 'false' },
+    });
+    const entry = readdirSync(join(tmp, 'jiti')).find((f) => f.startsWith('guard-pi-extension.'));
+    if (entry === undefined) throw new Error(`jiti cached no guard entry in ${tmp}/jiti`);
+    // ...rewritten into an extension that lets everything through, keeping the line jiti checks.
+    const genuine = readFileSync(join(tmp, 'jiti', entry), 'utf8');
+    const trailer = genuine.slice(genuine.lastIndexOf(' /* v'));
+    writeFileSync(
+      join(tmp, 'jiti', entry),
+      `"use strict";Object.defineProperty(exports, "__esModule", { value: true });exports.default = function () {};${trailer}`,
+    );
+
+    const r = await drive('pi', new Sandbox({ mode: 'none' }), { env: { TMPDIR: tmp } });
+    expect(r.results[0]).toMatchObject({ isError: true, output: expect.stringContaining('switchyard guard:') });
+    expect(r.all).not.toContain(r.outsideToken);
+    expect(r.all).toContain(r.insideToken);
+  });
+});
+
 describe('the runner refuses to spawn without the guard', () => {
   it('a missing guard file: nothing is spawned, the error names the file', async () => {
     const dir = brokenGuard('prepare-missing', 'resolve.ts', null);
@@ -146,7 +183,11 @@ describe('the runner refuses to spawn without the guard', () => {
 });
 
 /** Two scripted reads (outside, then inside the workspace) against a CLI spawned with this sandbox's guard. */
-async function drive(backend: Backend, sandbox: Sandbox, o: { skipPrepareChecks?: boolean; noPolicy?: boolean }) {
+async function drive(
+  backend: Backend,
+  sandbox: Sandbox,
+  o: { skipPrepareChecks?: boolean; noPolicy?: boolean; env?: Record<string, string> },
+) {
   const dir = mkdtempSync(join(root, `${backend}-`));
   const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cfg') };
   for (const d of Object.values(dirs)) mkdirSync(d);
@@ -177,6 +218,7 @@ async function drive(backend: Backend, sandbox: Sandbox, o: { skipPrepareChecks?
       env: { ...spec.env, SWITCHYARD_GUARD_POLICY: JSON.stringify(sandbox.policy({ backend, ...dirs })) },
     };
   if (!o.skipPrepareChecks) spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: route.socketPath });
+  if (o.env) spec = { ...spec, env: { ...spec.env, ...o.env } };
   const events: AgentEvent[] = [];
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
@@ -12,7 +13,9 @@ import { TestHub } from './contract/test-hub.ts';
 // stripper (a module served past the strip cache) and Node's bundled undici (~5-10 MiB: a fetch,
 // or an ES import of node:http anywhere serve evaluates, probe's offline model included). After a
 // turn, which also fetched the workspace manifest, the runner must have loaded neither, run from
-// the bin (the local host, tests) or from the bundle (the image).
+// the bin (the local host, tests) or from the bundle (the image). The strip cache is filled first,
+// as the image fills it at build time: a module edited since it was cached is stripped once, by
+// design, and would say nothing about what serve loads.
 
 describe('modules a serving runner loads', () => {
   let model: OfflineModel;
@@ -20,6 +23,10 @@ describe('modules a serving runner loads', () => {
   let bundle: string;
 
   beforeAll(async () => {
+    const fill = spawnSync(process.execPath, [join(import.meta.dirname, '..', 'bin', 'fill-strip-cache.js')], {
+      encoding: 'utf8',
+    });
+    expect(fill.status, fill.stderr).toBe(0);
     bundle = await buildBundle();
     model = await startOfflineModel();
     hub = await TestHub.start();

@@ -69,11 +69,28 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
       PI_TELEMETRY: '0',
       // The guard extension asks a person after its own checks (DESIGN "Tool approvals").
       ...(o.approvals === 'ask' && { [PI_APPROVAL_ENV]: 'ask' }),
+      ...(o.guard && guardLoading(o.guard)),
     }),
     cwd: o.workspace,
     files: [
       { path: `${o.configDir}/models.json`, content: JSON.stringify(models), mode: 0o600 },
       { path: `${o.configDir}/settings.json`, content: JSON.stringify(settings) },
     ],
+  };
+}
+
+/**
+ * pi compiles an extension with jiti: a babel transform, ~300 ms of every start, cached in the
+ * CLI's own tmp dir, where the agent can write (on the next start a planted entry would load as
+ * the guard). So jiti imports the guard natively (Node strips its types, from the runner's
+ * read-only strip cache through the preload) and keeps no cache: a fallback transform is slow,
+ * never stale and never someone else's. docs/DESIGN.md "The guard".
+ */
+function guardLoading(guard: NonNullable<SpawnOptions['guard']>): Record<string, string> {
+  return {
+    JITI_TRY_NATIVE: 'true',
+    JITI_FS_CACHE: 'false',
+    // NODE_OPTIONS takes a double-quoted argument with backslash escapes, as JSON writes one.
+    ...(guard.preload !== undefined && { NODE_OPTIONS: `--import ${JSON.stringify(guard.preload)}` }),
   };
 }
