@@ -18,6 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../../scripts/start.ts';
+import { readinessFor } from '@switchyard/runner/cli';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 import { Api, until } from '../../test/helpers/sse-client.ts';
 import { median } from '../stats.ts';
@@ -78,6 +79,14 @@ async function bareTurns(backend: 'claude' | 'pi', modelUrl: string) {
   for (let i = 0; i < RUNS; i++) {
     const h = await startCli(backend, modelUrl);
     try {
+      // Ready first, as a pooled CLI is: the first message must not wait for the CLI's start.
+      const readiness = readinessFor(backend);
+      for (const line of readiness.lines) h.proc.writeControl(line);
+      await until(
+        `the bare ${backend} CLI ready`,
+        () => h.stdout.some((l) => readiness.isReady(l, undefined)) || h.events.some((e) => readiness.isReady(undefined, e)),
+        TURN_MS,
+      );
       for (let j = 0; j < 3; j++) {
         const before = h.events.length;
         const t0 = now();

@@ -329,6 +329,16 @@ describe('packs', () => {
 });
 
 describe('runner workspace routes', () => {
+  it("a runner that starts after an upload is welcomed with the workspace's generation, so it restores", async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/notes.txt`, { token: ctx.token, body: 'hi' })).status).toBe(
+      201,
+    );
+    const { runner } = await launchAndConnect(ctx, id);
+    expect(runner.of('welcome')[0]?.workspaceGeneration).toBe(1);
+  });
+
   it('a welcomed runner uploads blobs and commits; the hub logs workspace.saved and tells it about user writes', async () => {
     const ctx = await hubContext();
     const id = await createSession(ctx);
@@ -336,6 +346,8 @@ describe('runner workspace routes', () => {
     const welcome = runner.of('welcome')[0];
     const credential = welcome?.runnerToken ?? '';
     expect(credential).not.toBe('');
+    // Nothing stored yet: the welcome says so, and the runner skips its restore.
+    expect(welcome?.workspaceGeneration).toBe(0);
     const base = '/internal/runner/workspace';
 
     // The bootstrap token (the one in the launch request) is for dialling only.

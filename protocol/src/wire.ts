@@ -150,6 +150,12 @@ export const HubToRunnerSchema = z.discriminatedUnion('type', [
     approvals: ApprovalModeSchema.optional(),
     /** The session's repository while its clone is not yet committed: clone it before the first CLI. */
     repository: RepositorySchema.optional(),
+    /**
+     * The durable workspace's generation when the welcome was sent. 0: nothing was ever stored, so
+     * a new runner has nothing to restore and its first message need not wait for the store (a
+     * later upload reaches a live runner as `workspace_sync`). Absent: restore.
+     */
+    workspaceGeneration: z.number().int().nonnegative().optional(),
   }),
   /** Every sequenced frame up to and including `seq` is durably stored. */
   z.object({ type: z.literal('ack'), seq: z.number().int().nonnegative() }),

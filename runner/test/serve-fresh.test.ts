@@ -120,4 +120,22 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     await stopRunner(b.runner);
     expect(session.violations()).toEqual([]);
   });
+
+  test('a welcome saying nothing was ever stored: no restore before the first message; without it, a restore', async () => {
+    const restoreTried = (r: RunnerProcess) =>
+      r.logs.some((l) => l.msg === 'workspace restore failed' || l.msg === 'workspace pulled');
+    const empty = await hub.newSession();
+    empty.workspaceGeneration = 0;
+    const a = start(empty, { SWITCHYARD_FRESH_SESSION: '1' });
+    await waitReady(empty);
+    const m = await empty.sendMessage(uniq('empty'));
+    expect((await waitTurnDone(empty, m.messageId)).stopReason).toBe('end_turn');
+    expect(restoreTried(a.runner)).toBe(false);
+    await stopRunner(a.runner);
+    // A hub that does not say: the runner restores first (this hub has no store, so that fails, loudly).
+    const unknown = await hub.newSession();
+    const b = start(unknown, { SWITCHYARD_FRESH_SESSION: '1' });
+    await b.runner.waitForLog((l) => l.msg === 'workspace restore failed', 'the restore');
+    await stopRunner(b.runner);
+  });
 });

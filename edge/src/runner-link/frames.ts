@@ -168,7 +168,8 @@ export class RunnerFrames {
     }
     const token = await this.#hub.mint(launch, { kind: 'credential', runnerId: hello.runnerId });
     // Until the clone is committed as the baseline, every new runner is told to clone first.
-    const pending = pendingRepository(session, new WorkspaceLedger(this.#hub.ctx.storage).baseline() !== null);
+    const ledger = new WorkspaceLedger(this.#hub.ctx.storage);
+    const pending = pendingRepository(session, ledger.baseline() !== null);
     if (this.#hub.meta.launch?.id !== launch.id || !isOpen(ws)) return;
     if (!pending.ok) {
       // Launched before the check at the start could refuse it (startLaunch refuses such a start).
@@ -200,6 +201,7 @@ export class RunnerFrames {
       ...(token !== undefined && { runnerToken: token }),
       ...(session.approvals === 'ask' && { approvals: 'ask' as const }),
       ...(repository !== undefined && { repository }),
+      workspaceGeneration: ledger.generation,
     });
     this.#hub.approvals.resendTo(ws);
 

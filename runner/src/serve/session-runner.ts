@@ -237,7 +237,8 @@ export class SessionRunner {
       this.approvals = welcome.approvals ?? 'auto';
       this.repository = welcome.repository;
       const transcript = welcome.transcript;
-      const files = this.workspace.pull().then(() => undefined);
+      // A workspace nothing was ever stored in: no round trip to the store before the first message.
+      const files = welcome.workspaceGeneration === 0 ? Promise.resolve() : this.workspace.pull().then(() => undefined);
       this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
       // What a CLI started before the welcome (prewarm) cannot have: it is replaced. Files are not
       // on the list: they land before any message reaches a CLI (cliInput).

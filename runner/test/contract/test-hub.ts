@@ -40,6 +40,8 @@ class TestSession implements ContractSession {
   private readySocket: WebSocket | undefined;
   ackEvery = 1;
   acksPaused = false;
+  /** Sent in every welcome when set (the edge always sends it; absent, the runner restores). */
+  workspaceGeneration: number | undefined;
   /** While set, a hello is answered only when the hold is lifted (a hub slow to welcome). */
   welcomeHeld = false;
   private heldWelcome: (() => void) | undefined;
@@ -231,7 +233,13 @@ class TestSession implements ContractSession {
     // What the hub holds counts as acked: the runner resends only what follows.
     log.ackedSeq = high;
     this.sinceAck = 0;
-    const welcome = () => this.send(ws, { type: 'welcome', ackedSeq: high, ...(transcript && { transcript }) });
+    const welcome = () =>
+      this.send(ws, {
+        type: 'welcome',
+        ackedSeq: high,
+        ...(transcript && { transcript }),
+        ...(this.workspaceGeneration !== undefined && { workspaceGeneration: this.workspaceGeneration }),
+      });
     if (this.welcomeHeld) this.heldWelcome = welcome;
     else welcome();
     this.changed();
