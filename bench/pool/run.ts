@@ -84,7 +84,9 @@ async function bareTurns(backend: 'claude' | 'pi', modelUrl: string) {
       for (const line of readiness.lines) h.proc.writeControl(line);
       await until(
         `the bare ${backend} CLI ready`,
-        () => h.stdout.some((l) => readiness.isReady(l, undefined)) || h.events.some((e) => readiness.isReady(undefined, e)),
+        () =>
+          h.stdout.some((l) => readiness.isReady(l, undefined)) ||
+          h.events.some((e) => readiness.isReady(undefined, e)),
         TURN_MS,
       );
       for (let j = 0; j < 3; j++) {
