@@ -332,9 +332,9 @@ describe('runner workspace routes', () => {
   it("a runner that starts after an upload is welcomed with the workspace's generation, so it restores", async () => {
     const ctx = await hubContext();
     const id = await createSession(ctx);
-    expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/notes.txt`, { token: ctx.token, body: 'hi' })).status).toBe(
-      201,
-    );
+    expect(
+      (await req(ctx, 'PUT', `/api/sessions/${id}/files/notes.txt`, { token: ctx.token, body: 'hi' })).status,
+    ).toBe(201);
     const { runner } = await launchAndConnect(ctx, id);
     expect(runner.of('welcome')[0]?.workspaceGeneration).toBe(1);
   });
