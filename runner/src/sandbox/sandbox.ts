@@ -37,9 +37,11 @@ export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', 
 /** Relays the model URL inside the CLI's network namespace to the proxy's socket (bubblewrap mode). */
 const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.mjs');
 /**
- * claude runs its guard hook as a new node process for every tool call; preloading the strip
- * cache spares each one Node's TypeScript stripper (~70 ms and ~25 MiB per call, docs/DESIGN.md
- * "The guard"). A preload that cannot load fails the hook, which blocks the call.
+ * Preloaded into the processes that load the guard as TypeScript: claude's hook, a new node process
+ * for every tool call (~70 ms and ~25 MiB less per call), and pi, which imports its extension
+ * natively (docs/DESIGN.md "The guard"). It serves the guard's modules from the strip cache, so
+ * neither loads Node's TypeScript stripper. A preload that cannot load fails the hook, which
+ * blocks the call, or pi, which then does not start.
  */
 const GUARD_PRELOAD = fileURLToPath(new URL('../../bin/strip-cache-preload.js', import.meta.url));
 

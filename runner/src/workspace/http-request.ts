@@ -20,8 +20,10 @@ export function httpRequest(
   body?: Uint8Array | string,
 ): Promise<HttpAnswer> {
   const u = new URL(url);
-  const options: RequestOptions = { method, headers };
-  if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  const options: RequestOptions = {
+    method,
+    headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+  };
   return new Promise((resolve, reject) => {
     const onAnswer = (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
