@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { buildBundle } from '../scripts/build-bundle.ts';
-import { scripted, serveRunner, stopRunner, textOf, waitReady, waitTurnDone } from './contract/fixture.ts';
+import { scripted, serveRunner, stopRunner, tempDir, textOf, waitReady, waitTurnDone } from './contract/fixture.ts';
+import { processReport, reportingEnv } from './contract/process-report.ts';
 import { assertNoOrphans } from './contract/runner-process.ts';
 import { TestHub } from './contract/test-hub.ts';
 
@@ -19,6 +20,12 @@ describe('runner bundle', () => {
   let hub: TestHub;
 
   beforeAll(async () => {
+    // The strip cache filled first, as the image fills it at build time: a module edited since it
+    // was cached is stripped once, by design, and would say nothing about what serve loads.
+    const fill = spawnSync(process.execPath, [join(import.meta.dirname, '..', 'bin', 'fill-strip-cache.js')], {
+      encoding: 'utf8',
+    });
+    expect(fill.status, fill.stderr).toBe(0);
     bundle = await buildBundle();
     model = await startOfflineModel();
     hub = await TestHub.start();
@@ -62,6 +69,30 @@ describe('runner bundle', () => {
         expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
         expect(readFileSync(join(workspace, 'proof.txt'), 'utf8').trim()).toBe('bundle-ran');
         expect(textOf(session, messageId).length).toBeGreaterThan(0);
+      } finally {
+        await stopRunner(runner);
+      }
+    });
+  }
+
+  // What a serving runner keeps is paid per session (docs/DESIGN.md "Runner memory"). Node's
+  // bundled undici (a fetch, or an ES import of node:http anywhere serve evaluates) and its
+  // TypeScript stripper come in by accident; after a turn, which also asked for the workspace
+  // manifest, neither may be loaded, from the bin (local host, tests) or the bundle (the image).
+  for (const from of ['bin', 'bundle'] as const) {
+    test(`from the ${from}: after a turn, neither undici nor the TypeScript stripper`, async () => {
+      const session = await hub.newSession();
+      const report = join(tempDir('sy-report-'), 'report.json');
+      const { runner } = serveRunner(session, 'claude', model.url, reportingEnv(report), {
+        ...(from === 'bundle' && { entry: bundle }),
+      });
+      try {
+        await waitReady(session);
+        const { messageId } = await session.sendMessage('hello');
+        expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+        const loaded = await processReport(runner.pid, report);
+        expect(loaded).toMatchObject({ undici: false, stripper: false });
+        expect(loaded.heapUsed).toBeGreaterThan(0);
       } finally {
         await stopRunner(runner);
       }
