@@ -6,6 +6,9 @@
 //       first text.delta, vs writing the prompt to the bare CLI until its first delta line.
 //   (3) the runner process's RSS after a turn, the median runner (the CLI is a separate process,
 //       so it is excluded), beside an idle bare `node` started in the same run (Node's own floor),
+//       and, for the bundle the image runs, again once it has sat idle after the turn (SETTLE_MS:
+//       V8's memory reducer compacts an idle heap about 8 s after it goes quiet; a runner spends
+//       most of a session waiting for the person's next message, so that is what a session holds),
 //       split into anonymous and file-backed pages (/proc) and the V8 heap (process.memoryUsage(),
 //       asked for with SIGUSR2 through runner/test/contract/process-report.mjs, which the runner preloads). The strip
 //       cache is filled first, as the image fills it at build time.
@@ -162,6 +165,23 @@ async function bare(
 
 interface RunnerMemory extends ProcMemory {
   heap: ProcessReport;
+  /** With Variant.settle: RSS at the end of SETTLE_MS idle after the turn, and when it first got there. */
+  settled?: { rssKb: number; afterMs: number };
+}
+
+const SETTLE_MS = 12_000;
+
+/** Samples `pid`'s RSS while the runner sits idle for SETTLE_MS. */
+async function settledMemory(pid: number): Promise<{ rssKb: number; afterMs: number }> {
+  const samples: Array<{ at: number; rssKb: number }> = [];
+  const t0 = now();
+  while (now() - t0 < SETTLE_MS) {
+    await new Promise((r) => setTimeout(r, 250));
+    samples.push({ at: now() - t0, rssKb: procMemory(pid).rssKb });
+  }
+  const last = samples[samples.length - 1] as { at: number; rssKb: number };
+  const reached = samples.find((x) => x.rssKb <= last.rssKb + 100) ?? last;
+  return { rssKb: last.rssKb, afterMs: reached.at };
 }
 
 /** One way of starting the runner: its environment, its entry (the bin unless the bundle), its compile cache. */
@@ -171,6 +191,8 @@ interface Variant {
   entry?: string;
   /** A fresh TMPDIR per start, so Node's compile cache (kept under it) starts empty, as in a new task's /tmp. */
   coldCompileCache?: boolean;
+  /** Also measure RSS after SETTLE_MS idle (the bundle only: the wait is long). */
+  settle?: boolean;
 }
 
 async function viaRunner(
@@ -216,7 +238,8 @@ async function viaRunner(
       'turn.done',
     );
     const mem = procMemory(served.runner.pid);
-    memory.push({ ...mem, heap: await processReport(served.runner.pid, report) });
+    const heap = await processReport(served.runner.pid, report);
+    memory.push({ ...mem, heap, ...(variant.settle && { settled: await settledMemory(served.runner.pid) }) });
     await stopRunner(served.runner);
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
@@ -277,7 +300,7 @@ const VARIANTS: Variant[] = [
   { name: 'runner(default)', env: {} },
   { name: 'runner(default, fresh)', env: fresh },
   { name: 'bin, fresh, cold cache', env: fresh, coldCompileCache: true },
-  { name: 'bundle, fresh', env: fresh, entry: bundle },
+  { name: 'bundle, fresh', env: fresh, entry: bundle, settle: true },
   { name: 'bundle, fresh, cold cache', env: fresh, entry: bundle, coldCompileCache: true },
 ];
 const model = await startOfflineModel();
@@ -327,8 +350,12 @@ for (const backend of ['pi', 'claude'] as const) {
     const m = medianMemory(r.memory);
     const stripper = r.memory.filter((x) => x.heap.stripper).length;
     const undici = r.memory.filter((x) => x.heap.undici).length;
+    const settled = r.memory.flatMap((x) => (x.settled ? [x.settled] : []));
+    const settledNote = settled.length
+      ? `; idle ${SETTLE_MS / 1000} s later ${mib(median(settled.map((x) => x.rssKb)))} (${ratio(median(settled.map((x) => x.rssKb)), node.rssKb)}, within 0.1 MiB of it after ${(median(settled.map((x) => x.afterMs)) / 1000).toFixed(1)} s)`
+      : '';
     console.log(
-      `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}${undici ? `; undici loaded in ${undici} of ${runs}` : ''}`,
+      `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${settledNote}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}${undici ? `; undici loaded in ${undici} of ${runs}` : ''}`,
     );
   }
   const of = (name: string) => results[VARIANTS.findIndex((v) => v.name === name)] as Runs;
