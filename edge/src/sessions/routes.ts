@@ -217,7 +217,7 @@ export function sessionRoutes(deps: AppDeps) {
   });
   app.on('POST', '/', smallBody);
   app.on('PATCH', '/:id', smallBody);
-  app.use('/:id/messages', sessionAccess(deps, 'owner'), messageSizeLimit);
+  app.use('/:id/messages', sessionAccess(deps, 'owner', { withSettings: true }), messageSizeLimit);
   app.use('/:id/interrupt', sessionAccess(deps, 'owner'));
   app.use('/:id/approvals/*', sessionAccess(deps, 'owner'));
   app.use('/:id/events', sessionAccess(deps, 'read'));
@@ -327,7 +327,7 @@ export function sessionRoutes(deps: AppDeps) {
   app.openapi(messageRoute, async (c) => {
     const row = c.get('session');
     const body = c.req.valid('json');
-    const { settings } = await readSettings(c.env.DB);
+    const { settings } = c.get('settings') ?? (await readSettings(c.env.DB));
     const result = await hubFor(c.env, row.id).postMessage({
       text: body.text,
       ...(body.images !== undefined && { images: body.images }),

@@ -1,7 +1,7 @@
 import { auditInsert } from '../audit/store.ts';
 import { settingsFromStored, type Settings } from './schema.ts';
 
-interface StoredSettings {
+export interface StoredSettings {
   settings: Settings;
   version: number;
 }
