@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, sendMessage, offline, turnSaved } from '../helpers/e2e-harness.ts';
+import { E2eHarness, liveTask, sendMessage, offline, turnSaved } from '../helpers/e2e-harness.ts';
 import { type Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -23,17 +23,6 @@ beforeAll(async () => {
 }, STACK_READY_MS);
 
 afterAll(() => h.stop(), 120_000);
-
-async function liveTask(sessionId: string, not?: string) {
-  return until(
-    `a running runner for ${sessionId}`,
-    async () =>
-      (await stack.runners()).find(
-        (t) => t.sessionId === sessionId && t.lastStatus === 'RUNNING' && t.pid !== null && t.taskArn !== not,
-      ),
-    60_000,
-  );
-}
 
 function logOf(task: { logPath: string }): Array<{ msg?: string; resume?: boolean }> {
   return readFileSync(task.logPath, 'utf8')
@@ -70,7 +59,7 @@ function freshSuite(backend: 'claude' | 'pi') {
         offline({ tool: 'write', path: 'kept.txt', content: `${marker1}\n` }, `remember ${marker1}`),
       );
       expect((await turnSaved(sse, m1, TURN_MS)).done.data.stopReason).toBe('end_turn');
-      const first = await liveTask(id);
+      const first = await liveTask(stack, id);
       const firstLog = logOf(first);
       expect(firstLog.some((l) => l.msg === 'fresh session: starting the CLI while the hub link comes up')).toBe(true);
       // One CLI: the early one answered (no replacement, no second start).
@@ -88,7 +77,7 @@ function freshSuite(backend: 'claude' | 'pi') {
       const marker2 = `second-${backend}-${Date.now()}`;
       const m2 = await sendMessage(admin, id, offline({ tool: 'shell', command: 'cat kept.txt' }, `recall ${marker2}`));
       expect((await sse.turnDone(m2, TURN_MS)).data.stopReason).toBe('end_turn');
-      const second = await liveTask(id, first.taskArn);
+      const second = await liveTask(stack, id, first.taskArn);
       const secondLog = logOf(second);
       expect(secondLog.some((l) => l.msg?.startsWith('fresh session') === true)).toBe(false);
       expect(secondLog.some((l) => l.msg === 'transcript restored')).toBe(true);

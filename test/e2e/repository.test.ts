@@ -7,7 +7,7 @@
 // settings leave out and malformed URLs are 400 naming the field.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Stack } from '../../scripts/start.ts';
-import { E2eHarness, sendMessage, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
+import { E2eHarness, liveTask, sendMessage, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { type Api, until, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
@@ -44,15 +44,6 @@ async function finish(id: string, sse: SseStream): Promise<void> {
   await sse.close();
   h.streams.delete(sse);
   expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
-}
-
-async function liveTask(sessionId: string) {
-  return until(
-    `a running runner for ${sessionId}`,
-    async () =>
-      (await stack.runners()).find((t) => t.sessionId === sessionId && t.lastStatus === 'RUNNING' && t.pid !== null),
-    60_000,
-  );
 }
 
 /** A turn that ends with the clone's error: the turn.done carries it, and an error event says it too. */
@@ -116,7 +107,7 @@ function repositorySuite(backend: 'claude' | 'pi') {
       expect(text.split('\n').filter((l) => /^[+-](?![+-])/.test(l))).toEqual(['+edited by the agent']);
 
       // SIGKILL between turns: the next runner restores the durable workspace and never clones.
-      const task = await liveTask(id);
+      const task = await liveTask(stack, id);
       const served = git.requests();
       process.kill(task.pid as number, 'SIGKILL');
       await until(
@@ -133,7 +124,7 @@ function repositorySuite(backend: 'claude' | 'pi') {
       const out3 = toolOutput(sse, m3);
       expect(out3).toContain('edited by the agent');
       expect(out3).toContain('hello from main');
-      expect((await liveTask(id)).pid).not.toBe(task.pid);
+      expect((await liveTask(stack, id)).pid).not.toBe(task.pid);
       expect(git.requests()).toBe(served);
       await finish(id, sse);
     }),

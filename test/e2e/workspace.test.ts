@@ -9,7 +9,7 @@ import { basename, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, sendMessage, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
+import { E2eHarness, liveTask, sendMessage, listing, offline, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
 import { Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -35,15 +35,6 @@ async function raw(api: Api, method: string, path: string, body?: Uint8Array | s
     headers: api.headers(body === undefined ? {} : { 'content-type': 'application/octet-stream' }),
     ...(body !== undefined && { body: typeof body === 'string' ? body : new Blob([body as Uint8Array<ArrayBuffer>]) }),
   });
-}
-
-async function liveTask(sessionId: string) {
-  return until(
-    `a running runner for ${sessionId}`,
-    async () =>
-      (await stack.runners()).find((t) => t.sessionId === sessionId && t.lastStatus === 'RUNNING' && t.pid !== null),
-    60_000,
-  );
 }
 
 function workspaceOf(task: { logPath: string }): string {
@@ -111,7 +102,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       expect(await listing(admin, id)).toEqual(['notes/input.txt', 'out/result.txt']);
 
       // An upload while the runner is live reaches its workspace, and the agent's next tool call.
-      const task = await liveTask(id);
+      const task = await liveTask(stack, id);
       const live = `uploaded while ${backend} runs\n`;
       expect((await raw(admin, 'PUT', `/api/sessions/${id}/files/live.txt`, live)).status).toBe(201);
       await until(
@@ -164,7 +155,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
       expect(out5).toContain('line two ✓');
       expect(out5).toContain(live.trim());
       expect(out5).toContain('INFLIGHT-LOST');
-      const next = await liveTask(id);
+      const next = await liveTask(stack, id);
       expect(next.pid).not.toBe(task.pid);
       // A file that appears after the last turn's save (as an agent's background process would
       // write it) becomes durable only through the runner's own end, here the idle stop.
@@ -210,7 +201,7 @@ function workspaceSuite(backend: 'claude' | 'pi') {
         offline({ tool: 'write', path: 'turn.txt', content: 'from the turn\n' }, 'write'),
       );
       await turnSaved(sse, m1, TURN_MS);
-      const task = await liveTask(id);
+      const task = await liveTask(stack, id);
       // Written after the turn's workspace.saved, as an agent's background process would: only the
       // runner's own end can make it durable.
       const late = `written before SIGTERM, ${backend}\n`;

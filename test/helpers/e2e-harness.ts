@@ -4,7 +4,7 @@
 // a live runner per session counts against maxLiveRunnersPerUser).
 import { expect } from 'vitest';
 import type { Stack, StackOptions } from '../../scripts/start.ts';
-import { Api, type SseEvent, type SseStream } from './sse-client.ts';
+import { Api, type SseEvent, type SseStream, until } from './sse-client.ts';
 import { startTestStack, type TestStack } from './test-stack.ts';
 
 /** A prompt carrying an `#offline` script: the offline model answers with the script, not by default. */
@@ -49,6 +49,18 @@ export async function listing(api: Api, sessionId: string): Promise<string[]> {
   const r = await api.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${sessionId}/files`);
   expect(r.status, r.text).toBe(200);
   return r.body.files.map((f) => f.path);
+}
+
+/** The session's runner task once it runs with a live process; `not`: a task other than that one (a replacement). */
+export function liveTask(stack: Stack, sessionId: string, not?: string) {
+  return until(
+    `a running runner for ${sessionId}`,
+    async () =>
+      (await stack.runners()).find(
+        (t) => t.sessionId === sessionId && t.lastStatus === 'RUNNING' && t.pid !== null && t.taskArn !== not,
+      ),
+    60_000,
+  );
 }
 
 export class E2eHarness {
