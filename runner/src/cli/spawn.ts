@@ -1,10 +1,13 @@
-// The one way the runner builds a CLI's spawn: protocol's adapter writes the spec (argv, env,
-// config files), then the sandbox prepares it (the guard policy into the environment, the OS
-// wall around the command), and CliProcess (cli-process.ts) runs the result. serve, once, probe
+// The one way the runner builds a CLI's spawn: the workspace is checked for configuration the CLI
+// would read from it at start (sandbox/project-config.ts), protocol's adapter writes the spec
+// (argv, env, config files), then the sandbox prepares it (the guard policy into the environment,
+// the OS wall around the command), and CliProcess (cli-process.ts) runs the result. serve, once, probe
 // and the guard canary all spawn through here, so the probe checks what serve will start.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { adapterFor, type Backend, type SpawnOptions, type SpawnSpec } from '@switchyard/protocol';
+import { StepFailure } from '../errors.ts';
+import { projectConfigRefusal } from '../sandbox/project-config.ts';
 import type { SessionPaths } from '../sandbox/sandbox.ts';
 import type { CliExecutable } from './locate.ts';
 
@@ -57,9 +60,14 @@ type FixedOptions = Pick<
   | 'baseEnv'
 >;
 
-/** The spec to start one CLI with. Rejects when the adapter refuses the options or the sandbox the spawn. */
+/**
+ * The spec to start one CLI with. Rejects when the workspace holds configuration the CLI would
+ * read at start, the adapter refuses the options or the sandbox the spawn.
+ */
 export async function cliSpawnSpec(launch: CliLaunch, choices: SpawnChoices = {}): Promise<SpawnSpec> {
   const { backend, dirs, model } = launch;
+  const refused = await projectConfigRefusal(backend, dirs.workspace);
+  if (refused !== null) throw new StepFailure(refused);
   const spec = adapterFor(backend).spawnSpec({
     ...choices,
     executable: launch.executable,
