@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import { describe, expect, test } from 'vitest';
 import {
   serveRunner,
   stopRunner,
@@ -12,7 +11,8 @@ import {
   waitTurnDone,
   type Served,
 } from './contract/fixture.ts';
-import { assertNoOrphans, type RunnerProcess } from './contract/runner-process.ts';
+import type { RunnerProcess } from './contract/runner-process.ts';
+import { runnerSuite } from './contract/suite.ts';
 import { TestHub } from './contract/test-hub.ts';
 
 // A runner launched with SWITCHYARD_FRESH_SESSION=1 starts its CLI while the hub link comes up
@@ -21,36 +21,18 @@ import { TestHub } from './contract/test-hub.ts';
 // controls, not a race it measures.
 
 describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
-  let hub: TestHub;
-  let model: OfflineModel;
-  const runners: RunnerProcess[] = [];
-
-  beforeAll(async () => {
-    hub = await TestHub.start();
-    model = await startOfflineModel();
-  });
-  afterAll(async () => {
-    await hub?.close();
-    await model?.close();
-  });
-  afterEach(async () => {
-    for (const r of runners.splice(0)) {
-      r.kill('SIGKILL');
-      await r.exited;
-    }
-    await assertNoOrphans();
-  });
+  const suite = runnerSuite(() => TestHub.start());
 
   function start(session: Awaited<ReturnType<TestHub['newSession']>>, env: Record<string, string> = {}): Served {
-    const served = serveRunner(session, backend, model.url, env);
-    runners.push(served.runner);
+    const served = serveRunner(session, backend, suite.model.url, env);
+    suite.track(served.runner);
     return served;
   }
 
   const uniq = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
 
   function requestFor(marker: string) {
-    return model.requests().find((r) => {
+    return suite.model.requests().find((r) => {
       const body = r.body as { messages?: Array<{ role: string; content: unknown }> } | null;
       const lastUser = body?.messages?.filter((m) => m.role === 'user').at(-1);
       return r.response?.mainTurn === true && JSON.stringify(lastUser?.content ?? '').includes(marker);
@@ -58,15 +40,15 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
   }
 
   test('its CLI is ready before the hub welcomes the runner; the first message is answered by that CLI', async () => {
-    const session = await hub.newSession();
-    hub.faults.holdWelcome(session.sessionId, true);
+    const session = await suite.hub.newSession();
+    suite.hub.faults.holdWelcome(session.sessionId, true);
     const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1' });
     await session.waitFor(() => session.hellos().length === 1, 'the hello');
     // The guard's self-test passed before anything was spawned: hello reports it.
     expect(session.hellos()[0]?.capabilities.guard).toBe('loaded');
     await runner.waitForLog((l) => l.msg === 'cli ready', 'the CLI ready while the welcome is held');
     expect(session.statuses()).toEqual([]);
-    hub.faults.holdWelcome(session.sessionId, false);
+    suite.hub.faults.holdWelcome(session.sessionId, false);
     await waitReady(session);
 
     const marker = uniq('fresh');
@@ -86,7 +68,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
   });
 
   test('a welcome that brings a transcript anyway: the early CLI is replaced by one that resumes it', async () => {
-    const session = await hub.newSession();
+    const session = await suite.hub.newSession();
     const a = start(session);
     await waitReady(session);
     const marker1 = uniq('apple');
@@ -99,11 +81,11 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(await waitGroupGone(cliA as number)).toBe(true);
 
     // The launch said fresh, the hub's welcome disagrees: the welcome wins.
-    hub.faults.holdWelcome(session.sessionId, true);
+    suite.hub.faults.holdWelcome(session.sessionId, true);
     const b = start(session, { SWITCHYARD_FRESH_SESSION: '1' });
     await b.runner.waitForLog((l) => l.msg === 'cli started', 'the early CLI');
     const [early] = b.runner.cliPids();
-    hub.faults.holdWelcome(session.sessionId, false);
+    suite.hub.faults.holdWelcome(session.sessionId, false);
     await b.runner.waitForLog((l) => l.msg === 'transcript restored', 'transcript restored');
     await b.runner.waitForLog((l) => l.msg === 'replacing the CLI started before the welcome', 'the replacement');
     expect(await waitGroupGone(early as number)).toBe(true);
@@ -124,7 +106,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
   test('a welcome saying nothing was ever stored: no restore before the first message; without it, a restore', async () => {
     const restoreTried = (r: RunnerProcess) =>
       r.logs.some((l) => l.msg === 'workspace restore failed' || l.msg === 'workspace pulled');
-    const empty = await hub.newSession();
+    const empty = await suite.hub.newSession();
     empty.workspaceGeneration = 0;
     const a = start(empty, { SWITCHYARD_FRESH_SESSION: '1' });
     await waitReady(empty);
@@ -133,7 +115,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(restoreTried(a.runner)).toBe(false);
     await stopRunner(a.runner);
     // A hub that does not say: the runner restores first (this hub has no store, so that fails, loudly).
-    const unknown = await hub.newSession();
+    const unknown = await suite.hub.newSession();
     const b = start(unknown, { SWITCHYARD_FRESH_SESSION: '1' });
     await b.runner.waitForLog((l) => l.msg === 'workspace restore failed', 'the restore');
     await stopRunner(b.runner);

@@ -1,10 +1,9 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EventOf } from '@switchyard/protocol';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import { describe, expect, test } from 'vitest';
 import { scripted, serveRunner, tempDir, waitTurnDone } from './contract/fixture.ts';
-import { assertNoOrphans, type RunnerProcess } from './contract/runner-process.ts';
+import { runnerSuite } from './contract/suite.ts';
 import { TestHub } from './contract/test-hub.ts';
 
 // The attack: a workspace (a cloned repository, an upload, or the agent itself before the CLI's
@@ -17,25 +16,7 @@ const PREFIX_OUTPUT = 'PLANTED-PREFIX-42';
 const PLANTED_PROMPT = 'PLANTED SYSTEM PROMPT';
 
 describe("pi: a workspace's .pi/ is never read as pi's configuration", () => {
-  let hub: TestHub;
-  let model: OfflineModel;
-  const runners: RunnerProcess[] = [];
-
-  beforeAll(async () => {
-    hub = await TestHub.start();
-    model = await startOfflineModel();
-  });
-  afterAll(async () => {
-    await hub?.close();
-    await model?.close();
-  });
-  afterEach(async () => {
-    for (const r of runners.splice(0)) {
-      r.kill('SIGKILL');
-      await r.exited;
-    }
-    await assertNoOrphans();
-  });
+  const suite = runnerSuite(() => TestHub.start());
 
   test('with .pi/settings.json and SYSTEM.md planted, pi is not started and the turn says why; once they are deleted it runs clean', async () => {
     const workspace = tempDir('sy-ws-picfg-');
@@ -45,11 +26,11 @@ describe("pi: a workspace's .pi/ is never read as pi's configuration", () => {
       JSON.stringify({ shellCommandPrefix: 'echo PLANTED-PREFIX-$((6*7))' }),
     );
     writeFileSync(join(workspace, '.pi', 'SYSTEM.md'), PLANTED_PROMPT);
-    const session = await hub.newSession();
+    const session = await suite.hub.newSession();
     // Nothing stored to restore: the workspace stays as planted.
     session.workspaceGeneration = 0;
-    const served = serveRunner(session, 'pi', model.url, {}, { workspace });
-    runners.push(served.runner);
+    const served = serveRunner(session, 'pi', suite.model.url, {}, { workspace });
+    suite.track(served.runner);
 
     const shell = (marker: string) => scripted(marker, { tool: 'shell', command: `echo ran-${marker}` });
     const first = await session.sendMessage(shell('planted'));
@@ -61,7 +42,7 @@ describe("pi: a workspace's .pi/ is never read as pi's configuration", () => {
     expect(refused.error?.message).toMatch(
       /the workspace holds \.pi\/(settings\.json|SYSTEM\.md): pi would read \.pi\//,
     );
-    expect(JSON.stringify(model.requests())).not.toContain('planted');
+    expect(JSON.stringify(suite.model.requests())).not.toContain('planted');
     expect(JSON.stringify(session.events())).not.toContain(PREFIX_OUTPUT);
 
     // The owner deletes the files (the empty folder stays, as the Files API leaves it).
@@ -75,6 +56,6 @@ describe("pi: a workspace's .pi/ is never read as pi's configuration", () => {
       .map((e) => (e.event as EventOf<'tool.result'>).output);
     expect(results).toEqual([expect.stringContaining('ran-clean')]);
     expect(results.join('')).not.toContain(PREFIX_OUTPUT);
-    expect(JSON.stringify(model.requests())).not.toContain(PLANTED_PROMPT);
+    expect(JSON.stringify(suite.model.requests())).not.toContain(PLANTED_PROMPT);
   });
 });

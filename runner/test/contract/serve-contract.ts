@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Backend } from '@switchyard/protocol';
 import { locateCli } from '../../src/cli/locate.ts';
-import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import type { ContractHub, ContractSession } from './contract-hub.ts';
 import {
   exitWithin,
@@ -19,46 +18,27 @@ import {
   waitTurnDone,
   type Served,
 } from './fixture.ts';
-import { assertNoOrphans, type RunnerProcess } from './runner-process.ts';
+import { runnerSuite } from './suite.ts';
 
 /** The runner contract, run against one real CLI and the offline model, with the hub behind ContractHub. */
 export function defineServeContract(backend: Backend, makeHub: () => Promise<ContractHub>): void {
   describe(`serve contract: ${backend}`, () => {
-    let hub: ContractHub;
-    let model: OfflineModel;
-    const runners: RunnerProcess[] = [];
-
-    beforeAll(async () => {
-      hub = await makeHub();
-      model = await startOfflineModel();
-    });
-    afterAll(async () => {
-      await hub?.close();
-      await model?.close();
-    });
-    afterEach(async () => {
-      // Whatever a test left running is stopped; then nothing it started may survive.
-      for (const r of runners.splice(0)) {
-        r.kill('SIGKILL');
-        await r.exited;
-      }
-      await assertNoOrphans();
-    });
+    const suite = runnerSuite(makeHub);
 
     async function start(
       env: Record<string, string> = {},
       session?: ContractSession,
       dirs: { workspace?: string } = {},
     ): Promise<Served> {
-      const s = session ?? (await hub.newSession());
-      const served = serveRunner(s, backend, model.url, env, dirs);
-      runners.push(served.runner);
+      const s = session ?? (await suite.hub.newSession());
+      const served = serveRunner(s, backend, suite.model.url, env, dirs);
+      suite.track(served.runner);
       return served;
     }
 
     /** Main-turn requests the model saw whose last user text contains `marker`. */
     function requestsFor(marker: string) {
-      return model.requests().filter((r) => {
+      return suite.model.requests().filter((r) => {
         const body = r.body as { messages?: Array<{ role: string; content: unknown }>; tools?: unknown[] } | null;
         const lastUser = body?.messages?.filter((m) => m.role === 'user').at(-1);
         return (
@@ -234,7 +214,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
     });
 
     test('resume across runners: SIGKILL the runner, a new runner restores the transcript and the model sees turn 1', async () => {
-      const session = await hub.newSession();
+      const session = await suite.hub.newSession();
       const a = await start({}, session);
       await waitReady(session);
       const marker1 = uniq('apple');
@@ -264,7 +244,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
     });
 
     test('link loss: cut mid-stream three times, the hub log has every event exactly once, in order', async () => {
-      const faults = hub.faults;
+      const faults = suite.hub.faults;
       const { session, runner } = await start();
       await waitReady(session);
       // Lazy acks plus forgetting unacked frames on each cut forces real resends.
@@ -290,7 +270,7 @@ export function defineServeContract(backend: Backend, makeHub: () => Promise<Con
     });
 
     test('buffer overflow while the hub does not ack fails the session loudly (bye with error, exit 4)', async () => {
-      const faults = hub.faults;
+      const faults = suite.hub.faults;
       const { session, runner } = await start({
         SWITCHYARD_BUFFER_MAX_EVENTS: '20',
         SWITCHYARD_SHUTDOWN_DEADLINE: '1s',
