@@ -117,10 +117,9 @@ export interface CallOptions {
 export interface CallResult {
   status: number;
   headers: Headers;
-  // `any` on purpose, test-only: every route answers a different JSON shape, and each test
-  // reads the fields it asserts on (a mistyped field fails the assertion, not the compiler).
-  // biome-ignore lint/suspicious/noExplicitAny: see the comment above.
-  body: any;
+  // Untyped on purpose, test-only: a mistyped field fails the test's assertion, not the compiler.
+  // biome-ignore lint/suspicious/noExplicitAny: every route answers its own JSON shape.
+  body: any; // each route answers its own JSON shape; a test reads the fields it asserts on
   text: string;
 }
 

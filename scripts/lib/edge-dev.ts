@@ -20,7 +20,7 @@ export interface EdgeDevOptions {
   vars: Record<string, string>;
   /** A prebuilt bundle served as is (`--no-bundle`); absent: build edge/src and reload on edits. */
   bundle?: string;
-  /** Open a DevTools inspector on this port (0: any free one). Absent: none. */
+  /** Open a DevTools inspector on this port (0: a free one). Absent: none. */
   inspectorPort?: number;
 }
 

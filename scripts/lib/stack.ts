@@ -70,7 +70,7 @@ export interface StackOptions {
    * SWITCHYARD_FROZEN_EDGE=1.
    */
   frozenEdge?: boolean;
-  /** Open a DevTools inspector for the edge on this port (0: any free one); by default there is none. */
+  /** Open a DevTools inspector for the edge on this port (0: a free one); by default there is none. */
   inspectorPort?: number;
 }
 

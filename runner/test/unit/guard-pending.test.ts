@@ -45,7 +45,7 @@ describe('turn machine: the CLI starts while the guard self-test runs', () => {
     // Its exit and any late readiness belong to no one.
     expect(of(m.handle({ type: 'cli_ready', gen: 1 }), 'status')).toEqual([]);
     expect(m.handle({ type: 'cli_exit', gen: 1, exit: { code: null, signal: 'SIGKILL', stderrHead: '' } })).toEqual([]);
-    // Then as any runner whose guard failed: the welcome's CLI never gets input (the sandbox
+    // Then like every runner whose guard failed: the welcome's CLI never gets input (the sandbox
     // refuses its spawn too, and that refusal is what the session hears, as before).
     const linked = m.handle({ type: 'linked' });
     expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
