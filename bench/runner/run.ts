@@ -351,8 +351,9 @@ for (const backend of ['pi', 'claude'] as const) {
     const stripper = r.memory.filter((x) => x.heap.stripper).length;
     const undici = r.memory.filter((x) => x.heap.undici).length;
     const settled = r.memory.flatMap((x) => (x.settled ? [x.settled] : []));
+    const idleKb = median(settled.map((x) => x.rssKb));
     const settledNote = settled.length
-      ? `; idle ${SETTLE_MS / 1000} s later ${mib(median(settled.map((x) => x.rssKb)))} (${ratio(median(settled.map((x) => x.rssKb)), node.rssKb)}, within 0.1 MiB of it after ${(median(settled.map((x) => x.afterMs)) / 1000).toFixed(1)} s)`
+      ? `; idle ${SETTLE_MS / 1000} s later ${mib(idleKb)} (${ratio(idleKb, node.rssKb)}, within 0.1 MiB of it after ${(median(settled.map((x) => x.afterMs)) / 1000).toFixed(1)} s)`
       : '';
     console.log(
       `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${settledNote}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}${undici ? `; undici loaded in ${undici} of ${runs}` : ''}`,

@@ -1,12 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { buildBundle } from '../scripts/build-bundle.ts';
 import { scripted, serveRunner, stopRunner, tempDir, textOf, waitReady, waitTurnDone } from './contract/fixture.ts';
 import { processReport, reportingEnv } from './contract/process-report.ts';
-import { assertNoOrphans } from './contract/runner-process.ts';
+import { runnerSuite } from './contract/suite.ts';
 import { TestHub } from './contract/test-hub.ts';
 
 // The bundle the image runs (runner/scripts/build-bundle.ts): runner/dist, built here for
@@ -15,9 +14,8 @@ import { TestHub } from './contract/test-hub.ts';
 // node_modules and the strip cache are all located from the source file's own location.
 
 describe('runner bundle', () => {
+  const suite = runnerSuite(() => TestHub.start());
   let bundle: string;
-  let model: OfflineModel;
-  let hub: TestHub;
 
   beforeAll(async () => {
     // The strip cache filled first, as the image fills it at build time: a module edited since it
@@ -27,20 +25,11 @@ describe('runner bundle', () => {
     });
     expect(fill.status, fill.stderr).toBe(0);
     bundle = await buildBundle();
-    model = await startOfflineModel();
-    hub = await TestHub.start();
   }, 60_000);
-  afterAll(async () => {
-    await hub?.close();
-    await model?.close();
-  });
-  afterEach(async () => {
-    await assertNoOrphans();
-  });
 
   test('probe from the bundle: both CLIs found, the guard loaded from the runner tree, bubblewrap', () => {
     const r = spawnSync(process.execPath, [bundle, 'probe'], {
-      env: { PATH: process.env.PATH ?? '', SWITCHYARD_MODEL_URL: model.url },
+      env: { PATH: process.env.PATH ?? '', SWITCHYARD_MODEL_URL: suite.model.url },
       encoding: 'utf8',
     });
     expect(r.status, r.stderr).toBe(0);
@@ -54,8 +43,8 @@ describe('runner bundle', () => {
 
   for (const backend of ['claude', 'pi'] as const) {
     test(`serve from the bundle with ${backend}: the guard passed its self-test, a tool call runs in the sandbox`, async () => {
-      const session = await hub.newSession();
-      const { runner, workspace } = serveRunner(session, backend, model.url, {}, { entry: bundle });
+      const session = await suite.hub.newSession();
+      const { runner, workspace } = serveRunner(session, backend, suite.model.url, {}, { entry: bundle });
       try {
         await waitReady(session);
         // `loaded` is only said after the guard blocked the self-test's canary (runner/src/sandbox/canary.ts).
@@ -81,9 +70,9 @@ describe('runner bundle', () => {
   // manifest, neither may be loaded, from the bin (local host, tests) or the bundle (the image).
   for (const from of ['bin', 'bundle'] as const) {
     test(`from the ${from}: after a turn, neither undici nor the TypeScript stripper`, async () => {
-      const session = await hub.newSession();
+      const session = await suite.hub.newSession();
       const report = join(tempDir('sy-report-'), 'report.json');
-      const { runner } = serveRunner(session, 'claude', model.url, reportingEnv(report), {
+      const { runner } = serveRunner(session, 'claude', suite.model.url, reportingEnv(report), {
         ...(from === 'bundle' && { entry: bundle }),
       });
       try {

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { RunnerCloseCode } from '@switchyard/protocol';
-import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import {
   exitWithin,
   serveRunner,
@@ -16,7 +15,7 @@ import {
   waitTurnDone,
   type Served,
 } from './contract/fixture.ts';
-import { assertNoOrphans, type RunnerProcess } from './contract/runner-process.ts';
+import { runnerSuite } from './contract/suite.ts';
 import { TestHub } from './contract/test-hub.ts';
 
 // Failure paths a real CLI does not produce on demand, driven by a fake CLI
@@ -39,29 +38,11 @@ function fake(mode: string, ...extra: string[]): Record<string, string> {
 }
 
 describe('serve with a misbehaving CLI', () => {
-  let hub: TestHub;
-  let model: OfflineModel;
-  const runners: RunnerProcess[] = [];
-
-  beforeAll(async () => {
-    hub = await TestHub.start();
-    model = await startOfflineModel();
-  });
-  afterAll(async () => {
-    await hub.close();
-    await model.close();
-  });
-  afterEach(async () => {
-    for (const r of runners.splice(0)) {
-      r.kill('SIGKILL');
-      await r.exited;
-    }
-    await assertNoOrphans();
-  });
+  const suite = runnerSuite(() => TestHub.start());
 
   async function start(env: Record<string, string>): Promise<Served> {
-    const served = serveRunner(await hub.newSession(), 'pi', model.url, env);
-    runners.push(served.runner);
+    const served = serveRunner(await suite.hub.newSession(), 'pi', suite.model.url, env);
+    suite.track(served.runner);
     return served;
   }
 
@@ -146,9 +127,9 @@ describe('serve with a misbehaving CLI', () => {
   });
 
   test('the hub refuses a bad token: exit 3 without retrying, no CLI started', async () => {
-    const session = await hub.newSession();
-    const served = serveRunner(session, 'pi', model.url, { SWITCHYARD_RUNNER_TOKEN: 'wrong-token-0000' });
-    runners.push(served.runner);
+    const session = await suite.hub.newSession();
+    const served = serveRunner(session, 'pi', suite.model.url, { SWITCHYARD_RUNNER_TOKEN: 'wrong-token-0000' });
+    suite.track(served.runner);
     const exit = await exitWithin(served.runner, 10_000, 'exit after a refused token');
     expect(exit.code).toBe(3);
     expect(served.runner.cliPids()).toEqual([]);
@@ -159,8 +140,8 @@ describe('serve with a misbehaving CLI', () => {
     const first = await start(fake('normal'));
     await waitReady(first.session);
     const [cliPid] = first.runner.cliPids();
-    const second = serveRunner(first.session, 'pi', model.url, fake('normal'));
-    runners.push(second.runner);
+    const second = serveRunner(first.session, 'pi', suite.model.url, fake('normal'));
+    suite.track(second.runner);
     expect((await exitWithin(first.runner, 10_000, 'superseded runner exit')).code).toBe(3);
     expect(await waitGroupGone(cliPid as number)).toBe(true);
     expect(first.runner.logs.some((l) => String(l.message ?? '').includes(String(RunnerCloseCode.superseded)))).toBe(
@@ -171,15 +152,15 @@ describe('serve with a misbehaving CLI', () => {
   });
 
   test('the hub is down at first: the runner retries with backoff and serves once it is up', async () => {
-    const session = await hub.newSession();
-    hub.faults.refuse(session.sessionId, true);
-    const served = serveRunner(session, 'pi', model.url, fake('normal'));
-    runners.push(served.runner);
+    const session = await suite.hub.newSession();
+    suite.hub.faults.refuse(session.sessionId, true);
+    const served = serveRunner(session, 'pi', suite.model.url, fake('normal'));
+    suite.track(served.runner);
     await served.runner.waitForLog(
       (l) => l.msg === 'hub link down; reconnecting' && Number(l.attempt) >= 3,
       'three failed dials',
     );
-    hub.faults.refuse(session.sessionId, false);
+    suite.hub.faults.refuse(session.sessionId, false);
     await waitReady(session);
     const { messageId } = await session.sendMessage(slowText('late hub', 2, 10));
     expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');

@@ -323,7 +323,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await turnsDone(page, 1);
     // The first POST's turn may be done before the resend's answer clears the draft; that answer is
-    // a round trip through the edge, which a loaded machine can stretch past expect.poll's 1 s.
+    // a round trip through the edge, so it gets a turn's time.
     await expect.poll(() => page.getByLabel('Message').inputValue(), { timeout: TURN_MS }).toBe('');
     expect(await conversation(page).locator('.msg.user').count()).toBe(1);
     expect(await assistantTexts(page)).toEqual(['answered once']);
