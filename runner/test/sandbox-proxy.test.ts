@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCredentialProxy, type CredentialProxy } from '../src/sandbox/credential-proxy.ts';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import { WARM_UP_REPLY_TEXT } from '../src/sandbox/warm-up-reply.ts';
 
 const REAL_KEY = 'sk-ant-real-key-never-leaves-the-runner';
 
@@ -138,6 +139,59 @@ describe('credential proxy', () => {
     } finally {
       await p.close();
       up.close();
+    }
+  });
+
+  it("answers locally until forwardUpstream (a pooled runner's warm-up), still only with the session key", async () => {
+    const pooled = await startCredentialProxy({ upstream: model.url, apiKey: REAL_KEY, answerLocally: true });
+    const post = (path: string, payload: string, key = pooled.sessionKey) =>
+      fetch(`${pooled.url}${path}`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: payload,
+      });
+    try {
+      // Streamed: the Messages API's events in order, one text block, end_turn.
+      const streamed = await post('/v1/messages', body('never upstream', true));
+      expect(streamed.headers.get('content-type')).toBe('text/event-stream');
+      const events = (await streamed.text())
+        .split('\n\n')
+        .filter((block) => block.trim() !== '')
+        .map((block) => {
+          const [event, data] = block.split('\n');
+          const parsed = JSON.parse((data ?? '').replace(/^data: /, '')) as Record<string, unknown>;
+          expect(event).toBe(`event: ${parsed.type}`);
+          return parsed;
+        });
+      expect(events.map((e) => e.type)).toEqual([
+        'message_start',
+        'content_block_start',
+        'content_block_delta',
+        'content_block_stop',
+        'message_delta',
+        'message_stop',
+      ]);
+      expect(events[0]).toMatchObject({ message: { role: 'assistant', model: 'm', content: [] } });
+      expect(events[2]).toMatchObject({ delta: { type: 'text_delta', text: WARM_UP_REPLY_TEXT } });
+      expect(events[4]).toMatchObject({ delta: { stop_reason: 'end_turn' } });
+      // Not streamed: the whole message as JSON.
+      const whole = await post('/v1/messages', body('never upstream'));
+      expect(await whole.json()).toMatchObject({
+        role: 'assistant',
+        content: [{ type: 'text', text: WARM_UP_REPLY_TEXT }],
+        stop_reason: 'end_turn',
+      });
+      // Anything else the CLI may call is not answered with made-up data; a wrong key is still refused.
+      expect((await post('/v1/messages/count_tokens', body('x'))).status).toBe(503);
+      expect((await post('/v1/messages', body('x'), 'sk-ant-guess')).status).toBe(401);
+      expect(model.requests()).toEqual([]);
+
+      pooled.forwardUpstream();
+      const forwarded = await post('/v1/messages', body('after the claim'));
+      expect(await forwarded.json()).toMatchObject({ content: [{ type: 'text', text: 'after the claim' }] });
+      expect(model.requests().map((r) => r.headers['x-api-key'])).toEqual([REAL_KEY]);
+    } finally {
+      await pooled.close();
     }
   });
 

@@ -75,6 +75,7 @@ export async function runPooled(
   config: ServeConfig,
   log: Logger,
   hello: { cliVersion: string | null; capabilities: import('@switchyard/protocol').Capabilities },
+  model: { forwardUpstream(): void },
 ): Promise<number> {
   // The CLI first: a runner in the pool is one whose CLI is up. If it stops while the runner
   // waits, the runner leaves the pool (the coordinator launches a replacement).
@@ -129,6 +130,8 @@ export async function runPooled(
   // transcript): the CLI it started is that session's conversation from its first message on.
   const first = result.claim.first;
   log.info('pooled runner claimed', { sessionId: claimed.value.sessionId, firstMessage: first !== undefined });
+  // Until now the model proxy answered the CLI's warm-up itself; the session's calls go upstream.
+  model.forwardUpstream();
   runner.adopt({ ...claimed.value, runnerId: config.runnerId });
   const exit = runner.run();
   if (first !== undefined) runner.takeFirstMessage(firstMessageInputs(first));

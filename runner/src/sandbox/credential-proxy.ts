@@ -9,6 +9,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { warmUpReply } from './warm-up-reply.ts';
 
 // Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
 // lazy `WebSocket` getter and loads Node's bundled undici into every runner (docs/DESIGN.md
@@ -27,6 +28,12 @@ export interface CredentialProxyOptions {
    * network namespace, which has no other way out). Its directory should be private (0700).
    */
   socketPath?: string;
+  /**
+   * Answer Messages calls here with a canned one-word reply instead of forwarding them, until
+   * `forwardUpstream()`: a pooled runner's CLI takes its first turn before any session exists,
+   * and nothing of it may reach the provider (docs/DESIGN.md "Warm runner pool").
+   */
+  answerLocally?: boolean;
 }
 
 export interface CredentialProxy {
@@ -36,8 +43,13 @@ export interface CredentialProxy {
   socketPath?: string;
   /** The per-session key the CLI presents; worthless anywhere but this proxy. */
   sessionKey: string;
+  /** From now on every call goes upstream (a no-op unless started with `answerLocally`). */
+  forwardUpstream(): void;
   close(): Promise<void>;
 }
+
+/** Bytes of a call answered locally that are read before the answer (its body is not needed). */
+const LOCAL_BODY_MAX = 8 * 1024 * 1024;
 
 /** What the CLIs call: the Messages API (streaming or not), token counting, the model list. */
 const ROUTES: Array<{ method: string; path: RegExp }> = [
@@ -70,6 +82,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   const realKey = o.apiKey;
   const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
   const prefix = upstream.pathname.replace(/\/+$/, '');
+  let answerLocally = o.answerLocally === true;
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://proxy.invalid');
@@ -85,6 +98,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
     if (!ROUTES.some((r) => r.method === req.method && r.path.test(url.pathname))) {
       return fail(res, 404, 'not_found_error', `the credential proxy does not forward ${req.method} ${url.pathname}`);
     }
+    if (answerLocally) return answerHere(req, res, url.pathname);
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined || HOP_BY_HOP.has(name) || CREDENTIAL_HEADERS.has(name)) continue;
@@ -128,6 +142,9 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   });
   server.on('clientError', (_err, socket) => socket.destroy());
 
+  const forwardUpstream = () => {
+    answerLocally = false;
+  };
   const close = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());
@@ -139,7 +156,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
       server.once('error', reject);
       server.listen(socketPath, () => resolve());
     });
-    return { url: 'http://localhost', socketPath, sessionKey, close };
+    return { url: 'http://localhost', socketPath, sessionKey, forwardUpstream, close };
   }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -150,8 +167,31 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   return {
     url: `http://${host}:${port}`,
     sessionKey,
+    forwardUpstream,
     close,
   };
+}
+
+/** A Messages call while no session is served: the canned reply; any other call: 503. */
+function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, path: string): void {
+  if (path !== '/v1/messages')
+    return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= LOCAL_BODY_MAX) chunks.push(chunk);
+  });
+  req.on('end', () => {
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      body = undefined;
+    }
+    const reply = warmUpReply(body);
+    res.writeHead(200, { 'content-type': reply.contentType }).end(reply.body);
+  });
 }
 
 function presentedKeyMatches(headers: IncomingHttpHeaders, expected: Buffer): boolean {

@@ -16,17 +16,24 @@ import type { SandboxMode } from './sandbox.ts';
 export interface ProxiedModelAccess extends ModelAccess {
   /** bubblewrap: the proxy's socket, for `SessionPaths.modelSocket`. */
   socketPath?: string;
+  /** From now on model calls go upstream (see `answerLocally`). */
+  forwardUpstream(): void;
   close(): Promise<void>;
 }
 
+/**
+ * `answerLocally`: a pooled runner before its claim; the proxy answers Messages calls itself
+ * until `forwardUpstream()` (credential-proxy.ts).
+ */
 export async function startModelAccess(
   selection: ModelSelection,
   mode: SandboxMode,
+  options: { answerLocally?: boolean } = {},
 ): Promise<Result<ProxiedModelAccess>> {
   const upstream = resolveModelAccess(selection);
   if (!upstream.ok) return upstream;
   const realKey = selection.kind === 'none' ? undefined : selection.apiKey;
-  const route = await startModelRoute(mode, upstream.value.baseUrl, realKey);
+  const route = await startModelRoute(mode, upstream.value.baseUrl, realKey, options);
   return { ok: true, value: { ...route, credential: upstream.value.credential } };
 }
 
@@ -35,19 +42,26 @@ export async function startModelRoute(
   mode: SandboxMode,
   upstream: string,
   realKey: string | undefined,
-): Promise<{ baseUrl: string; apiKey: string; socketPath?: string; close(): Promise<void> }> {
+  options: { answerLocally?: boolean } = {},
+): Promise<{ baseUrl: string; apiKey: string; socketPath?: string; forwardUpstream(): void; close(): Promise<void> }> {
   if (mode !== 'bubblewrap') {
-    const proxy = await startCredentialProxy({ upstream, apiKey: realKey });
-    return { baseUrl: proxy.url, apiKey: proxy.sessionKey, close: proxy.close };
+    const proxy = await startCredentialProxy({ upstream, apiKey: realKey, ...options });
+    return { baseUrl: proxy.url, apiKey: proxy.sessionKey, forwardUpstream: proxy.forwardUpstream, close: proxy.close };
   }
   // 0700: only this uid can reach the socket on the host side.
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-model-'));
   try {
-    const proxy = await startCredentialProxy({ upstream, apiKey: realKey, socketPath: join(dir, 'model.sock') });
+    const proxy = await startCredentialProxy({
+      upstream,
+      apiKey: realKey,
+      socketPath: join(dir, 'model.sock'),
+      ...options,
+    });
     return {
       baseUrl: MODEL_URL,
       apiKey: proxy.sessionKey,
       socketPath: join(dir, 'model.sock'),
+      forwardUpstream: proxy.forwardUpstream,
       close: async () => {
         await proxy.close();
         await rm(dir, { recursive: true, force: true });

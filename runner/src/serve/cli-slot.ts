@@ -1,11 +1,13 @@
 import type { AgentCodec, AgentEvent, Backend, CliExit, ErrorInfo, SpawnSpec } from '@switchyard/protocol';
 import { CliProcess } from '../cli/cli-process.ts';
 import { readinessFor } from '../cli/readiness.ts';
+import type { WarmUpStep } from '../cli/warm-up.ts';
 import { messageOf, StepFailure } from '../errors.ts';
 
 export interface CliSlotHandlers {
   onStarted(pid: number): void;
-  onReady(): void;
+  /** `refused`: warm-up steps the CLI answered with an error (cli/warm-up.ts). */
+  onReady(warmUp: { steps: number; refused: number }): void;
   /** Any stdout line. */
   onOutput(): void;
   /** A stdout chunk arrived (bench hop stamps only). */
@@ -41,14 +43,32 @@ export class CliSlot {
     codec: AgentCodec,
     spec: Promise<SpawnSpec>,
     h: CliSlotHandlers,
+    warmUp: WarmUpStep[] = [],
   ): CliSlot {
     const slot = new CliSlot(gen, codec);
     const readiness = readinessFor(backend);
-    const becameReady = () => {
-      if (slot.ready) return;
-      slot.ready = true;
-      h.onReady();
+    // The handshake, then the warm-up (cli/warm-up.ts); ready once the last step is answered.
+    const handshake: WarmUpStep = {
+      lines: () => [],
+      answer: (line, event) => (readiness.isReady(line, event) ? 'done' : undefined),
     };
+    const steps = [handshake, ...warmUp];
+    let step = 0;
+    let refused = 0;
+    const answered = (line: string | undefined, event: AgentEvent | undefined) => {
+      const answer = slot.ready ? undefined : steps[step]?.answer(line, event);
+      if (answer === undefined) return;
+      if (answer === 'refused') refused += 1;
+      step += 1;
+      const next = steps[step];
+      if (next === undefined) {
+        slot.ready = true;
+        h.onReady({ steps: warmUp.length, refused });
+      } else for (const l of next.lines()) slot.proc?.writeControl(l);
+    };
+    // What the CLI says during the warm-up is the runner's business only: the machine sees the
+    // CLI's output up to the handshake and from the answer that makes it ready on.
+    const heard = () => slot.ready || step === 0;
     void (async () => {
       let proc: CliProcess;
       try {
@@ -56,12 +76,12 @@ export class CliSlot {
           ...(h.onStdoutChunk !== undefined && { onStdoutChunk: h.onStdoutChunk }),
           onLine: (direction, line) => {
             if (direction !== 'out') return;
-            if (!slot.ready && readiness.isReady(line, undefined)) becameReady();
-            h.onOutput();
+            answered(line, undefined);
+            if (heard()) h.onOutput();
           },
           onEvent: (event) => {
-            if (!slot.ready && readiness.isReady(undefined, event)) becameReady();
-            h.onEvent(event);
+            answered(undefined, event);
+            if (heard()) h.onEvent(event);
           },
         });
       } catch (err) {

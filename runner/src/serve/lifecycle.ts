@@ -61,7 +61,8 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   // (docs/DESIGN.md "The guard"). The CLI talks to the proxy with a per-session key; the real key
   // stays in this process.
   const sandbox = sandboxWalls(env, [config.backend]);
-  const model = await startModelAccess(config.model, mode);
+  // A pooled runner's CLI takes a warm-up turn before any session: the proxy answers it itself.
+  const model = await startModelAccess(config.model, mode, { answerLocally: pool !== null });
   if (!sandbox.ok || !model.ok) {
     early?.terminate();
     if (model.ok) await model.value.close();
@@ -108,10 +109,17 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   const code =
     pool === null
       ? await runner.run(early)
-      : await runPooled(runner, pool, config, log, {
-          cliVersion: executable.version,
-          capabilities,
-        });
+      : await runPooled(
+          runner,
+          pool,
+          config,
+          log,
+          {
+            cliVersion: executable.version,
+            capabilities,
+          },
+          model.value,
+        );
   await model.value.close();
   if (ownStateDir) await rm(stateDir, { recursive: true, force: true }).catch(() => {});
   return code;

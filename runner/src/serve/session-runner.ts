@@ -25,6 +25,7 @@ import type WebSocket from 'ws';
 import type { CliProcess } from '../cli/cli-process.ts';
 import { ExitCode, messageOf, StepFailure } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { warmUpFor } from '../cli/warm-up.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
 import { HopStamps } from './hop-stamps.ts';
@@ -73,6 +74,8 @@ export class SessionRunner {
   private prewarmed: ((ok: boolean) => void) | undefined;
   /** Pooled mode, until the claim: the prewarmed CLI stopped, so this runner is no warm runner any more. */
   private prewarmLost: (() => void) | undefined;
+  /** Pooled mode: the CLI about to be spawned takes its first turn before it counts as ready (cli/warm-up.ts). */
+  private warmUpNext = false;
   /** The durable workspace: restored before the first CLI, saved after each turn and at the end. */
   private workspace: WorkspaceSync;
   private readonly timers = new Map<TimerName, NodeJS.Timeout>();
@@ -166,6 +169,7 @@ export class SessionRunner {
     return new Promise((resolve) => {
       this.prewarmed = resolve;
       this.prewarmLost = onLost;
+      this.warmUpNext = true;
       this.dispatch({ type: 'prewarm' });
     });
   }
@@ -402,36 +406,45 @@ export class SessionRunner {
     });
     const codec = adapterFor(backend).createCodec();
     const hops = this.hops;
-    const slot = CliSlot.start(gen, backend, codec, spec, {
-      ...(hops !== undefined && { onStdoutChunk: () => hops.chunkRead() }),
-      onStarted: (pid) => this.o.log.info('cli started', { gen, pid }),
-      onReady: () => {
-        this.o.log.info('cli ready', { gen });
-        this.dispatch({ type: 'cli_ready', gen });
+    const warmUp = this.warmUpNext ? warmUpFor(backend, codec) : [];
+    this.warmUpNext = false;
+    const slot = CliSlot.start(
+      gen,
+      backend,
+      codec,
+      spec,
+      {
+        ...(hops !== undefined && { onStdoutChunk: () => hops.chunkRead() }),
+        onStarted: (pid) => this.o.log.info('cli started', { gen, pid }),
+        onReady: (warmedUp) => {
+          this.o.log.info('cli ready', { gen, ...(warmUp.length > 0 && { warmUp: warmedUp }) });
+          this.dispatch({ type: 'cli_ready', gen });
+        },
+        onOutput: () => this.dispatch({ type: 'cli_output', gen }),
+        onEvent: (event) => {
+          // Track the newest handle as it appears (claude names its session at init).
+          if (codec.resumeHandle !== undefined) this.resumeHandle = codec.resumeHandle;
+          hops?.eventParsed(event);
+          this.dispatch({ type: 'cli_event', gen, event });
+        },
+        onExit: (exit) => {
+          this.slots.delete(gen);
+          this.o.log.info('cli exit', {
+            gen,
+            code: exit.code,
+            signal: exit.signal,
+            stderrHead: exit.stderrHead.slice(0, 500),
+          });
+          this.dispatch({ type: 'cli_exit', gen, exit });
+        },
+        onSpawnFailed: (error) => {
+          this.slots.delete(gen);
+          this.o.log.error('cli spawn failed', { gen, message: error.message });
+          this.dispatch({ type: 'cli_spawn_failed', gen, error });
+        },
       },
-      onOutput: () => this.dispatch({ type: 'cli_output', gen }),
-      onEvent: (event) => {
-        // Track the newest handle as it appears (claude names its session at init).
-        if (codec.resumeHandle !== undefined) this.resumeHandle = codec.resumeHandle;
-        hops?.eventParsed(event);
-        this.dispatch({ type: 'cli_event', gen, event });
-      },
-      onExit: (exit) => {
-        this.slots.delete(gen);
-        this.o.log.info('cli exit', {
-          gen,
-          code: exit.code,
-          signal: exit.signal,
-          stderrHead: exit.stderrHead.slice(0, 500),
-        });
-        this.dispatch({ type: 'cli_exit', gen, exit });
-      },
-      onSpawnFailed: (error) => {
-        this.slots.delete(gen);
-        this.o.log.error('cli spawn failed', { gen, message: error.message });
-        this.dispatch({ type: 'cli_spawn_failed', gen, error });
-      },
-    });
+      warmUp,
+    );
     this.slots.set(gen, slot);
   }
 
