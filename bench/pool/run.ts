@@ -9,9 +9,10 @@
 //   pooled first: the first message of a new session while the pool holds an idle runner.
 //   bare CLI:   the same CLI with nothing around it (spawned as test/helpers/cli-harness.ts does,
 //               the stack's offline model): its first message's first text.delta and its later
-//               ones. A CLI's first turn is slower than its later ones on its own; the difference
-//               between "pooled first − warm turn" and "bare first − bare warm" is what the pool
-//               path itself adds to a first message.
+//               ones. A CLI's first turn is slower than its later ones on its own; a pooled
+//               runner's CLI takes it before the claim (runner/src/cli/warm-up.ts), so what a
+//               pooled first message costs over a warm turn is the pool path (claim, hub link)
+//               and what of the CLI's first turn the warm-up leaves.
 // Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
 // Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi])
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -145,7 +146,7 @@ async function benchBackend(api: Api, backend: 'claude' | 'pi', modelUrl: string
   );
   console.log(
     `  bare CLI: first message ${f0(bare.first)} ms, later ${f0(bare.later)} ms = ${(bare.first / bare.later).toFixed(2)}x on its own; ` +
-      `a first message costs +${f0(bare.first - bare.later)} ms bare, +${f0(p - w)} ms pooled: the pool path adds ${f0(p - w - (bare.first - bare.later))} ms`,
+      `a pooled runner's CLI takes that first turn before the claim; a pooled first message costs +${f0(p - w)} ms over a warm turn`,
   );
 }
 

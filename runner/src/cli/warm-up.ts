@@ -2,18 +2,21 @@ import type { AgentCodec, AgentEvent, Backend } from '@switchyard/protocol';
 import { WARM_UP_REPLY_TEXT } from '../sandbox/warm-up-reply.ts';
 
 /**
- * A pooled runner's CLI, once it reads its stdin, goes through one throwaway exchange before it
+ * A pooled runner's CLI, once it reads its stdin, goes through a throwaway exchange before it
  * counts as ready (docs/DESIGN.md "Warm runner pool" → "The CLI's first turn, taken before the
- * claim"). Both CLIs spend 50–80 ms more on their first model call than on later ones (code loaded
- * and compiled on first use: pi imports its provider then); taken here, while the runner waits in
- * the pool, the session's first message no longer pays for it. The model proxy answers the
- * exchange itself, and nothing of it stays in the conversation the session gets:
- * - claude: a side question (`control_request` `side_question`, verified on 2.1.197), which runs
- *   a full model call outside the conversation and adds nothing to it;
+ * claim"). Both CLIs spend 50–80 ms more on their first message than on later ones (code loaded
+ * and compiled on first use, pi's model provider imported then, claude's context for the model
+ * built); taken here, while the runner waits in the pool, the session's first message no longer
+ * pays for it. The model proxy answers the exchange itself, and nothing of it stays in the
+ * conversation the session gets:
+ * - claude: a side question (`control_request` `side_question`), a full model call that stays
+ *   outside the conversation, then `get_context_usage`, which builds what a first message sends
+ *   besides its text (system prompt, context, tools) and counts its tokens; both verified on
+ *   2.1.197 and not in claude's documentation;
  * - pi: a prompt, then `new_session` (the conversation starts again) and `get_state`, whose
  *   answer names the new session file the transcript is read from.
- * Each step ends on the CLI's answer, success or not: a CLI that refuses a step is merely not
- * warm (the runner logs it), and still ready.
+ * Each step ends on the CLI's answer, taken or not: a CLI that refuses a step is merely not warm
+ * (the runner logs it), and ready all the same.
  */
 export interface WarmUpStep {
   /** Written to the CLI's stdin when the step starts. */
@@ -32,16 +35,13 @@ let counter = 0;
 export function warmUpFor(backend: Backend, codec: AgentCodec): WarmUpStep[] {
   const id = `sy-warm-${process.pid}-${++counter}`;
   if (backend === 'claude') {
-    const request = {
-      type: 'control_request',
-      request_id: id,
-      request: { subtype: 'side_question', question: WARM_UP_PROMPT },
-    };
     return [
-      {
-        lines: () => [`${JSON.stringify(request)}\n`],
-        answer: (line) => (line?.includes(id) ? responseOf(line, 'request_id', id) : undefined),
-      },
+      claudeControl(`${id}-side`, { subtype: 'side_question', question: WARM_UP_PROMPT }, (response) => {
+        // A side question whose model call failed is answered with success and an error text.
+        const text = fieldOf(response, 'response');
+        return typeof text === 'string' && text.includes(WARM_UP_REPLY_TEXT);
+      }),
+      claudeControl(`${id}-context`, { subtype: 'get_context_usage' }, () => true),
     ];
   }
   return [
@@ -52,7 +52,11 @@ export function warmUpFor(backend: Backend, codec: AgentCodec): WarmUpStep[] {
     },
     {
       lines: () => [`${JSON.stringify({ id, type: 'new_session' })}\n`],
-      answer: (line) => (line?.includes(id) ? responseOf(line, 'id', id) : undefined),
+      answer: (line) => {
+        const msg = line?.includes(id) ? parsed(line) : undefined;
+        if (fieldOf(msg, 'type') !== 'response' || fieldOf(msg, 'id') !== id) return undefined;
+        return fieldOf(msg, 'success') === true ? 'done' : 'refused';
+      },
     },
     {
       lines: () => codec.initLines(),
@@ -61,30 +65,32 @@ export function warmUpFor(backend: Backend, codec: AgentCodec): WarmUpStep[] {
   ];
 }
 
-/**
- * claude's `control_response` (`response.request_id`, `response.subtype` success | error) or pi's
- * `response` (`id`, `success`) to the step's request; undefined for any other line.
- */
-function responseOf(line: string, idField: 'request_id' | 'id', id: string): StepAnswer | undefined {
-  let msg: unknown;
+/** A claude `control_request`; its `control_response` is taken when it succeeded and `taken` says so. */
+function claudeControl(
+  requestId: string,
+  request: Record<string, unknown>,
+  taken: (response: unknown) => boolean,
+): WarmUpStep {
+  return {
+    lines: () => [`${JSON.stringify({ type: 'control_request', request_id: requestId, request })}\n`],
+    answer: (line) => {
+      const msg = line?.includes(requestId) ? parsed(line) : undefined;
+      const response = fieldOf(msg, 'response');
+      if (fieldOf(msg, 'type') !== 'control_response' || fieldOf(response, 'request_id') !== requestId)
+        return undefined;
+      return fieldOf(response, 'subtype') === 'success' && taken(fieldOf(response, 'response')) ? 'done' : 'refused';
+    },
+  };
+}
+
+function parsed(line: string): unknown {
   try {
-    msg = JSON.parse(line);
+    return JSON.parse(line);
   } catch {
     return undefined;
   }
-  if (typeof msg !== 'object' || msg === null) return undefined;
-  const fields = msg as Record<string, unknown>;
-  if (idField === 'id') {
-    if (fields.type !== 'response' || fields.id !== id) return undefined;
-    return fields.success === true ? 'done' : 'refused';
-  }
-  const response = fields.response as Record<string, unknown> | undefined;
-  if (fields.type !== 'control_response' || typeof response !== 'object' || response?.request_id !== id)
-    return undefined;
-  // claude answers a side question whose model call failed with success and an error text.
-  const answer = response.response as Record<string, unknown> | undefined;
-  const text = typeof answer === 'object' && answer !== null ? answer.response : undefined;
-  return response.subtype === 'success' && typeof text === 'string' && text.includes(WARM_UP_REPLY_TEXT)
-    ? 'done'
-    : 'refused';
+}
+
+function fieldOf(value: unknown, name: string): unknown {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
 }

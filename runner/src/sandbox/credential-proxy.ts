@@ -172,10 +172,8 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   };
 }
 
-/** A Messages call while no session is served: the canned reply; any other call: 503. */
+/** A call while no session is served: the canned reply (warm-up-reply.ts), or 503 where there is none. */
 function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, path: string): void {
-  if (path !== '/v1/messages')
-    return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
   const chunks: Buffer[] = [];
   let size = 0;
   req.on('data', (chunk: Buffer) => {
@@ -189,7 +187,9 @@ function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, 
     } catch {
       body = undefined;
     }
-    const reply = warmUpReply(body);
+    const reply = warmUpReply(path, body);
+    if (reply === undefined)
+      return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
     res.writeHead(200, { 'content-type': reply.contentType }).end(reply.body);
   });
 }
