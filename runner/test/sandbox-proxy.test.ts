@@ -181,10 +181,8 @@ describe('credential proxy', () => {
         content: [{ type: 'text', text: WARM_UP_REPLY_TEXT }],
         stop_reason: 'end_turn',
       });
-      // A token count is zero; anything else is not answered with made-up data; a wrong key is still refused.
-      expect(await (await post('/v1/messages/count_tokens', body('x'))).json()).toEqual({ input_tokens: 0 });
-      const models = await fetch(`${pooled.url}/v1/models`, { headers: { 'x-api-key': pooled.sessionKey } });
-      expect(models.status).toBe(503);
+      // Anything else the CLI may call is not answered with made-up data; a wrong key is still refused.
+      expect((await post('/v1/messages/count_tokens', body('x'))).status).toBe(503);
       expect((await post('/v1/messages', body('x'), 'sk-ant-guess')).status).toBe(401);
       expect(model.requests()).toEqual([]);
 

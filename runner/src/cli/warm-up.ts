@@ -5,14 +5,11 @@ import { WARM_UP_REPLY_TEXT } from '../sandbox/warm-up-reply.ts';
  * A pooled runner's CLI, once it reads its stdin, goes through a throwaway exchange before it
  * counts as ready (docs/DESIGN.md "Warm runner pool" → "The CLI's first turn, taken before the
  * claim"). Both CLIs spend 50–80 ms more on their first message than on later ones (code loaded
- * and compiled on first use, pi's model provider imported then, claude's context for the model
- * built); taken here, while the runner waits in the pool, the session's first message no longer
+ * and compiled on first use; pi imports its model provider then); taken here, while the runner waits in the pool, the session's first message no longer
  * pays for it. The model proxy answers the exchange itself, and nothing of it stays in the
  * conversation the session gets:
- * - claude: a side question (`control_request` `side_question`), a full model call that stays
- *   outside the conversation, then `get_context_usage`, which builds what a first message sends
- *   besides its text (system prompt, context, tools) and counts its tokens; both verified on
- *   2.1.197 and not in claude's documentation;
+ * - claude: a side question (`control_request` `side_question`, verified on 2.1.197 and not in
+ *   claude's documentation), a full model call that stays outside the conversation;
  * - pi: a prompt, then `new_session` (the conversation starts again) and `get_state`, whose
  *   answer names the new session file the transcript is read from.
  * Each step ends on the CLI's answer, taken or not: a CLI that refuses a step is merely not warm
@@ -41,7 +38,6 @@ export function warmUpFor(backend: Backend, codec: AgentCodec): WarmUpStep[] {
         const text = fieldOf(response, 'response');
         return typeof text === 'string' && text.includes(WARM_UP_REPLY_TEXT);
       }),
-      claudeControl(`${id}-context`, { subtype: 'get_context_usage' }, () => true),
     ];
   }
   return [

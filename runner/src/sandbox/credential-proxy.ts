@@ -172,8 +172,10 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   };
 }
 
-/** A call while no session is served: the canned reply (warm-up-reply.ts), or 503 where there is none. */
+/** A Messages call while no session is served: the canned reply; any other call: 503. */
 function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, path: string): void {
+  if (path !== '/v1/messages')
+    return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
   const chunks: Buffer[] = [];
   let size = 0;
   req.on('data', (chunk: Buffer) => {
@@ -187,9 +189,7 @@ function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, 
     } catch {
       body = undefined;
     }
-    const reply = warmUpReply(path, body);
-    if (reply === undefined)
-      return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
+    const reply = warmUpReply(body);
     res.writeHead(200, { 'content-type': reply.contentType }).end(reply.body);
   });
 }

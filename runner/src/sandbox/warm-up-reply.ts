@@ -1,8 +1,7 @@
-// What the credential proxy answers while a pooled runner waits for a session (docs/DESIGN.md
-// "Warm runner pool" → "The CLI's first turn, taken before the claim"): a Messages call gets a
-// one-word assistant message in the Messages API's shape, streamed or not as the call asked, and a
-// token count gets zero, so the CLI runs its whole request and response path once without
-// anything going upstream. Pure.
+// What the credential proxy answers a Messages call with while a pooled runner waits for a session
+// (docs/DESIGN.md "Warm runner pool" → "The CLI's first turn, taken before the claim"): a
+// one-word assistant message in the Messages API's shape, streamed or not as the call asked, so
+// the CLI runs its whole request and response path once without anything going upstream. Pure.
 
 export const WARM_UP_REPLY_TEXT = 'Warmed up.';
 
@@ -11,14 +10,8 @@ export interface WarmUpReply {
   body: string;
 }
 
-/**
- * `path`: the call's path; `request`: its parsed JSON body (only `stream` and `model` are read),
- * or anything else. Undefined for a call this answers nothing to.
- */
-export function warmUpReply(path: string, request: unknown): WarmUpReply | undefined {
-  if (path === '/v1/messages/count_tokens')
-    return { contentType: 'application/json', body: JSON.stringify({ input_tokens: 0 }) };
-  if (path !== '/v1/messages') return undefined;
+/** `request`: the call's parsed JSON body (only `stream` and `model` are read), or anything else. */
+export function warmUpReply(request: unknown): WarmUpReply {
   const fields = typeof request === 'object' && request !== null ? (request as Record<string, unknown>) : {};
   const model = typeof fields.model === 'string' ? fields.model : 'switchyard-warm-up';
   const message = {
