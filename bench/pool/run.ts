@@ -15,7 +15,7 @@
 //               and what of the CLI's first turn the warm-up leaves.
 // Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
 // Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi])
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startStack, type Stack } from '../../scripts/start.ts';
@@ -45,7 +45,14 @@ const f0 = (x: number) => x.toFixed(0);
 type PoolStatus = { runners: Array<{ id: string; backend: string; state: string }> };
 
 /** One message to a session: ms from POST to the first text.delta at the SSE client; waits for turn.done. */
-async function firstDelta(api: Api, sessionId: string, text: string, sse: Awaited<ReturnType<Api['events']>>) {
+async function firstDelta(
+  api: Api,
+  sessionId: string,
+  text: string,
+  sse: Awaited<ReturnType<Api['events']>>,
+  onPost?: (wallClock: number) => void,
+) {
+  onPost?.(Date.now());
   const t0 = now();
   const r = await api.call<{ messageId: string }>('POST', `/api/sessions/${sessionId}/messages`, { text });
   if (r.status !== 202) throw new Error(`message: ${r.status} ${r.text}`);
@@ -105,13 +112,31 @@ async function bareTurns(backend: 'claude' | 'pi', modelUrl: string) {
   return { first: median(first), later: median(later) };
 }
 
-async function benchBackend(api: Api, backend: 'claude' | 'pi', modelUrl: string) {
+/**
+ * Where a pooled first message's time goes, from the claimed runner's log (its lines carry the
+ * wall clock, as the bench does): ms after the POST at which the claim reached the runner and its
+ * hub link was welcomed.
+ */
+function pooledSteps(stack: Stack, sessionId: string, postedAt: number): { claimed: number; linked: number } {
+  const dir = join(stack.hostStateDir, 'logs');
+  const log = readdirSync(dir)
+    .map((f) => readFileSync(join(dir, f), 'utf8'))
+    .find((text) => text.includes(sessionId));
+  const at = (msg: string) => {
+    const line = log?.split('\n').find((l) => l.includes(`"msg":"${msg}"`));
+    return line === undefined ? Number.NaN : Date.parse((JSON.parse(line) as { t: string }).t) - postedAt;
+  };
+  return { claimed: at('pooled runner claimed'), linked: at('hub link up') };
+}
+
+async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', modelUrl: string) {
   const r = await api.call('PUT', '/api/admin/settings', { llmBackend: backend });
   if (r.status !== 200) throw new Error(`switch to ${backend}: ${r.status} ${r.text}`);
   const sessions: string[] = [];
   const cold: number[] = [];
   const warm: number[] = [];
   const pooled: number[] = [];
+  const steps: Array<{ claimed: number; linked: number }> = [];
   try {
     // Cold first messages and warm turns (no pool).
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
@@ -129,7 +154,9 @@ async function benchBackend(api: Api, backend: 'claude' | 'pi', modelUrl: string
       await idlePooled(api, backend, 1);
       const s = await newSession(api, backend);
       sessions.push(s.id);
-      pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse));
+      let postedAt = 0;
+      pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse, (t) => (postedAt = t)));
+      steps.push(pooledSteps(stack, s.id, postedAt));
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
     }
@@ -147,6 +174,10 @@ async function benchBackend(api: Api, backend: 'claude' | 'pi', modelUrl: string
   console.log(
     `  bare CLI: first message ${f0(bare.first)} ms, later ${f0(bare.later)} ms = ${(bare.first / bare.later).toFixed(2)}x on its own; ` +
       `a pooled runner's CLI takes that first turn before the claim; a pooled first message costs +${f0(p - w)} ms over a warm turn`,
+  );
+  console.log(
+    `  pooled first message, ms after the POST (medians): the claim reaches the runner +${f0(median(steps.map((x) => x.claimed)))}, ` +
+      `its hub link is welcomed +${f0(median(steps.map((x) => x.linked)))}, the first delta at the client +${f0(p)}`,
   );
 }
 
@@ -172,7 +203,7 @@ try {
   console.log(`provision delay ${DELAY}, ${RUNS} run(s) per kind, ${new Date().toISOString()}`);
   const modelUrl = stack.modelUrl;
   if (modelUrl === undefined) throw new Error('the stack runs no model endpoint for the bare CLI');
-  for (const backend of BACKENDS) await benchBackend(api, backend, modelUrl);
+  for (const backend of BACKENDS) await benchBackend(stack, api, backend, modelUrl);
 } finally {
   await stack?.stop();
   rmSync(dir, { recursive: true, force: true });

@@ -5,15 +5,17 @@ import { WARM_UP_REPLY_TEXT } from '../sandbox/warm-up-reply.ts';
  * A pooled runner's CLI, once it reads its stdin, goes through a throwaway exchange before it
  * counts as ready (docs/DESIGN.md "Warm runner pool" → "The CLI's first turn, taken before the
  * claim"). Both CLIs spend 50–80 ms more on their first message than on later ones (code loaded
- * and compiled on first use; pi imports its model provider then); taken here, while the runner waits in the pool, the session's first message no longer
- * pays for it. The model proxy answers the exchange itself, and nothing of it stays in the
- * conversation the session gets:
+ * and compiled on first use; pi imports its model provider then); taken here, while the runner
+ * waits in the pool, the session's first message no longer pays for it. The model proxy answers
+ * the exchange itself, and nothing of it stays in the conversation the session gets:
  * - claude: a side question (`control_request` `side_question`, verified on 2.1.197 and not in
  *   claude's documentation), a full model call that stays outside the conversation;
  * - pi: a prompt, then `new_session` (the conversation starts again) and `get_state`, whose
  *   answer names the new session file the transcript is read from.
- * Each step ends on the CLI's answer, taken or not: a CLI that refuses a step is merely not warm
- * (the runner logs it), and ready all the same.
+ * Each step ends on the CLI's answer, taken or not: a CLI that refuses a step (an error answer,
+ * as claude gives to a request subtype it does not know) is merely not warm (the runner logs it),
+ * and ready all the same. One that never answers is a CLI that never got ready: the start
+ * timeout ends it, and the pool replaces the runner.
  */
 export interface WarmUpStep {
   /** Written to the CLI's stdin when the step starts. */
