@@ -74,8 +74,12 @@ export async function runPooled(
   pool: PoolMode,
   config: ServeConfig,
   log: Logger,
-  hello: { cliVersion: string | null; capabilities: import('@switchyard/protocol').Capabilities },
-  model: { forwardUpstream(): void },
+  o: {
+    /** What `pool_hello` says besides the runner's config. */
+    hello: { cliVersion: string | null; capabilities: import('@switchyard/protocol').Capabilities };
+    /** The credential proxy, answering the CLI's warm-up itself until the claim. */
+    model: { forwardUpstream(): void };
+  },
 ): Promise<number> {
   // The CLI first: a runner in the pool is one whose CLI is up. If it stops while the runner
   // waits, the runner leaves the pool (the coordinator launches a replacement).
@@ -99,8 +103,8 @@ export async function runPooled(
       runnerId: config.runnerId,
       backend: config.backend,
       model: config.modelName ?? null,
-      cliVersion: hello.cliVersion,
-      capabilities: hello.capabilities,
+      cliVersion: o.hello.cliVersion,
+      capabilities: o.hello.capabilities,
     },
     pingIntervalMs: config.link.pingIntervalMs,
     handshakeTimeoutMs: config.link.welcomeTimeoutMs,
@@ -131,7 +135,7 @@ export async function runPooled(
   const first = result.claim.first;
   log.info('pooled runner claimed', { sessionId: claimed.value.sessionId, firstMessage: first !== undefined });
   // Until now the model proxy answered the CLI's warm-up itself; the session's calls go upstream.
-  model.forwardUpstream();
+  o.model.forwardUpstream();
   runner.adopt({ ...claimed.value, runnerId: config.runnerId });
   const exit = runner.run();
   if (first !== undefined) runner.takeFirstMessage(firstMessageInputs(first));

@@ -109,17 +109,10 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   const code =
     pool === null
       ? await runner.run(early)
-      : await runPooled(
-          runner,
-          pool,
-          config,
-          log,
-          {
-            cliVersion: executable.version,
-            capabilities,
-          },
-          model.value,
-        );
+      : await runPooled(runner, pool, config, log, {
+          hello: { cliVersion: executable.version, capabilities },
+          model: model.value,
+        });
   await model.value.close();
   if (ownStateDir) await rm(stateDir, { recursive: true, force: true }).catch(() => {});
   return code;
