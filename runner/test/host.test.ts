@@ -271,7 +271,7 @@ describe('runner host with a stand-in task', () => {
     expect([pid, ...children].filter(alive)).toEqual([]);
   });
 
-  it('answers with ECS errors: unsigned, wrong service, wrong cluster, missing network, unknown task, unknown operation', async () => {
+  it('answers with ECS errors: unsigned, wrong service, wrong cluster, missing network, unknown task, unknown operation, a body over 1 MiB', async () => {
     const raw = (headers: Record<string, string>, body: unknown) =>
       fetch(host.url, {
         method: 'POST',
@@ -327,6 +327,9 @@ describe('runner host with a stand-in task', () => {
     });
     const unknown = await raw({ 'x-amz-target': `${TARGET}ListTasks`, ...signed }, {});
     expect(((await unknown.json()) as { __type: string }).__type).toBe('UnknownOperationException');
+    const huge = await raw({ 'x-amz-target': `${TARGET}DescribeTasks` }, { pad: 'x'.repeat(1024 * 1024) });
+    expect(huge.status).toBe(413);
+    expect(((await huge.json()) as { __type: string }).__type).toBe('SerializationException');
   });
 
   it('reaps the tasks of a host that died without stopping them', async () => {

@@ -28,6 +28,7 @@ import {
   taskId,
 } from './ecs-api.ts';
 import { TaskManager } from './tasks.ts';
+import { readBody } from '../http-body.ts';
 
 export interface RecordedEcsRequest {
   method: string;
@@ -161,14 +162,7 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
   };
 
   const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= MAX_BODY) chunks.push(c);
-    });
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
+    const answer = ({ body: raw, overflowed }: { body: Buffer; overflowed: boolean }) => {
       const rawBody = raw.toString('utf8');
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
@@ -199,7 +193,7 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
         send(500, { __type: 'ServerException', message: 'internal error in the local runner host' });
       };
       const route = async () => {
-        if (size > MAX_BODY) throw new EcsError(413, 'SerializationException', 'request body too large');
+        if (overflowed) throw new EcsError(413, 'SerializationException', 'request body too large');
         if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true }, 'application/json');
         const known =
           (req.method === 'GET' && path === '/switchyard/tasks') ||
@@ -236,7 +230,8 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
         send(200, op(body, region));
       };
       route().catch(fail);
-    });
+    };
+    readBody(req, MAX_BODY).then(answer, () => res.destroy());
   });
 
   await new Promise<void>((resolve, reject) => {

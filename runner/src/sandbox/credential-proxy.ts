@@ -9,6 +9,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { readBody } from '../http-body.ts';
 import { warmUpReply } from './warm-up-reply.ts';
 
 // Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
@@ -176,22 +177,17 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
 function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, path: string): void {
   if (path !== '/v1/messages')
     return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= LOCAL_BODY_MAX) chunks.push(chunk);
-  });
-  req.on('end', () => {
+  const answer = (read: { body: Buffer }) => {
     let body: unknown;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      body = JSON.parse(read.body.toString('utf8'));
     } catch {
       body = undefined;
     }
     const reply = warmUpReply(body);
     res.writeHead(200, { 'content-type': reply.contentType }).end(reply.body);
-  });
+  };
+  readBody(req, LOCAL_BODY_MAX).then(answer, () => res.destroy());
 }
 
 function presentedKeyMatches(headers: IncomingHttpHeaders, expected: Buffer): boolean {
