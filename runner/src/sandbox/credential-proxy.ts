@@ -49,7 +49,7 @@ export interface CredentialProxy {
   close(): Promise<void>;
 }
 
-/** Bytes of a call answered locally that are read before the answer (its body is not needed). */
+/** How much of a call answered locally is kept: only its `stream` and `model` fields are read. */
 const LOCAL_BODY_MAX = 8 * 1024 * 1024;
 
 /** What the CLIs call: the Messages API (streaming or not), token counting, the model list. */
