@@ -1,6 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { AuditEntry, AuditPageSchema } from '../src/audit/schemas.ts';
 import { adminWithToken, call, expectError, makeApp, userWithToken } from './helpers.ts';
+
+type AuditPage = z.infer<typeof AuditPageSchema>;
+/** A page filtered to user.create: each entry's `after` records the new user, name included. */
+type UserCreatePage = Omit<AuditPage, 'entries'> & { entries: Array<AuditEntry & { after: { username: string } }> };
 
 const { app, clock } = makeApp();
 let token = '';
@@ -38,7 +44,7 @@ describe('GET /api/admin/audit', () => {
     let pages = 0;
     do {
       const q: string = cursor === null ? '?limit=3' : `?limit=3&cursor=${cursor}`;
-      const r = await call(app, 'GET', `/api/admin/audit${q}`, { token });
+      const r = await call<AuditPage>(app, 'GET', `/api/admin/audit${q}`, { token });
       expect(r.status).toBe(200);
       seen.push(...r.body.entries.map((e: { id: string }) => e.id));
       cursor = r.body.nextCursor;
@@ -50,7 +56,7 @@ describe('GET /api/admin/audit', () => {
   });
 
   it('shows who, when, what, before and after', async () => {
-    const r = await call(app, 'GET', '/api/admin/audit?limit=1&action=settings.update', { token });
+    const r = await call<AuditPage>(app, 'GET', '/api/admin/audit?limit=1&action=settings.update', { token });
     expect(r.body.entries).toEqual([
       {
         id: expect.any(String),
@@ -65,7 +71,7 @@ describe('GET /api/admin/audit', () => {
   });
 
   it('filters by action', async () => {
-    const r = await call(app, 'GET', '/api/admin/audit?action=user.create', { token });
+    const r = await call<UserCreatePage>(app, 'GET', '/api/admin/audit?action=user.create', { token });
     expect(r.body.entries.map((e: { after: { username: string } }) => e.after.username)).toEqual([
       'audited-two',
       'audited-one',

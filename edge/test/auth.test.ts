@@ -1,8 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { LoginResultSchema } from '../src/auth/schemas.ts';
 import { SESSION_TTL_MS } from '../src/auth/tokens.ts';
 import { MAX_JSON_BODY_BYTES } from '../src/app.ts';
 import { call, createUser, expectError, makeApp, tokenFor, uniq } from './helpers.ts';
+
+type LoginResult = z.infer<typeof LoginResultSchema>;
 
 function cookieFrom(setCookie: string | null): string {
   const m = /sy_session=([^;]*)/.exec(setCookie ?? '');
@@ -14,7 +18,9 @@ describe('POST /api/auth/login', () => {
   it('returns user, token and expiry, and sets an HttpOnly SameSite=Lax cookie (not Secure on localhost)', async () => {
     const { app, clock } = makeApp();
     const u = await createUser();
-    const r = await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: u.password } });
+    const r = await call<LoginResult>(app, 'POST', '/api/auth/login', {
+      body: { username: u.username, password: u.password },
+    });
     expect(r.status).toBe(200);
     expect(r.body.user).toEqual({ id: u.id, username: u.username, role: 'user' });
     expect(r.body.token).toMatch(/^sy_[A-Za-z0-9_-]{43}$/);
@@ -43,7 +49,7 @@ describe('POST /api/auth/login', () => {
   it('matches usernames case-insensitively', async () => {
     const { app } = makeApp();
     const u = await createUser({ username: uniq('Mixed') });
-    const r = await call(app, 'POST', '/api/auth/login', {
+    const r = await call<LoginResult>(app, 'POST', '/api/auth/login', {
       body: { username: u.username.toUpperCase(), password: u.password },
     });
     expect(r.status).toBe(200);
@@ -121,7 +127,9 @@ describe('POST /api/auth/login', () => {
   it('stores only a hash of the token', async () => {
     const { app } = makeApp();
     const u = await createUser();
-    const r = await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: u.password } });
+    const r = await call<LoginResult>(app, 'POST', '/api/auth/login', {
+      body: { username: u.username, password: u.password },
+    });
     const rows = await env.DB.prepare('SELECT * FROM auth_tokens WHERE user_id = ?').bind(u.id).all();
     expect(rows.results).toHaveLength(1);
     const dump = JSON.stringify(rows.results);
@@ -134,7 +142,9 @@ describe('GET /api/me', () => {
   it('answers the caller by bearer token and by cookie', async () => {
     const { app } = makeApp();
     const u = await createUser();
-    const login = await call(app, 'POST', '/api/auth/login', { body: { username: u.username, password: u.password } });
+    const login = await call<LoginResult>(app, 'POST', '/api/auth/login', {
+      body: { username: u.username, password: u.password },
+    });
     const me = { id: u.id, username: u.username, role: 'user' };
     expect((await call(app, 'GET', '/api/me', { token: login.body.token })).body).toEqual(me);
     const cookie = cookieFrom(login.headers.get('Set-Cookie'));
@@ -269,7 +279,7 @@ describe('the __Host- cookie prefix over https', () => {
     const { app, clock } = makeApp();
     const u = await createUser();
     const base = 'https://switchyard.test';
-    const r = await call(app, 'POST', '/api/auth/login', {
+    const r = await call<LoginResult>(app, 'POST', '/api/auth/login', {
       base,
       body: { username: u.username, password: u.password },
     });

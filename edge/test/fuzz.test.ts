@@ -368,7 +368,7 @@ describe('fuzz: random and malformed bodies at every route', async () => {
   const adminApi = await tokenFor(admin.user.id, clock, { kind: 'api' });
   const user = await createUser();
   const userToken = await tokenFor(user.id, clock, { kind: 'api' });
-  const own = await call(app, 'POST', '/api/tokens', {
+  const own = await call<{ token: { id: string } }>(app, 'POST', '/api/tokens', {
     token: await tokenFor(user.id, clock),
     body: { name: 'own', currentPassword: DEFAULT_PASSWORD },
   });
@@ -431,7 +431,13 @@ describe('fuzz: random and malformed bodies at every route', async () => {
           opts.token = ctx.userToken;
         }
 
-        const r = await call(app, route.method, path, opts);
+        // Any route: only the error shape is read, each field checked before use.
+        const r = await call<{ error?: { code?: unknown; message?: unknown; field?: unknown } } | null>(
+          app,
+          route.method,
+          path,
+          opts,
+        );
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
         const where = `seed=${FUZZ_SEED + index} case=${i} ${route.method} ${path.slice(0, 120)} status=${r.status} request=${JSON.stringify(opts).slice(0, 300)} response=${r.text.slice(0, 300)}`;
         expect(r.status, where).toBeLessThan(500);
@@ -439,7 +445,7 @@ describe('fuzz: random and malformed bodies at every route', async () => {
           const err = r.body?.error;
           expect(typeof err?.code === 'string' && KNOWN_CODES.has(err.code), where).toBe(true);
           expect(typeof err?.message === 'string' && err.message.length > 0, where).toBe(true);
-          if (err.field !== undefined) expect(typeof err.field, where).toBe('string');
+          if (err?.field !== undefined) expect(typeof err.field, where).toBe('string');
           if (r.status === 429) expect(r.headers.get('Retry-After'), where).toMatch(/^\d+$/);
         } else if (r.status !== 204) {
           expect(r.body, where).not.toBeNull();

@@ -7,6 +7,8 @@ import type { AppDeps } from '../src/context.ts';
 import { newId } from '../src/ids.ts';
 import type { BackendProbe, ProbeResult } from '../src/settings/backend-probe.ts';
 import type { Role } from '../src/users/schemas.ts';
+import type { z } from 'zod';
+import { ErrorBodySchema } from '../src/errors.ts';
 
 export const ORIGIN = 'http://localhost';
 export const DEFAULT_PASSWORD = 'correct horse battery staple';
@@ -114,16 +116,24 @@ export interface CallOptions {
   env?: Partial<Env>;
 }
 
-export interface CallResult {
+/**
+ * `B`: the shape the test expects the JSON body to have (every route answers its own); the body
+ * is not checked against it, the test's assertions do that. Without one the body is `unknown`.
+ */
+export interface CallResult<B = unknown> {
   status: number;
   headers: Headers;
-  // Untyped on purpose, test-only: a mistyped field fails the test's assertion, not the compiler.
-  // biome-ignore lint/suspicious/noExplicitAny: every route answers its own JSON shape.
-  body: any; // each route answers its own JSON shape; a test reads the fields it asserts on
+  /** The parsed JSON body, null when there was none or it did not parse. */
+  body: B;
   text: string;
 }
 
-export async function call(app: TestApp, method: string, path: string, opts: CallOptions = {}): Promise<CallResult> {
+export async function call<B = unknown>(
+  app: TestApp,
+  method: string,
+  path: string,
+  opts: CallOptions = {},
+): Promise<CallResult<B>> {
   const headers = new Headers(opts.headers);
   let body: string | undefined;
   if (opts.raw !== undefined) body = opts.raw;
@@ -149,19 +159,19 @@ export async function call(app: TestApp, method: string, path: string, opts: Cal
   } catch {
     parsed = null;
   }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+  // The test states the shape it expects (B); its assertions check it.
+  return { status: res.status, headers: res.headers, body: parsed as B, text };
 }
 
 /** Asserts the API's error shape and returns it. */
-export function expectError(
-  r: CallResult,
-  status: number,
-  code?: string,
-): { code: string; message: string; field?: string } {
+export function expectError(r: CallResult<unknown>, status: number, code?: string): ApiErrorBody {
   if (r.status !== status) throw new Error(`expected ${status}, got ${r.status}: ${r.text}`);
-  const err = r.body?.error;
-  if (typeof err?.code !== 'string' || typeof err?.message !== 'string')
-    throw new Error(`not an error body: ${r.text}`);
+  const parsed = ErrorBodySchema.safeParse(r.body);
+  if (!parsed.success) throw new Error(`not an error body: ${r.text}`);
+  const err = parsed.data.error;
   if (code !== undefined && err.code !== code) throw new Error(`expected code ${code}, got ${err.code}: ${r.text}`);
   return err;
 }
+
+/** The error of the API's error body (edge/src/errors.ts). */
+export type ApiErrorBody = z.infer<typeof ErrorBodySchema>['error'];

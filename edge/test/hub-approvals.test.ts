@@ -2,8 +2,21 @@ import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { RunnerCloseCode, type AgentEvent } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
-import { call, FakeRunner, hubContext, hubStub, launchAndConnect, until, type HubTestContext } from './hub-helpers.ts';
+import type { ApprovalResolutionSchema } from '../src/sessions/approval-routes.ts';
+import type { Session } from '../src/sessions/schemas.ts';
+import {
+  call,
+  FakeRunner,
+  hubContext,
+  hubStub,
+  launchAndConnect,
+  until,
+  type ErrorResponse,
+  type HubTestContext,
+  type SessionDetail,
+} from './hub-helpers.ts';
 
 // Tool approvals in the session hub (DESIGN "Tool approvals"): a scripted runner sends
 // approval.request events; real workerd, D1 and the Durable Object's SQLite; the clock is moved
@@ -11,11 +24,15 @@ import { call, FakeRunner, hubContext, hubStub, launchAndConnect, until, type Hu
 
 afterEach(() => setHubRuntimeForTests({}));
 
+type ApprovalResolution = z.infer<typeof ApprovalResolutionSchema>;
+/** The 409 for an approval already resolved: the first decision stands. */
+type ApprovalConflict = ErrorResponse & { approval: ApprovalResolution };
+
 async function askSession(ctx: HubTestContext): Promise<string> {
-  const r = await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { approvals: 'ask' } });
+  const r = await call<Session>(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { approvals: 'ask' } });
   expect(r.status, r.text).toBe(201);
   expect(r.body.approvals).toBe('ask');
-  return r.body.id as string;
+  return r.body.id;
 }
 
 async function accepted(runner: FakeRunner): Promise<string> {
@@ -42,8 +59,14 @@ async function logged(sid: string, type: string): Promise<Array<Record<string, u
   return rows.map((r) => JSON.parse(r.data) as Record<string, unknown>);
 }
 
-function answer(ctx: HubTestContext, sid: string, approvalId: string, body: Record<string, unknown>) {
-  return call(ctx.app, 'POST', `/api/sessions/${sid}/approvals/${approvalId}`, { token: ctx.token, body });
+/** `B`: the body the test expects; the resolution by default. */
+function answer<B = ApprovalResolution>(
+  ctx: HubTestContext,
+  sid: string,
+  approvalId: string,
+  body: Record<string, unknown>,
+) {
+  return call<B>(ctx.app, 'POST', `/api/sessions/${sid}/approvals/${approvalId}`, { token: ctx.token, body });
 }
 
 describe('session hub: tool approvals', () => {
@@ -95,7 +118,7 @@ describe('session hub: tool approvals', () => {
     const token = runner.of('welcome')[0]?.runnerToken ?? '';
     runner.ws.close(1001, 'going away');
     await until('the hub to see the link down', async () => {
-      const r = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+      const r = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
       return r.body.runner?.connected === false;
     });
     const r = await answer(ctx, sid, 'w1', { decision: 'deny', message: 'use b.txt' });
@@ -125,7 +148,7 @@ describe('session hub: tool approvals', () => {
     const token2 = again.of('welcome')[0]?.runnerToken ?? '';
     again.ws.close(1001, 'going away');
     await until('the hub to see the link down', async () => {
-      const s = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+      const s = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
       return s.body.runner?.connected === false;
     });
     const third = await FakeRunner.connect(ctx.app, { token: token2, sessionId: sid, runnerId: runner.runnerId });
@@ -134,7 +157,7 @@ describe('session hub: tool approvals', () => {
     await third.waitFor('welcome');
     expect(third.of('approval_decision')).toEqual([]);
     // The first answer stands.
-    const late = await answer(ctx, sid, 'w1', { decision: 'allow' });
+    const late = await answer<ApprovalConflict>(ctx, sid, 'w1', { decision: 'allow' });
     expect(late.status).toBe(409);
     expect(late.body.approval).toMatchObject({ decision: 'deny', reason: 'user' });
     third.close();
@@ -192,7 +215,7 @@ describe('session hub: tool approvals', () => {
     const { runner } = await launchAndConnect(ctx, sid);
     const mid = await accepted(runner);
     expect((await answer(ctx, sid, 'nope', { decision: 'allow' })).status).toBe(404);
-    const bad = await answer(ctx, sid, 'nope', { decision: 'yes' });
+    const bad = await answer<ErrorResponse>(ctx, sid, 'nope', { decision: 'yes' });
     expect(bad.status).toBe(400);
     expect(bad.body.error.field).toBe('decision');
     runner.events([{ type: 'approval.resolved', approvalId: 'x', decision: 'allow', reason: 'user' }], mid);

@@ -15,6 +15,7 @@ import {
   postMessage,
   SseReader,
   until,
+  type SessionTranscript,
 } from './hub-helpers.ts';
 
 // Attacks on the hub by a runner that misbehaves (a compromised CLI host) and by sheer log size.
@@ -126,16 +127,23 @@ describe('paged reads', () => {
       messageId,
     );
     await runner.waitAck(3);
-    const page1 = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=2`, { token: ctx.token });
-    expect(page1.status).toBe(200);
-    expect(page1.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
-    expect(page1.body.nextCursor).toBe(page1.body.messages[1].eventId);
-    const page2 = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=2&after=${page1.body.nextCursor}`, {
+    const page1 = await call<SessionTranscript>(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=2`, {
       token: ctx.token,
     });
-    expect(page2.body.messages.map((m: { role: string }) => m.role)).toEqual(['assistant', 'turn']);
+    expect(page1.status).toBe(200);
+    expect(page1.body.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(page1.body.nextCursor).toBe(page1.body.messages[1]?.eventId);
+    const page2 = await call<SessionTranscript>(
+      ctx.app,
+      'GET',
+      `/api/sessions/${sid}/transcript?limit=2&after=${page1.body.nextCursor}`,
+      { token: ctx.token },
+    );
+    expect(page2.body.messages.map((m) => m.role)).toEqual(['assistant', 'turn']);
     expect(page2.body.nextCursor).toBeNull();
-    const whole = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: ctx.token });
+    const whole = await call<SessionTranscript>(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, {
+      token: ctx.token,
+    });
     expect(whole.body.messages).toHaveLength(4);
     expect(
       expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript?limit=0`, { token: ctx.token }), 400)

@@ -7,16 +7,35 @@ import {
   type HubToRunner,
   type RunnerToHub,
 } from '@switchyard/protocol';
+import type { z } from 'zod';
+import type { ErrorBodySchema } from '../src/errors.ts';
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
 import { setHubRuntimeForTests, timingsFromEnv, type HubTimings } from '../src/hub/runtime.ts';
+import type {
+  AdminSessionPageSchema,
+  MessageAcceptedSchema,
+  Session,
+  SessionDetailSchema,
+  SessionPageSchema,
+  SessionTranscriptSchema,
+} from '../src/sessions/schemas.ts';
 import { until } from '../../test/helpers/poll.ts';
 import { type SseEvent, SseReader as SharedSseReader } from '../../test/helpers/sse.ts';
-import { call, type FakeClock, makeApp, userWithToken, type TestApp } from './helpers.ts';
+import { call, type CallResult, type FakeClock, makeApp, userWithToken, type TestApp } from './helpers.ts';
 
 // Helpers for the session hub tests: a fake Launcher that records calls, a fake runner that
 // speaks the wire schemas over a real WebSocket through the Worker, and the session's events
 // through the shared SSE reader. Nothing here sleeps to synchronize: `until` (the shared poll
 // helper) polls a condition against a deadline.
+
+// Bodies the hub tests read, from the routes' own schemas.
+export type SessionDetail = z.infer<typeof SessionDetailSchema>;
+export type MessageAccepted = z.infer<typeof MessageAcceptedSchema>;
+export type SessionPage = z.infer<typeof SessionPageSchema>;
+export type AdminSessionPage = z.infer<typeof AdminSessionPageSchema>;
+export type SessionTranscript = z.infer<typeof SessionTranscriptSchema>;
+/** What a route answers for any error (edge/src/errors.ts). */
+export type ErrorResponse = z.infer<typeof ErrorBodySchema>;
 
 let launchers = 0;
 
@@ -83,19 +102,20 @@ export async function hubContext(timings: Partial<HubTimings> = {}): Promise<Hub
 }
 
 export async function createSession(ctx: HubTestContext, token = ctx.token): Promise<string> {
-  const r = await call(ctx.app, 'POST', '/api/sessions', { token, body: { title: 'test' } });
+  const r = await call<Session>(ctx.app, 'POST', '/api/sessions', { token, body: { title: 'test' } });
   if (r.status !== 201) throw new Error(`create session: ${r.status} ${r.text}`);
-  return r.body.id as string;
+  return r.body.id;
 }
 
-export async function postMessage(
+/** `B`: the body the test expects; the 202 by default, `ErrorResponse` for a refusal. */
+export async function postMessage<B = MessageAccepted>(
   ctx: HubTestContext,
   sessionId: string,
   text: string,
   extra: Record<string, unknown> = {},
   token = ctx.token,
-) {
-  return call(ctx.app, 'POST', `/api/sessions/${sessionId}/messages`, { token, body: { text, ...extra } });
+): Promise<CallResult<B>> {
+  return call<B>(ctx.app, 'POST', `/api/sessions/${sessionId}/messages`, { token, body: { text, ...extra } });
 }
 
 export function hubStub(sessionId: string) {
@@ -218,7 +238,7 @@ export async function launchAndConnect(
   const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId });
   runner.hello(sessionId);
   await runner.waitFor('welcome');
-  return { runner, messageId: r.body.messageId as string, launch };
+  return { runner, messageId: r.body.messageId, launch };
 }
 
 // ------------------------------------------------------------------ SSE reader

@@ -16,7 +16,10 @@ import {
   SseReader,
   statusStates,
   until,
+  type ErrorResponse,
   type HubTestContext,
+  type SessionDetail,
+  type SessionPage,
 } from './hub-helpers.ts';
 
 // The runner link against a fake runner (a WebSocket client in the test speaking the wire
@@ -35,7 +38,7 @@ async function logIds(sessionId: string): Promise<Array<{ id: string; type: stri
 }
 
 async function snapshot(ctx: HubTestContext, sid: string) {
-  const r = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+  const r = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
   expect(r.status).toBe(200);
   return r.body;
 }
@@ -413,7 +416,7 @@ describe('messages and interrupts through the runner', () => {
     const sid = await createSession(ctx);
     const { runner } = await launchAndConnect(ctx, sid);
     const mid = await acceptNext(runner);
-    const busy = await postMessage(ctx, sid, 'again');
+    const busy = await postMessage<ErrorResponse>(ctx, sid, 'again');
     expect(busy.status).toBe(409);
     expect(busy.body.error.code).toBe('conflict');
     runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
@@ -616,8 +619,8 @@ describe('lifecycle', () => {
       },
     ]);
     await until('launcher.stop', () => ctx.launcher.stops.find((s) => s.ref === ctx.launcher.ref(1)));
-    const row = await call(ctx.app, 'GET', `/api/sessions`, { token: ctx.token });
-    expect(row.body.sessions.find((s: { id: string }) => s.id === sid)).toMatchObject({ state: 'failed' });
+    const row = await call<SessionPage>(ctx.app, 'GET', `/api/sessions`, { token: ctx.token });
+    expect(row.body.sessions.find((s) => s.id === sid)).toMatchObject({ state: 'failed' });
     await sse.close();
   });
 

@@ -15,6 +15,7 @@ import {
   SseReader,
   statusStates,
   until,
+  type ErrorResponse,
   type FakeRunner,
   type HubTestContext,
   type SseEvent,
@@ -316,7 +317,9 @@ describe('SSE replay', () => {
     a.ws.close();
     b.ws.close();
     // Over SSE only for clients that ask: presence frames carry no id.
-    const plain = await call(ctx.app, 'GET', `/api/sessions/${sid}/events?presence=yes`, { token: ctx.token });
+    const plain = await call<ErrorResponse>(ctx.app, 'GET', `/api/sessions/${sid}/events?presence=yes`, {
+      token: ctx.token,
+    });
     expect(plain.status).toBe(400);
     expect(plain.body.error.field).toBe('presence');
   });
@@ -345,13 +348,13 @@ describe('SSE replay', () => {
   it('refuses a malformed Last-Event-ID or ?after= with 400', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    const bad = await call(ctx.app, 'GET', `/api/sessions/${sid}/events`, {
+    const bad = await call<ErrorResponse>(ctx.app, 'GET', `/api/sessions/${sid}/events`, {
       token: ctx.token,
       headers: { 'Last-Event-ID': 'nope' },
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: 'invalid_request', field: 'Last-Event-ID' });
-    const q = await call(ctx.app, 'GET', `/api/sessions/${sid}/events?after=nope`, { token: ctx.token });
+    const q = await call<ErrorResponse>(ctx.app, 'GET', `/api/sessions/${sid}/events?after=nope`, { token: ctx.token });
     expect(q.status).toBe(400);
     expect(q.body.error.field).toBe('after');
   });

@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { EcsLauncher } from '../src/launchers/ecs-launcher.ts';
-import { call, createSession, FakeRunner, hubContext, launchAndConnect, postMessage, until } from './hub-helpers.ts';
+import type { Session } from '../src/sessions/schemas.ts';
+import {
+  call,
+  createSession,
+  FakeRunner,
+  hubContext,
+  launchAndConnect,
+  postMessage,
+  until,
+  type SessionDetail,
+} from './hub-helpers.ts';
 import { req } from './workspace-helpers.ts';
 
 // A launch says whether the session has anything to restore (LaunchRequest.fresh, runner env
@@ -39,7 +49,7 @@ describe('LaunchRequest.fresh', () => {
     await runner.waitAck(2);
     runner.send({ type: 'bye', reason: 'idle', lastSeq: 2 });
     await until('stopped', async () => {
-      const r = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+      const r = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
       return r.body.state === 'stopped';
     });
     expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
@@ -56,9 +66,9 @@ describe('LaunchRequest.fresh', () => {
   it('not fresh: a repository to clone, approval mode ask, a file put into the workspace before the first message', async () => {
     const ctx = await hubContext();
     const create = async (body: Record<string, unknown>) => {
-      const r = await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body });
+      const r = await call<Session>(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body });
       expect(r.status).toBe(201);
-      return r.body.id as string;
+      return r.body.id;
     };
     const repo = await create({ repository: { url: 'https://git.example.org/acme/widgets.git' } });
     expect((await firstLaunch(ctx, repo)).fresh).toBeUndefined();

@@ -1,13 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import { call, makeApp } from './helpers.ts';
 
+/** The parts of the generated OpenAPI 3.1 document this test reads. */
+interface OpenApiDocument {
+  openapi: string;
+  /** Path → method → operation. */
+  paths: Record<string, Record<string, unknown>> & {
+    '/api/auth/login': { post: { responses: Record<string, unknown> } };
+  };
+  components: {
+    schemas: {
+      SettingsPatch: { properties: { llmBackend: { enum: string[] } } };
+      Error: { properties: { error: { properties: { code: { enum: string[] } } } } };
+    };
+    securitySchemes: { bearer: Record<string, unknown> };
+  };
+}
+
 describe('GET /api/openapi.json', () => {
   it('is an OpenAPI 3.1 document covering every route, generated from the zod schemas', async () => {
     const { app } = makeApp();
-    const r = await call(app, 'GET', '/api/openapi.json');
+    const r = await call<OpenApiDocument>(app, 'GET', '/api/openapi.json');
     expect(r.status).toBe(200);
     expect(r.body.openapi).toBe('3.1.0');
-    const ops = Object.entries(r.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
+    const ops = Object.entries(r.body.paths).flatMap(([path, item]) =>
       Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`),
     );
     expect(ops.sort()).toEqual(

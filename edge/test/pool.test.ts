@@ -2,9 +2,12 @@ import { env } from 'cloudflare:workers';
 import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION } from '@switchyard/protocol';
 import { POOL_CLAIM_MAX_BYTES, PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { AuditPageSchema } from '../src/audit/schemas.ts';
 import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
 import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
 import { poolCoordinator, poolMaxAgeMs } from '../src/pool/config.ts';
+import type { PoolStatus } from '../src/pool/coordinator.ts';
 import { until } from '../../test/helpers/poll.ts';
 import { adminWithToken, call, makeApp, userWithToken, type FakeClock, type TestApp } from './helpers.ts';
 import { createSession, FakeLauncher, FakeRunner, postMessage } from './hub-helpers.ts';
@@ -12,6 +15,8 @@ import { createSession, FakeLauncher, FakeRunner, postMessage } from './hub-help
 // The warm runner pool in workerd: the real coordinator Durable Object, the real session hubs and
 // routes, a launcher that records pooled starts, and scripted pooled runners that dial the real
 // pool route with the token the coordinator minted.
+
+type AuditPage = z.infer<typeof AuditPageSchema>;
 
 class PoolLauncher extends FakeLauncher {
   pooled: PoolLaunchRequest[] = [];
@@ -80,9 +85,9 @@ interface Ctx {
 let ctx: Ctx;
 
 async function setPool(sizes: { claude?: number; pi?: number }) {
-  const r = await call(ctx.app, 'PUT', '/api/admin/runner-pool', { token: ctx.admin, body: sizes });
+  const r = await call<PoolStatus>(ctx.app, 'PUT', '/api/admin/runner-pool', { token: ctx.admin, body: sizes });
   expect(r.status, r.text).toBe(200);
-  return r.body as { sizes: { claude: number; pi: number }; runners: Array<{ id: string; state: string }> };
+  return r.body;
 }
 
 async function idleCount(): Promise<number> {
@@ -141,9 +146,11 @@ describe('warm runner pool', () => {
 
   it('audits a size change (who, the sizes before and after) and not a change to nothing', async () => {
     const poolEntries = async () => {
-      const r = await call(ctx.app, 'GET', '/api/admin/audit?action=pool.update&limit=200', { token: ctx.admin });
+      const r = await call<AuditPage>(ctx.app, 'GET', '/api/admin/audit?action=pool.update&limit=200', {
+        token: ctx.admin,
+      });
       expect(r.status, r.text).toBe(200);
-      return r.body.entries as Array<Record<string, unknown>>;
+      return r.body.entries;
     };
     const before = (await poolEntries()).length;
     ctx.clock.advance(60_000);

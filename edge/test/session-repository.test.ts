@@ -2,6 +2,7 @@ import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import type { Session } from '../src/sessions/schemas.ts';
 import { adminWithToken, call, expectError, ORIGIN, type CallResult } from './helpers.ts';
 import {
   FakeRunner,
@@ -12,6 +13,10 @@ import {
   SseReader,
   type HubTestContext,
   until,
+  type SessionDetail,
+  type SessionPage,
+  type AdminSessionPage,
+  type ErrorResponse,
 } from './hub-helpers.ts';
 
 // Sessions started from a repository (docs/DESIGN.md "Start from a repository"), in workerd with
@@ -22,8 +27,11 @@ afterEach(() => setHubRuntimeForTests({}));
 
 const REPO = { url: 'https://git.example.org/acme/widgets.git', ref: 'v1' };
 
-async function create(ctx: HubTestContext, body: unknown, extra: { env?: Partial<Env> } = {}) {
-  return call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body, ...extra });
+// What the routes answer (edge/src/sessions/schemas.ts, edge/src/errors.ts).
+
+/** `B`: the session by default; a test that expects a refusal says so. */
+async function create<B = Session>(ctx: HubTestContext, body: unknown, extra: { env?: Partial<Env> } = {}) {
+  return call<B>(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body, ...extra });
 }
 
 /** A 400 whose error names `field`; returns the error. */
@@ -46,13 +54,15 @@ describe('POST /api/sessions with a repository', () => {
     const made = await create(ctx, { repository: REPO });
     expect(made.status, made.text).toBe(201);
     expect(made.body.repository).toEqual(REPO);
-    const id = made.body.id as string;
-    expect((await call(ctx.app, 'GET', `/api/sessions/${id}`, { token: ctx.token })).body.repository).toEqual(REPO);
-    const list = await call(ctx.app, 'GET', '/api/sessions', { token: ctx.token });
-    expect(list.body.sessions.find((s: { id: string }) => s.id === id).repository).toEqual(REPO);
+    const id = made.body.id;
+    expect(
+      (await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${id}`, { token: ctx.token })).body.repository,
+    ).toEqual(REPO);
+    const list = await call<SessionPage>(ctx.app, 'GET', '/api/sessions', { token: ctx.token });
+    expect(list.body.sessions.find((s) => s.id === id)?.repository).toEqual(REPO);
     const admin = await adminWithToken(ctx.clock);
-    const all = await call(ctx.app, 'GET', '/api/admin/sessions?state=all', { token: admin.token });
-    expect(all.body.sessions.find((s: { id: string }) => s.id === id).repository).toEqual(REPO);
+    const all = await call<AdminSessionPage>(ctx.app, 'GET', '/api/admin/sessions?state=all', { token: admin.token });
+    expect(all.body.sessions.find((s) => s.id === id)?.repository).toEqual(REPO);
 
     const noRef = await create(ctx, { repository: { url: REPO.url } });
     expect(noRef.body.repository).toEqual({ url: REPO.url });
@@ -69,7 +79,7 @@ describe('POST /api/sessions with a repository', () => {
       'https://example.org/widgets.git#main',
       'widgets',
     ]) {
-      const r = await create(ctx, { repository: { url } });
+      const r = await create<ErrorResponse | null>(ctx, { repository: { url } });
       expect({ url, status: r.status, field: r.body?.error?.field }).toEqual({
         url,
         status: 400,
@@ -135,7 +145,7 @@ describe('welcome.repository', () => {
   it('tells every runner to clone until the clone is committed as the baseline, then none; the launch carries no loopback switch by default', async () => {
     const ctx = await hubContext();
     const made = await create(ctx, { repository: REPO });
-    const id = made.body.id as string;
+    const id = made.body.id;
     const first = await launchAndConnect(ctx, id);
     const welcome = first.runner.of('welcome')[0];
     expect(welcome?.repository).toEqual(REPO);
@@ -179,7 +189,7 @@ describe('welcome.repository', () => {
 
   it('is absent for a session without a repository', async () => {
     const ctx = await hubContext();
-    const id = (await create(ctx, {})).body.id as string;
+    const id = (await create(ctx, {})).body.id;
     const { runner } = await launchAndConnect(ctx, id);
     expect(runner.of('welcome')[0]?.repository).toBeUndefined();
     runner.close();
@@ -216,7 +226,7 @@ describe('a stored repository the contract no longer accepts', () => {
 
   it('ends the start with repository_clone_failed naming repository.ref; no runner is launched', async () => {
     const ctx = await hubContext();
-    const id = (await create(ctx, { repository: REPO })).body.id as string;
+    const id = (await create(ctx, { repository: REPO })).body.id;
     await storeRepository(id, BAD);
     const r = await postMessage(ctx, id, 'hello');
     expect(r.status, r.text).toBe(202);
@@ -237,7 +247,7 @@ describe('a stored repository the contract no longer accepts', () => {
 
   it('a runner already launched is refused at its welcome and the turn ends with the same error', async () => {
     const ctx = await hubContext();
-    const id = (await create(ctx, { repository: REPO })).body.id as string;
+    const id = (await create(ctx, { repository: REPO })).body.id;
     expect((await postMessage(ctx, id, 'hello')).status).toBe(202);
     const launch = await until('a launch', () => ctx.launcher.startsFor(id).at(-1));
     await storeRepository(id, BAD);

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { transcriptKey } from '../src/hub/transcript-store.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { ULID_PATTERN } from '../src/ids.ts';
+import type { Session } from '../src/sessions/schemas.ts';
 import { adminWithToken, createUser, expectError, tokenFor, userWithToken } from './helpers.ts';
 import {
   call,
@@ -13,9 +14,16 @@ import {
   postMessage,
   until,
   type HubTestContext,
+  type SessionDetail,
+  type SessionPage,
+  type AdminSessionPage,
+  type SessionTranscript,
 } from './hub-helpers.ts';
 
 // Every session route: success and each 4xx it can answer (DESIGN.md "HTTP API").
+
+// What the routes answer (edge/src/sessions/schemas.ts).
+type TranscriptEntry = SessionTranscript['messages'][number];
 
 afterEach(() => setHubRuntimeForTests({}));
 
@@ -33,17 +41,20 @@ async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) 
 describe('POST /api/sessions', () => {
   it('creates a session (201) with the backend pinned from settings; a later switch keeps it', async () => {
     const ctx = await hubContext();
-    const r = await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body: { title: '  my session ' } });
+    const r = await call<Session>(ctx.app, 'POST', '/api/sessions', {
+      token: ctx.token,
+      body: { title: '  my session ' },
+    });
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({ title: 'my session', backend: 'claude', state: 'stopped', ownerId: ctx.user.id });
     expect(r.body.id).toMatch(ULID_PATTERN);
     expect(r.body.stateReason).toMatch(/first message starts one/);
 
     await setSettings(ctx, { llmBackend: 'pi' });
-    const pi = await call(ctx.app, 'POST', '/api/sessions', { token: ctx.token });
+    const pi = await call<Session>(ctx.app, 'POST', '/api/sessions', { token: ctx.token });
     expect(pi.status).toBe(201);
     expect(pi.body).toMatchObject({ backend: 'pi', title: null });
-    const old = await call(ctx.app, 'GET', `/api/sessions/${r.body.id}`, { token: ctx.token });
+    const old = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${r.body.id}`, { token: ctx.token });
     expect(old.body.backend).toBe('claude');
     // The runner launched for the old session is a claude runner.
     await postMessage(ctx, r.body.id, 'hi');
@@ -90,12 +101,18 @@ describe('PATCH /api/sessions/:id', () => {
   it('renames (owner), clears with null; 400 names title; another user 404; an admin who is not the owner 403', async () => {
     const ctx = await hubContext();
     const id = await createSession(ctx);
-    const r = await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: ' renamed ' } });
+    const r = await call<Session>(ctx.app, 'PATCH', `/api/sessions/${id}`, {
+      token: ctx.token,
+      body: { title: ' renamed ' },
+    });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ id, title: 'renamed' });
-    expect((await call(ctx.app, 'GET', '/api/sessions', { token: ctx.token })).body.sessions[0].title).toBe('renamed');
     expect(
-      (await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: null } })).body.title,
+      (await call<SessionPage>(ctx.app, 'GET', '/api/sessions', { token: ctx.token })).body.sessions[0]?.title,
+    ).toBe('renamed');
+    expect(
+      (await call<Session>(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: null } })).body
+        .title,
     ).toBeNull();
     expect(
       expectError(await call(ctx.app, 'PATCH', `/api/sessions/${id}`, { token: ctx.token, body: { title: '' } }), 400)
@@ -125,7 +142,9 @@ describe('PATCH /api/sessions/:id', () => {
       403,
       'csrf_rejected',
     );
-    expect((await call(ctx.app, 'GET', `/api/sessions/${id}`, { token: ctx.token })).body.title).toBeNull();
+    expect(
+      (await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${id}`, { token: ctx.token })).body.title,
+    ).toBeNull();
   });
 });
 
@@ -135,13 +154,13 @@ describe('GET /api/sessions and /api/sessions/:id', () => {
     const mine = [await createSession(ctx), await createSession(ctx), await createSession(ctx)];
     const other = await otherUser(ctx);
     await createSession(ctx, other.token);
-    const page1 = await call(ctx.app, 'GET', '/api/sessions?limit=2', { token: ctx.token });
+    const page1 = await call<SessionPage>(ctx.app, 'GET', '/api/sessions?limit=2', { token: ctx.token });
     expect(page1.status).toBe(200);
-    expect(page1.body.sessions.map((s: { id: string }) => s.id)).toEqual([mine[2], mine[1]]);
-    const page2 = await call(ctx.app, 'GET', `/api/sessions?limit=2&cursor=${page1.body.nextCursor}`, {
+    expect(page1.body.sessions.map((s) => s.id)).toEqual([mine[2], mine[1]]);
+    const page2 = await call<SessionPage>(ctx.app, 'GET', `/api/sessions?limit=2&cursor=${page1.body.nextCursor}`, {
       token: ctx.token,
     });
-    expect(page2.body.sessions.map((s: { id: string }) => s.id)).toEqual([mine[0]]);
+    expect(page2.body.sessions.map((s) => s.id)).toEqual([mine[0]]);
     expect(page2.body.nextCursor).toBeNull();
     expectError(await call(ctx.app, 'GET', '/api/sessions?limit=0', { token: ctx.token }), 400);
     expectError(await call(ctx.app, 'GET', '/api/sessions?cursor=x', { token: ctx.token }), 400);
@@ -151,7 +170,7 @@ describe('GET /api/sessions and /api/sessions/:id', () => {
   it('reads a session with its live state; another user gets 404, an admin may read it', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    const r = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+    const r = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ id: sid, state: 'stopped', turn: null, runner: null, lastEventId: null });
     const other = await otherUser(ctx);
@@ -163,7 +182,7 @@ describe('GET /api/sessions and /api/sessions/:id', () => {
     expectError(await call(ctx.app, 'GET', `/api/sessions/${sid}`), 401);
 
     await postMessage(ctx, sid, 'go');
-    const busy = await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+    const busy = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
     expect(busy.body).toMatchObject({
       state: 'starting',
       turn: { messageId: expect.any(String) },
@@ -354,18 +373,13 @@ describe('GET /api/sessions/:id/events and /transcript', () => {
       um.messageId,
     );
     await runner.waitAck(5);
-    const r = await call(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: ctx.token });
+    const r = await call<SessionTranscript>(ctx.app, 'GET', `/api/sessions/${sid}/transcript`, { token: ctx.token });
     expect(r.status).toBe(200);
     expect(r.body.backend).toBe('claude');
-    expect(r.body.messages.map((m: { role: string }) => m.role)).toEqual([
-      'user',
-      'assistant',
-      'tool',
-      'assistant',
-      'turn',
-    ]);
+    expect(r.body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'turn']);
     expect(r.body.messages[0]).toMatchObject({ role: 'user', text: 'list files', messageId: um.messageId });
-    expect(r.body.messages[1].content[1]).toEqual({
+    // The roles were just asserted: entry 1 is the assistant's.
+    expect((r.body.messages[1] as Extract<TranscriptEntry, { role: 'assistant' }>).content[1]).toEqual({
       type: 'tool_use',
       id: 't1',
       name: 'Bash',
@@ -390,18 +404,18 @@ describe('GET /api/admin/sessions', () => {
     await until('launch', () => ctx.launcher.startsFor(live)[0]);
     const admin = await adminWithToken(ctx.clock);
     const r = await until('the live session with its runner ref', async () => {
-      const res = await call(ctx.app, 'GET', '/api/admin/sessions', { token: admin.token });
-      const row = res.body.sessions.find((s: { id: string }) => s.id === live);
+      const res = await call<AdminSessionPage>(ctx.app, 'GET', '/api/admin/sessions', { token: admin.token });
+      const row = res.body.sessions.find((s) => s.id === live);
       return row?.runnerRef ? res : undefined;
     });
-    expect(r.body.sessions.find((s: { id: string }) => s.id === live)).toMatchObject({
+    expect(r.body.sessions.find((s) => s.id === live)).toMatchObject({
       state: 'starting',
       owner: { id: someone.id, username: someone.username },
       runnerRef: ctx.launcher.ref(1),
     });
-    expect(r.body.sessions.some((s: { id: string }) => s.id === idle)).toBe(false);
-    const all = await call(ctx.app, 'GET', '/api/admin/sessions?state=all', { token: admin.token });
-    expect(all.body.sessions.some((s: { id: string }) => s.id === idle)).toBe(true);
+    expect(r.body.sessions.some((s) => s.id === idle)).toBe(false);
+    const all = await call<AdminSessionPage>(ctx.app, 'GET', '/api/admin/sessions?state=all', { token: admin.token });
+    expect(all.body.sessions.some((s) => s.id === idle)).toBe(true);
     expectError(await call(ctx.app, 'GET', '/api/admin/sessions?state=dead', { token: admin.token }), 400);
     expectError(await call(ctx.app, 'GET', '/api/admin/sessions', { token: ctx.token }), 403, 'forbidden');
     expectError(await call(ctx.app, 'GET', '/api/admin/sessions'), 401);

@@ -1,8 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS } from '../src/settings/schema.ts';
+import type { z } from 'zod';
+import type { PublicSettingsSchema } from '../src/settings/routes.ts';
+import { DEFAULT_SETTINGS, type Settings } from '../src/settings/schema.ts';
 import { until } from '../../test/helpers/poll.ts';
 import { adminWithToken, call, expectError, makeApp, SpyProbe, userWithToken } from './helpers.ts';
+
+type PublicSettings = z.infer<typeof PublicSettingsSchema>;
 
 beforeEach(async () => {
   // Settings and probe answers are global rows; every test starts from the defaults.
@@ -54,7 +58,7 @@ describe('GET /api/settings', () => {
     const probe = new SpyProbe({ claude: { available: true, version: '2.1.0' }, pi: unusable });
     const { app, clock, userToken, token } = await setup(probe);
     // Nothing probed yet: a user reads that, and starts nothing.
-    const before = await call(app, 'GET', '/api/settings', { token: userToken });
+    const before = await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken });
     expect(before.status).toBe(200);
     expect(before.body.backends).toEqual([
       { name: 'claude', available: false, reason: 'not checked yet', checkedAt: null },
@@ -62,9 +66,9 @@ describe('GET /api/settings', () => {
     ]);
     expect(probe.calls).toEqual([]);
     // An admin's read starts the probes in the background and answers at once.
-    expect((await call(app, 'GET', '/api/settings', { token })).status).toBe(200);
+    expect((await call<PublicSettings>(app, 'GET', '/api/settings', { token })).status).toBe(200);
     await storedAnswers();
-    const r = await call(app, 'GET', '/api/settings', { token: userToken });
+    const r = await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken });
     expect(r.body).toEqual({
       llmBackend: 'claude',
       backends: [
@@ -74,8 +78,8 @@ describe('GET /api/settings', () => {
       maxMessageBytes: DEFAULT_SETTINGS.maxMessageBytes,
     });
     // An admin also sees how to fix an unusable backend.
-    const asAdmin = await call(app, 'GET', '/api/settings', { token });
-    expect(asAdmin.body.backends.find((b: { name: string }) => b.name === 'pi')).toMatchObject({
+    const asAdmin = await call<PublicSettings>(app, 'GET', '/api/settings', { token });
+    expect(asAdmin.body.backends.find((b) => b.name === 'pi')).toMatchObject({
       name: 'pi',
       ...unusable,
     });
@@ -83,14 +87,14 @@ describe('GET /api/settings', () => {
 
   it('an admin read reuses a stored answer within the cache window and refreshes it after', async () => {
     const { app, clock, probe, token, userToken } = await setup();
-    await call(app, 'GET', '/api/settings', { token });
+    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
     await storedAnswers();
-    await call(app, 'GET', '/api/settings', { token });
+    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
     expect(probe.calls.sort()).toEqual(['claude', 'pi']);
     clock.advance(5 * 60_000);
-    await call(app, 'GET', '/api/settings', { token: userToken });
+    await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken });
     expect(probe.calls).toHaveLength(2);
-    await call(app, 'GET', '/api/settings', { token });
+    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
     expect(probe.calls).toHaveLength(4);
     await storedAnswers();
   });
@@ -100,17 +104,19 @@ describe('GET /api/settings', () => {
     const probe = new SpyProbe({ claude: () => gate.promise, pi: () => gate.promise });
     const { app, clock, token, userToken } = await setup(probe, { probeTimeoutMs: 60_000 });
     const users = await Promise.all(
-      Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token: userToken })),
+      Array.from({ length: 50 }, () => call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken })),
     );
     expect(users.every((r) => r.status === 200)).toBe(true);
     expect(probe.calls).toEqual([]);
 
-    const admins = await Promise.all(Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token })));
+    const admins = await Promise.all(
+      Array.from({ length: 50 }, () => call<PublicSettings>(app, 'GET', '/api/settings', { token })),
+    );
     expect(admins.every((r) => r.status === 200)).toBe(true);
     expect(probe.calls.sort()).toEqual(['claude', 'pi']);
     // While they run, a switch to pi cannot start a second pi probe.
     const busy = expectError(
-      await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
+      await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
       409,
       'conflict',
     );
@@ -124,24 +130,24 @@ describe('GET /api/settings', () => {
     await env.DB.prepare("INSERT INTO probe_lease (name, lease_id, until) VALUES ('pi', 'dead', ?)")
       .bind(clock.now() + 1000)
       .run();
-    await call(app, 'GET', '/api/settings', { token });
+    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
     expect(probe.calls.filter((b) => b === 'pi')).toHaveLength(1);
     clock.advance(1000);
-    await call(app, 'GET', '/api/settings', { token });
+    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
     expect(probe.calls.filter((b) => b === 'pi')).toHaveLength(2);
     await storedAnswers();
   });
 
   it('answers 401 without credentials', async () => {
     const { app } = await setup();
-    expectError(await call(app, 'GET', '/api/settings'), 401);
+    expectError(await call<PublicSettings>(app, 'GET', '/api/settings'), 401);
   });
 });
 
 describe('GET /api/admin/settings', () => {
   it('returns the full settings, defaults first', async () => {
     const { app, token } = await setup();
-    const r = await call(app, 'GET', '/api/admin/settings', { token });
+    const r = await call<Settings>(app, 'GET', '/api/admin/settings', { token });
     expect(r.status).toBe(200);
     expect(r.body).toEqual(DEFAULT_SETTINGS);
   });
@@ -151,22 +157,22 @@ describe('GET /api/admin/settings', () => {
     await env.DB.prepare('UPDATE settings SET value = ?')
       .bind(JSON.stringify({ sessionIdleMinutes: 'abc', maxMessageBytes: 4096 }))
       .run();
-    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual({
+    expect((await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body).toEqual({
       ...DEFAULT_SETTINGS,
       maxMessageBytes: 4096,
     });
     await env.DB.prepare("UPDATE settings SET value = 'not json'").run();
-    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
+    expect((await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
   });
 });
 
 describe('PUT /api/admin/settings', () => {
   it('applies a partial update and audits who, when, before and after', async () => {
     const { app, clock, admin, token } = await setup();
-    const r = await call(app, 'PUT', '/api/admin/settings', { token, body: { sessionIdleMinutes: 30 } });
+    const r = await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { sessionIdleMinutes: 30 } });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ ...DEFAULT_SETTINGS, sessionIdleMinutes: 30 });
-    expect((await call(app, 'GET', '/api/admin/settings', { token })).body.sessionIdleMinutes).toBe(30);
+    expect((await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body.sessionIdleMinutes).toBe(30);
     const audit = await settingsAudit();
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({
@@ -181,16 +187,16 @@ describe('PUT /api/admin/settings', () => {
 
   it('audits every change and nothing for a no-op', async () => {
     const { app, token } = await setup();
-    await call(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
-    await call(app, 'PUT', '/api/admin/settings', {
+    await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
+    await call<Settings>(app, 'PUT', '/api/admin/settings', {
       token,
       body: { defaultModel: { pi: 'anthropic/claude-sonnet-4' } },
     });
-    await call(app, 'PUT', '/api/admin/settings', {
+    await call<Settings>(app, 'PUT', '/api/admin/settings', {
       token,
       body: { defaultModel: { claude: 'opus' }, sessionMaxMinutes: 60 },
     });
-    await call(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
+    await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
     const audit = await settingsAudit();
     expect(audit.map((a) => [a.before, a.after])).toEqual([
       [{ maxMessageBytes: DEFAULT_SETTINGS.maxMessageBytes }, { maxMessageBytes: 2048 }],
@@ -206,7 +212,10 @@ describe('PUT /api/admin/settings', () => {
         { defaultModel: { claude: 'opus', pi: 'anthropic/claude-sonnet-4' }, sessionMaxMinutes: 60 },
       ],
     ]);
-    const cleared = await call(app, 'PUT', '/api/admin/settings', { token, body: { defaultModel: { pi: null } } });
+    const cleared = await call<Settings>(app, 'PUT', '/api/admin/settings', {
+      token,
+      body: { defaultModel: { pi: null } },
+    });
     expect(cleared.body.defaultModel).toEqual({ claude: 'opus', pi: null });
   });
 
@@ -214,7 +223,7 @@ describe('PUT /api/admin/settings', () => {
     const { app, probe, token } = await setup();
     for (const value of ['gpt', 'Claude', '', 5, null, ['pi']]) {
       const err = expectError(
-        await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: value } }),
+        await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: value } }),
         400,
         'invalid_request',
       );
@@ -229,7 +238,7 @@ describe('PUT /api/admin/settings', () => {
   it('answers 400 naming the field for other invalid input', async () => {
     const { app, token } = await setup();
     const bad = async (body: unknown) =>
-      expectError(await call(app, 'PUT', '/api/admin/settings', { token, body }), 400, 'invalid_request');
+      expectError(await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body }), 400, 'invalid_request');
     expect((await bad({})).message).toMatch(/at least one/);
     expect((await bad({ llmBacknd: 'pi' })).field).toBe('llmBacknd');
     expect((await bad({ sessionIdleMinutes: 0 })).field).toBe('sessionIdleMinutes');
@@ -248,14 +257,18 @@ describe('PUT /api/admin/settings', () => {
   it('answers 413 for a huge body and 415 for a non-JSON one', async () => {
     const { app, token } = await setup();
     expectError(
-      await call(app, 'PUT', '/api/admin/settings', {
+      await call<Settings>(app, 'PUT', '/api/admin/settings', {
         token,
         raw: JSON.stringify({ defaultModel: { pi: 'x'.repeat(70_000) } }),
       }),
       413,
     );
     expectError(
-      await call(app, 'PUT', '/api/admin/settings', { token, raw: 'llmBackend=pi', contentType: 'text/plain' }),
+      await call<Settings>(app, 'PUT', '/api/admin/settings', {
+        token,
+        raw: 'llmBackend=pi',
+        contentType: 'text/plain',
+      }),
       415,
     );
   });
@@ -266,11 +279,11 @@ describe('the backend switch', () => {
     const { app, probe, admin, token, userToken } = await setup(
       new SpyProbe({ pi: { available: true, version: '0.73.1' } }),
     );
-    const r = await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } });
+    const r = await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } });
     expect(r.status).toBe(200);
     expect(r.body.llmBackend).toBe('pi');
     expect(probe.calls).toEqual(['pi']);
-    expect((await call(app, 'GET', '/api/settings', { token: userToken })).body.llmBackend).toBe('pi');
+    expect((await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken })).body.llmBackend).toBe('pi');
     expect(await settingsAudit()).toMatchObject([
       { actor_id: admin.user.id, before: { llmBackend: 'claude' }, after: { llmBackend: 'pi' } },
     ]);
@@ -278,7 +291,7 @@ describe('the backend switch', () => {
 
   it('to pi: answers 400 with the probe’s reason and fix when pi is unusable, and changes nothing', async () => {
     const { app, probe, token, userToken } = await setup(new SpyProbe({ pi: unusable }));
-    const r = await call(app, 'PUT', '/api/admin/settings', {
+    const r = await call<Settings>(app, 'PUT', '/api/admin/settings', {
       token,
       body: { llmBackend: 'pi', sessionIdleMinutes: 20 },
     });
@@ -287,11 +300,11 @@ describe('the backend switch', () => {
     expect(err.message).toContain(unusable.reason);
     expect(err.message).toContain(unusable.fix);
     expect(probe.calls).toEqual(['pi']);
-    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
+    expect((await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
     expect(await settingsAudit()).toEqual([]);
     // Users see the fresh answer without another probe.
-    const pub = await call(app, 'GET', '/api/settings', { token: userToken });
-    expect(pub.body.backends.find((b: { name: string }) => b.name === 'pi')).toEqual({
+    const pub = await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken });
+    expect(pub.body.backends.find((b) => b.name === 'pi')).toEqual({
       name: 'pi',
       available: false,
       reason: unusable.reason,
@@ -308,7 +321,7 @@ describe('the backend switch', () => {
     for (const [answer, pattern] of cases) {
       const { app, token } = await setup(new SpyProbe({ pi: answer }), { probeTimeoutMs: 20 });
       const err = expectError(
-        await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
+        await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
         400,
         'backend_unavailable',
       );
@@ -320,7 +333,7 @@ describe('the backend switch', () => {
     const slowPi = () => new Promise<{ available: boolean }>(() => {});
     const { app, token } = await setup(new SpyProbe({ pi: slowPi }), { probeTimeoutMs: 60_000 });
     const err = expectError(
-      await call(app, 'PUT', '/api/admin/settings', {
+      await call<Settings>(app, 'PUT', '/api/admin/settings', {
         token,
         body: { llmBackend: 'pi' },
         env: { PROBE_TIMEOUT_SECONDS: '0.02' },
@@ -340,7 +353,7 @@ describe('the backend switch', () => {
     await env.DB.prepare('UPDATE settings SET value = ?')
       .bind(JSON.stringify({ llmBackend: 'pi' }))
       .run();
-    const r = await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'claude' } });
+    const r = await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'claude' } });
     expect(r.status).toBe(200);
     expect(r.body.llmBackend).toBe('claude');
     expect(probe.calls).toEqual([]);
@@ -353,7 +366,7 @@ describe('the backend switch', () => {
     await env.DB.prepare('UPDATE settings SET value = ?')
       .bind(JSON.stringify({ llmBackend: 'pi' }))
       .run();
-    const r = await call(app, 'PUT', '/api/admin/settings', {
+    const r = await call<Settings>(app, 'PUT', '/api/admin/settings', {
       token,
       body: { llmBackend: 'pi', sessionIdleMinutes: 45 },
     });
@@ -370,8 +383,12 @@ describe('the backend switch', () => {
       },
     });
     const { app, token } = await setup(probe);
-    expectError(await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }), 409, 'conflict');
-    const now = (await call(app, 'GET', '/api/admin/settings', { token })).body;
+    expectError(
+      await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
+      409,
+      'conflict',
+    );
+    const now = (await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body;
     expect(now.llmBackend).toBe('claude');
     expect(now.sessionIdleMinutes).toBe(99);
     expect(await settingsAudit()).toEqual([]);

@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { verifyPassword } from '../src/auth/password.ts';
+import type { LoginResultSchema } from '../src/auth/schemas.ts';
 import { ACCOUNT_RULE, ADDRESS_RULE, PAIR_RULE } from '../src/auth/throttle.ts';
 import { call, createUser, expectError, makeApp, uniq, type TestApp } from './helpers.ts';
 
+type LoginResult = z.infer<typeof LoginResultSchema>;
+
+// Typed as the success; refusals are checked with expectError (and by the token being absent).
 const login = (app: TestApp, username: string, password: string, address: string) =>
-  call(app, 'POST', '/api/auth/login', { body: { username, password }, address });
+  call<LoginResult>(app, 'POST', '/api/auth/login', { body: { username, password }, address });
 
 /** An app whose password checks are counted: "evaluated" means PBKDF2 ran for that guess. */
 function countingApp() {

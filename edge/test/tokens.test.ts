@@ -1,9 +1,15 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { DAY_MS } from '../src/auth/tokens.ts';
 import { PAIR_RULE } from '../src/auth/throttle.ts';
-import { MAX_LIVE_API_TOKENS } from '../src/tokens/schemas.ts';
+import { type CreatedTokenSchema, MAX_LIVE_API_TOKENS, type TokenInfo } from '../src/tokens/schemas.ts';
+import type { PublicUser } from '../src/users/schemas.ts';
 import { call, createUser, DEFAULT_PASSWORD, expectError, makeApp, tokenFor } from './helpers.ts';
+
+type CreatedToken = z.infer<typeof CreatedTokenSchema>;
+/** GET /api/tokens (the route declares this shape inline). */
+type TokenList = { tokens: TokenInfo[] };
 
 async function setup() {
   const { app, clock } = makeApp();
@@ -15,7 +21,7 @@ async function setup() {
 describe('POST /api/tokens', () => {
   it('creates a named token whose secret is shown once and works as a bearer', async () => {
     const { app, clock, u, token } = await setup();
-    const r = await call(app, 'POST', '/api/tokens', {
+    const r = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token,
       body: { name: 'ci', expiresInDays: 30, currentPassword: DEFAULT_PASSWORD },
     });
@@ -28,7 +34,7 @@ describe('POST /api/tokens', () => {
       expiresAt: new Date(clock.now() + 30 * DAY_MS).toISOString(),
       lastUsedAt: null,
     });
-    expect((await call(app, 'GET', '/api/me', { token: r.body.secret })).body.id).toBe(u.id);
+    expect((await call<PublicUser>(app, 'GET', '/api/me', { token: r.body.secret })).body.id).toBe(u.id);
     const list = await call(app, 'GET', '/api/tokens', { token });
     expect(list.text).not.toContain(r.body.secret);
     const dump = JSON.stringify((await env.DB.prepare('SELECT * FROM auth_tokens').all()).results);
@@ -37,7 +43,7 @@ describe('POST /api/tokens', () => {
 
   it('defaults to 90 days', async () => {
     const { app, clock, token } = await setup();
-    const r = await call(app, 'POST', '/api/tokens', {
+    const r = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token,
       body: { name: 'default', currentPassword: DEFAULT_PASSWORD },
     });
@@ -109,21 +115,23 @@ describe('GET /api/tokens[/:id]', () => {
     const { app, clock, token } = await setup();
     const other = await createUser();
     await tokenFor(other.id, clock, { kind: 'api', name: 'theirs' });
-    const mine = await call(app, 'POST', '/api/tokens', {
+    const mine = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token,
       body: { name: 'mine', currentPassword: DEFAULT_PASSWORD },
     });
-    const list = await call(app, 'GET', '/api/tokens', { token });
+    const list = await call<TokenList>(app, 'GET', '/api/tokens', { token });
     expect(list.status).toBe(200);
     expect(list.body.tokens).toEqual([mine.body.token]);
-    expect((await call(app, 'GET', `/api/tokens/${mine.body.token.id}`, { token })).body).toEqual(mine.body.token);
+    expect((await call<TokenInfo>(app, 'GET', `/api/tokens/${mine.body.token.id}`, { token })).body).toEqual(
+      mine.body.token,
+    );
   });
 
   it('answers 404 for another user’s token and 400 for a malformed id', async () => {
     const { app, clock, token } = await setup();
     const other = await createUser();
     const otherToken = await tokenFor(other.id, clock);
-    const theirs = await call(app, 'POST', '/api/tokens', {
+    const theirs = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token: otherToken,
       body: { name: 'theirs', currentPassword: DEFAULT_PASSWORD },
     });
@@ -135,16 +143,16 @@ describe('GET /api/tokens[/:id]', () => {
 
   it('drops expired tokens from the list and refuses them (clock moved)', async () => {
     const { app, clock, token } = await setup();
-    const created = await call(app, 'POST', '/api/tokens', {
+    const created = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token,
       body: { name: 'short', expiresInDays: 1, currentPassword: DEFAULT_PASSWORD },
     });
-    const longLived = await tokenFor((await call(app, 'GET', '/api/me', { token })).body.id, clock, {
+    const longLived = await tokenFor((await call<PublicUser>(app, 'GET', '/api/me', { token })).body.id, clock, {
       ttlMs: 30 * DAY_MS,
     });
     clock.advance(DAY_MS);
     expectError(await call(app, 'GET', '/api/me', { token: created.body.secret }), 401);
-    expect((await call(app, 'GET', '/api/tokens', { token: longLived })).body.tokens).toEqual([]);
+    expect((await call<TokenList>(app, 'GET', '/api/tokens', { token: longLived })).body.tokens).toEqual([]);
     expectError(await call(app, 'GET', `/api/tokens/${created.body.token.id}`, { token: longLived }), 404);
   });
 });
@@ -152,7 +160,7 @@ describe('GET /api/tokens[/:id]', () => {
 describe('DELETE /api/tokens/:id', () => {
   it('revokes: the very next request with that token is 401', async () => {
     const { app, token } = await setup();
-    const created = await call(app, 'POST', '/api/tokens', {
+    const created = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token,
       body: { name: 'gone', currentPassword: DEFAULT_PASSWORD },
     });
@@ -171,7 +179,7 @@ describe('DELETE /api/tokens/:id', () => {
     const { app, clock, token } = await setup();
     const other = await createUser();
     const otherToken = await tokenFor(other.id, clock);
-    const theirs = await call(app, 'POST', '/api/tokens', {
+    const theirs = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token: otherToken,
       body: { name: 'theirs', currentPassword: DEFAULT_PASSWORD },
     });
@@ -253,7 +261,7 @@ describe('minting API tokens needs a login session and the current password', ()
 
   it('audits creation and revocation (never the secret)', async () => {
     const { app, u, token } = await setup();
-    const created = await call(app, 'POST', '/api/tokens', {
+    const created = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token,
       body: { name: 'audited', currentPassword: DEFAULT_PASSWORD },
     });
@@ -274,11 +282,11 @@ describe('minting API tokens needs a login session and the current password', ()
 describe('a password reset revokes every token of the user', () => {
   it("admin reset: the user's API tokens and login sessions stop working", async () => {
     const { app, clock, u, token } = await setup();
-    const created = await call(app, 'POST', '/api/tokens', {
+    const created = await call<CreatedToken>(app, 'POST', '/api/tokens', {
       token,
       body: { name: 'script', currentPassword: DEFAULT_PASSWORD },
     });
-    const apiToken = created.body.secret as string;
+    const apiToken = created.body.secret;
     expect((await call(app, 'GET', '/api/me', { token: apiToken })).status).toBe(200);
     const admin = await createUser({ role: 'admin' });
     const adminToken = await tokenFor(admin.id, clock);

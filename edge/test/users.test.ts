@@ -1,6 +1,10 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import type { User } from '../src/users/schemas.ts';
 import { adminWithToken, call, createUser, expectError, makeApp, tokenFor, uniq, userWithToken } from './helpers.ts';
+
+/** GET /api/admin/users (the route declares this shape inline). */
+type UserList = { users: User[] };
 
 async function setup() {
   const { app, clock } = makeApp();
@@ -41,8 +45,8 @@ describe('admin gate', () => {
     }
     // Nothing changed behind the refusals.
     expect(
-      (await call(app, 'GET', `/api/admin/users/${target.id}`, { token: (await adminWithToken(clock)).token })).body
-        .role,
+      (await call<User>(app, 'GET', `/api/admin/users/${target.id}`, { token: (await adminWithToken(clock)).token }))
+        .body.role,
     ).toBe('user');
   });
 });
@@ -51,7 +55,7 @@ describe('POST /api/admin/users', () => {
   it('creates a user who can log in, and audits it without the password', async () => {
     const { app, admin, token } = await setup();
     const username = uniq('new');
-    const r = await call(app, 'POST', '/api/admin/users', {
+    const r = await call<User>(app, 'POST', '/api/admin/users', {
       token,
       body: { username, password: 'a fine long password' },
     });
@@ -97,7 +101,7 @@ describe('GET /api/admin/users[/:id]', () => {
   it('lists and reads users without password hashes', async () => {
     const { app, token } = await setup();
     const u = await createUser();
-    const list = await call(app, 'GET', '/api/admin/users', { token });
+    const list = await call<UserList>(app, 'GET', '/api/admin/users', { token });
     expect(list.status).toBe(200);
     expect(list.body.users.map((x: { id: string }) => x.id)).toContain(u.id);
     expect(list.text).not.toContain('pbkdf2');
@@ -117,7 +121,7 @@ describe('PATCH /api/admin/users/:id', () => {
   it('changes the role and audits before/after', async () => {
     const { app, admin, token } = await setup();
     const u = await createUser();
-    const r = await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { role: 'admin' } });
+    const r = await call<User>(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { role: 'admin' } });
     expect(r.status).toBe(200);
     expect(r.body.role).toBe('admin');
     const audit = await auditFor(`user:${u.id}`);
@@ -170,7 +174,7 @@ describe('PATCH /api/admin/users/:id', () => {
     const u = await createUser();
     const api = await tokenFor(u.id, clock, { kind: 'api' });
     expect(
-      (await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: true } })).body.disabled,
+      (await call<User>(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: true } })).body.disabled,
     ).toBe(true);
     expectError(await call(app, 'GET', '/api/me', { token: api }), 401);
     expectError(
@@ -181,7 +185,7 @@ describe('PATCH /api/admin/users/:id', () => {
       401,
     );
     expect(
-      (await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: false } })).body.disabled,
+      (await call<User>(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: false } })).body.disabled,
     ).toBe(false);
     expect((await call(app, 'GET', '/api/me', { token: api })).status).toBe(200);
   });

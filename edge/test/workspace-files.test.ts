@@ -7,6 +7,9 @@ import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts
 import { call, createSession, hubContext, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
 import { req, sha256 } from './workspace-helpers.ts';
 
+/** GET /api/sessions/:id/files (edge/src/workspace/file-routes.ts). */
+type FileList = { files: Array<{ path: string; size: number; modifiedAt: string }>; totalBytes: number };
+
 // The Files API and the runner's workspace routes, in workerd with real R2, D1 and the hub.
 
 afterEach(() => setHubRuntimeForTests({}));
@@ -58,9 +61,9 @@ describe('Files API', () => {
       201,
     );
 
-    const list = await call(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token });
+    const list = await call<FileList>(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token });
     expect(list.status).toBe(200);
-    expect(list.body.files.map((f: { path: string }) => f.path)).toEqual(['data/blob.bin', name, 'index.html']);
+    expect(list.body.files.map((f) => f.path)).toEqual(['data/blob.bin', name, 'index.html']);
     expect(list.body.totalBytes).toBe(3000 + page.length + 2);
 
     const got = await req(ctx, 'GET', `/api/sessions/${id}/files/data/blob.bin`, { token: ctx.token });
@@ -132,7 +135,9 @@ describe('Files API', () => {
       (await req(ctx, 'PUT', `/api/sessions/${id}/files/${'n'.repeat(1100)}`, { token: ctx.token, body: 'x' })).status,
     ).toBe(400);
     // Nothing was stored by any of those.
-    expect((await call(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token })).body.files).toEqual([]);
+    expect(
+      (await call<FileList>(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token })).body.files,
+    ).toEqual([]);
 
     expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/a`, { token: ctx.token, body: 'x' })).status).toBe(201);
     const under = await req(ctx, 'PUT', `/api/sessions/${id}/files/a/b`, { token: ctx.token, body: 'x' });
@@ -171,8 +176,8 @@ describe('Files API', () => {
       expect(((await files.json()) as { error: { field: string; message: string } }).error).toMatchObject({
         field: 'maxWorkspaceFiles',
       });
-      const list = await call(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token });
-      expect(list.body.files.map((f: { path: string }) => f.path)).toEqual(['one', 'two']);
+      const list = await call<FileList>(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token });
+      expect(list.body.files.map((f) => f.path)).toEqual(['one', 'two']);
     } finally {
       await setSettings(ctx, {
         workspaceMaxFileBytes: 32 * 1024 * 1024,
@@ -219,7 +224,7 @@ describe('Files API', () => {
       403,
     );
     expectError(await call(ctx.app, 'DELETE', `/api/sessions/${id}/files/secret.txt`, { token: admin.token }), 403);
-    expectError(await call(ctx.app, 'GET', `/api/sessions/${id}/files`), 401);
+    expectError(await call<FileList>(ctx.app, 'GET', `/api/sessions/${id}/files`), 401);
   });
 });
 
