@@ -190,6 +190,40 @@ describe('runner link: hello, welcome, sequencing', () => {
     again.close();
   });
 
+  it('takes frames sent right behind the hello, before the runner has the welcome; what it already holds is dropped', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events(
+      [1, 2, 3].map((i) => ({ type: 'text.delta' as const, index: 0, text: `${i}` })),
+      mid,
+    );
+    await runner.waitAck(3);
+    const token = runner.of('welcome')[0]?.runnerToken ?? '';
+    runner.ws.close(1001, 'going away');
+    await until('the hub to see the link down', async () => (await snapshot(ctx, sid)).runner?.connected === false);
+    // A runner that saw only the ack of seq 1 sends 2..5 in the same breath as its hello.
+    const again = await FakeRunner.connect(ctx.app, { token, sessionId: sid, runnerId: runner.runnerId });
+    again.seq = 5;
+    again.hello(sid, { lastSeq: 5 });
+    again.send({
+      type: 'events',
+      events: [2, 3, 4, 5].map((seq) => ({
+        seq,
+        event: { type: 'text.delta' as const, index: 0, text: `${seq}` },
+        messageId: mid,
+      })),
+    });
+    await again.waitAck(5);
+    expect(again.received.map((m) => m.type).slice(0, 2)).toEqual(['welcome', 'ack']);
+    expect(again.of('welcome')[0]?.ackedSeq).toBe(3);
+    expect(again.closed).toBeUndefined();
+    const deltas = (await logIds(sid)).filter((e) => e.type === 'text.delta').map((e) => JSON.parse(e.data).text);
+    expect(deltas).toEqual(['1', '2', '3', '4', '5']);
+    again.close();
+  });
+
   it('refuses a hello whose lastSeq is below what the hub holds, or for another backend', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);

@@ -49,16 +49,20 @@ const FATAL_CLOSE_CODES = new Set<number>(Object.values(RunnerCloseCode));
 const FATAL_HTTP = new Set([401, 403, 404, 409]);
 
 /**
- * The runner's WebSocket to the hub: dials out, says hello, waits for
- * welcome, then streams sequenced frames from the buffer and resends from the
- * hub's ack after every reconnect. Reconnects with backoff and jitter until
- * closed or rejected. The token goes in the Authorization header only: URLs
- * end up in access logs.
+ * The runner's WebSocket to the hub: dials out, says hello, streams sequenced frames from the
+ * buffer right behind it (the hub handles a link's frames in order, so they are taken once the
+ * hello is, and a refused hello closes the socket with them still in the buffer), takes the
+ * welcome's ack, and resends what the hub does not hold after every reconnect. Reconnects with
+ * backoff and jitter until closed or rejected. The token goes in the Authorization header only:
+ * URLs end up in access logs.
  */
 export class HubLink {
   private ws: WebSocket | undefined;
   private welcomed = false;
   private everWelcomed = false;
+  /** The hello went out on the current socket: sequenced frames may follow it. */
+  private helloSent = false;
+  /** The newest seq sent on the current socket (or known held by the hub). */
   private sentSeq = 0;
   private attempt = 0;
   private closing = false;
@@ -190,6 +194,7 @@ export class HubLink {
     this.lastHttpStatus = undefined;
     const ws = early ?? HubLink.open(this.o.url, this.o.sessionId, this.token, this.o.welcomeTimeoutMs);
     this.ws = ws;
+    this.helloSent = false;
     const hello = () => {
       this.lastInbound = Date.now();
       const hello: Hello = { ...this.o.hello, lastSeq: this.o.buffer.lastSeq };
@@ -198,6 +203,11 @@ export class HubLink {
         this.o.log.warn('hub sent no welcome; reconnecting', { timeoutMs: this.o.welcomeTimeoutMs });
         ws.terminate();
       }, this.o.welcomeTimeoutMs);
+      // What the hub acked it holds; everything after goes out now, without waiting a round trip
+      // for the welcome (a pooled runner's first answer is already waiting here).
+      this.helloSent = true;
+      this.sentSeq = this.o.buffer.ackedSeq;
+      this.flush();
     };
     // An early socket may already be open; the hub says nothing before the hello, so nothing was missed.
     if (ws.readyState === WebSocket.OPEN) hello();
@@ -281,7 +291,8 @@ export class HubLink {
       });
     }
     buffer.ack(welcome.ackedSeq);
-    this.sentSeq = Math.max(welcome.ackedSeq, buffer.ackedSeq);
+    // Frames sent behind the hello reach the hub after this welcome: they are not sent again.
+    this.sentSeq = Math.max(welcome.ackedSeq, buffer.ackedSeq, this.sentSeq);
     if (welcome.runnerToken) this.token = welcome.runnerToken;
     this.welcomed = true;
     this.attempt = 0;
@@ -300,6 +311,7 @@ export class HubLink {
     clearInterval(this.heartbeat);
     const wasWelcomed = this.welcomed;
     this.welcomed = false;
+    this.helloSent = false;
     if (this.closing) return;
     if (FATAL_CLOSE_CODES.has(code) || (this.lastHttpStatus !== undefined && FATAL_HTTP.has(this.lastHttpStatus))) {
       const why =
@@ -323,7 +335,7 @@ export class HubLink {
 
   private flush(): void {
     const ws = this.ws;
-    if (!this.welcomed || !ws || ws.readyState !== WebSocket.OPEN) return;
+    if (!this.helloSent || !ws || ws.readyState !== WebSocket.OPEN) return;
     const frames = this.o.buffer.after(this.sentSeq);
     let batch: BufferedFrame[] = [];
     let chars = 0;

@@ -146,33 +146,48 @@ describe('HubLink', () => {
     expect(hub.conns).toHaveLength(3);
   });
 
-  test('hello carries lastSeq and the bearer token (session in the URL, token not); resends from welcome.ackedSeq', async () => {
+  test('hello carries lastSeq and the bearer token (session in the URL, token not); unacked frames follow it before the welcome, and the welcome sends nothing twice', async () => {
     const hub = await server();
     const buffer = new EventBuffer({ maxFrames: 100, maxBytes: 1e6 });
     pushEvents(buffer, 5);
     const first = hub.next();
-    const { l } = link(hub.url, buffer);
+    const { l, welcomes } = link(hub.url, buffer);
     const c1 = await first;
     expect(c1.req.headers.authorization).toBe('Bearer token-1');
     expect(c1.req.url).toBe('/connect?session=s1');
-    expect(await frameWhere(c1, (f) => f.type === 'hello')).toMatchObject({ lastSeq: 5, runnerId: 'r1' });
+    const seqsOf = (c: Conn) =>
+      c.frames.flatMap((f) =>
+        (f as { type?: string }).type === 'events'
+          ? (f as { events: Array<{ seq: number }> }).events.map((e) => e.seq)
+          : [],
+      );
+    // Nothing acked yet: all five go out right behind the hello, with no welcome sent.
+    await frameWhere(c1, (f) => f.type === 'events');
+    expect((c1.frames[0] as { type: string; lastSeq: number }).type).toBe('hello');
+    expect((c1.frames[0] as { lastSeq: number }).lastSeq).toBe(5);
+    expect(seqsOf(c1)).toEqual([1, 2, 3, 4, 5]);
     send(c1, { type: 'welcome', ackedSeq: 2, runnerToken: 'token-2' });
-    const batch = await frameWhere(c1, (f) => f.type === 'events');
-    expect((batch.events as Array<{ seq: number }>).map((e) => e.seq)).toEqual([3, 4, 5]);
+    await until('welcomed', () => welcomes.length === 1, 5000);
     send(c1, { type: 'ack', seq: 4 });
     await l.waitDrained(50);
     expect(buffer.after(0).map((f) => f.seq)).toEqual([5]);
+    pushEvents(buffer, 1);
+    l.notify();
+    await frameWhere(c1, (f) => f.type === 'events' && (f.events as Array<{ seq: number }>)[0]?.seq === 6);
+    // The welcome's ack (2) sent nothing again: each seq once on this socket.
+    expect(seqsOf(c1)).toEqual([1, 2, 3, 4, 5, 6]);
 
-    // The link drops; the reconnect uses the rotated token and resends what is unacked.
+    // The link drops; the reconnect uses the rotated token and sends what is unacked behind its hello.
     const second = hub.next();
     c1.ws.terminate();
     const c2 = await second;
     expect(c2.req.headers.authorization).toBe('Bearer token-2');
-    send(c2, { type: 'welcome', ackedSeq: 4 });
-    const again = await frameWhere(c2, (f) => f.type === 'events');
-    expect((again.events as Array<{ seq: number }>).map((e) => e.seq)).toEqual([5]);
-    send(c2, { type: 'ack', seq: 5 });
+    await frameWhere(c2, (f) => f.type === 'events');
+    expect(seqsOf(c2)).toEqual([5, 6]);
+    send(c2, { type: 'welcome', ackedSeq: 5 });
+    send(c2, { type: 'ack', seq: 6 });
     expect(await l.waitDrained(2000)).toBe(true);
+    expect(seqsOf(c2)).toEqual([5, 6]);
   });
 
   test('events frames say when they were sent only when bench hop stamps are on; otherwise nothing is added', async () => {
@@ -181,11 +196,9 @@ describe('HubLink', () => {
       const buffer = new EventBuffer({ maxFrames: 100, maxBytes: 1e6 });
       pushEvents(buffer, 2);
       const next = hub.next();
+      const before = performance.timeOrigin + performance.now();
       link(hub.url, buffer, { stampSends });
       const c = await next;
-      await frameWhere(c, (f) => f.type === 'hello');
-      const before = performance.timeOrigin + performance.now();
-      send(c, { type: 'welcome', ackedSeq: 0 });
       const batch = await frameWhere(c, (f) => f.type === 'events');
       if (stampSends) {
         expect(Object.keys(batch).sort()).toEqual(['events', 'sentAt', 'type']);
