@@ -56,6 +56,23 @@ async function acceptNext(runner: FakeRunner): Promise<string> {
   return um.messageId;
 }
 
+/** A runner whose link dropped after the hub stored (and acked) deltas 1..3 of an accepted turn. */
+async function linkDroppedAfterThreeEvents() {
+  const ctx = await hubContext();
+  const sid = await createSession(ctx);
+  const { runner } = await launchAndConnect(ctx, sid);
+  const mid = await acceptNext(runner);
+  runner.events(
+    [1, 2, 3].map((i) => ({ type: 'text.delta' as const, index: 0, text: `${i}` })),
+    mid,
+  );
+  await runner.waitAck(3);
+  const token = runner.of('welcome')[0]?.runnerToken ?? '';
+  runner.ws.close(1001, 'going away');
+  await until('the hub to see the link down', async () => (await snapshot(ctx, sid)).runner?.connected === false);
+  return { ctx, sid, mid, token, runner };
+}
+
 function transcriptFixture(resumeId = 'abc.jsonl'): Transcript {
   return {
     backend: 'claude',
@@ -156,18 +173,7 @@ describe('runner link: hello, welcome, sequencing', () => {
   });
 
   it('after a dropped link, welcomes the same runner with the seq it holds; the runner resends the rest', async () => {
-    const ctx = await hubContext();
-    const sid = await createSession(ctx);
-    const { runner } = await launchAndConnect(ctx, sid);
-    const mid = await acceptNext(runner);
-    runner.events(
-      [1, 2, 3].map((i) => ({ type: 'text.delta' as const, index: 0, text: `${i}` })),
-      mid,
-    );
-    await runner.waitAck(3);
-    const token = runner.of('welcome')[0]?.runnerToken ?? '';
-    runner.ws.close(1001, 'going away');
-    await until('the hub to see the link down', async () => (await snapshot(ctx, sid)).runner?.connected === false);
+    const { ctx, sid, mid, token, runner } = await linkDroppedAfterThreeEvents();
     const again = await FakeRunner.connect(ctx.app, { token, sessionId: sid, runnerId: runner.runnerId });
     again.seq = 5;
     again.hello(sid, { lastSeq: 5 });
@@ -191,18 +197,7 @@ describe('runner link: hello, welcome, sequencing', () => {
   });
 
   it('takes frames sent right behind the hello, before the runner has the welcome; what it already holds is dropped', async () => {
-    const ctx = await hubContext();
-    const sid = await createSession(ctx);
-    const { runner } = await launchAndConnect(ctx, sid);
-    const mid = await acceptNext(runner);
-    runner.events(
-      [1, 2, 3].map((i) => ({ type: 'text.delta' as const, index: 0, text: `${i}` })),
-      mid,
-    );
-    await runner.waitAck(3);
-    const token = runner.of('welcome')[0]?.runnerToken ?? '';
-    runner.ws.close(1001, 'going away');
-    await until('the hub to see the link down', async () => (await snapshot(ctx, sid)).runner?.connected === false);
+    const { ctx, sid, mid, token, runner } = await linkDroppedAfterThreeEvents();
     // A runner that saw only the ack of seq 1 sends 2..5 in the same breath as its hello.
     const again = await FakeRunner.connect(ctx.app, { token, sessionId: sid, runnerId: runner.runnerId });
     again.seq = 5;

@@ -298,7 +298,7 @@ export class HubLink {
     this.attempt = 0;
     const first = !this.everWelcomed;
     this.everWelcomed = true;
-    this.o.log.info('hub link up', { ackedSeq: welcome.ackedSeq, resend: buffer.lastSeq - this.sentSeq, first });
+    this.o.log.info('hub link up', { ackedSeq: welcome.ackedSeq, unsent: buffer.lastSeq - this.sentSeq, first });
     this.startHeartbeat();
     this.o.onWelcome(welcome, first);
     if (buffer.size === 0) this.releaseDrainWaiters();
