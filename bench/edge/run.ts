@@ -1,5 +1,6 @@
-// Edge benchmark: what a login (PBKDF2 + D1) and an authenticated request cost compared with a
-// bare Hono route served by the same workerd. Starts `wrangler dev` on loopback with a throwaway
+// Edge benchmark: what a login (PBKDF2 + D1), an authenticated request and a session's own route
+// (its D1 read started beside the token's) cost compared with a bare Hono route served by the same
+// workerd. Starts `wrangler dev` on loopback with a throwaway
 // D1, creates a user through the real operator scripts, then interleaves requests and prints
 // medians and ratios. Standalone: `node bench/edge/run.ts` (or `npm run bench:edge`).
 //
@@ -118,14 +119,23 @@ async function main() {
       throw new Error('/api/__bench/pbkdf2 was not answered by the bench Worker');
     }
     await probe.arrayBuffer();
+    const auth = { Authorization: `Bearer ${token}` };
+    const created = await fetch(`${base}/api/sessions`, {
+      method: 'POST',
+      headers: { ...auth, ...json },
+      body: JSON.stringify({ title: 'bench' }),
+    });
+    if (created.status !== 201) throw new Error(`creating a session: ${created.status}`);
+    const { id: sessionId } = (await created.json()) as { id: string };
     const routes = {
       bare: { req: () => fetch(`${base}/api/__bench/bare`), status: 200, n: samples },
       healthz: { req: () => fetch(`${base}/healthz`), status: 200, n: samples },
       me: {
-        req: () => fetch(`${base}/api/me`, { headers: { Authorization: `Bearer ${token}` } }),
+        req: () => fetch(`${base}/api/me`, { headers: auth }),
         status: 200,
         n: samples,
       },
+      session: { req: () => fetch(`${base}/api/sessions/${sessionId}`, { headers: auth }), status: 200, n: samples },
       pbkdf2: { req: () => fetch(`${base}/api/__bench/pbkdf2`), status: 200, n: Math.ceil(samples / 3) },
       login: { req: login, status: 200, n: Math.ceil(samples / 3) },
     };
@@ -148,6 +158,7 @@ async function main() {
       bare: 'GET /api/__bench/bare (bare)',
       healthz: 'GET /healthz (app, no auth)',
       me: 'GET /api/me (bearer auth)',
+      session: 'GET /api/sessions/:id',
       pbkdf2: 'PBKDF2 verify only',
       login: 'POST /api/auth/login',
     };
@@ -161,6 +172,9 @@ async function main() {
       `ratio authenticated GET / bare      ${(med('me') / bare).toFixed(2)} (+${(med('me') - bare).toFixed(2)} ms per request for auth)`,
     );
     console.log(`ratio login / authenticated GET     ${(med('login') / med('me')).toFixed(1)}`);
+    console.log(
+      `a session over the authenticated GET ${(med('session') / med('me')).toFixed(2)} (+${(med('session') - med('me')).toFixed(2)} ms: its D1 read beside the token's, and the hub's live state)`,
+    );
     console.log(
       `share of login spent in PBKDF2      ${((100 * (med('pbkdf2') - bare)) / (med('login') - bare)).toFixed(0)}%`,
     );

@@ -27,6 +27,35 @@ type TranscriptEntry = SessionTranscript['messages'][number];
 
 afterEach(() => setHubRuntimeForTests({}));
 
+/** env.DB, noting when each statement's query starts and ends (the Worker's reads, not the hub's). */
+function recordingDb(db: D1Database, marks: Array<{ sql: string; at: 'start' | 'end' }>): D1Database {
+  const terminal = new Set(['first', 'all', 'run', 'raw']);
+  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement =>
+    new Proxy(stmt, {
+      get(target, prop) {
+        if (prop === 'bind') return (...values: unknown[]) => wrap(target.bind(...values), sql);
+        const value: unknown = Reflect.get(target, prop, target);
+        if (typeof value !== 'function') return value;
+        if (!terminal.has(String(prop))) return value.bind(target);
+        return async (...args: unknown[]) => {
+          marks.push({ sql, at: 'start' });
+          try {
+            return await value.apply(target, args);
+          } finally {
+            marks.push({ sql, at: 'end' });
+          }
+        };
+      },
+    });
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'prepare') return (sql: string) => wrap(target.prepare(sql), sql);
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 async function otherUser(ctx: HubTestContext) {
   return userWithToken(ctx.clock);
 }
@@ -280,6 +309,47 @@ describe('POST /api/sessions/:id/messages', () => {
     expectError(await postMessage(ctx, sid, 'x', {}, other.token), 404, 'not_found');
     expect((await postMessage(ctx, sid, 'first')).status).toBe(202);
     expectError(await postMessage(ctx, sid, 'second'), 409, 'conflict');
+  });
+
+  it('reads the session (and for a message the settings) alongside the token, not after it; only for a request that carries a token', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const marks: Array<{ sql: string; at: 'start' | 'end' }> = [];
+    const DB = recordingDb(env.DB, marks);
+    const sent = await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
+      token: ctx.token,
+      body: { text: 'x' },
+      env: { DB },
+    });
+    expect(sent.status).toBe(202);
+    const index = (pattern: RegExp, at: 'start' | 'end') => marks.findIndex((m) => m.at === at && pattern.test(m.sql));
+    const token = /FROM auth_tokens t JOIN users/;
+    const session = /FROM sessions WHERE id/;
+    const settings = /FROM settings/;
+    expect(index(token, 'end')).toBeGreaterThan(-1);
+    // Both reads were on their way before the token lookup came back.
+    expect(index(session, 'start')).toBeGreaterThan(-1);
+    expect(index(session, 'start')).toBeLessThan(index(token, 'end'));
+    expect(index(settings, 'start')).toBeLessThan(index(token, 'end'));
+    marks.length = 0;
+    expect((await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token, env: { DB } })).status).toBe(200);
+    expect(index(session, 'start')).toBeGreaterThan(-1);
+    expect(index(session, 'start')).toBeLessThan(index(token, 'end'));
+    // Without a credential nothing is read for the session; the answer is the same 401.
+    marks.length = 0;
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { body: { text: 'x' }, env: { DB } }),
+      401,
+    );
+    expect(marks.filter((m) => session.test(m.sql))).toEqual([]);
+    // A token-shaped credential that is not valid gets the 401 and nothing of what was read.
+    const forged = await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
+      token: `${ctx.token.slice(0, -4)}AAAA`,
+      body: { text: 'x' },
+      env: { DB },
+    });
+    expectError(forged, 401, 'unauthenticated');
+    expect(forged.text).not.toContain(sid);
   });
 
   it('413 above settings.maxMessageBytes, checked before the body is parsed', async () => {

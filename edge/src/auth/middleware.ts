@@ -13,6 +13,16 @@ export function originCheckOf<E extends AppEnv>(c: Context<E>): OriginCheck {
 }
 
 /**
+ * Whether the request carries something shaped like a token where `authenticate` looks for one
+ * (the bearer header, else the session cookie). Says nothing of whether it is valid.
+ */
+export function carriesToken<E extends AppEnv>(c: Context<E>): boolean {
+  const header = c.req.header('Authorization');
+  const secret = header !== undefined ? bearerToken(header) : readSessionCookie(c);
+  return secret !== undefined && TOKEN_PATTERN.test(secret);
+}
+
+/**
  * Resolves the caller from `Authorization: Bearer` or, failing that, the session cookie. A bearer
  * header wins and is never silently ignored: a bad one is a 401 even if a good cookie is present.
  * Generic so a router whose env adds variables (sessions: the loaded session) uses it as is.

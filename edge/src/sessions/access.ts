@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { auditInsert } from '../audit/store.ts';
+import { carriesToken } from '../auth/middleware.ts';
 import type { AppDeps, AuthContext } from '../context.ts';
 import { apiError } from '../errors.ts';
 import { ULID_PATTERN } from '../ids.ts';
@@ -8,11 +9,43 @@ import { findSession, type SessionRow } from './store.ts';
 
 // Who may reach a session through /api/sessions/:id, and the session's hub.
 
+type SessionRead = Promise<[SessionRow | null, StoredSettings | undefined]>;
+
 /** The session routes also carry the session `sessionAccess` loaded (and the settings, where asked for). */
 export type SessionsEnv = {
   Bindings: Env;
-  Variables: { auth: AuthContext; session: SessionRow; settings?: StoredSettings };
+  Variables: {
+    auth: AuthContext;
+    session: SessionRow;
+    settings?: StoredSettings;
+    /** `readSessionEarly`'s read, started before the caller was authenticated. */
+    earlyRead?: { id: string; withSettings: boolean; read: SessionRead };
+  };
 };
+
+function readSession(db: D1Database, id: string, withSettings: boolean): SessionRead {
+  return Promise.all([findSession(db, id), withSettings ? readSettings(db) : undefined]);
+}
+
+/**
+ * Starts `sessionAccess`'s D1 read before the caller is authenticated, so the token lookup and
+ * the session read are one round trip instead of two in a row (a message's way to its runner, a
+ * viewer's (re)subscription, the session itself). Registered ahead of `authenticate`, for requests that carry something
+ * shaped like a token; what it reads is used only once `sessionAccess` has let the caller in.
+ */
+export function readSessionEarly(o: { withSettings?: boolean } = {}): MiddlewareHandler<SessionsEnv> {
+  return async (c, next) => {
+    const id = c.req.param('id') ?? '';
+    if (ULID_PATTERN.test(id) && carriesToken(c)) {
+      const withSettings = o.withSettings === true;
+      const read = readSession(c.env.DB, id, withSettings);
+      // A caller authenticate refuses never awaits it.
+      read.catch(() => undefined);
+      c.set('earlyRead', { id, withSettings, read });
+    }
+    await next();
+  };
+}
 
 /** The session's hub (one Durable Object per session, named by its id). */
 export function hubFor(env: Env, sessionId: string) {
@@ -33,10 +66,11 @@ export function sessionAccess(
   return async (c, next) => {
     const id = c.req.param('id') ?? '';
     if (!ULID_PATTERN.test(id)) return apiError(c, 404, 'not_found', 'no such session');
-    const [row, settings] = await Promise.all([
-      findSession(c.env.DB, id),
-      o.withSettings === true ? readSettings(c.env.DB) : undefined,
-    ]);
+    const withSettings = o.withSettings === true;
+    const early = c.get('earlyRead');
+    const [row, settings] = await (early !== undefined && early.id === id && early.withSettings === withSettings
+      ? early.read
+      : readSession(c.env.DB, id, withSettings));
     const { user } = c.get('auth');
     if (row === null || (row.user_id !== user.id && user.role !== 'admin')) {
       return apiError(c, 404, 'not_found', 'no such session');

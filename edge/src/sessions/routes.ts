@@ -31,7 +31,7 @@ import {
 import { checkRepositoryHost, type ApprovalMode, type Repository } from '@switchyard/protocol';
 import { approvalRoutes } from './approval-routes.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
-import { hubFor, type SessionsEnv, sessionAccess } from './access.ts';
+import { hubFor, readSessionEarly, type SessionsEnv, sessionAccess } from './access.ts';
 import { repositoryAllowLoopback } from './repository-policy.ts';
 import { runnerHubUrl } from '../runner-link/hub-url.ts';
 import {
@@ -210,6 +210,9 @@ const transcriptRoute = createRoute({
 
 export function sessionRoutes(deps: AppDeps) {
   const app = newRouter<SessionsEnv>();
+  app.use('/:id/messages', readSessionEarly({ withSettings: true }));
+  app.use('/:id/events', readSessionEarly());
+  app.use('/:id', readSessionEarly());
   app.use('*', authenticate<SessionsEnv>(deps));
   const smallBody = bodyLimit({
     maxSize: CREATE_BODY_LIMIT,
