@@ -5,6 +5,7 @@ import { DUMMY_PASSWORD_HASH, verifyPassword } from '../src/auth/password.ts';
 // Benchmark entry (bench/edge/run.ts serves it with `wrangler dev`): the real app plus two
 // reference routes in the same workerd, so ratios compare like with like.
 export { SessionHub } from '../src/hub/session-hub.ts';
+export { PoolCoordinator } from '../src/pool/coordinator.ts';
 
 const app = createApp();
 const reference = new Hono();
