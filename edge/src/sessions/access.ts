@@ -30,8 +30,9 @@ function readSession(db: D1Database, id: string, withSettings: boolean): Session
 /**
  * Starts `sessionAccess`'s D1 read before the caller is authenticated, so the token lookup and
  * the session read are one round trip instead of two in a row (a message's way to its runner, a
- * viewer's (re)subscription, the session itself). Registered ahead of `authenticate`, for requests that carry something
- * shaped like a token; what it reads is used only once `sessionAccess` has let the caller in.
+ * viewer's (re)subscription, the session itself). Registered ahead of `authenticate`, for
+ * requests that carry something shaped like a token; what it reads is used only once
+ * `sessionAccess` has let the caller in.
  */
 export function readSessionEarly(o: { withSettings?: boolean } = {}): MiddlewareHandler<SessionsEnv> {
   return async (c, next) => {
