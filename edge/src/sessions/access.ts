@@ -19,7 +19,7 @@ export type SessionsEnv = {
     session: SessionRow;
     settings?: StoredSettings;
     /** `readSessionEarly`'s read, started before the caller was authenticated. */
-    earlyRead?: { id: string; withSettings: boolean; read: SessionRead };
+    earlyRead?: { withSettings: boolean; read: SessionRead };
   };
 };
 
@@ -42,7 +42,7 @@ export function readSessionEarly(o: { withSettings?: boolean } = {}): Middleware
       const read = readSession(c.env.DB, id, withSettings);
       // A caller authenticate refuses never awaits it.
       read.catch(() => undefined);
-      c.set('earlyRead', { id, withSettings, read });
+      c.set('earlyRead', { withSettings, read });
     }
     await next();
   };
@@ -69,7 +69,7 @@ export function sessionAccess(
     if (!ULID_PATTERN.test(id)) return apiError(c, 404, 'not_found', 'no such session');
     const withSettings = o.withSettings === true;
     const early = c.get('earlyRead');
-    const [row, settings] = await (early !== undefined && early.id === id && early.withSettings === withSettings
+    const [row, settings] = await (early?.withSettings === withSettings
       ? early.read
       : readSession(c.env.DB, id, withSettings));
     const { user } = c.get('auth');
