@@ -1,10 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { z } from 'zod';
-import type { AuditEntry, AuditPageSchema } from '../src/audit/schemas.ts';
-import { adminWithToken, call, expectError, makeApp, userWithToken } from './helpers.ts';
+import type { AuditEntry } from '../src/audit/schemas.ts';
+import { adminWithToken, type AuditPage, call, expectError, makeApp, userWithToken } from './helpers.ts';
 
-type AuditPage = z.infer<typeof AuditPageSchema>;
 /** A page filtered to user.create: each entry's `after` records the new user, name included. */
 type UserCreatePage = Omit<AuditPage, 'entries'> & { entries: Array<AuditEntry & { after: { username: string } }> };
 

@@ -1,12 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import type { z } from 'zod';
-import type { LoginResultSchema } from '../src/auth/schemas.ts';
 import { SESSION_TTL_MS } from '../src/auth/tokens.ts';
 import { MAX_JSON_BODY_BYTES } from '../src/app.ts';
-import { call, createUser, expectError, makeApp, tokenFor, uniq } from './helpers.ts';
-
-type LoginResult = z.infer<typeof LoginResultSchema>;
+import { call, createUser, expectError, type LoginResult, makeApp, tokenFor, uniq } from './helpers.ts';
 
 function cookieFrom(setCookie: string | null): string {
   const m = /sy_session=([^;]*)/.exec(setCookie ?? '');

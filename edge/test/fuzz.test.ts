@@ -9,6 +9,7 @@ import {
   SpyProbe,
   tokenFor,
   type CallOptions,
+  type CreatedToken,
 } from './helpers.ts';
 
 /**
@@ -368,7 +369,7 @@ describe('fuzz: random and malformed bodies at every route', async () => {
   const adminApi = await tokenFor(admin.user.id, clock, { kind: 'api' });
   const user = await createUser();
   const userToken = await tokenFor(user.id, clock, { kind: 'api' });
-  const own = await call<{ token: { id: string } }>(app, 'POST', '/api/tokens', {
+  const own = await call<CreatedToken>(app, 'POST', '/api/tokens', {
     token: await tokenFor(user.id, clock),
     body: { name: 'own', currentPassword: DEFAULT_PASSWORD },
   });

@@ -8,6 +8,9 @@ import { newId } from '../src/ids.ts';
 import type { BackendProbe, ProbeResult } from '../src/settings/backend-probe.ts';
 import type { Role } from '../src/users/schemas.ts';
 import type { z } from 'zod';
+import type { AuditPageSchema } from '../src/audit/schemas.ts';
+import type { LoginResultSchema } from '../src/auth/schemas.ts';
+import type { CreatedTokenSchema } from '../src/tokens/schemas.ts';
 import { ErrorBodySchema } from '../src/errors.ts';
 
 export const ORIGIN = 'http://localhost';
@@ -173,5 +176,10 @@ export function expectError(r: CallResult<unknown>, status: number, code?: strin
   return err;
 }
 
-/** The error of the API's error body (edge/src/errors.ts). */
-export type ApiErrorBody = z.infer<typeof ErrorBodySchema>['error'];
+// Bodies the tests read, from the routes' own schemas.
+/** What a route answers for any error (edge/src/errors.ts). */
+export type ErrorResponse = z.infer<typeof ErrorBodySchema>;
+export type ApiErrorBody = ErrorResponse['error'];
+export type LoginResult = z.infer<typeof LoginResultSchema>;
+export type AuditPage = z.infer<typeof AuditPageSchema>;
+export type CreatedToken = z.infer<typeof CreatedTokenSchema>;

@@ -8,7 +8,6 @@ import {
   type RunnerToHub,
 } from '@switchyard/protocol';
 import type { z } from 'zod';
-import type { ErrorBodySchema } from '../src/errors.ts';
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
 import { setHubRuntimeForTests, timingsFromEnv, type HubTimings } from '../src/hub/runtime.ts';
 import type {
@@ -21,7 +20,15 @@ import type {
 } from '../src/sessions/schemas.ts';
 import { until } from '../../test/helpers/poll.ts';
 import { type SseEvent, SseReader as SharedSseReader } from '../../test/helpers/sse.ts';
-import { call, type CallResult, type FakeClock, makeApp, userWithToken, type TestApp } from './helpers.ts';
+import {
+  call,
+  type CallResult,
+  type ErrorResponse,
+  type FakeClock,
+  makeApp,
+  userWithToken,
+  type TestApp,
+} from './helpers.ts';
 
 // Helpers for the session hub tests: a fake Launcher that records calls, a fake runner that
 // speaks the wire schemas over a real WebSocket through the Worker, and the session's events
@@ -34,8 +41,6 @@ export type MessageAccepted = z.infer<typeof MessageAcceptedSchema>;
 export type SessionPage = z.infer<typeof SessionPageSchema>;
 export type AdminSessionPage = z.infer<typeof AdminSessionPageSchema>;
 export type SessionTranscript = z.infer<typeof SessionTranscriptSchema>;
-/** What a route answers for any error (edge/src/errors.ts). */
-export type ErrorResponse = z.infer<typeof ErrorBodySchema>;
 
 let launchers = 0;
 
@@ -274,4 +279,4 @@ export function statusStates(events: SseEvent[]): string[] {
   return events.filter((e) => e.event === 'session.status').map((e) => (e.data as { state: string }).state);
 }
 
-export { call, type SseEvent, until };
+export { call, type ErrorResponse, type SseEvent, until };

@@ -2,21 +2,25 @@ import { env } from 'cloudflare:workers';
 import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION } from '@switchyard/protocol';
 import { POOL_CLAIM_MAX_BYTES, PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { z } from 'zod';
-import type { AuditPageSchema } from '../src/audit/schemas.ts';
 import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
 import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
 import { poolCoordinator, poolMaxAgeMs } from '../src/pool/config.ts';
 import type { PoolStatus } from '../src/pool/coordinator.ts';
 import { until } from '../../test/helpers/poll.ts';
-import { adminWithToken, call, makeApp, userWithToken, type FakeClock, type TestApp } from './helpers.ts';
+import {
+  adminWithToken,
+  type AuditPage,
+  call,
+  makeApp,
+  userWithToken,
+  type FakeClock,
+  type TestApp,
+} from './helpers.ts';
 import { createSession, FakeLauncher, FakeRunner, postMessage } from './hub-helpers.ts';
 
 // The warm runner pool in workerd: the real coordinator Durable Object, the real session hubs and
 // routes, a launcher that records pooled starts, and scripted pooled runners that dial the real
 // pool route with the token the coordinator minted.
-
-type AuditPage = z.infer<typeof AuditPageSchema>;
 
 class PoolLauncher extends FakeLauncher {
   pooled: PoolLaunchRequest[] = [];

@@ -66,9 +66,9 @@ describe('GET /api/settings', () => {
     ]);
     expect(probe.calls).toEqual([]);
     // An admin's read starts the probes in the background and answers at once.
-    expect((await call<PublicSettings>(app, 'GET', '/api/settings', { token })).status).toBe(200);
+    expect((await call(app, 'GET', '/api/settings', { token })).status).toBe(200);
     await storedAnswers();
-    const r = await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken });
+    const r = await call(app, 'GET', '/api/settings', { token: userToken });
     expect(r.body).toEqual({
       llmBackend: 'claude',
       backends: [
@@ -87,14 +87,14 @@ describe('GET /api/settings', () => {
 
   it('an admin read reuses a stored answer within the cache window and refreshes it after', async () => {
     const { app, clock, probe, token, userToken } = await setup();
-    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
+    await call(app, 'GET', '/api/settings', { token });
     await storedAnswers();
-    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
+    await call(app, 'GET', '/api/settings', { token });
     expect(probe.calls.sort()).toEqual(['claude', 'pi']);
     clock.advance(5 * 60_000);
-    await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken });
+    await call(app, 'GET', '/api/settings', { token: userToken });
     expect(probe.calls).toHaveLength(2);
-    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
+    await call(app, 'GET', '/api/settings', { token });
     expect(probe.calls).toHaveLength(4);
     await storedAnswers();
   });
@@ -104,19 +104,17 @@ describe('GET /api/settings', () => {
     const probe = new SpyProbe({ claude: () => gate.promise, pi: () => gate.promise });
     const { app, clock, token, userToken } = await setup(probe, { probeTimeoutMs: 60_000 });
     const users = await Promise.all(
-      Array.from({ length: 50 }, () => call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken })),
+      Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token: userToken })),
     );
     expect(users.every((r) => r.status === 200)).toBe(true);
     expect(probe.calls).toEqual([]);
 
-    const admins = await Promise.all(
-      Array.from({ length: 50 }, () => call<PublicSettings>(app, 'GET', '/api/settings', { token })),
-    );
+    const admins = await Promise.all(Array.from({ length: 50 }, () => call(app, 'GET', '/api/settings', { token })));
     expect(admins.every((r) => r.status === 200)).toBe(true);
     expect(probe.calls.sort()).toEqual(['claude', 'pi']);
     // While they run, a switch to pi cannot start a second pi probe.
     const busy = expectError(
-      await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
+      await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
       409,
       'conflict',
     );
@@ -130,24 +128,24 @@ describe('GET /api/settings', () => {
     await env.DB.prepare("INSERT INTO probe_lease (name, lease_id, until) VALUES ('pi', 'dead', ?)")
       .bind(clock.now() + 1000)
       .run();
-    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
+    await call(app, 'GET', '/api/settings', { token });
     expect(probe.calls.filter((b) => b === 'pi')).toHaveLength(1);
     clock.advance(1000);
-    await call<PublicSettings>(app, 'GET', '/api/settings', { token });
+    await call(app, 'GET', '/api/settings', { token });
     expect(probe.calls.filter((b) => b === 'pi')).toHaveLength(2);
     await storedAnswers();
   });
 
   it('answers 401 without credentials', async () => {
     const { app } = await setup();
-    expectError(await call<PublicSettings>(app, 'GET', '/api/settings'), 401);
+    expectError(await call(app, 'GET', '/api/settings'), 401);
   });
 });
 
 describe('GET /api/admin/settings', () => {
   it('returns the full settings, defaults first', async () => {
     const { app, token } = await setup();
-    const r = await call<Settings>(app, 'GET', '/api/admin/settings', { token });
+    const r = await call(app, 'GET', '/api/admin/settings', { token });
     expect(r.status).toBe(200);
     expect(r.body).toEqual(DEFAULT_SETTINGS);
   });
@@ -157,12 +155,12 @@ describe('GET /api/admin/settings', () => {
     await env.DB.prepare('UPDATE settings SET value = ?')
       .bind(JSON.stringify({ sessionIdleMinutes: 'abc', maxMessageBytes: 4096 }))
       .run();
-    expect((await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body).toEqual({
+    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual({
       ...DEFAULT_SETTINGS,
       maxMessageBytes: 4096,
     });
     await env.DB.prepare("UPDATE settings SET value = 'not json'").run();
-    expect((await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
+    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
   });
 });
 
@@ -187,16 +185,16 @@ describe('PUT /api/admin/settings', () => {
 
   it('audits every change and nothing for a no-op', async () => {
     const { app, token } = await setup();
-    await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
-    await call<Settings>(app, 'PUT', '/api/admin/settings', {
+    await call(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
+    await call(app, 'PUT', '/api/admin/settings', {
       token,
       body: { defaultModel: { pi: 'anthropic/claude-sonnet-4' } },
     });
-    await call<Settings>(app, 'PUT', '/api/admin/settings', {
+    await call(app, 'PUT', '/api/admin/settings', {
       token,
       body: { defaultModel: { claude: 'opus' }, sessionMaxMinutes: 60 },
     });
-    await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
+    await call(app, 'PUT', '/api/admin/settings', { token, body: { maxMessageBytes: 2048 } });
     const audit = await settingsAudit();
     expect(audit.map((a) => [a.before, a.after])).toEqual([
       [{ maxMessageBytes: DEFAULT_SETTINGS.maxMessageBytes }, { maxMessageBytes: 2048 }],
@@ -223,7 +221,7 @@ describe('PUT /api/admin/settings', () => {
     const { app, probe, token } = await setup();
     for (const value of ['gpt', 'Claude', '', 5, null, ['pi']]) {
       const err = expectError(
-        await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: value } }),
+        await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: value } }),
         400,
         'invalid_request',
       );
@@ -238,7 +236,7 @@ describe('PUT /api/admin/settings', () => {
   it('answers 400 naming the field for other invalid input', async () => {
     const { app, token } = await setup();
     const bad = async (body: unknown) =>
-      expectError(await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body }), 400, 'invalid_request');
+      expectError(await call(app, 'PUT', '/api/admin/settings', { token, body }), 400, 'invalid_request');
     expect((await bad({})).message).toMatch(/at least one/);
     expect((await bad({ llmBacknd: 'pi' })).field).toBe('llmBacknd');
     expect((await bad({ sessionIdleMinutes: 0 })).field).toBe('sessionIdleMinutes');
@@ -257,14 +255,14 @@ describe('PUT /api/admin/settings', () => {
   it('answers 413 for a huge body and 415 for a non-JSON one', async () => {
     const { app, token } = await setup();
     expectError(
-      await call<Settings>(app, 'PUT', '/api/admin/settings', {
+      await call(app, 'PUT', '/api/admin/settings', {
         token,
         raw: JSON.stringify({ defaultModel: { pi: 'x'.repeat(70_000) } }),
       }),
       413,
     );
     expectError(
-      await call<Settings>(app, 'PUT', '/api/admin/settings', {
+      await call(app, 'PUT', '/api/admin/settings', {
         token,
         raw: 'llmBackend=pi',
         contentType: 'text/plain',
@@ -291,7 +289,7 @@ describe('the backend switch', () => {
 
   it('to pi: answers 400 with the probe’s reason and fix when pi is unusable, and changes nothing', async () => {
     const { app, probe, token, userToken } = await setup(new SpyProbe({ pi: unusable }));
-    const r = await call<Settings>(app, 'PUT', '/api/admin/settings', {
+    const r = await call(app, 'PUT', '/api/admin/settings', {
       token,
       body: { llmBackend: 'pi', sessionIdleMinutes: 20 },
     });
@@ -300,7 +298,7 @@ describe('the backend switch', () => {
     expect(err.message).toContain(unusable.reason);
     expect(err.message).toContain(unusable.fix);
     expect(probe.calls).toEqual(['pi']);
-    expect((await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
+    expect((await call(app, 'GET', '/api/admin/settings', { token })).body).toEqual(DEFAULT_SETTINGS);
     expect(await settingsAudit()).toEqual([]);
     // Users see the fresh answer without another probe.
     const pub = await call<PublicSettings>(app, 'GET', '/api/settings', { token: userToken });
@@ -321,7 +319,7 @@ describe('the backend switch', () => {
     for (const [answer, pattern] of cases) {
       const { app, token } = await setup(new SpyProbe({ pi: answer }), { probeTimeoutMs: 20 });
       const err = expectError(
-        await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
+        await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
         400,
         'backend_unavailable',
       );
@@ -333,7 +331,7 @@ describe('the backend switch', () => {
     const slowPi = () => new Promise<{ available: boolean }>(() => {});
     const { app, token } = await setup(new SpyProbe({ pi: slowPi }), { probeTimeoutMs: 60_000 });
     const err = expectError(
-      await call<Settings>(app, 'PUT', '/api/admin/settings', {
+      await call(app, 'PUT', '/api/admin/settings', {
         token,
         body: { llmBackend: 'pi' },
         env: { PROBE_TIMEOUT_SECONDS: '0.02' },
@@ -366,7 +364,7 @@ describe('the backend switch', () => {
     await env.DB.prepare('UPDATE settings SET value = ?')
       .bind(JSON.stringify({ llmBackend: 'pi' }))
       .run();
-    const r = await call<Settings>(app, 'PUT', '/api/admin/settings', {
+    const r = await call(app, 'PUT', '/api/admin/settings', {
       token,
       body: { llmBackend: 'pi', sessionIdleMinutes: 45 },
     });
@@ -383,11 +381,7 @@ describe('the backend switch', () => {
       },
     });
     const { app, token } = await setup(probe);
-    expectError(
-      await call<Settings>(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }),
-      409,
-      'conflict',
-    );
+    expectError(await call(app, 'PUT', '/api/admin/settings', { token, body: { llmBackend: 'pi' } }), 409, 'conflict');
     const now = (await call<Settings>(app, 'GET', '/api/admin/settings', { token })).body;
     expect(now.llmBackend).toBe('claude');
     expect(now.sessionIdleMinutes).toBe(99);

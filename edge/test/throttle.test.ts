@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { z } from 'zod';
 import { verifyPassword } from '../src/auth/password.ts';
-import type { LoginResultSchema } from '../src/auth/schemas.ts';
 import { ACCOUNT_RULE, ADDRESS_RULE, PAIR_RULE } from '../src/auth/throttle.ts';
-import { call, createUser, expectError, makeApp, uniq, type TestApp } from './helpers.ts';
-
-type LoginResult = z.infer<typeof LoginResultSchema>;
+import { call, createUser, expectError, type LoginResult, makeApp, uniq, type TestApp } from './helpers.ts';
 
 // Typed as the success; refusals are checked with expectError (and by the token being absent).
 const login = (app: TestApp, username: string, password: string, address: string) =>

@@ -1,13 +1,11 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import type { z } from 'zod';
 import { DAY_MS } from '../src/auth/tokens.ts';
 import { PAIR_RULE } from '../src/auth/throttle.ts';
-import { type CreatedTokenSchema, MAX_LIVE_API_TOKENS, type TokenInfo } from '../src/tokens/schemas.ts';
+import { MAX_LIVE_API_TOKENS, type TokenInfo } from '../src/tokens/schemas.ts';
 import type { PublicUser } from '../src/users/schemas.ts';
-import { call, createUser, DEFAULT_PASSWORD, expectError, makeApp, tokenFor } from './helpers.ts';
+import { call, type CreatedToken, createUser, DEFAULT_PASSWORD, expectError, makeApp, tokenFor } from './helpers.ts';
 
-type CreatedToken = z.infer<typeof CreatedTokenSchema>;
 /** GET /api/tokens (the route declares this shape inline). */
 type TokenList = { tokens: TokenInfo[] };
 

@@ -2,13 +2,14 @@ import { env } from 'cloudflare:workers';
 import { decodeFrames, encodeFrames, type WorkspaceManifest } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import type { z } from 'zod';
 import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
+import type { WorkspaceListSchema } from '../src/workspace/openapi.ts';
 import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts';
 import { call, createSession, hubContext, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
 import { req, sha256 } from './workspace-helpers.ts';
 
-/** GET /api/sessions/:id/files (edge/src/workspace/file-routes.ts). */
-type FileList = { files: Array<{ path: string; size: number; modifiedAt: string }>; totalBytes: number };
+type FileList = z.infer<typeof WorkspaceListSchema>;
 
 // The Files API and the runner's workspace routes, in workerd with real R2, D1 and the hub.
 
@@ -224,7 +225,7 @@ describe('Files API', () => {
       403,
     );
     expectError(await call(ctx.app, 'DELETE', `/api/sessions/${id}/files/secret.txt`, { token: admin.token }), 403);
-    expectError(await call<FileList>(ctx.app, 'GET', `/api/sessions/${id}/files`), 401);
+    expectError(await call(ctx.app, 'GET', `/api/sessions/${id}/files`), 401);
   });
 });
 
