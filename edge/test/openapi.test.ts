@@ -56,6 +56,7 @@ describe('GET /api/openapi.json', () => {
         'PATCH /api/sessions/{id}',
         'DELETE /api/sessions/{id}',
         'POST /api/sessions/{id}/messages',
+        'POST /api/sessions/{id}/start',
         'POST /api/sessions/{id}/interrupt',
         'GET /api/sessions/{id}/events',
         'GET /api/sessions/{id}/transcript',

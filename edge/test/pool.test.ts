@@ -266,6 +266,35 @@ describe('warm runner pool', () => {
     runner.close();
   });
 
+  it('a runner started ahead of the first message is a pooled one, claimed with no message; the message follows the welcome', async () => {
+    await setPool({ claude: 1 });
+    const pooled = await connectPooled(new Set());
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const sessionId = await createSession(hubCtx, ctx.user);
+    const started = await call(ctx.app, 'POST', `/api/sessions/${sessionId}/start`, { token: ctx.user });
+    expect(started.status, started.text).toBe(202);
+    const claimed = pooled[0] as FakePooledRunner;
+    const claim = await until('the claim', () => claimed.claims[0]);
+    expect(claim.sessionId).toBe(sessionId);
+    expect(claim.first).toBeUndefined();
+    expect(ctx.launcher.startsFor(sessionId)).toEqual([]);
+    const runner = await FakeRunner.connect(ctx.app, {
+      token: claim.runnerToken,
+      sessionId,
+      runnerId: claimed.request.runnerId,
+    });
+    runner.hello(sessionId);
+    await runner.waitFor('welcome');
+    expect(runner.of('user_message')).toEqual([]);
+    const sending = postMessage(hubCtx, sessionId, 'typed meanwhile');
+    const msg = await runner.waitFor('user_message');
+    expect(msg.message.text).toBe('typed meanwhile');
+    runner.send({ type: 'accepted', inReplyTo: msg.messageId });
+    expect((await sending).status).toBe(202);
+    runner.close();
+  });
+
   it('two concurrent first messages never share one pooled runner; the other launches cold', async () => {
     await setPool({ claude: 1 });
     const pooled = await connectPooled(new Set());

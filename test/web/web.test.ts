@@ -207,6 +207,37 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
+  it('typing into a new session starts its runner before Send, once; the message is answered by that runner', async () => {
+    const { page, errors } = await adminPage();
+    const id = await newSession(page);
+    const starts: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().endsWith(`/api/sessions/${id}/start`)) starts.push(r.url());
+    });
+    const badge = page.locator('.runner-state .badge');
+    expect(await badge.innerText()).toBe('stopped');
+    await page.getByLabel('Message').pressSequentially('Warm already?');
+    // The runner comes up while the person is still writing; Send is not pressed yet.
+    await badge.filter({ hasText: 'ready' }).waitFor({ timeout: TURN_MS });
+    await screenshot(page, 'chat-runner-ready-before-send');
+    const before = await admin.call<{ runner: { launchId: string } | null; turn: unknown }>(
+      'GET',
+      `/api/sessions/${id}`,
+    );
+    expect(before.body.turn).toBeNull();
+    const launchId = before.body.runner?.launchId;
+    expect(launchId).toBeTruthy();
+    await page.getByLabel('Message').press('Shift+Enter');
+    await page.getByLabel('Message').pressSequentially(directive({ text: 'warm reply' }));
+    await page.getByLabel('Message').press('Enter');
+    await turnsDone(page, 1);
+    expect(await assistantTexts(page)).toEqual(['warm reply']);
+    const after = await admin.call<{ runner: { launchId: string } | null }>('GET', `/api/sessions/${id}`);
+    expect(after.body.runner?.launchId).toBe(launchId);
+    expect(starts).toHaveLength(1);
+    expect(errors).toEqual([]);
+  });
+
   it('Stop ends a running answer as interrupted; a message sent while busy (409) keeps the draft', async () => {
     const { page, errors } = await adminPage();
     await newSession(page);

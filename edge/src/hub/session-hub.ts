@@ -4,7 +4,7 @@ import { errorBody } from '../errors.ts';
 import { errorText, HubCore } from './hub-core.ts';
 import { decideTick, deriveState, exitedReason, freshMeta, newTurn } from './lifecycle.ts';
 import { LOG_FULL_MESSAGE, RunnerFrames } from '../runner-link/frames.ts';
-import { claimRunnerSlot } from '../runner-link/slots.ts';
+import { claimRunnerSlot, type RunnerCaps } from '../runner-link/slots.ts';
 import {
   closeQuietly,
   refusal,
@@ -33,8 +33,11 @@ import type {
   HubSessionInfo,
   HubSnapshot,
   AnswerApprovalInput,
+  HubRefusal,
+  LaunchInput,
   PostMessageInput,
   PostMessageResult,
+  StartRunnerResult,
   TranscriptEntry,
 } from './types.ts';
 import { nextUlid } from './ulid.ts';
@@ -140,16 +143,16 @@ export class SessionHub extends DurableObject<Env> {
     const message: UserMessage = { text: input.text, ...(input.images !== undefined && { images: input.images }) };
     this.hub.log.addMessage(messageId, input.clientMessageId ?? null, message, now);
     this.hub.meta.turn = newTurn(messageId);
-    this.hub.meta.limits = input.limits;
-    this.hub.meta.model = input.model;
-    this.hub.meta.hubUrl = input.hubUrl;
-    this.hub.meta.lastActivityAt = now;
-    if (input.approvals !== undefined) this.hub.approvals.setConfig(input.approvals);
+    this.#takeLaunchInput(input);
 
     if (this.hub.meta.launch === null) {
       // This message starts a runner: it needs a slot under the caps. meta.turn is already set,
       // so a concurrent message to this session is a 409 while the claim is in flight.
-      const refused = await this.#claimSlot(input, messageId);
+      const refused = await this.#claimSlot(input.runnerCaps, () => {
+        if (this.hub.meta.turn?.messageId === messageId) this.hub.meta.turn = null;
+        // Forgotten, so the same clientMessageId can be sent again once a runner frees up.
+        this.hub.log.forgetMessage(messageId);
+      });
       if (refused !== null) return refused;
     }
 
@@ -194,22 +197,56 @@ export class SessionHub extends DurableObject<Env> {
     return { ok: false, status: 409, code: 'conflict', message: why };
   }
 
-  /** Null when this session now holds a runner slot; otherwise the refusal, with the turn undone. */
-  async #claimSlot(input: PostMessageInput, messageId: string): Promise<HubResult<PostMessageResult> | null> {
+  /**
+   * Starts this session's runner ahead of its first message, so the launch (a container start,
+   * or a pooled runner's dial) overlaps the person's typing (docs/DESIGN.md "Starting ahead").
+   */
+  async startRunner(input: LaunchInput): Promise<HubResult<StartRunnerResult>> {
+    if (this.hub.meta.session === null)
+      return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    // A launch, or a message claiming a slot for one: a runner is already on its way.
+    if (this.#runnerUnderway()) return { ok: true, value: { started: false } };
+    if (this.hub.meta.logFull === true) {
+      return {
+        ok: false,
+        status: 409,
+        code: 'session_log_full',
+        message: LOG_FULL_MESSAGE(this.hub.timings.logMaxBytes),
+      };
+    }
+    const refused = await this.#claimSlot(input.runnerCaps, () => undefined);
+    if (refused !== null) return refused;
+    // A message may have come in during the claim; whichever launches first, the other joins it.
+    if (this.#runnerUnderway()) return { ok: true, value: { started: false } };
+    this.#takeLaunchInput(input);
+    this.hub.startLaunch();
+    return { ok: true, value: { started: this.hub.meta.launch !== null } };
+  }
+
+  #runnerUnderway(): boolean {
+    return this.hub.meta.launch !== null || this.hub.meta.turn !== null;
+  }
+
+  /** The settings current now become the next launch's (and a waiting turn's approval rules). */
+  #takeLaunchInput(input: LaunchInput): void {
+    this.hub.meta.limits = input.limits;
+    this.hub.meta.model = input.model;
+    this.hub.meta.hubUrl = input.hubUrl;
+    this.hub.meta.lastActivityAt = this.hub.now;
+    if (input.approvals !== undefined) this.hub.approvals.setConfig(input.approvals);
+  }
+
+  /** Null when this session now holds a runner slot; otherwise the refusal, after `undo`. */
+  async #claimSlot(caps: RunnerCaps, undo: () => void): Promise<HubRefusal | null> {
     const session = this.hub.meta.session;
     if (session === null) return null;
-    const undo = () => {
-      if (this.hub.meta.turn?.messageId === messageId) this.hub.meta.turn = null;
-      // Forgotten, so the same clientMessageId can be sent again once a runner frees up.
-      this.hub.log.forgetMessage(messageId);
-    };
     let claim;
     try {
       claim = await claimRunnerSlot(this.env.DB, {
         sessionId: session.id,
         userId: session.userId,
         now: this.hub.now,
-        caps: input.runnerCaps,
+        caps,
       });
     } catch (err) {
       undo();

@@ -29,18 +29,22 @@ export interface HubLimits {
   maxLifetimeMs: number;
 }
 
-export interface PostMessageInput {
-  text: string;
-  images?: Image[];
-  clientMessageId?: string;
-  /** Where a runner launched for this message dials (see DESIGN "Session hub decisions"). */
+/** What a runner launched for this session is started with: the settings current now. */
+export interface LaunchInput {
+  /** Where a runner launched now dials (see DESIGN "Session hub decisions"). */
   hubUrl: string;
   limits: HubLimits;
   model: string | null;
-  /** Checked when this message has to start a runner. */
+  /** Checked when a runner has to be started. */
   runnerCaps: RunnerCaps;
   /** Settings `approvalPolicy` / `approvalTimeoutSeconds` now; applied to this turn's requests. */
   approvals?: ApprovalConfig;
+}
+
+export interface PostMessageInput extends LaunchInput {
+  text: string;
+  images?: Image[];
+  clientMessageId?: string;
 }
 
 export interface AnswerApprovalInput {
@@ -57,10 +61,17 @@ export type HubResult<T> =
   | { ok: true; value: T }
   | { ok: false; status: 400 | 404 | 409 | 429 | 500; code: HubErrorCode; message: string; field?: string };
 
+export type HubRefusal = Extract<HubResult<never>, { ok: false }>;
+
 export interface PostMessageResult {
   messageId: string;
   /** This clientMessageId was seen before: nothing new was started. */
   duplicate: boolean;
+}
+
+export interface StartRunnerResult {
+  /** False: a runner was already running or on its way, and nothing new was started. */
+  started: boolean;
 }
 
 export interface HubSnapshot {

@@ -6,7 +6,7 @@ import { liveTokenRole } from '../auth/token-store.ts';
 import { iso } from '../clock.ts';
 import { type AppDeps, newRouter } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
-import type { HubResult, HubSnapshot } from '../hub/types.ts';
+import type { HubRefusal, HubSnapshot, LaunchInput } from '../hub/types.ts';
 import { newId, ULID_PATTERN } from '../ids.ts';
 import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { readSettings } from '../settings/store.ts';
@@ -26,6 +26,7 @@ import {
   SessionPageSchema,
   SessionSchema,
   SessionTranscriptSchema,
+  StartRunnerSchema,
   TranscriptQuerySchema,
 } from './schemas.ts';
 import { checkRepositoryHost, type ApprovalMode, type Repository } from '@switchyard/protocol';
@@ -55,7 +56,7 @@ const RUNNER_LIMIT_RETRY_SECONDS = 30;
 export const CREATE_SESSION_RULE: RateRule = { max: 60, windowMs: 10 * 60_000 };
 
 /** The hub's refusal as the API's error value (typed loosely: its statuses vary by route). */
-function hubError(c: Context, r: Extract<HubResult<unknown>, { ok: false }>): never {
+function hubError(c: Context, r: HubRefusal): never {
   // A runner cap frees up when another session stops; there is no exact moment to promise.
   if (r.status === 429) c.header('Retry-After', String(RUNNER_LIMIT_RETRY_SECONDS));
   return apiError(c, r.status, r.code, r.message, r.field) as never;
@@ -78,6 +79,19 @@ function detail(row: SessionRow, snap: HubSnapshot) {
             startedAt: iso(snap.runner.startedAt),
           },
     lastEventId: snap.lastEventId,
+  };
+}
+
+/** A launch from this request starts with the settings current now. */
+async function launchInput(c: Context<SessionsEnv>): Promise<LaunchInput> {
+  const row = c.get('session');
+  const { settings } = c.get('settings') ?? (await readSettings(c.env.DB));
+  return {
+    hubUrl: runnerHubUrl(c.env, c.req.url),
+    limits: { idleMs: settings.sessionIdleMinutes * 60_000, maxLifetimeMs: settings.sessionMaxMinutes * 60_000 },
+    model: settings.defaultModel[row.backend],
+    runnerCaps: { perUser: settings.maxLiveRunnersPerUser, total: settings.maxLiveRunners },
+    approvals: { policy: settings.approvalPolicy, timeoutMs: settings.approvalTimeoutSeconds * 1000 },
   };
 }
 
@@ -163,6 +177,21 @@ const messageRoute = createRoute({
   },
 });
 
+const startRoute = createRoute({
+  method: 'post',
+  path: '/{id}/start',
+  tags,
+  summary:
+    "Start the session's runner now, ahead of its first message (owner), so its start overlaps the typing; does nothing when one is running or starting",
+  security,
+  request: { params: SessionIdParamSchema },
+  responses: {
+    202: { description: 'a runner is starting', content: jsonContent(StartRunnerSchema) },
+    200: { description: 'a runner was already running or starting', content: jsonContent(StartRunnerSchema) },
+    ...errorResponses(401, 403, 404, 409, 429),
+  },
+});
+
 const interruptRoute = createRoute({
   method: 'post',
   path: '/{id}/interrupt',
@@ -211,6 +240,7 @@ const transcriptRoute = createRoute({
 export function sessionRoutes(deps: AppDeps) {
   const app = newRouter<SessionsEnv>();
   app.use('/:id/messages', readSessionEarly({ withSettings: true }));
+  app.use('/:id/start', readSessionEarly({ withSettings: true }));
   app.use('/:id/events', readSessionEarly());
   app.use('/:id', readSessionEarly());
   app.use('*', authenticate<SessionsEnv>(deps));
@@ -221,6 +251,7 @@ export function sessionRoutes(deps: AppDeps) {
   app.on('POST', '/', smallBody);
   app.on('PATCH', '/:id', smallBody);
   app.use('/:id/messages', sessionAccess(deps, 'owner', { withSettings: true }), messageSizeLimit);
+  app.use('/:id/start', sessionAccess(deps, 'owner', { withSettings: true }));
   app.use('/:id/interrupt', sessionAccess(deps, 'owner'));
   app.use('/:id/approvals/*', sessionAccess(deps, 'owner'));
   app.use('/:id/events', sessionAccess(deps, 'read'));
@@ -330,19 +361,20 @@ export function sessionRoutes(deps: AppDeps) {
   app.openapi(messageRoute, async (c) => {
     const row = c.get('session');
     const body = c.req.valid('json');
-    const { settings } = c.get('settings') ?? (await readSettings(c.env.DB));
     const result = await hubFor(c.env, row.id).postMessage({
       text: body.text,
       ...(body.images !== undefined && { images: body.images }),
       ...(body.clientMessageId !== undefined && { clientMessageId: body.clientMessageId }),
-      hubUrl: runnerHubUrl(c.env, c.req.url),
-      limits: { idleMs: settings.sessionIdleMinutes * 60_000, maxLifetimeMs: settings.sessionMaxMinutes * 60_000 },
-      model: settings.defaultModel[row.backend],
-      runnerCaps: { perUser: settings.maxLiveRunnersPerUser, total: settings.maxLiveRunners },
-      approvals: { policy: settings.approvalPolicy, timeoutMs: settings.approvalTimeoutSeconds * 1000 },
+      ...(await launchInput(c)),
     });
     if (!result.ok) return hubError(c, result);
     return c.json({ messageId: result.value.messageId, duplicate: result.value.duplicate }, 202);
+  });
+
+  app.openapi(startRoute, async (c) => {
+    const result = await hubFor(c.env, c.get('session').id).startRunner(await launchInput(c));
+    if (!result.ok) return hubError(c, result);
+    return c.json({ started: result.value.started }, result.value.started ? 202 : 200);
   });
 
   app.openapi(interruptRoute, async (c) => {

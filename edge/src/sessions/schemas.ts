@@ -132,6 +132,12 @@ export const MessageAcceptedSchema = z
   })
   .openapi('MessageAccepted');
 
+export const StartRunnerSchema = z
+  .object({
+    started: z.boolean().openapi({ description: 'false when a runner was already running or starting' }),
+  })
+  .openapi('StartRunner');
+
 export const EventsQuerySchema = z.strictObject({
   after: z
     .string()

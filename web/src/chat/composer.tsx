@@ -12,6 +12,8 @@ import { ErrorText } from '../ui/messages.tsx';
 interface ComposerProps {
   sessionId: string;
   running: boolean;
+  /** The session has no runner (stopped, failed, never started): typing starts one. */
+  runnerAtRest: boolean;
   maxMessageBytes: number;
   onSent: (messageId: string, text: string) => void;
 }
@@ -25,7 +27,7 @@ function sendError(e: unknown): string {
   return `${e.field !== undefined ? `${e.field}: ` : ''}${e.message}. Your message is kept.`;
 }
 
-export function Composer({ sessionId, running, maxMessageBytes, onSent }: ComposerProps) {
+export function Composer({ sessionId, running, runnerAtRest, maxMessageBytes, onSent }: ComposerProps) {
   const [text, setText] = useState('');
   const [images, setImages] = useState<Attachment[]>([]);
   const [error, setError] = useState<string | null>(null);
@@ -50,6 +52,19 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
   );
   // Opening a session puts the cursor in its message box (autofocus only works on page load).
   useEffect(() => box.current?.focus(), []);
+
+  // The first keystroke into a session without a runner starts one, so its start overlaps the
+  // typing (docs/DESIGN.md "Starting ahead"). Once per rest; a refusal (a runner cap) is left
+  // for Send to explain, since sending would meet it too.
+  const startAsked = useRef(false);
+  useEffect(() => {
+    if (!runnerAtRest) startAsked.current = false;
+  }, [runnerAtRest]);
+  const startAhead = () => {
+    if (!runnerAtRest || startAsked.current) return;
+    startAsked.current = true;
+    api.POST('/api/sessions/{id}/start', { params: { path: { id: sessionId } } }).catch(() => undefined);
+  };
 
   const addFiles = async (files: File[]) => {
     if (files.length === 0) return;
@@ -179,7 +194,10 @@ export function Composer({ sessionId, running, maxMessageBytes, onSent }: Compos
           placeholder="Message the agent…"
           aria-describedby="composer-hint"
           value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
+          onInput={(e) => {
+            setText(e.currentTarget.value);
+            if (e.currentTarget.value.trim() !== '') startAhead();
+          }}
           onKeyDown={(e) => {
             if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
               e.preventDefault();

@@ -1,0 +1,159 @@
+import { env } from 'cloudflare:workers';
+import { runDurableObjectAlarm } from 'cloudflare:test';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
+import type { StartRunnerSchema } from '../src/sessions/schemas.ts';
+import type { z } from '@hono/zod-openapi';
+import { adminWithToken, expectError, userWithToken } from './helpers.ts';
+import {
+  call,
+  createSession,
+  FakeRunner,
+  hubContext,
+  hubStub,
+  postMessage,
+  SseReader,
+  statusStates,
+  until,
+  type HubTestContext,
+  type SessionDetail,
+} from './hub-helpers.ts';
+
+// POST /api/sessions/:id/start: a runner started ahead of the first message, against a fake
+// launcher and a scripted runner on the real hub, routes and D1 in workerd.
+
+type StartRunner = z.infer<typeof StartRunnerSchema>;
+
+afterEach(() => setHubRuntimeForTests({}));
+
+const start = (ctx: HubTestContext, sid: string, token = ctx.token) =>
+  call<StartRunner>(ctx.app, 'POST', `/api/sessions/${sid}/start`, { token });
+
+const stateOf = async (ctx: HubTestContext, sid: string) =>
+  (await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token })).body.state;
+
+async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>): Promise<void> {
+  const admin = await adminWithToken(ctx.clock);
+  const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: admin.token, body: patch });
+  expect(r.status, r.text).toBe(200);
+}
+
+async function connect(ctx: HubTestContext, sid: string): Promise<FakeRunner> {
+  const launch = await until('a launch', () => ctx.launcher.startsFor(sid).at(-1));
+  const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+  runner.hello(sid);
+  await runner.waitFor('welcome');
+  return runner;
+}
+
+describe('starting a runner ahead of the first message', () => {
+  it('launches once with the settings of now; the first message then goes straight to the ready runner', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const sse = await SseReader.open(ctx, sid);
+    const first = await start(ctx, sid);
+    expect(first.status, first.text).toBe(202);
+    expect(first.body).toEqual({ started: true });
+    const launch = await until('a launch', () => ctx.launcher.startsFor(sid)[0]);
+    expect(launch.limits).toEqual({ idleMs: 15 * 60_000, maxLifetimeMs: 480 * 60_000 });
+    expect(await stateOf(ctx, sid)).toBe('starting');
+
+    // Asking again while it starts, and once it is up, starts nothing more, nor touches the slot.
+    const claimedAt = () =>
+      env.DB.prepare('SELECT claimed_at FROM runner_slots WHERE session_id = ?').bind(sid).first('claimed_at');
+    const claimed = await claimedAt();
+    ctx.clock.advance(1_000);
+    expect((await start(ctx, sid)).body).toEqual({ started: false });
+    expect(await claimedAt()).toBe(claimed);
+    const runner = await connect(ctx, sid);
+    const again = await start(ctx, sid);
+    expect([again.status, again.body]).toEqual([200, { started: false }]);
+    expect(await stateOf(ctx, sid)).toBe('ready');
+    expect(runner.of('user_message')).toEqual([]);
+
+    const sending = postMessage(ctx, sid, 'hello');
+    const um = await runner.waitFor('user_message');
+    runner.send({ type: 'accepted', inReplyTo: um.messageId });
+    const sent = await sending;
+    expect([sent.status, sent.body.messageId]).toEqual([202, um.messageId]);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
+    await sse.waitFor('idle', (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'idle');
+    expect(statusStates(sse.events)).toEqual(['starting', 'ready', 'busy', 'idle']);
+    expect(ctx.launcher.startsFor(sid)).toHaveLength(1);
+    await sse.close();
+    runner.close();
+  });
+
+  for (const order of ['start first', 'message first'] as const) {
+    it(`a message sent while the runner starts is delivered after the welcome; one launch, one slot (${order})`, async () => {
+      const ctx = await hubContext();
+      const sid = await createSession(ctx);
+      // The start and the message race for the slot; whichever launches, the other joins it.
+      const both =
+        order === 'start first'
+          ? Promise.all([start(ctx, sid), postMessage(ctx, sid, 'hi')])
+          : Promise.all([postMessage(ctx, sid, 'hi'), start(ctx, sid)]).then(([m, s]) => [s, m] as const);
+      const [, sent] = await both;
+      expect(sent.status, sent.text).toBe(202);
+      const runner = await connect(ctx, sid);
+      const um = await runner.waitFor('user_message');
+      expect(um.messageId).toBe(sent.body.messageId);
+      expect(ctx.launcher.startsFor(sid)).toHaveLength(1);
+      const slots = await env.DB.prepare('SELECT count(*) AS n FROM runner_slots WHERE session_id = ?')
+        .bind(sid)
+        .first<{ n: number }>();
+      expect(slots?.n).toBe(1);
+      runner.close();
+    });
+  }
+
+  it('a runner started and never used stops at the idle limit set now and gives its slot back', async () => {
+    const ctx = await hubContext();
+    await setSettings(ctx, { sessionIdleMinutes: 5 });
+    const sid = await createSession(ctx);
+    await start(ctx, sid);
+    const runner = await connect(ctx, sid);
+    ctx.clock.advance(5 * 60_000 + 1);
+    await runDurableObjectAlarm(hubStub(sid));
+    expect((await runner.waitFor('shutdown')).reason).toBe('idle for 5 min');
+    runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 0 });
+    await until('stopped', async () => ((await stateOf(ctx, sid)) === 'stopped' ? true : undefined));
+    await until('the slot back', async () => {
+      const row = await env.DB.prepare('SELECT count(*) AS n FROM runner_slots WHERE session_id = ?')
+        .bind(sid)
+        .first<{ n: number }>();
+      return row?.n === 0 ? true : undefined;
+    });
+  });
+
+  it("is for the owner: 401 without a token, 403 from a foreign page with the owner's cookie, 404 for another user's session (as for one that does not exist), 403 for an admin", async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    expectError(await call(ctx.app, 'POST', `/api/sessions/${sid}/start`), 401, 'unauthenticated');
+    const other = await userWithToken(ctx.clock);
+    expectError(await start(ctx, sid, other.token), 404, 'not_found');
+    const admin = await adminWithToken(ctx.clock);
+    expectError(await start(ctx, sid, admin.token), 403, 'forbidden');
+    expectError(await start(ctx, '01JZZZZZZZZZZZZZZZZZZZZZZZ'), 404, 'not_found');
+    // A page elsewhere cannot start runners with the owner's cookie.
+    const forged = await call(ctx.app, 'POST', `/api/sessions/${sid}/start`, {
+      cookie: ctx.token,
+      origin: 'https://evil.test',
+    });
+    expectError(forged, 403, 'csrf_rejected');
+    expect(ctx.launcher.starts).toEqual([]);
+  });
+
+  it('counts against the runner caps: 429 runner_limit naming the cap, with Retry-After, and nothing launched', async () => {
+    const ctx = await hubContext();
+    await setSettings(ctx, { maxLiveRunnersPerUser: 1 });
+    const a = await createSession(ctx);
+    const b = await createSession(ctx);
+    expect((await start(ctx, a)).status).toBe(202);
+    const refused = await start(ctx, b);
+    expect(expectError(refused, 429, 'runner_limit').field).toBe('maxLiveRunnersPerUser');
+    expect(refused.headers.get('retry-after')).toBe('30');
+    expect(ctx.launcher.startsFor(b)).toEqual([]);
+    expect(await stateOf(ctx, b)).toBe('stopped');
+  });
+});
