@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { runInDurableObject } from 'cloudflare:test';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { RunnerCloseCode } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
@@ -57,7 +57,7 @@ describe('hub-only event types', () => {
 });
 
 describe('log size cap', () => {
-  it('stops storing at the cap with a coded error, ends the turn, stops the runner and refuses new messages', async () => {
+  it('stops storing at the cap with a coded error, ends the turn, stops the runner and refuses new messages and starts', async () => {
     const ctx = await hubContext({ logMaxBytes: 16 * 1024 });
     const sid = await createSession(ctx);
     const { runner, messageId } = await launchAndConnect(ctx, sid);
@@ -81,6 +81,16 @@ describe('log size cap', () => {
     expect(done.data).toMatchObject({ stopReason: 'error', error: { code: 'session_log_full' } });
     const refused = expectError(await postMessage(ctx, sid, 'more'), 409, 'session_log_full');
     expect(refused.message).toMatch(/event log reached its limit .* start a new session/);
+    // Nor is a runner started ahead for it once this one has gone (stopped after the grace).
+    ctx.clock.advance(31_000);
+    await runDurableObjectAlarm(hubStub(sid));
+    await sse.waitFor(
+      'stopped',
+      (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'stopped',
+    );
+    const start = await call(ctx.app, 'POST', `/api/sessions/${sid}/start`, { token: ctx.token });
+    expectError(start, 409, 'session_log_full');
+    expect(ctx.launcher.startsFor(sid)).toHaveLength(1);
     await sse.close();
     runner.close();
   });

@@ -130,14 +130,8 @@ export class SessionHub extends DurableObject<Env> {
         message: 'a turn is running; wait for turn.done or interrupt it',
       };
     }
-    if (this.hub.meta.logFull === true) {
-      return {
-        ok: false,
-        status: 409,
-        code: 'session_log_full',
-        message: LOG_FULL_MESSAGE(this.hub.timings.logMaxBytes),
-      };
-    }
+    const full = this.#logFullRefusal();
+    if (full !== null) return full;
     const now = this.hub.now;
     const messageId = nextUlid(now, null);
     const message: UserMessage = { text: input.text, ...(input.images !== undefined && { images: input.images }) };
@@ -206,14 +200,8 @@ export class SessionHub extends DurableObject<Env> {
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     // A launch, or a message claiming a slot for one: a runner is already on its way.
     if (this.#runnerUnderway()) return { ok: true, value: { started: false } };
-    if (this.hub.meta.logFull === true) {
-      return {
-        ok: false,
-        status: 409,
-        code: 'session_log_full',
-        message: LOG_FULL_MESSAGE(this.hub.timings.logMaxBytes),
-      };
-    }
+    const full = this.#logFullRefusal();
+    if (full !== null) return full;
     const refused = await this.#claimSlot(input.runnerCaps, () => undefined);
     if (refused !== null) return refused;
     // A message may have come in during the claim; whichever launches first, the other joins it.
@@ -221,6 +209,17 @@ export class SessionHub extends DurableObject<Env> {
     this.#takeLaunchInput(input);
     this.hub.startLaunch();
     return { ok: true, value: { started: this.hub.meta.launch !== null } };
+  }
+
+  /** A session whose log is full takes no more turns (DESIGN "A runner speaking for the hub, and logs without bounds"). */
+  #logFullRefusal(): HubRefusal | null {
+    if (this.hub.meta.logFull !== true) return null;
+    return {
+      ok: false,
+      status: 409,
+      code: 'session_log_full',
+      message: LOG_FULL_MESSAGE(this.hub.timings.logMaxBytes),
+    };
   }
 
   #runnerUnderway(): boolean {

@@ -134,7 +134,10 @@ export const MessageAcceptedSchema = z
 
 export const StartRunnerSchema = z
   .object({
-    started: z.boolean().openapi({ description: 'false when a runner was already running or starting' }),
+    started: z.boolean().openapi({
+      description:
+        'false: nothing new was started (a runner was already running or starting, or the session cannot start; its events say why)',
+    }),
   })
   .openapi('StartRunner');
 

@@ -2940,7 +2940,7 @@ export interface components {
             clientMessageId?: string;
         };
         StartRunner: {
-            /** @description false when a runner was already running or starting */
+            /** @description false: nothing new was started (a runner was already running or starting, or the session cannot start; its events say why) */
             started: boolean;
         };
         ApprovalResolution: {
