@@ -177,7 +177,10 @@ export class FakeRunner {
     this.ws.send(text);
   }
 
-  hello(sessionId: string, opts: { backend?: 'claude' | 'pi'; lastSeq?: number } = {}): void {
+  hello(
+    sessionId: string,
+    opts: { backend?: 'claude' | 'pi'; lastSeq?: number; cli?: 'starting' | 'running' | 'stopped' } = {},
+  ): void {
     this.send({
       type: 'hello',
       protocol: WIRE_PROTOCOL_VERSION,
@@ -187,6 +190,7 @@ export class FakeRunner {
       cliVersion: 'fake 1.0',
       capabilities: { guard: 'loaded', sandbox: 'none' },
       lastSeq: opts.lastSeq ?? this.seq,
+      ...(opts.cli !== undefined && { cli: opts.cli }),
     });
   }
 

@@ -84,6 +84,28 @@ describe('starting a runner ahead of the first message', () => {
     runner.close();
   });
 
+  it('shows ready only once the runner says its CLI is up, so a message then is answered at once', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const sse = await SseReader.open(ctx, sid);
+    await start(ctx, sid);
+    const launch = await until('a launch', () => ctx.launcher.startsFor(sid)[0]);
+    const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    runner.hello(sid, { cli: 'starting' });
+    await runner.waitFor('welcome');
+    const snap = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
+    expect([snap.body.state, snap.body.stateReason]).toEqual(['starting', 'waiting for the agent CLI to start']);
+    runner.send({ type: 'status', state: 'ready', cli: 'running' });
+    await sse.waitFor('ready', (e) => e.event === 'session.status' && (e.data as { state: string }).state === 'ready');
+    expect(sse.events.filter((e) => e.event === 'session.status').map((e) => e.data)).toEqual([
+      { type: 'session.status', state: 'starting' },
+      { type: 'session.status', state: 'starting', reason: 'waiting for the agent CLI to start' },
+      { type: 'session.status', state: 'ready' },
+    ]);
+    await sse.close();
+    runner.close();
+  });
+
   for (const order of ['start first', 'message first'] as const) {
     it(`a message sent while the runner starts is delivered after the welcome; one launch, one slot (${order})`, async () => {
       const ctx = await hubContext();

@@ -84,13 +84,15 @@ const SequencedEventSchema = z.object({
 });
 export type SequencedEvent = z.infer<typeof SequencedEventSchema>;
 
+/** The CLI process: `stopped` is normal after a crash or kill; the next message starts one. */
+const RunnerCliSchema = z.enum(['starting', 'running', 'stopped']);
+
 /** What the runner is doing; latest wins, re-sent after every welcome. */
 const RunnerStatusSchema = z.object({
   type: z.literal('status'),
   /** `ready`: a message would be accepted; `busy`: a turn runs. */
   state: z.enum(['starting', 'ready', 'busy', 'stopping']),
-  /** The CLI process: `stopped` is normal after a crash or kill; the next message starts one. */
-  cli: z.enum(['starting', 'running', 'stopped']),
+  cli: RunnerCliSchema,
   reason: z.string().optional(),
 });
 export type RunnerStatus = z.infer<typeof RunnerStatusSchema>;
@@ -110,6 +112,11 @@ export const RunnerToHubSchema = z.discriminatedUnion('type', [
     capabilities: CapabilitiesSchema,
     /** Highest seq this runner has produced (0 on a fresh runner). */
     lastSeq: z.number().int().nonnegative(),
+    /**
+     * Its CLI as the hello leaves: `starting` also for one the runner starts at the welcome. The
+     * hub shows a session `ready` only once a message would not wait for the CLI.
+     */
+    cli: RunnerCliSchema.optional(),
   }),
   /** Sequenced: consecutive seqs, continuing where the previous frame stopped. */
   z.object({

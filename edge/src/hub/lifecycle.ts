@@ -1,4 +1,4 @@
-import type { AgentEvent, ErrorInfo, RunnerToHub, SessionState } from '@switchyard/protocol';
+import type { AgentEvent, ErrorInfo, RunnerStatus, RunnerToHub, SessionState } from '@switchyard/protocol';
 import type { RunnerDescription } from '../launchers/launcher.ts';
 import type { HubTimings } from './runtime.ts';
 import type { HubLimits, HubSessionInfo } from './types.ts';
@@ -31,6 +31,11 @@ export interface LaunchRecord {
   stoppingSince: number | null;
   stopReason: string | null;
   turns: number;
+  /**
+   * The runner's CLI as the runner last said (its hello, then `status` frames). Absent: not said
+   * (a runner from before the hello carried it), taken as up.
+   */
+  cli?: RunnerStatus['cli'] | null;
 }
 
 export interface TurnRecord {
@@ -108,6 +113,8 @@ export function newLaunch(id: string, hubUrl: string, now: number, t: HubTimings
   };
 }
 
+const CLI_STARTING = 'waiting for the agent CLI to start';
+
 /** The state a client sees, derived from the records alone. */
 export function deriveState(meta: Meta): ShownState {
   const { launch, turn } = meta;
@@ -115,6 +122,8 @@ export function deriveState(meta: Meta): ShownState {
   if (launch.stoppingSince !== null) return { state: 'stopping', reason: launch.stopReason };
   if (launch.welcomedAt === null) return { state: 'starting', reason: null };
   if (turn !== null) return { state: 'busy', reason: null };
+  // `ready` promises a prompt answer: a message now would wait for the CLI's start.
+  if (launch.cli === 'starting') return { state: 'starting', reason: CLI_STARTING };
   return { state: launch.turns === 0 ? 'ready' : 'idle', reason: null };
 }
 

@@ -103,13 +103,17 @@ export class RunnerFrames {
         return this.onEvents(ws, a.runnerId, msg.events, msg.sentAt);
       case 'transcript':
         return this.onTranscript(ws, a.runnerId, msg.seq, msg.transcript);
-      case 'status':
+      case 'status': {
+        let changed = launch.cli !== msg.cli;
+        launch.cli = msg.cli;
         if (msg.state === 'stopping' && launch.stoppingSince === null) {
           launch.stoppingSince = this.#hub.now;
           launch.stopReason = msg.reason ?? 'the runner is stopping';
-          this.#hub.commit();
+          changed = true;
         }
+        if (changed) this.#hub.commit();
         return;
+      }
       case 'accepted':
         return this.onReply(msg.inReplyTo, { accepted: true, ...(msg.duplicate === true && { duplicate: true }) });
       case 'reject':
@@ -189,6 +193,7 @@ export class RunnerFrames {
     ws.serializeAttachment(a);
     const now = this.#hub.now;
     launch.runnerId = hello.runnerId;
+    launch.cli = hello.cli ?? null;
     launch.connected = true;
     launch.welcomedAt ??= now;
     launch.disconnectedAt = null;

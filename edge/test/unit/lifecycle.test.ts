@@ -72,6 +72,21 @@ describe('deriveState', () => {
     expect(deriveState(meta).state).toBe('idle');
   });
 
+  test('a welcomed runner whose CLI is still starting shows starting with that reason until the CLI is up; a turn shows busy', () => {
+    const meta = welcomed();
+    meta.launch!.cli = 'starting';
+    expect(deriveState(meta)).toEqual({ state: 'starting', reason: 'waiting for the agent CLI to start' });
+    meta.turn = newTurn('m1');
+    expect(deriveState(meta).state).toBe('busy');
+    meta.turn = null;
+    meta.launch!.cli = 'running';
+    expect(deriveState(meta)).toEqual({ state: 'ready', reason: null });
+    // A CLI that stopped between turns is started again by the next message: nothing to wait for now.
+    meta.launch!.cli = 'stopped';
+    meta.launch!.turns = 1;
+    expect(deriveState(meta)).toEqual({ state: 'idle', reason: null });
+  });
+
   test('stopping wins over everything while a launch exists, with its reason', () => {
     const meta = welcomed();
     meta.turn = newTurn('m1');

@@ -25,8 +25,10 @@ export interface HubLinkOptions {
   url: string;
   sessionId: string;
   token: string;
-  /** The hello to send on every (re)connect; lastSeq is filled in from the buffer. */
-  hello: Omit<Hello, 'lastSeq'>;
+  /** The hello to send on every (re)connect; lastSeq is filled in from the buffer, cli from `cli`. */
+  hello: Omit<Hello, 'lastSeq' | 'cli'>;
+  /** The CLI's state as each hello leaves (it changes between reconnects). */
+  cli?: () => Hello['cli'];
   buffer: EventBuffer;
   backoff: { baseMs: number; maxMs: number };
   pingIntervalMs: number;
@@ -197,7 +199,8 @@ export class HubLink {
     this.helloSent = false;
     const hello = () => {
       this.lastInbound = Date.now();
-      const hello: Hello = { ...this.o.hello, lastSeq: this.o.buffer.lastSeq };
+      const cli = this.o.cli?.();
+      const hello: Hello = { ...this.o.hello, lastSeq: this.o.buffer.lastSeq, ...(cli !== undefined && { cli }) };
       ws.send(JSON.stringify(RunnerToHubSchema.parse(hello)));
       this.welcomeTimer = setTimeout(() => {
         this.o.log.warn('hub sent no welcome; reconnecting', { timeoutMs: this.o.welcomeTimeoutMs });

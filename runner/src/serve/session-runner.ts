@@ -139,6 +139,7 @@ export class SessionRunner {
         cliVersion: options.launch.executable.version,
         capabilities: options.capabilities,
       },
+      cli: () => this.machine.cliAtHello,
       buffer: this.buffer,
       backoff: { baseMs: c.link.backoffBaseMs, maxMs: c.link.backoffMaxMs },
       pingIntervalMs: c.link.pingIntervalMs,

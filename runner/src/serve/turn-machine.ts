@@ -72,6 +72,10 @@ export class TurnMachine {
   get stopped(): boolean {
     return this.phase === 'stopped';
   }
+  /** The CLI as a hello reports it: one the welcome will start is starting already. */
+  get cliAtHello(): RunnerStatus['cli'] {
+    return this.phase === 'starting' && this.cli.state === 'none' ? 'starting' : this.cliStatus;
+  }
 
   handle(input: MachineInput): MachineEffect[] {
     this.fx = [];
@@ -464,12 +468,16 @@ export class TurnMachine {
     this.fx.push({ type: 'clear_timer', name });
   }
 
+  private get cliStatus(): RunnerStatus['cli'] {
+    return this.cli.state === 'none' ? 'stopped' : this.cli.state === 'starting' ? 'starting' : 'running';
+  }
+
   private pushStatus(): void {
     const status: RunnerStatus = {
       type: 'status',
       state:
         this.phase === 'starting' ? 'starting' : this.phase === 'running' ? (this.turn ? 'busy' : 'ready') : 'stopping',
-      cli: this.cli.state === 'none' ? 'stopped' : this.cli.state === 'starting' ? 'starting' : 'running',
+      cli: this.cliStatus,
       ...(this.stop && { reason: this.stop.reason }),
     };
     const key = JSON.stringify(status);

@@ -16,6 +16,23 @@ function prewarmed(ready: boolean): TurnMachine {
   return m;
 }
 
+describe('turn machine: the CLI as a hello reports it', () => {
+  test('starting before the welcome whether or not it was spawned yet, running once ready, stopped after it died between turns', () => {
+    const cold = new TurnMachine(T);
+    cold.handle({ type: 'start' });
+    // Not spawned yet: the welcome spawns it, so a message would wait for its start.
+    expect(cold.cliAtHello).toBe('starting');
+    const m = prewarmed(false);
+    expect(m.cliAtHello).toBe('starting');
+    m.handle({ type: 'cli_ready', gen: 1 });
+    expect(m.cliAtHello).toBe('running');
+    m.handle({ type: 'linked', restore: false });
+    m.handle({ type: 'cli_exit', gen: 1, exit: { code: 1, signal: null, stderrHead: '' } });
+    // Died between turns: the next message starts it again (the hub shows the session ready or idle).
+    expect(m.cliAtHello).toBe('stopped');
+  });
+});
+
 describe('turn machine: a fresh session CLI started before the welcome', () => {
   test('a welcome with nothing to restore keeps it: no second spawn, no kill, the first message goes to it', () => {
     for (const ready of [true, false]) {

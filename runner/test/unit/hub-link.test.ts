@@ -71,7 +71,12 @@ const send = (conn: Conn, msg: HubToRunner) => conn.ws.send(JSON.stringify(msg))
 function link(
   url: string,
   buffer: EventBuffer,
-  over: { pingIntervalMs?: number; stampSends?: boolean; early?: WebSocket } = {},
+  over: {
+    pingIntervalMs?: number;
+    stampSends?: boolean;
+    early?: WebSocket;
+    cli?: () => 'starting' | 'running' | 'stopped';
+  } = {},
 ) {
   const requests: HubRequest[] = [];
   const rejected: RunnerError[] = [];
@@ -107,6 +112,7 @@ function link(
       onRejected(e);
     },
     ...(over.stampSends !== undefined && { stampSends: over.stampSends }),
+    ...(over.cli !== undefined && { cli: over.cli }),
   });
   links.push(l);
   l.start(over.early);
@@ -146,12 +152,13 @@ describe('HubLink', () => {
     expect(hub.conns).toHaveLength(3);
   });
 
-  test('hello carries lastSeq and the bearer token (session in the URL, token not); unacked frames follow it before the welcome, and the welcome sends nothing twice', async () => {
+  test('hello carries lastSeq, the CLI as it is then, and the bearer token (session in the URL, token not); unacked frames follow it before the welcome, and the welcome sends nothing twice', async () => {
     const hub = await server();
     const buffer = new EventBuffer({ maxFrames: 100, maxBytes: 1e6 });
     pushEvents(buffer, 5);
     const first = hub.next();
-    const { l, welcomes } = link(hub.url, buffer);
+    let cli: 'starting' | 'running' = 'starting';
+    const { l, welcomes } = link(hub.url, buffer, { cli: () => cli });
     const c1 = await first;
     expect(c1.req.headers.authorization).toBe('Bearer token-1');
     expect(c1.req.url).toBe('/connect?session=s1');
@@ -164,7 +171,7 @@ describe('HubLink', () => {
     // Nothing acked yet: all five go out right behind the hello, with no welcome sent.
     await frameWhere(c1, (f) => f.type === 'events');
     expect((c1.frames[0] as { type: string; lastSeq: number }).type).toBe('hello');
-    expect((c1.frames[0] as { lastSeq: number }).lastSeq).toBe(5);
+    expect(c1.frames[0]).toMatchObject({ lastSeq: 5, cli: 'starting' });
     expect(seqsOf(c1)).toEqual([1, 2, 3, 4, 5]);
     send(c1, { type: 'welcome', ackedSeq: 2, runnerToken: 'token-2' });
     await until('welcomed', () => welcomes.length === 1, 5000);
@@ -178,10 +185,12 @@ describe('HubLink', () => {
     expect(seqsOf(c1)).toEqual([1, 2, 3, 4, 5, 6]);
 
     // The link drops; the reconnect uses the rotated token and sends what is unacked behind its hello.
+    cli = 'running';
     const second = hub.next();
     c1.ws.terminate();
     const c2 = await second;
     expect(c2.req.headers.authorization).toBe('Bearer token-2');
+    expect(await frameWhere(c2, (f) => f.type === 'hello')).toMatchObject({ lastSeq: 6, cli: 'running' });
     await frameWhere(c2, (f) => f.type === 'events');
     expect(seqsOf(c2)).toEqual([5, 6]);
     send(c2, { type: 'welcome', ackedSeq: 5 });
