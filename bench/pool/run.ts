@@ -7,6 +7,9 @@
 //   cold first: the first message of a new session with no pool (size 0): provisioning + runner
 //               start + CLI start + the turn.
 //   pooled first: the first message of a new session while the pool holds an idle runner.
+//   started ahead (pooled, cold): POST /start as the web app sends it at the first keystroke,
+//               the runner `ready`, then the first message: start → ready (the typing time it
+//               takes to hide the launch) and POST → first text.delta after it.
 //   bare CLI:   the same CLI with nothing around it (spawned as test/helpers/cli-harness.ts does,
 //               the stack's offline model): its first message's first text.delta and its later
 //               ones. A CLI's first turn is slower than its later ones on its own; a pooled
@@ -67,6 +70,24 @@ async function newSession(api: Api, backend: string) {
   const s = (await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: 'bench pool' })).body;
   if (s.backend !== backend) throw new Error(`session backend ${s.backend}, wanted ${backend}`);
   return { id: s.id, sse: await api.events(s.id) };
+}
+
+/** A runner started ahead (POST /start): ms from the start to `ready`, then the first message's first delta. */
+async function startedAhead(api: Api, backend: string, text: string) {
+  const s = await newSession(api, backend);
+  const t0 = now();
+  const r = await api.call('POST', `/api/sessions/${s.id}/start`);
+  if (r.status !== 202) throw new Error(`start: ${r.status} ${r.text}`);
+  const ready = await s.sse.waitFor(
+    'ready',
+    (e) => e.event === 'session.status' && (e.data as { state?: string }).state === 'ready',
+    delayMs + TURN_MS,
+  );
+  const toReady = ready.receivedAt - t0;
+  const first = await firstDelta(api, s.id, text, s.sse);
+  await s.sse.close();
+  await api.call('DELETE', `/api/sessions/${s.id}`);
+  return { toReady, first };
 }
 
 async function idlePooled(api: Api, backend: string, n: number): Promise<void> {
@@ -137,6 +158,8 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
   const warm: number[] = [];
   const pooled: number[] = [];
   const steps: Array<{ claimed: number; linked: number }> = [];
+  const aheadPooled: Array<{ toReady: number; first: number }> = [];
+  const aheadCold: Array<{ toReady: number; first: number }> = [];
   try {
     // Cold first messages and warm turns (no pool).
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
@@ -160,6 +183,12 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
     }
+    for (let i = 0; i < RUNS; i++) {
+      await idlePooled(api, backend, 1);
+      aheadPooled.push(await startedAhead(api, backend, `ahead pooled ${i}`));
+    }
+    await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
+    for (let i = 0; i < RUNS; i++) aheadCold.push(await startedAhead(api, backend, `ahead cold ${i}`));
   } finally {
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
   }
@@ -175,6 +204,11 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
     `  bare CLI: first message ${f0(bare.first)} ms, later ${f0(bare.later)} ms = ${(bare.first / bare.later).toFixed(2)}x on its own; ` +
       `a pooled runner's CLI takes that first turn before the claim; a pooled first message costs +${f0(p - w)} ms over a warm turn`,
   );
+  const ahead = (xs: Array<{ toReady: number; first: number }>) => {
+    const first = median(xs.map((x) => x.first));
+    return `start → ready ${f0(median(xs.map((x) => x.toReady)))} ms, then first ${f0(first)} ms = ${(first / w).toFixed(2)}x`;
+  };
+  console.log(`  started ahead: pooled ${ahead(aheadPooled)}; cold ${ahead(aheadCold)}`);
   console.log(
     `  pooled first message, ms after the POST (medians): the claim reaches the runner +${f0(median(steps.map((x) => x.claimed)))}, ` +
       `its hub link is welcomed +${f0(median(steps.map((x) => x.linked)))}, the first delta at the client +${f0(p)}`,
