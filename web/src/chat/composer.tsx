@@ -12,7 +12,10 @@ import { ErrorText } from '../ui/messages.tsx';
 interface ComposerProps {
   sessionId: string;
   running: boolean;
-  /** The session has no runner (stopped, failed, never started): typing starts one. */
+  /**
+   * The session's runner is `stopped` (or was never started): typing starts one. Not after a
+   * failure, which a start while the person types would likely repeat: Send retries.
+   */
   runnerAtRest: boolean;
   maxMessageBytes: number;
   onSent: (messageId: string, text: string) => void;
