@@ -21,6 +21,7 @@ import type {
 import { until } from '../../test/helpers/poll.ts';
 import { type SseEvent, SseReader as SharedSseReader } from '../../test/helpers/sse.ts';
 import {
+  adminWithToken,
   call,
   type CallResult,
   type ErrorResponse,
@@ -104,6 +105,14 @@ export async function hubContext(timings: Partial<HubTimings> = {}): Promise<Hub
   });
   const { user, token } = await userWithToken(clock);
   return { app, clock, launcher, token, user };
+}
+
+/** Changes settings as a fresh admin, who is returned for tests that go on acting as one. */
+export async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) {
+  const admin = await adminWithToken(ctx.clock);
+  const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: admin.token, body: patch });
+  if (r.status !== 200) throw new Error(`settings ${JSON.stringify(patch)}: ${r.status} ${r.text}`);
+  return admin;
 }
 
 export async function createSession(ctx: HubTestContext, token = ctx.token): Promise<string> {

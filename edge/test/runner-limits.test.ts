@@ -9,15 +9,8 @@ import {
   launchAndConnect,
   postMessage,
   until,
-  type HubTestContext,
+  setSettings,
 } from './hub-helpers.ts';
-
-async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) {
-  const admin = await adminWithToken(ctx.clock);
-  const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: admin.token, body: patch });
-  expect(r.status, r.text).toBe(200);
-  return admin;
-}
 
 const slotCount = async (userId?: string) =>
   (

@@ -18,6 +18,7 @@ import {
   type SessionPage,
   type AdminSessionPage,
   type SessionTranscript,
+  setSettings,
 } from './hub-helpers.ts';
 
 // Every session route: success and each 4xx it can answer (DESIGN.md "HTTP API").
@@ -58,13 +59,6 @@ function recordingDb(db: D1Database, marks: Array<{ sql: string; at: 'start' | '
 
 async function otherUser(ctx: HubTestContext) {
   return userWithToken(ctx.clock);
-}
-
-async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) {
-  const admin = await adminWithToken(ctx.clock);
-  const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: admin.token, body: patch });
-  expect(r.status).toBe(200);
-  return admin;
 }
 
 describe('POST /api/sessions', () => {

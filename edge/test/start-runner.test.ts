@@ -17,6 +17,7 @@ import {
   until,
   type HubTestContext,
   type SessionDetail,
+  setSettings,
 } from './hub-helpers.ts';
 
 // POST /api/sessions/:id/start: a runner started ahead of the first message, against a fake
@@ -31,12 +32,6 @@ const start = (ctx: HubTestContext, sid: string, token = ctx.token) =>
 
 const stateOf = async (ctx: HubTestContext, sid: string) =>
   (await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token })).body.state;
-
-async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>): Promise<void> {
-  const admin = await adminWithToken(ctx.clock);
-  const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: admin.token, body: patch });
-  expect(r.status, r.text).toBe(200);
-}
 
 async function connect(ctx: HubTestContext, sid: string): Promise<FakeRunner> {
   const launch = await until('a launch', () => ctx.launcher.startsFor(sid).at(-1));

@@ -6,7 +6,14 @@ import type { z } from 'zod';
 import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
 import type { WorkspaceListSchema } from '../src/workspace/openapi.ts';
 import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts';
-import { call, createSession, hubContext, launchAndConnect, type HubTestContext, until } from './hub-helpers.ts';
+import {
+  call,
+  createSession,
+  hubContext,
+  launchAndConnect,
+  until,
+  setSettings,
+} from './hub-helpers.ts';
 import { req, sha256 } from './workspace-helpers.ts';
 
 type FileList = z.infer<typeof WorkspaceListSchema>;
@@ -14,12 +21,6 @@ type FileList = z.infer<typeof WorkspaceListSchema>;
 // The Files API and the runner's workspace routes, in workerd with real R2, D1 and the hub.
 
 afterEach(() => setHubRuntimeForTests({}));
-
-async function setSettings(ctx: HubTestContext, patch: Record<string, unknown>) {
-  const admin = await adminWithToken(ctx.clock);
-  const r = await call(ctx.app, 'PUT', '/api/admin/settings', { token: admin.token, body: patch });
-  expect(r.status).toBe(200);
-}
 
 /** Parses an uncompressed tar: name (pax path when present) → content. */
 function untar(bytes: Uint8Array): Map<string, Uint8Array> {
