@@ -77,6 +77,18 @@ class FakePooledRunner {
   }
 }
 
+/** The claimed runner dials the session's hub with the claim's token, as it does after a claim. */
+async function dialHub(claimed: FakePooledRunner, claim: PoolClaim, sessionId: string): Promise<FakeRunner> {
+  const runner = await FakeRunner.connect(ctx.app, {
+    token: claim.runnerToken,
+    sessionId,
+    runnerId: claimed.request.runnerId,
+  });
+  runner.hello(sessionId);
+  await runner.waitFor('welcome');
+  return runner;
+}
+
 interface Ctx {
   app: TestApp;
   clock: FakeClock;
@@ -212,13 +224,7 @@ describe('warm runner pool', () => {
     expect(ctx.launcher.startsFor(sessionId)).toEqual([]);
 
     // The pooled runner dials the hub with the claim's token, as a launched runner would.
-    const runner = await FakeRunner.connect(ctx.app, {
-      token: claim.runnerToken,
-      sessionId,
-      runnerId: claimed.request.runnerId,
-    });
-    runner.hello(sessionId);
-    await runner.waitFor('welcome');
+    const runner = await dialHub(claimed, claim, sessionId);
     // The hub's own copy still follows the welcome (the runner answers it as a duplicate).
     const msg = await runner.waitFor('user_message');
     expect(msg.message.text).toBe('hello pool');
@@ -255,13 +261,7 @@ describe('warm runner pool', () => {
     const claim = await until('the claim', () => claimed.claims[0]);
     expect(claim.sessionId).toBe(sessionId);
     expect(claim.first).toBeUndefined();
-    const runner = await FakeRunner.connect(ctx.app, {
-      token: claim.runnerToken,
-      sessionId,
-      runnerId: claimed.request.runnerId,
-    });
-    runner.hello(sessionId);
-    await runner.waitFor('welcome');
+    const runner = await dialHub(claimed, claim, sessionId);
     expect((await runner.waitFor('user_message')).message.text).toBe(text);
     runner.close();
   });
@@ -279,13 +279,7 @@ describe('warm runner pool', () => {
     expect(claim.sessionId).toBe(sessionId);
     expect(claim.first).toBeUndefined();
     expect(ctx.launcher.startsFor(sessionId)).toEqual([]);
-    const runner = await FakeRunner.connect(ctx.app, {
-      token: claim.runnerToken,
-      sessionId,
-      runnerId: claimed.request.runnerId,
-    });
-    runner.hello(sessionId);
-    await runner.waitFor('welcome');
+    const runner = await dialHub(claimed, claim, sessionId);
     expect(runner.of('user_message')).toEqual([]);
     const sending = postMessage(hubCtx, sessionId, 'typed meanwhile');
     const msg = await runner.waitFor('user_message');
