@@ -70,7 +70,7 @@ export interface PostMessageResult {
 }
 
 export interface StartRunnerResult {
-  /** False: a runner was already running or on its way, and nothing new was started. */
+  /** False: nothing new was started (a runner was running or on its way, or the session cannot start). */
   started: boolean;
 }
 

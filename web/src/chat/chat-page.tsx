@@ -174,7 +174,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         <Composer
           sessionId={sessionId}
           running={running}
-          runnerAtRest={state === 'stopped'}
+          runnerStopped={state === 'stopped'}
           maxMessageBytes={maxBytes}
           onSent={(messageId, text) =>
             setPending((ps) => [...ps.filter((p) => !shown.has(p.messageId)), { messageId, text }])

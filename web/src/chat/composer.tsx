@@ -16,7 +16,7 @@ interface ComposerProps {
    * The session's runner is `stopped` (or was never started): typing starts one. Not after a
    * failure, which a start while the person types would likely repeat: Send retries.
    */
-  runnerAtRest: boolean;
+  runnerStopped: boolean;
   maxMessageBytes: number;
   onSent: (messageId: string, text: string) => void;
 }
@@ -30,7 +30,7 @@ function sendError(e: unknown): string {
   return `${e.field !== undefined ? `${e.field}: ` : ''}${e.message}. Your message is kept.`;
 }
 
-export function Composer({ sessionId, running, runnerAtRest, maxMessageBytes, onSent }: ComposerProps) {
+export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, onSent }: ComposerProps) {
   const [text, setText] = useState('');
   const [images, setImages] = useState<Attachment[]>([]);
   const [error, setError] = useState<string | null>(null);
@@ -56,15 +56,15 @@ export function Composer({ sessionId, running, runnerAtRest, maxMessageBytes, on
   // Opening a session puts the cursor in its message box (autofocus only works on page load).
   useEffect(() => box.current?.focus(), []);
 
-  // The first keystroke into a session without a runner starts one, so its start overlaps the
+  // The first keystroke into a stopped session starts its runner, so the start overlaps the
   // typing (docs/DESIGN.md "Starting ahead"). Once per rest; a refusal (a runner cap) is left
   // for Send to explain, since sending would meet it too.
   const startAsked = useRef(false);
   useEffect(() => {
-    if (!runnerAtRest) startAsked.current = false;
-  }, [runnerAtRest]);
+    if (!runnerStopped) startAsked.current = false;
+  }, [runnerStopped]);
   const startAhead = () => {
-    if (!runnerAtRest || startAsked.current) return;
+    if (!runnerStopped || startAsked.current) return;
     startAsked.current = true;
     api.POST('/api/sessions/{id}/start', { params: { path: { id: sessionId } } }).catch(() => undefined);
   };
