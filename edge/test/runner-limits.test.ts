@@ -2,15 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { CREATE_SESSION_RULE } from '../src/sessions/routes.ts';
 import { adminWithToken, expectError, userWithToken } from './helpers.ts';
-import {
-  call,
-  createSession,
-  hubContext,
-  launchAndConnect,
-  postMessage,
-  until,
-  setSettings,
-} from './hub-helpers.ts';
+import { call, createSession, hubContext, launchAndConnect, postMessage, until, setSettings } from './hub-helpers.ts';
 
 const slotCount = async (userId?: string) =>
   (

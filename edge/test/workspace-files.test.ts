@@ -6,14 +6,7 @@ import type { z } from 'zod';
 import type { WorkspaceResult } from '../src/workspace/hub-workspace.ts';
 import type { WorkspaceListSchema } from '../src/workspace/openapi.ts';
 import { adminWithToken, expectError, ORIGIN, userWithToken } from './helpers.ts';
-import {
-  call,
-  createSession,
-  hubContext,
-  launchAndConnect,
-  until,
-  setSettings,
-} from './hub-helpers.ts';
+import { call, createSession, hubContext, launchAndConnect, until, setSettings } from './hub-helpers.ts';
 import { req, sha256 } from './workspace-helpers.ts';
 
 type FileList = z.infer<typeof WorkspaceListSchema>;
