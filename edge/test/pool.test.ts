@@ -77,6 +77,19 @@ class FakePooledRunner {
   }
 }
 
+/** A pool of one claude runner, connected and idle. */
+async function oneIdlePooled(): Promise<FakePooledRunner[]> {
+  await setPool({ claude: 1 });
+  const pooled = await connectPooled(new Set());
+  await until('one idle pooled runner', async () => (await idleCount()) === 1);
+  return pooled;
+}
+
+/** The hub helpers' context acting as the test's plain user. */
+function asUser() {
+  return { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+}
+
 /** The claimed runner dials the session's hub with the claim's token, as it does after a claim. */
 async function dialHub(claimed: FakePooledRunner, claim: PoolClaim, sessionId: string): Promise<FakeRunner> {
   const runner = await FakeRunner.connect(ctx.app, {
@@ -210,7 +223,7 @@ describe('warm runner pool', () => {
     const pooled = await connectPooled(seen);
     await until('two idle pooled runners', async () => (await idleCount()) === 2);
 
-    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const hubCtx = asUser();
     const sessionId = await createSession(hubCtx, ctx.user);
     expect((await postMessage(hubCtx, sessionId, 'hello pool')).status).toBe(202);
     const claimed = await until('a claim', () => pooled.find((p) => p.claims.length > 0));
@@ -249,10 +262,8 @@ describe('warm runner pool', () => {
   });
 
   it('a first message too big for the claim frame comes after the welcome only', async () => {
-    await setPool({ claude: 1 });
-    const pooled = await connectPooled(new Set());
-    await until('one idle pooled runner', async () => (await idleCount()) === 1);
-    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const pooled = await oneIdlePooled();
+    const hubCtx = asUser();
     const sessionId = await createSession(hubCtx, ctx.user);
     // Fewer characters than the limit, more bytes: the bound is on the frame's UTF-8 size.
     const text = 'é'.repeat(POOL_CLAIM_MAX_BYTES / 2);
@@ -267,10 +278,8 @@ describe('warm runner pool', () => {
   });
 
   it('a runner started ahead of the first message is a pooled one, claimed with no message; the message follows the welcome', async () => {
-    await setPool({ claude: 1 });
-    const pooled = await connectPooled(new Set());
-    await until('one idle pooled runner', async () => (await idleCount()) === 1);
-    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const pooled = await oneIdlePooled();
+    const hubCtx = asUser();
     const sessionId = await createSession(hubCtx, ctx.user);
     const started = await call(ctx.app, 'POST', `/api/sessions/${sessionId}/start`, { token: ctx.user });
     expect(started.status, started.text).toBe(202);
@@ -290,11 +299,9 @@ describe('warm runner pool', () => {
   });
 
   it('two concurrent first messages never share one pooled runner; the other launches cold', async () => {
-    await setPool({ claude: 1 });
-    const pooled = await connectPooled(new Set());
-    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    const pooled = await oneIdlePooled();
 
-    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const hubCtx = asUser();
     const a = await createSession(hubCtx, ctx.user);
     const b = await createSession(hubCtx, ctx.user);
     const [ra, rb] = await Promise.all([postMessage(hubCtx, a, 'a'), postMessage(hubCtx, b, 'b')]);
@@ -312,10 +319,8 @@ describe('warm runner pool', () => {
   });
 
   it('a session with files uploaded before its first message launches cold, leaving the pooled runner idle', async () => {
-    await setPool({ claude: 1 });
-    const pooled = await connectPooled(new Set());
-    await until('one idle pooled runner', async () => (await idleCount()) === 1);
-    const hubCtx = { ...ctx, token: ctx.user, user: { id: '', username: '' } };
+    const pooled = await oneIdlePooled();
+    const hubCtx = asUser();
     const sessionId = await createSession(hubCtx, ctx.user);
     const put = await ctx.app.request(
       `http://localhost/api/sessions/${sessionId}/files/notes.txt`,
