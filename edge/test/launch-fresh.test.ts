@@ -30,6 +30,9 @@ describe('LaunchRequest.fresh', () => {
     const { runner, launch } = await launchAndConnect(ctx, sid);
     expect(launch.fresh).toBe(true);
     expect(EcsLauncher.containerEnvironment(launch)).toContainEqual({ name: 'SWITCHYARD_FRESH_SESSION', value: '1' });
+    // A message waits for this runner: its CLI takes that message first, no warm-up before it.
+    expect(launch.warmUp).toBeUndefined();
+    expect(EcsLauncher.containerEnvironment(launch).map((e) => e.name)).not.toContain('SWITCHYARD_WARM_UP');
     const um = await runner.waitFor('user_message');
     runner.send({ type: 'accepted', inReplyTo: um.messageId });
     runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
@@ -80,5 +83,29 @@ describe('LaunchRequest.fresh', () => {
     expect((await firstLaunch(ctx, files)).fresh).toBeUndefined();
     // The control: the same context, nothing to restore.
     expect((await firstLaunch(ctx, await create({}))).fresh).toBe(true);
+  });
+});
+
+describe('LaunchRequest.warmUp', () => {
+  it('a fresh session started ahead of its first message: its CLI warms up; a session with something to restore: not', async () => {
+    const ctx = await hubContext();
+    const startAhead = async (body: Record<string, unknown>) => {
+      const created = await call<Session>(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body });
+      expect(created.status).toBe(201);
+      const sid = created.body.id;
+      const r = await call(ctx.app, 'POST', `/api/sessions/${sid}/start`, { token: ctx.token });
+      expect(r.status, r.text).toBe(202);
+      return until('a launch', () => ctx.launcher.startsFor(sid)[0]);
+    };
+    const fresh = await startAhead({});
+    expect(fresh).toMatchObject({ fresh: true, warmUp: true });
+    const names = EcsLauncher.containerEnvironment(fresh);
+    expect(names).toContainEqual({ name: 'SWITCHYARD_FRESH_SESSION', value: '1' });
+    expect(names).toContainEqual({ name: 'SWITCHYARD_WARM_UP', value: '1' });
+    // Approval mode ask: the CLI starts after the welcome, with the approval hook; no warm-up either.
+    const ask = await startAhead({ approvals: 'ask' });
+    expect(ask.fresh).toBeUndefined();
+    expect(ask.warmUp).toBeUndefined();
+    expect(EcsLauncher.containerEnvironment(ask).map((e) => e.name)).not.toContain('SWITCHYARD_WARM_UP');
   });
 });

@@ -32,6 +32,12 @@ export const LaunchEnvSchema = z.strictObject({
    * to restore replaces that CLI (docs/DESIGN.md "Runner behaviour (serve)").
    */
   SWITCHYARD_FRESH_SESSION: z.literal('1').optional(),
+  /**
+   * `1`, only beside SWITCHYARD_FRESH_SESSION: no message was waiting when the hub launched this
+   * runner (it was started ahead of the first message), so its CLI takes its first turn, answered
+   * by the runner's own model proxy, before it counts as up (docs/DESIGN.md "Starting ahead").
+   */
+  SWITCHYARD_WARM_UP: z.literal('1').optional(),
 });
 export type LaunchEnv = z.infer<typeof LaunchEnvSchema>;
 
@@ -51,6 +57,8 @@ interface LaunchEnvInput {
   repositoryAllowLoopback?: boolean;
   /** The session has nothing to restore at launch (SWITCHYARD_FRESH_SESSION). */
   fresh?: boolean;
+  /** No message waits for this runner (SWITCHYARD_WARM_UP; a fresh session's only). */
+  warmUp?: boolean;
 }
 
 /** The launch environment for one runner, validated (throws on a value the runner would refuse). */
@@ -66,5 +74,6 @@ export function launchEnvironment(r: LaunchEnvInput): LaunchEnv {
     ...(r.model !== null && { SWITCHYARD_MODEL: r.model }),
     ...(r.repositoryAllowLoopback === true && { SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: '1' }),
     ...(r.fresh === true && { SWITCHYARD_FRESH_SESSION: '1' }),
+    ...(r.fresh === true && r.warmUp === true && { SWITCHYARD_WARM_UP: '1' }),
   });
 }

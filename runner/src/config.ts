@@ -96,6 +96,7 @@ const ServeLaunchEnv = {
   SWITCHYARD_MODEL: launch.SWITCHYARD_MODEL,
   SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: launch.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK,
   SWITCHYARD_FRESH_SESSION: launch.SWITCHYARD_FRESH_SESSION,
+  SWITCHYARD_WARM_UP: launch.SWITCHYARD_WARM_UP,
 } satisfies Record<keyof LaunchEnv, z.ZodType>;
 
 const ServeEnv = CommonEnv.extend({
@@ -168,6 +169,11 @@ export interface ServeConfig extends CommonConfig {
   clone: { allowLoopback: boolean; timeoutMs: number };
   /** The hub launched this runner with nothing to restore: its CLI may start before the welcome. */
   freshSession: boolean;
+  /**
+   * A fresh session's runner no message waited for: the CLI started before the welcome takes its
+   * first turn (cli/warm-up.ts, answered by the model proxy) before it counts as up.
+   */
+  warmUp: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -218,6 +224,7 @@ export function loadServeConfig(env: Env, cwd: string): Result<ServeConfig> {
         timeoutMs: e.SWITCHYARD_CLONE_TIMEOUT,
       },
       freshSession: e.SWITCHYARD_FRESH_SESSION === '1',
+      warmUp: e.SWITCHYARD_FRESH_SESSION === '1' && e.SWITCHYARD_WARM_UP === '1',
     },
   };
 }

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
+import { WARM_UP_PROMPT } from '../src/cli/warm-up.ts';
+import { WARM_UP_REPLY_TEXT } from '../src/sandbox/warm-up-reply.ts';
 import {
   serveRunner,
   stopRunner,
@@ -63,6 +65,39 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     const token = session.runnerEnv.SWITCHYARD_RUNNER_TOKEN ?? '';
     for (const pid of runner.cliPids()) expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).not.toContain(token);
     expect(runner.stderr()).not.toContain(token);
+    expect(await stopRunner(runner)).toMatchObject({ code: 0 });
+    expect(session.violations()).toEqual([]);
+  });
+
+  test('started ahead (SWITCHYARD_WARM_UP): the CLI takes its first turn before it is up, and none of it leaves the runner', async () => {
+    const session = await suite.hub.newSession();
+    suite.hub.faults.holdWelcome(session.sessionId, true);
+    const calls = () => suite.model.requests().filter((r) => r.method === 'POST').length;
+    const before = calls();
+    const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_WARM_UP: '1' });
+    await session.waitFor(() => session.hellos().length === 1, 'the hello');
+    // Not up at the hello: the hub shows the session starting until the warm-up is over.
+    expect(session.hellos()[0]?.cli).toBe('starting');
+    const ready = await runner.waitForLog((l) => l.msg === 'cli ready', 'the CLI ready while the welcome is held');
+    // Every step taken: claude's side question, pi's prompt, new session and state.
+    expect(ready.warmUp).toEqual({ steps: backend === 'claude' ? 1 : 3, refused: 0 });
+    // The credential proxy answered the warm-up's model call itself.
+    expect(calls()).toBe(before);
+    suite.hub.faults.holdWelcome(session.sessionId, false);
+    await waitReady(session);
+
+    const marker = uniq('ahead');
+    const { messageId } = await session.sendMessage(marker);
+    expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+    // From the CLI's readiness on the proxy forwards: the offline model wrote this answer.
+    expect(textOf(session, messageId)).toContain(`Offline model reply to: ${marker}`);
+    const main = requestFor(marker)?.body as { messages?: Array<{ role: string }> } | undefined;
+    expect(main?.messages?.map((m) => m.role)).toEqual(['user']);
+    expect(JSON.stringify(main)).not.toContain(WARM_UP_PROMPT);
+    const log = JSON.stringify(session.events());
+    expect(log).not.toContain(WARM_UP_PROMPT);
+    expect(log).not.toContain(WARM_UP_REPLY_TEXT);
+    expect(runner.logs.filter((l) => l.msg === 'cli started')).toHaveLength(1);
     expect(await stopRunner(runner)).toMatchObject({ code: 0 });
     expect(session.violations()).toEqual([]);
   });

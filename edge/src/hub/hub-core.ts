@@ -229,8 +229,12 @@ export class HubCore {
           limits: this.meta.limits,
           ...(session.repository !== undefined &&
             repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
-          // What makes a launch poolable is what lets a cold runner start its CLI before the welcome.
-          ...(mayUsePool(this.meta, workspaceEmpty) && { fresh: true }),
+          // What makes a launch poolable is what lets a cold runner start its CLI before the welcome;
+          // with no message waiting (started ahead), that CLI takes its first turn meanwhile too.
+          ...(mayUsePool(this.meta, workspaceEmpty) && {
+            fresh: true,
+            ...(this.meta.turn === null && { warmUp: true }),
+          }),
         }));
     } catch (err) {
       this.failLaunch(launch.id, `could not start a runner: ${errorText(err)}`);

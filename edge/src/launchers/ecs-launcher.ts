@@ -64,6 +64,7 @@ export class EcsLauncher implements Launcher {
       model: r.model,
       ...(r.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
       ...(r.fresh === true && { fresh: true }),
+      ...(r.warmUp === true && { warmUp: true }),
     });
     return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
   }

@@ -48,6 +48,12 @@ export interface LaunchRequest {
    * then starts its CLI while it dials the hub (docs/DESIGN.md "Runner behaviour (serve)").
    */
   fresh?: boolean;
+  /**
+   * A fresh session's runner with no message waiting for it, started ahead of its first message
+   * (runner env `SWITCHYARD_WARM_UP`): its CLI takes its first turn before it counts as up
+   * (docs/DESIGN.md "Starting ahead").
+   */
+  warmUp?: boolean;
 }
 
 /**

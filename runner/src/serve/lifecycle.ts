@@ -61,8 +61,9 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   // (docs/DESIGN.md "The guard"). The CLI talks to the proxy with a per-session key; the real key
   // stays in this process.
   const sandbox = sandboxWalls(env, [config.backend]);
-  // A pooled runner's CLI takes a warm-up turn before any session: the proxy answers it itself.
-  const model = await startModelAccess(config.model, mode, { answerLocally: pool !== null });
+  // A pooled runner's CLI takes a warm-up turn before any session, and a fresh session's started
+  // ahead of its first message before that message: the proxy answers it itself.
+  const model = await startModelAccess(config.model, mode, { answerLocally: pool !== null || config.warmUp });
   if (!sandbox.ok || !model.ok) {
     early?.terminate();
     if (model.ok) await model.value.close();
@@ -92,6 +93,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
       retry: config.retry,
       baseEnv: env,
     },
+    ...(pool === null && config.warmUp && { onCliReady: () => model.value.forwardUpstream() }),
   });
   const onSignal = (signal: NodeJS.Signals) => {
     log.info('signal', { signal });

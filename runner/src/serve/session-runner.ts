@@ -51,6 +51,12 @@ export interface SessionRunnerOptions {
   selfTest?: Promise<CanaryResult>;
   /** Every CLI of the session is spawned from this (cli/spawn.ts). */
   launch: CliLaunch;
+  /**
+   * Called whenever a CLI is ready, so before it is given any message: the model proxy, which
+   * answered a warm-up started ahead of the first message itself, forwards from now on. Pooled
+   * mode passes none: there the proxy forwards from the claim.
+   */
+  onCliReady?: () => void;
 }
 
 /** How long the transcript must stay unchanged after a turn before it is read (see waitForQuietFile). */
@@ -74,7 +80,10 @@ export class SessionRunner {
   private prewarmed: ((ok: boolean) => void) | undefined;
   /** Pooled mode, until the claim: the prewarmed CLI stopped, so this runner is no warm runner any more. */
   private prewarmLost: (() => void) | undefined;
-  /** Pooled mode: the CLI about to be spawned takes its first turn before it counts as ready (cli/warm-up.ts). */
+  /**
+   * The CLI about to be spawned takes its first turn before it counts as ready (cli/warm-up.ts):
+   * a pooled runner's, or a fresh session's started ahead of its first message (SWITCHYARD_WARM_UP).
+   */
   private warmUpNext = false;
   /** The durable workspace: restored before the first CLI, saved after each turn and at the end. */
   private workspace: WorkspaceSync;
@@ -207,7 +216,8 @@ export class SessionRunner {
     // Nothing to restore, so the CLI need not wait for the welcome; never with a guard that
     // failed its self-test, and while it still runs the CLI gets no input (the machine's guard).
     if (c.freshSession && (selfTest !== undefined || this.o.capabilities.guard === 'loaded')) {
-      this.o.log.info('fresh session: starting the CLI while the hub link comes up');
+      this.o.log.info('fresh session: starting the CLI while the hub link comes up', { warmUp: c.warmUp });
+      this.warmUpNext = c.warmUp;
       this.dispatch({ type: 'prewarm' });
     }
     if (selfTest === undefined) this.link.start(early);
@@ -419,6 +429,7 @@ export class SessionRunner {
         onStarted: (pid) => this.o.log.info('cli started', { gen, pid }),
         onReady: (warmedUp) => {
           this.o.log.info('cli ready', { gen, ...(warmUp.length > 0 && { warmUp: warmedUp }) });
+          this.o.onCliReady?.();
           this.dispatch({ type: 'cli_ready', gen });
         },
         onOutput: () => this.dispatch({ type: 'cli_output', gen }),

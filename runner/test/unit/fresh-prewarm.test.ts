@@ -114,4 +114,21 @@ describe('SWITCHYARD_FRESH_SESSION', () => {
     expect(read(plain)).toBe(false);
     expect(loadServeConfig({ ...plain, SWITCHYARD_FRESH_SESSION: 'yes' }, '/tmp').ok).toBe(false);
   });
+
+  test('SWITCHYARD_WARM_UP: only beside SWITCHYARD_FRESH_SESSION, in the launch and in what serve reads', () => {
+    const warm = launchEnvironment({ ...input, fresh: true, warmUp: true });
+    expect(warm.SWITCHYARD_WARM_UP).toBe('1');
+    // A warm-up asked for a session that is not fresh is dropped: its CLI starts after the welcome.
+    expect('SWITCHYARD_WARM_UP' in launchEnvironment({ ...input, warmUp: true })).toBe(false);
+    expect('SWITCHYARD_WARM_UP' in launchEnvironment({ ...input, fresh: true })).toBe(false);
+    const read = (env: Record<string, string | undefined>) => {
+      const c = loadServeConfig(env, '/tmp');
+      if (!c.ok) throw new Error(c.error.message);
+      return c.value.warmUp;
+    };
+    expect(read(warm)).toBe(true);
+    const { SWITCHYARD_FRESH_SESSION: _, ...notFresh } = warm;
+    expect(read(notFresh)).toBe(false);
+    expect(loadServeConfig({ ...warm, SWITCHYARD_WARM_UP: 'yes' }, '/tmp').ok).toBe(false);
+  });
 });
