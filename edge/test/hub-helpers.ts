@@ -252,11 +252,19 @@ export async function launchAndConnect(
 ): Promise<{ runner: FakeRunner; messageId: string; launch: LaunchRequest }> {
   const r = await postMessage(ctx, sessionId, text);
   if (r.status !== 202) throw new Error(`post message: ${r.status} ${r.text}`);
+  return { ...(await connectLaunched(ctx, sessionId)), messageId: r.body.messageId };
+}
+
+/** The session's latest launch, its runner dialled in with the launch's token and welcomed. */
+export async function connectLaunched(
+  ctx: HubTestContext,
+  sessionId: string,
+): Promise<{ runner: FakeRunner; launch: LaunchRequest }> {
   const launch = await until('a launch', () => ctx.launcher.startsFor(sessionId).at(-1));
   const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId });
   runner.hello(sessionId);
   await runner.waitFor('welcome');
-  return { runner, messageId: r.body.messageId, launch };
+  return { runner, launch };
 }
 
 // ------------------------------------------------------------------ SSE reader

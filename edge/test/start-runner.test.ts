@@ -7,6 +7,7 @@ import type { z } from '@hono/zod-openapi';
 import { adminWithToken, expectError, userWithToken } from './helpers.ts';
 import {
   call,
+  connectLaunched,
   createSession,
   FakeRunner,
   hubContext,
@@ -33,13 +34,7 @@ const start = (ctx: HubTestContext, sid: string, token = ctx.token) =>
 const stateOf = async (ctx: HubTestContext, sid: string) =>
   (await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token })).body.state;
 
-async function connect(ctx: HubTestContext, sid: string): Promise<FakeRunner> {
-  const launch = await until('a launch', () => ctx.launcher.startsFor(sid).at(-1));
-  const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
-  runner.hello(sid);
-  await runner.waitFor('welcome');
-  return runner;
-}
+const connect = async (ctx: HubTestContext, sid: string) => (await connectLaunched(ctx, sid)).runner;
 
 describe('starting a runner ahead of the first message', () => {
   it('launches once with the settings of now; the first message then goes straight to the ready runner', async () => {
