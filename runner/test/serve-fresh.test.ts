@@ -71,6 +71,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
 
   test('started ahead (SWITCHYARD_WARM_UP): the CLI takes its first turn before it is up, and none of it leaves the runner', async () => {
     const session = await suite.hub.newSession();
+    session.workspaceGeneration = 0;
     suite.hub.faults.holdWelcome(session.sessionId, true);
     const calls = () => suite.model.requests().filter((r) => r.method === 'POST').length;
     const before = calls();
@@ -98,6 +99,30 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(log).not.toContain(WARM_UP_PROMPT);
     expect(log).not.toContain(WARM_UP_REPLY_TEXT);
     expect(runner.logs.filter((l) => l.msg === 'cli started')).toHaveLength(1);
+    expect(await stopRunner(runner)).toMatchObject({ code: 0 });
+    expect(session.violations()).toEqual([]);
+  });
+
+  test('started ahead, a message that arrives during the warm-up waits for it and is answered upstream', async () => {
+    const session = await suite.hub.newSession();
+    session.workspaceGeneration = 0;
+    suite.hub.faults.holdWelcome(session.sessionId, true);
+    const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_WARM_UP: '1' });
+    await session.waitFor(() => session.hellos().length === 1, 'the hello');
+    await runner.waitForLog((l) => l.msg === 'cli started', 'the CLI spawned');
+    suite.hub.faults.holdWelcome(session.sessionId, false);
+    const marker = uniq('during');
+    const { messageId, reply } = await session.sendMessage(marker);
+    expect(reply).toEqual({ accepted: true });
+    // What this test is about: the message reached the runner before its CLI was through the warm-up.
+    expect(runner.logs.some((l) => l.msg === 'cli ready')).toBe(false);
+    expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+    expect(textOf(session, messageId)).toContain(`Offline model reply to: ${marker}`);
+    expect(runner.logs.find((l) => l.msg === 'cli ready')?.warmUp).toEqual({
+      steps: backend === 'claude' ? 1 : 3,
+      refused: 0,
+    });
+    expect(JSON.stringify(session.events())).not.toContain(WARM_UP_REPLY_TEXT);
     expect(await stopRunner(runner)).toMatchObject({ code: 0 });
     expect(session.violations()).toEqual([]);
   });

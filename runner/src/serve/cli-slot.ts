@@ -31,10 +31,18 @@ export class CliSlot {
   private ready = false;
   /** Nothing is written to the CLI (not even the readiness handshake) until open(). */
   private inputOpen = false;
+  /**
+   * While a warm-up runs the CLI's input is the warm-up's, and what the CLI says is hidden: a
+   * message written then would be answered unheard. What the machine writes waits here, in
+   * order, and goes to the CLI once it is ready.
+   */
+  private warmingUp: boolean;
+  private afterWarmUp: Array<(p: CliProcess) => void> = [];
 
-  private constructor(gen: number, codec: AgentCodec) {
+  private constructor(gen: number, codec: AgentCodec, warmingUp: boolean) {
     this.gen = gen;
     this.codec = codec;
+    this.warmingUp = warmingUp;
   }
 
   static start(
@@ -45,7 +53,7 @@ export class CliSlot {
     h: CliSlotHandlers,
     warmUp: WarmUpStep[] = [],
   ): CliSlot {
-    const slot = new CliSlot(gen, codec);
+    const slot = new CliSlot(gen, codec, warmUp.length > 0);
     const readiness = readinessFor(backend);
     // The handshake, then the warm-up (cli/warm-up.ts); ready once the last step is answered.
     const handshake: WarmUpStep = {
@@ -63,6 +71,7 @@ export class CliSlot {
       const next = steps[step];
       if (next === undefined) {
         slot.ready = true;
+        slot.endWarmUp();
         h.onReady({ steps: warmUp.length, refused });
       } else for (const l of next.lines()) slot.proc?.writeControl(l);
     };
@@ -129,14 +138,23 @@ export class CliSlot {
 
   run(op: (p: CliProcess) => void): void {
     if (this.killed) return;
-    if (this.proc && this.inputOpen) op(this.proc);
+    if (this.warmingUp) this.afterWarmUp.push(op);
+    else if (this.proc && this.inputOpen) op(this.proc);
     else this.pending.push(op);
+  }
+
+  private endWarmUp(): void {
+    this.warmingUp = false;
+    const held = this.afterWarmUp;
+    this.afterWarmUp = [];
+    for (const op of held) this.run(op);
   }
 
   /** SIGKILL to the whole process group, now or as soon as the process exists. */
   kill(): void {
     this.killed = true;
     this.pending = [];
+    this.afterWarmUp = [];
     this.proc?.kill('SIGKILL');
   }
 }
