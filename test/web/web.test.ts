@@ -238,6 +238,40 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
+  it('typing into a session whose runner failed starts nothing; Send starts a new runner and is answered', async () => {
+    const { page, errors } = await adminPage();
+    const id = await newSession(page);
+    await send(page, directive({ text: 'first reply' }));
+    await turnsDone(page, 1);
+    const task = await until(
+      'the session runner',
+      async () =>
+        (await stack.runners()).find((t) => t.sessionId === id && t.lastStatus === 'RUNNING' && t.pid !== null),
+      TURN_MS,
+    );
+    process.kill(task.pid as number, 'SIGKILL');
+    const badge = page.locator('.runner-state .badge');
+    await badge.filter({ hasText: 'failed' }).waitFor({ timeout: TURN_MS });
+    await screenshot(page, 'chat-runner-failed');
+    // Every write to this session in the order the page sent it: a start at the first keystroke
+    // would come before the message.
+    const writes: string[] = [];
+    page.on('request', (r) => {
+      const path = new URL(r.url()).pathname;
+      if (r.method() === 'POST' && path.startsWith(`/api/sessions/${id}/`)) writes.push(path.split('/').pop() ?? '');
+    });
+    await page.getByLabel('Message').pressSequentially('After the failure.');
+    await page.getByLabel('Message').press('Shift+Enter');
+    await page.getByLabel('Message').pressSequentially(directive({ text: 'second reply' }));
+    await page.getByLabel('Message').press('Enter');
+    await turnsDone(page, 2);
+    expect(writes).toEqual(['messages']);
+    expect(await assistantTexts(page)).toEqual(['first reply', 'second reply']);
+    const next = (await stack.runners()).find((t) => t.sessionId === id && t.lastStatus === 'RUNNING');
+    expect(next?.pid).not.toBe(task.pid);
+    expect(errors).toEqual([]);
+  });
+
   it('Stop ends a running answer as interrupted; a message sent while busy (409) keeps the draft', async () => {
     const { page, errors } = await adminPage();
     await newSession(page);
