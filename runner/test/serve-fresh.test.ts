@@ -103,25 +103,25 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(session.violations()).toEqual([]);
   });
 
-  test('started ahead, a message that arrives during the warm-up waits for it and is answered upstream', async () => {
+  test.each([
+    ['during its warm-up: it waits for it', 'cli warming up', backend === 'claude' ? 1 : 3],
+    ['before its CLI is up: no warm-up, the message goes first', 'cli started', 0],
+  ] as const)('started ahead, a message that arrives %s, and is answered upstream', async (_when, after, steps) => {
     const session = await suite.hub.newSession();
     session.workspaceGeneration = 0;
     suite.hub.faults.holdWelcome(session.sessionId, true);
     const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_WARM_UP: '1' });
     await session.waitFor(() => session.hellos().length === 1, 'the hello');
-    await runner.waitForLog((l) => l.msg === 'cli started', 'the CLI spawned');
+    await runner.waitForLog((l) => l.msg === after, after);
     suite.hub.faults.holdWelcome(session.sessionId, false);
-    const marker = uniq('during');
+    const marker = uniq('early');
     const { messageId, reply } = await session.sendMessage(marker);
     expect(reply).toEqual({ accepted: true });
-    // What this test is about: the message reached the runner before its CLI was through the warm-up.
+    // What this test is about: the message reached the runner before its CLI was ready.
     expect(runner.logs.some((l) => l.msg === 'cli ready')).toBe(false);
     expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
     expect(textOf(session, messageId)).toContain(`Offline model reply to: ${marker}`);
-    expect(runner.logs.find((l) => l.msg === 'cli ready')?.warmUp).toEqual({
-      steps: backend === 'claude' ? 1 : 3,
-      refused: 0,
-    });
+    expect(runner.logs.find((l) => l.msg === 'cli ready')?.warmUp).toEqual({ steps, refused: 0 });
     expect(JSON.stringify(session.events())).not.toContain(WARM_UP_REPLY_TEXT);
     expect(await stopRunner(runner)).toMatchObject({ code: 0 });
     expect(session.violations()).toEqual([]);

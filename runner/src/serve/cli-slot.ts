@@ -6,8 +6,10 @@ import { messageOf, StepFailure } from '../errors.ts';
 
 export interface CliSlotHandlers {
   onStarted(pid: number): void;
-  /** `refused`: warm-up steps the CLI answered with an error (cli/warm-up.ts). */
+  /** `steps`: warm-up steps taken (0: skipped), `refused`: those the CLI answered with an error (cli/warm-up.ts). */
   onReady(warmUp: { steps: number; refused: number }): void;
+  /** The CLI answered its handshake and its warm-up begins. */
+  onWarmingUp?(): void;
   /** Any stdout line. */
   onOutput(): void;
   /** A stdout chunk arrived (bench hop stamps only). */
@@ -68,12 +70,17 @@ export class CliSlot {
       if (answer === undefined) return;
       if (answer === 'refused') refused += 1;
       step += 1;
-      const next = steps[step];
+      // Up with a message already waiting: a warm-up now would only delay its answer.
+      const skip = step === 1 && slot.afterWarmUp.length > 0;
+      const next = skip ? undefined : steps[step];
       if (next === undefined) {
         slot.ready = true;
         slot.endWarmUp();
-        h.onReady({ steps: warmUp.length, refused });
-      } else for (const l of next.lines()) slot.proc?.writeControl(l);
+        h.onReady({ steps: step - 1, refused });
+        return;
+      }
+      if (step === 1) h.onWarmingUp?.();
+      for (const l of next.lines()) slot.proc?.writeControl(l);
     };
     // What the CLI says during the warm-up is the runner's business only: the machine sees the
     // CLI's output up to the handshake and from the answer that makes it ready on.

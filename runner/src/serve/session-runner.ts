@@ -427,6 +427,7 @@ export class SessionRunner {
       {
         ...(hops !== undefined && { onStdoutChunk: () => hops.chunkRead() }),
         onStarted: (pid) => this.o.log.info('cli started', { gen, pid }),
+        onWarmingUp: () => this.o.log.info('cli warming up', { gen }),
         onReady: (warmedUp) => {
           this.o.log.info('cli ready', { gen, ...(warmUp.length > 0 && { warmUp: warmedUp }) });
           this.o.onCliReady?.();
