@@ -75,8 +75,9 @@ export class CliSlot {
       const next = skip ? undefined : steps[step];
       if (next === undefined) {
         slot.ready = true;
-        slot.endWarmUp();
+        // Ready first (the model proxy forwards from then on), then what waited is written.
         h.onReady({ steps: step - 1, refused });
+        slot.endWarmUp();
         return;
       }
       if (step === 1) h.onWarmingUp?.();

@@ -93,7 +93,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
       retry: config.retry,
       baseEnv: env,
     },
-    ...(pool === null && config.warmUp && { onCliReady: () => model.value.forwardUpstream() }),
+    ...(pool === null && config.warmUp && { forwardModelCalls: () => model.value.forwardUpstream() }),
   });
   const onSignal = (signal: NodeJS.Signals) => {
     log.info('signal', { signal });

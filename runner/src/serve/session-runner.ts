@@ -52,11 +52,12 @@ export interface SessionRunnerOptions {
   /** Every CLI of the session is spawned from this (cli/spawn.ts). */
   launch: CliLaunch;
   /**
-   * Called whenever a CLI is ready, so before it is given any message: the model proxy, which
-   * answered a warm-up started ahead of the first message itself, forwards from now on. Pooled
-   * mode passes none: there the proxy forwards from the claim.
+   * The model proxy answered a warm-up started ahead of the first message itself; this makes it
+   * forward. Called before any CLI could make one of the session's model calls: when a CLI is
+   * ready after its warm-up, and when a CLI is spawned without one. Pooled mode passes none: there
+   * the proxy forwards from the claim.
    */
-  onCliReady?: () => void;
+  forwardModelCalls?: () => void;
 }
 
 /** How long the transcript must stay unchanged after a turn before it is read (see waitForQuietFile). */
@@ -419,6 +420,7 @@ export class SessionRunner {
     const hops = this.hops;
     const warmUp = this.warmUpNext ? warmUpFor(backend, codec) : [];
     this.warmUpNext = false;
+    if (warmUp.length === 0) this.o.forwardModelCalls?.();
     const slot = CliSlot.start(
       gen,
       backend,
@@ -430,7 +432,7 @@ export class SessionRunner {
         onWarmingUp: () => this.o.log.info('cli warming up', { gen }),
         onReady: (warmedUp) => {
           this.o.log.info('cli ready', { gen, ...(warmUp.length > 0 && { warmUp: warmedUp }) });
-          this.o.onCliReady?.();
+          this.o.forwardModelCalls?.();
           this.dispatch({ type: 'cli_ready', gen });
         },
         onOutput: () => this.dispatch({ type: 'cli_output', gen }),
