@@ -10,6 +10,10 @@
 //   started ahead (pooled, cold): POST /start as the web app sends it at the first keystroke,
 //               the runner `ready`, then the first message: start → ready (the typing time it
 //               takes to hide the launch) and POST → first text.delta after it.
+//   started ahead, sent at once (cold): POST /start, then the first message right behind it,
+//               while the container is still provisioning (typing shorter than the launch): its
+//               POST → first text.delta, beside the cold first message with no start, and how
+//               many of those runners took the CLI warm-up anyway (they should skip it).
 //   bare CLI:   the same CLI with nothing around it (spawned as test/helpers/cli-harness.ts does,
 //               the stack's offline model): its first message's first text.delta and its later
 //               ones. A CLI's first turn is slower than its later ones on its own; a pooled
@@ -90,6 +94,18 @@ async function startedAhead(api: Api, backend: string, text: string) {
   return { toReady, first };
 }
 
+/** POST /start, then at once the first message: ms from that POST to its first delta, and the runner's warm-up steps. */
+async function startedThenSent(stack: Stack, api: Api, backend: string, text: string) {
+  const s = await newSession(api, backend);
+  const r = await api.call('POST', `/api/sessions/${s.id}/start`);
+  if (r.status !== 202) throw new Error(`start: ${r.status} ${r.text}`);
+  const first = await firstDelta(api, s.id, text, s.sse);
+  const ready = runnerLogLine(stack, s.id, 'cli ready') as { warmUp?: { steps: number } } | undefined;
+  await s.sse.close();
+  await api.call('DELETE', `/api/sessions/${s.id}`);
+  return { first, warmUpSteps: ready?.warmUp?.steps ?? 0 };
+}
+
 async function idlePooled(api: Api, backend: string, n: number): Promise<void> {
   await until(
     `${n} idle pooled ${backend} runner(s)`,
@@ -139,15 +155,21 @@ async function bareTurns(backend: 'claude' | 'pi', modelUrl: string) {
  * hub link was welcomed.
  */
 function pooledSteps(stack: Stack, sessionId: string, postedAt: number): { claimed: number; linked: number } {
+  const at = (msg: string) => {
+    const line = runnerLogLine(stack, sessionId, msg);
+    return line === undefined ? Number.NaN : Date.parse(line.t) - postedAt;
+  };
+  return { claimed: at('pooled runner claimed'), linked: at('hub link up') };
+}
+
+/** The first line with this `msg` in the log of the runner that served the session. */
+function runnerLogLine(stack: Stack, sessionId: string, msg: string): { t: string } | undefined {
   const dir = join(stack.hostStateDir, 'logs');
   const log = readdirSync(dir)
     .map((f) => readFileSync(join(dir, f), 'utf8'))
     .find((text) => text.includes(sessionId));
-  const at = (msg: string) => {
-    const line = log?.split('\n').find((l) => l.includes(`"msg":"${msg}"`));
-    return line === undefined ? Number.NaN : Date.parse((JSON.parse(line) as { t: string }).t) - postedAt;
-  };
-  return { claimed: at('pooled runner claimed'), linked: at('hub link up') };
+  const line = log?.split('\n').find((l) => l.includes(`"msg":"${msg}"`));
+  return line === undefined ? undefined : (JSON.parse(line) as { t: string });
 }
 
 async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', modelUrl: string) {
@@ -160,6 +182,7 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
   const steps: Array<{ claimed: number; linked: number }> = [];
   const aheadPooled: Array<{ toReady: number; first: number }> = [];
   const aheadCold: Array<{ toReady: number; first: number }> = [];
+  const sentAtOnce: Array<{ first: number; warmUpSteps: number }> = [];
   try {
     // Cold first messages and warm turns (no pool).
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
@@ -189,6 +212,7 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
     }
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
     for (let i = 0; i < RUNS; i++) aheadCold.push(await startedAhead(api, backend, `ahead cold ${i}`));
+    for (let i = 0; i < RUNS; i++) sentAtOnce.push(await startedThenSent(stack, api, backend, `at once ${i}`));
   } finally {
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
   }
@@ -209,6 +233,11 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
     return `start → ready ${f0(median(xs.map((x) => x.toReady)))} ms, then first ${f0(first)} ms = ${(first / w).toFixed(2)}x`;
   };
   console.log(`  started ahead: pooled ${ahead(aheadPooled)}; cold ${ahead(aheadCold)}`);
+  const atOnce = median(sentAtOnce.map((x) => x.first));
+  console.log(
+    `  started ahead, sent at once (cold): first ${f0(atOnce)} ms (cold first message with no start ${f0(median(cold))} ms); ` +
+      `runners that took the warm-up anyway: ${sentAtOnce.filter((x) => x.warmUpSteps > 0).length} of ${sentAtOnce.length}`,
+  );
   console.log(
     `  pooled first message, ms after the POST (medians): the claim reaches the runner +${f0(median(steps.map((x) => x.claimed)))}, ` +
       `its hub link is welcomed +${f0(median(steps.map((x) => x.linked)))}, the first delta at the client +${f0(p)}`,
