@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { liveTask } from '../helpers/e2e-harness.ts';
 import { until } from '../helpers/poll.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
@@ -243,12 +244,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     const id = await newSession(page);
     await send(page, directive({ text: 'first reply' }));
     await turnsDone(page, 1);
-    const task = await until(
-      'the session runner',
-      async () =>
-        (await stack.runners()).find((t) => t.sessionId === id && t.lastStatus === 'RUNNING' && t.pid !== null),
-      TURN_MS,
-    );
+    const task = await liveTask(stack, id);
     process.kill(task.pid as number, 'SIGKILL');
     const badge = page.locator('.runner-state .badge');
     await badge.filter({ hasText: 'failed' }).waitFor({ timeout: TURN_MS });
@@ -267,8 +263,8 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await turnsDone(page, 2);
     expect(writes).toEqual(['messages']);
     expect(await assistantTexts(page)).toEqual(['first reply', 'second reply']);
-    const next = (await stack.runners()).find((t) => t.sessionId === id && t.lastStatus === 'RUNNING');
-    expect(next?.pid).not.toBe(task.pid);
+    const next = await liveTask(stack, id, task.taskArn);
+    expect(next.pid).not.toBe(task.pid);
     expect(errors).toEqual([]);
   });
 
