@@ -18,6 +18,13 @@ import { req } from './workspace-helpers.ts';
 // CLI before the welcome, so the flag must be absent whenever the welcome brings something a CLI
 // has to start with. Real workerd, D1, Durable Object, R2; a fake launcher records the requests.
 
+/** A new session of the test user's with this body, by its id. */
+async function create(ctx: Awaited<ReturnType<typeof hubContext>>, body: Record<string, unknown>): Promise<string> {
+  const r = await call<Session>(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body });
+  expect(r.status).toBe(201);
+  return r.body.id;
+}
+
 async function firstLaunch(ctx: Awaited<ReturnType<typeof hubContext>>, sid: string) {
   expect((await postMessage(ctx, sid, 'hello')).status).toBe(202);
   return until('a launch', () => ctx.launcher.startsFor(sid)[0]);
@@ -68,31 +75,24 @@ describe('LaunchRequest.fresh', () => {
 
   it('not fresh: a repository to clone, approval mode ask, a file put into the workspace before the first message', async () => {
     const ctx = await hubContext();
-    const create = async (body: Record<string, unknown>) => {
-      const r = await call<Session>(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body });
-      expect(r.status).toBe(201);
-      return r.body.id;
-    };
-    const repo = await create({ repository: { url: 'https://git.example.org/acme/widgets.git' } });
+    const repo = await create(ctx, { repository: { url: 'https://git.example.org/acme/widgets.git' } });
     expect((await firstLaunch(ctx, repo)).fresh).toBeUndefined();
-    const ask = await create({ approvals: 'ask' });
+    const ask = await create(ctx, { approvals: 'ask' });
     expect((await firstLaunch(ctx, ask)).fresh).toBeUndefined();
-    const files = await create({});
+    const files = await create(ctx, {});
     const put = await req(ctx, 'PUT', `/api/sessions/${files}/files/notes.md`, { token: ctx.token, body: 'hi' });
     expect(put.status).toBeLessThan(300);
     expect((await firstLaunch(ctx, files)).fresh).toBeUndefined();
     // The control: the same context, nothing to restore.
-    expect((await firstLaunch(ctx, await create({}))).fresh).toBe(true);
+    expect((await firstLaunch(ctx, await create(ctx, {}))).fresh).toBe(true);
   });
 });
 
 describe('LaunchRequest.warmUp', () => {
-  it('a fresh session started ahead of its first message: its CLI warms up; a session with something to restore: not', async () => {
+  it('a fresh session started ahead of its first message: its CLI warms up; a session that is not fresh: not', async () => {
     const ctx = await hubContext();
     const startAhead = async (body: Record<string, unknown>) => {
-      const created = await call<Session>(ctx.app, 'POST', '/api/sessions', { token: ctx.token, body });
-      expect(created.status).toBe(201);
-      const sid = created.body.id;
+      const sid = await create(ctx, body);
       const r = await call(ctx.app, 'POST', `/api/sessions/${sid}/start`, { token: ctx.token });
       expect(r.status, r.text).toBe(202);
       return until('a launch', () => ctx.launcher.startsFor(sid)[0]);
