@@ -60,6 +60,7 @@ class Gen {
     'claude',
     'pi',
     'sessionIdleMinutes',
+    'unusedRunnerIdleMinutes',
     'sessionMaxMinutes',
     'maxMessageBytes',
     'maxLiveRunnersPerUser',

@@ -243,6 +243,8 @@ describe('PUT /api/admin/settings', () => {
     expect((await bad({ sessionIdleMinutes: 24 * 60 + 1 })).field).toBe('sessionIdleMinutes');
     expect((await bad({ sessionIdleMinutes: 1.5 })).field).toBe('sessionIdleMinutes');
     expect((await bad({ sessionIdleMinutes: '15' })).field).toBe('sessionIdleMinutes');
+    expect((await bad({ unusedRunnerIdleMinutes: 0 })).field).toBe('unusedRunnerIdleMinutes');
+    expect((await bad({ unusedRunnerIdleMinutes: 2.5 })).field).toBe('unusedRunnerIdleMinutes');
     expect((await bad({ maxMessageBytes: 11 * 1024 * 1024 })).field).toBe('maxMessageBytes');
     expect((await bad({ defaultModel: { gpt: 'x' } })).field).toBe('defaultModel.gpt');
     expect((await bad({ defaultModel: { pi: 'has spaces' } })).field).toBe('defaultModel.pi');

@@ -119,15 +119,20 @@ describe('starting a runner ahead of the first message', () => {
     });
   }
 
-  it('a runner started and never used stops at the idle limit set now and gives its slot back', async () => {
+  it('a runner started and never used stops at the unused limit set now and gives its slot back', async () => {
     const ctx = await hubContext();
-    await setSettings(ctx, { sessionIdleMinutes: 5 });
+    await setSettings(ctx, { sessionIdleMinutes: 15, unusedRunnerIdleMinutes: 5 });
     const sid = await createSession(ctx);
     await start(ctx, sid);
     const runner = await connect(ctx, sid);
-    ctx.clock.advance(5 * 60_000 + 1);
+    // Set after the start: this launch keeps the limits it started with.
+    await setSettings(ctx, { unusedRunnerIdleMinutes: 10 });
+    ctx.clock.advance(5 * 60_000 - 1_000);
     await runDurableObjectAlarm(hubStub(sid));
-    expect((await runner.waitFor('shutdown')).reason).toBe('idle for 5 min');
+    expect(runner.of('shutdown')).toEqual([]);
+    ctx.clock.advance(1_001);
+    await runDurableObjectAlarm(hubStub(sid));
+    expect((await runner.waitFor('shutdown')).reason).toBe('unused for 5 min');
     runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 0 });
     await until('stopped', async () => ((await stateOf(ctx, sid)) === 'stopped' ? true : undefined));
     await until('the slot back', async () => {
@@ -136,6 +141,28 @@ describe('starting a runner ahead of the first message', () => {
         .first<{ n: number }>();
       return row?.n === 0 ? true : undefined;
     });
+  });
+
+  it('a started runner that has answered a message keeps the session idle limit, not the unused one', async () => {
+    const ctx = await hubContext();
+    await setSettings(ctx, { sessionIdleMinutes: 15, unusedRunnerIdleMinutes: 5 });
+    const sid = await createSession(ctx);
+    await start(ctx, sid);
+    const runner = await connect(ctx, sid);
+    const sending = postMessage(ctx, sid, 'hello');
+    const um = await runner.waitFor('user_message');
+    runner.send({ type: 'accepted', inReplyTo: um.messageId });
+    await sending;
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
+    await until('idle', async () => ((await stateOf(ctx, sid)) === 'idle' ? true : undefined));
+    ctx.clock.advance(14 * 60_000);
+    await runDurableObjectAlarm(hubStub(sid));
+    expect(await stateOf(ctx, sid)).toBe('idle');
+    expect(runner.of('shutdown')).toEqual([]);
+    ctx.clock.advance(60_000 + 1);
+    await runDurableObjectAlarm(hubStub(sid));
+    expect((await runner.waitFor('shutdown')).reason).toBe('idle for 15 min');
+    runner.close();
   });
 
   it("is for the owner: 401 without a token, 403 from a foreign page with the owner's cookie, 404 for another user's session (as for one that does not exist), 403 for an admin", async () => {

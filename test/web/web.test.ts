@@ -552,11 +552,13 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/sessionIdleMinutes/);
     expect(await page.getByLabel('Idle timeout (minutes)').getAttribute('aria-invalid')).toBe('true');
     await page.getByLabel('Idle timeout (minutes)').fill('20');
+    await page.getByLabel('Unused runner timeout (minutes)').fill('3');
     await page.getByRole('button', { name: 'Save limits' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
-    expect(
-      (await admin.call<{ sessionIdleMinutes: number }>('GET', '/api/admin/settings')).body.sessionIdleMinutes,
-    ).toBe(20);
+    const limits = (
+      await admin.call<{ sessionIdleMinutes: number; unusedRunnerIdleMinutes: number }>('GET', '/api/admin/settings')
+    ).body;
+    expect([limits.sessionIdleMinutes, limits.unusedRunnerIdleMinutes]).toEqual([20, 3]);
     await screenshot(page, 'admin-limits');
 
     await page.getByRole('link', { name: 'Audit log' }).click();

@@ -226,7 +226,7 @@ export class HubCore {
           runnerToken,
           launchId: launch.id,
           model: this.meta.model,
-          limits: this.meta.limits,
+          limits: { idleMs: this.meta.limits.idleMs, maxLifetimeMs: this.meta.limits.maxLifetimeMs },
           ...(session.repository !== undefined &&
             repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
           // What makes a launch poolable is what lets a cold runner start its CLI before the welcome;

@@ -138,6 +138,19 @@ export function statusChange(meta: Meta): { shown: ShownState; event: AgentEvent
   };
 }
 
+/**
+ * How long the current runner may sit without a turn before it is stopped, and the reason given.
+ * A runner that has answered no message yet (started ahead of one that never came: an abandoned
+ * draft) gets the shorter unused limit, so it does not hold a container and a runner slot as long
+ * as a conversation between turns does.
+ */
+export function idleLimit(meta: Pick<Meta, 'launch' | 'limits'>): { ms: number; reason: string } {
+  const { idleMs, unusedIdleMs } = meta.limits;
+  const unused = meta.launch?.turns === 0 && unusedIdleMs !== undefined && unusedIdleMs < idleMs;
+  const ms = unused ? unusedIdleMs : idleMs;
+  return { ms, reason: `${unused ? 'unused' : 'idle'} for ${Math.round(ms / 60_000)} min` };
+}
+
 /** The next moment something must happen without outside input (null: nothing pending). */
 export function nextDeadline(meta: Meta, t: HubTimings): number | null {
   const { launch, turn } = meta;
@@ -149,7 +162,7 @@ export function nextDeadline(meta: Meta, t: HubTimings): number | null {
   if (!launch.connected && launch.nextPollAt !== null) candidates.push(launch.nextPollAt);
   if (launch.connected && launch.tokenRenewAt !== null) candidates.push(launch.tokenRenewAt);
   if (launch.connected && launch.stoppingSince === null && turn === null) {
-    candidates.push(meta.lastActivityAt + meta.limits.idleMs);
+    candidates.push(meta.lastActivityAt + idleLimit(meta).ms);
     candidates.push(launch.startedAt + meta.limits.maxLifetimeMs);
   }
   return candidates.length === 0 ? null : Math.min(...candidates);
@@ -194,8 +207,9 @@ export function decideTick(meta: Meta, t: HubTimings, now: number): TickEffect[]
   const effects: TickEffect[] = [];
   if (launch.tokenRenewAt !== null && now >= launch.tokenRenewAt) effects.push({ type: 'renew_token' });
   if (launch.stoppingSince === null && meta.turn === null) {
-    if (now >= meta.lastActivityAt + meta.limits.idleMs) {
-      effects.push({ type: 'stop_runner', reason: `idle for ${Math.round(meta.limits.idleMs / 60_000)} min` });
+    const idle = idleLimit(meta);
+    if (now >= meta.lastActivityAt + idle.ms) {
+      effects.push({ type: 'stop_runner', reason: idle.reason });
     } else if (now >= launch.startedAt + meta.limits.maxLifetimeMs) {
       effects.push({ type: 'stop_runner', reason: 'reached the maximum session lifetime' });
     }

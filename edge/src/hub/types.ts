@@ -26,6 +26,11 @@ export interface HubSessionInfo {
 
 export interface HubLimits {
   idleMs: number;
+  /**
+   * The idle limit of a runner that has answered no message yet (started ahead); the lower of
+   * this and `idleMs` applies. Absent in sessions stored before it existed: `idleMs`.
+   */
+  unusedIdleMs?: number;
   maxLifetimeMs: number;
 }
 

@@ -88,7 +88,11 @@ async function launchInput(c: Context<SessionsEnv>): Promise<LaunchInput> {
   const { settings } = c.get('settings') ?? (await readSettings(c.env.DB));
   return {
     hubUrl: runnerHubUrl(c.env, c.req.url),
-    limits: { idleMs: settings.sessionIdleMinutes * 60_000, maxLifetimeMs: settings.sessionMaxMinutes * 60_000 },
+    limits: {
+      idleMs: settings.sessionIdleMinutes * 60_000,
+      unusedIdleMs: settings.unusedRunnerIdleMinutes * 60_000,
+      maxLifetimeMs: settings.sessionMaxMinutes * 60_000,
+    },
     model: settings.defaultModel[row.backend],
     runnerCaps: { perUser: settings.maxLiveRunnersPerUser, total: settings.maxLiveRunners },
     approvals: { policy: settings.approvalPolicy, timeoutMs: settings.approvalTimeoutSeconds * 1000 },

@@ -28,6 +28,7 @@ const ModelNameSchema = z
 
 const SETTINGS_BOUNDS = {
   sessionIdleMinutes: { min: 1, max: 24 * 60 },
+  unusedRunnerIdleMinutes: { min: 1, max: 24 * 60 },
   sessionMaxMinutes: { min: 5, max: 7 * 24 * 60 },
   maxMessageBytes: { min: 1024, max: 10 * 1024 * 1024 },
   maxLiveRunnersPerUser: { min: 1, max: 1000 },
@@ -52,6 +53,10 @@ const SettingsObject = z.object({
   defaultModel: DefaultModelSchema,
   sessionIdleMinutes: int(SETTINGS_BOUNDS.sessionIdleMinutes).openapi({
     description: 'a session with no activity for this long is stopped',
+  }),
+  unusedRunnerIdleMinutes: int(SETTINGS_BOUNDS.unusedRunnerIdleMinutes).openapi({
+    description:
+      'a runner that has answered no message yet (started ahead of the first one, e.g. while a person types) is stopped after this long without one; the lower of this and sessionIdleMinutes applies',
   }),
   sessionMaxMinutes: int(SETTINGS_BOUNDS.sessionMaxMinutes).openapi({
     description: 'a session is stopped after this long regardless of activity',
@@ -117,6 +122,7 @@ export const DEFAULT_SETTINGS: Settings = {
   llmBackend: 'claude',
   defaultModel: { claude: null, pi: null },
   sessionIdleMinutes: 15,
+  unusedRunnerIdleMinutes: 5,
   sessionMaxMinutes: 8 * 60,
   maxMessageBytes: 1024 * 1024,
   maxLiveRunnersPerUser: 5,
@@ -138,6 +144,7 @@ export const SettingsPatchSchema = z
       .strictObject({ claude: ModelNameSchema.nullable().optional(), pi: ModelNameSchema.nullable().optional() })
       .optional(),
     sessionIdleMinutes: SettingsObject.shape.sessionIdleMinutes.optional(),
+    unusedRunnerIdleMinutes: SettingsObject.shape.unusedRunnerIdleMinutes.optional(),
     sessionMaxMinutes: SettingsObject.shape.sessionMaxMinutes.optional(),
     maxMessageBytes: SettingsObject.shape.maxMessageBytes.optional(),
     maxLiveRunnersPerUser: SettingsObject.shape.maxLiveRunnersPerUser.optional(),
@@ -162,6 +169,7 @@ export function applyPatch(current: Settings, patch: SettingsPatch): Settings {
     llmBackend: patch.llmBackend ?? current.llmBackend,
     defaultModel: model,
     sessionIdleMinutes: patch.sessionIdleMinutes ?? current.sessionIdleMinutes,
+    unusedRunnerIdleMinutes: patch.unusedRunnerIdleMinutes ?? current.unusedRunnerIdleMinutes,
     sessionMaxMinutes: patch.sessionMaxMinutes ?? current.sessionMaxMinutes,
     maxMessageBytes: patch.maxMessageBytes ?? current.maxMessageBytes,
     maxLiveRunnersPerUser: patch.maxLiveRunnersPerUser ?? current.maxLiveRunnersPerUser,

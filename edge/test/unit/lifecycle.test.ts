@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import {
+  idleLimit,
   byeOutcome,
   checkSeq,
   closesTurn,
@@ -223,6 +224,29 @@ describe('decideTick', () => {
       { type: 'renew_token' },
       { type: 'stop_runner', reason: 'idle for 15 min' },
     ]);
+  });
+
+  test('a runner that has answered no message yet stops at the unused limit, then at the idle limit', () => {
+    const meta = welcomed(T0);
+    meta.launch!.tokenRenewAt = null;
+    meta.lastActivityAt = T0;
+    meta.limits = { ...LIMITS, unusedIdleMs: 5 * 60_000 };
+    expect(idleLimit(meta)).toEqual({ ms: 5 * 60_000, reason: 'unused for 5 min' });
+    expect(nextDeadline(meta, T)).toBe(T0 + 5 * 60_000);
+    expect(decideTick(meta, T, T0 + 5 * 60_000 - 1)).toEqual([]);
+    expect(decideTick(meta, T, T0 + 5 * 60_000)).toEqual([{ type: 'stop_runner', reason: 'unused for 5 min' }]);
+    meta.launch!.turns = 1;
+    expect(idleLimit(meta)).toEqual({ ms: LIMITS.idleMs, reason: 'idle for 15 min' });
+    expect(nextDeadline(meta, T)).toBe(T0 + LIMITS.idleMs);
+    expect(decideTick(meta, T, T0 + 5 * 60_000)).toEqual([]);
+  });
+
+  test('the lower of the two limits applies; a session stored without the unused limit keeps its idle one', () => {
+    const meta = welcomed(T0);
+    meta.limits = { idleMs: 2 * 60_000, unusedIdleMs: 5 * 60_000, maxLifetimeMs: LIMITS.maxLifetimeMs };
+    expect(idleLimit(meta)).toEqual({ ms: 2 * 60_000, reason: 'idle for 2 min' });
+    meta.limits = { ...LIMITS };
+    expect(idleLimit(meta)).toEqual({ ms: LIMITS.idleMs, reason: 'idle for 15 min' });
   });
 
   test('max lifetime stops a runner that is never idle long enough', () => {

@@ -7,6 +7,7 @@ import { useSettingsDraft } from './use-settings-draft.ts';
 
 type NumberField =
   | 'sessionIdleMinutes'
+  | 'unusedRunnerIdleMinutes'
   | 'sessionMaxMinutes'
   | 'maxMessageBytes'
   | 'maxLiveRunnersPerUser'
@@ -20,6 +21,11 @@ const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = 
     key: 'sessionIdleMinutes',
     label: 'Idle timeout (minutes)',
     hint: 'a runner with no activity this long is stopped',
+  },
+  {
+    key: 'unusedRunnerIdleMinutes',
+    label: 'Unused runner timeout (minutes)',
+    hint: 'a runner started while someone types, never sent a message, is stopped after this long',
   },
   {
     key: 'sessionMaxMinutes',

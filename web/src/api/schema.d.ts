@@ -2718,6 +2718,8 @@ export interface components {
             };
             /** @description a session with no activity for this long is stopped */
             sessionIdleMinutes: number;
+            /** @description a runner that has answered no message yet (started ahead of the first one, e.g. while a person types) is stopped after this long without one; the lower of this and sessionIdleMinutes applies */
+            unusedRunnerIdleMinutes: number;
             /** @description a session is stopped after this long regardless of activity */
             sessionMaxMinutes: number;
             /** @description largest accepted user message body (text plus images) */
@@ -2756,6 +2758,8 @@ export interface components {
             };
             /** @description a session with no activity for this long is stopped */
             sessionIdleMinutes?: number;
+            /** @description a runner that has answered no message yet (started ahead of the first one, e.g. while a person types) is stopped after this long without one; the lower of this and sessionIdleMinutes applies */
+            unusedRunnerIdleMinutes?: number;
             /** @description a session is stopped after this long regardless of activity */
             sessionMaxMinutes?: number;
             /** @description largest accepted user message body (text plus images) */
