@@ -136,6 +136,31 @@ const SLOW_WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
 const SLOW = directive({ text: SLOW_WORDS, chunks: 40, delayMs: 150 });
 
 describe('web app', { timeout: 3 * TURN_MS }, () => {
+  // First in the file: nothing has read the settings as an admin yet, so no backend has been probed.
+  it("a new deployment's backend page shows each probe's answer when it lands, without a reload", async () => {
+    const ctx = await newContext();
+    const page = await ctx.newPage();
+    const errors = watchErrors(page);
+    const firstRead = page.waitForResponse(
+      (r) => new URL(r.url()).pathname === '/api/settings' && r.request().method() === 'GET',
+    );
+    await page.goto(`${stack.url}/admin/backend`);
+    await signIn(page, stack.admin.username, stack.admin.password);
+    const first = (await (await firstRead).json()) as { backends: Array<{ name: string; checkedAt: string | null }> };
+    expect(first.backends.map((b) => [b.name, b.checkedAt])).toEqual([
+      ['claude', null],
+      ['pi', null],
+    ]);
+    await page.locator('li.backend-card').first().waitFor();
+    await screenshot(page, 'admin-backend-first-read');
+    const card = (name: string) =>
+      page.locator('li.backend-card').filter({ has: page.getByText(name, { exact: true }) });
+    await expect.poll(() => card('pi').innerText(), { timeout: 60_000 }).toMatch(/version \S+[\s\S]*checked/);
+    await expect.poll(() => card('claude').innerText(), { timeout: 60_000 }).toMatch(/checked/);
+    await screenshot(page, 'admin-backend-probed');
+    expect(errors).toEqual([]);
+  });
+
   it('sends a deep link through sign-in and back; a wrong password says so', async () => {
     const ctx = await newContext();
     const page = await ctx.newPage();

@@ -7,6 +7,10 @@ import { ErrorText, Notice } from '../ui/messages.tsx';
 
 type PublicSettings = Schemas['PublicSettings'];
 
+const PROBE_POLL_MS = 3_000;
+/** 5 minutes: longer than a probe may take (a Fargate task; PROBE_TIMEOUT_SECONDS 240 in production). */
+const MAX_PROBE_POLLS = 100;
+
 export function BackendPanel() {
   const [status, setStatus] = useState<PublicSettings | null>(null);
   const [choice, setChoice] = useState<PublicSettings['llmBackend']>('claude');
@@ -22,6 +26,16 @@ export function BackendPanel() {
       })
       .catch((e: unknown) => setError(describeError(e)));
   useEffect(() => void load(), []);
+
+  // An admin's read starts the probe of a backend never probed, in the background; ask again until
+  // every backend has its answer, so a new deployment's page does not say "not probed" until reloaded.
+  const unprobed = status?.backends.some((b) => b.checkedAt === null) === true;
+  const [polls, setPolls] = useState(0);
+  useEffect(() => {
+    if (!unprobed || polls >= MAX_PROBE_POLLS) return;
+    const timer = setTimeout(() => void load().then(() => setPolls((n) => n + 1)), PROBE_POLL_MS);
+    return () => clearTimeout(timer);
+  }, [unprobed, polls]);
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -46,21 +60,22 @@ export function BackendPanel() {
       ) : (
         <>
           <ul class="backend-cards">
-            {status.backends.map((b) => (
-              <li key={b.name} class={`card backend-card ${b.available ? 'ok' : 'bad'}`}>
-                <div class="backend-card-head">
-                  <strong>{b.name}</strong>
-                  {b.name === status.llmBackend && <span class="badge state-busy">current</span>}
-                  <span class={`badge ${b.available ? 'state-idle' : 'state-failed'}`}>
-                    {b.available ? 'available' : 'unavailable'}
-                  </span>
-                </div>
-                {b.version !== undefined && <p class="muted">version {b.version}</p>}
-                <p class="muted">{b.checkedAt === null ? 'not probed yet' : `checked ${relativeTime(b.checkedAt)}`}</p>
-                {b.reason !== undefined && <p>Reason: {b.reason}</p>}
-                {b.fix !== undefined && <p>To fix: {b.fix}</p>}
-              </li>
-            ))}
+            {status.backends.map((b) => {
+              const probe = probeShown(b, polls < MAX_PROBE_POLLS);
+              return (
+                <li key={b.name} class={`card backend-card ${probe.card}`}>
+                  <div class="backend-card-head">
+                    <strong>{b.name}</strong>
+                    {b.name === status.llmBackend && <span class="badge state-busy">current</span>}
+                    <span class={`badge ${probe.tone}`}>{probe.badge}</span>
+                  </div>
+                  {b.version !== undefined && <p class="muted">version {b.version}</p>}
+                  {probe.line !== null && <p class="muted">{probe.line}</p>}
+                  {b.checkedAt !== null && b.reason !== undefined && <p>Reason: {b.reason}</p>}
+                  {b.checkedAt !== null && b.fix !== undefined && <p>To fix: {b.fix}</p>}
+                </li>
+              );
+            })}
           </ul>
           <form class="card form-inline" onSubmit={save}>
             <label for="backend-select">Backend</label>
@@ -86,4 +101,20 @@ export function BackendPanel() {
       <Notice message={notice} />
     </div>
   );
+}
+
+/** How a backend's card shows its probe: one never probed is neither available nor not. */
+function probeShown(
+  b: PublicSettings['backends'][number],
+  polling: boolean,
+): { badge: string; tone: string; card: string; line: string | null } {
+  if (b.checkedAt === null) {
+    return polling
+      ? { badge: 'checking', tone: 'state-starting', card: '', line: null }
+      : { badge: 'not checked', tone: 'state-stopping', card: '', line: 'no answer yet: reload the page later' };
+  }
+  const line = `checked ${relativeTime(b.checkedAt)}`;
+  return b.available
+    ? { badge: 'available', tone: 'state-idle', card: 'ok', line }
+    : { badge: 'unavailable', tone: 'state-failed', card: 'bad', line };
 }
