@@ -127,6 +127,30 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(session.violations()).toEqual([]);
   });
 
+  test('started ahead, a CLI that dies before it is ready: the one the message then starts takes no warm-up and is answered upstream', async () => {
+    const session = await suite.hub.newSession();
+    session.workspaceGeneration = 0;
+    const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_WARM_UP: '1' });
+    const started = await runner.waitForLog((l) => l.msg === 'cli started', 'the first CLI');
+    process.kill(started.pid as number, 'SIGKILL');
+    await runner.waitForLog((l) => l.msg === 'cli exit' && l.gen === started.gen, 'the first CLI gone');
+    // What this test is about: that CLI never got ready, so the proxy was never told to forward then.
+    expect(runner.logs.some((l) => l.msg === 'cli ready')).toBe(false);
+    await session.waitFor(() => session.statuses().at(-1)?.cli === 'stopped', 'status cli stopped');
+
+    const marker = uniq('after-death');
+    const { messageId } = await session.sendMessage(marker);
+    expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
+    expect(textOf(session, messageId)).toContain(`Offline model reply to: ${marker}`);
+    expect(JSON.stringify(session.events())).not.toContain(WARM_UP_REPLY_TEXT);
+    expect(runner.cliPids()).toHaveLength(2);
+    // The second CLI was started for a waiting message: no warm-up.
+    expect(runner.logs.filter((l) => l.msg === 'cli warming up' && l.gen !== started.gen)).toEqual([]);
+    expect(runner.logs.find((l) => l.msg === 'cli ready')?.warmUp).toBeUndefined();
+    expect(await stopRunner(runner)).toMatchObject({ code: 0 });
+    expect(session.violations()).toEqual([]);
+  });
+
   test('a welcome that brings a transcript anyway: the early CLI is replaced by one that resumes it', async () => {
     const session = await suite.hub.newSession();
     const a = start(session);
