@@ -10,6 +10,7 @@ export * from './wire.ts';
 export * from './bench-hops.ts';
 export * from './http.ts';
 export * from './encoding.ts';
+export * from './each-limited.ts';
 export * from './launch-env.ts';
 export * from './provider-errors.ts';
 export { INHERITED_ENV, allowListedEnv } from './env.ts';

@@ -1,3 +1,4 @@
+import { eachLimited } from '@switchyard/protocol';
 import { hubFor } from '../sessions/access.ts';
 import { getLooseBlob, sha256Hex, sweepObjects } from './blobs.ts';
 import type { BlobLocation, PackedBlob } from './pack-index.ts';
@@ -43,14 +44,6 @@ export async function putPack(
   const pack = crypto.randomUUID();
   await bucket.put(packKey(sessionId, pack), body);
   return { pack, blobs };
-}
-
-async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) await fn(items[i] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /**

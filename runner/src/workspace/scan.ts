@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, open, readdir, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { checkWorkspacePath } from '@switchyard/protocol';
-import { pool } from './pool.ts';
+import { checkWorkspacePath, eachLimited } from '@switchyard/protocol';
 
 // What is in the workspace on disk: regular files only. Symlinks, devices, FIFOs and sockets are
 // not part of the durable workspace and are never followed, so a link the agent planted cannot
@@ -58,7 +57,7 @@ export async function scanWorkspace(root: string): Promise<Scan> {
     }
     // Each stat is a round trip to libuv's thread pool: several in flight, not one after another.
     const stats: Array<DiskFile | undefined> = [];
-    await pool([...regular.keys()], STAT_CONCURRENCY, async (i) => {
+    await eachLimited([...regular.keys()], STAT_CONCURRENCY, async (i) => {
       stats[i] = await statInside(root, regular[i] as string);
     });
     for (const [i, path] of regular.entries()) {

@@ -2,6 +2,7 @@ import {
   BATCH_BLOB_MAX_BYTES,
   BATCH_MAX_BLOBS,
   BATCH_MAX_BYTES,
+  eachLimited,
   type ErrorInfo,
   type WorkspaceBaseline,
   type WorkspaceCommit,
@@ -12,7 +13,6 @@ import {
 } from '@switchyard/protocol';
 import { messageOf, runnerError, type Result } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { pool } from './pool.ts';
 import { readInside, scanWorkspace, sha256, statInside, type DiskFile } from './scan.ts';
 import { removeInside, writeContext, writeInside } from './write.ts';
 
@@ -194,7 +194,7 @@ export class WorkspaceSync {
     // Small files come in batches (one request each), big ones one by one.
     const jobs: WorkspaceEntry[][] = batches(todo.filter((e) => e.size <= BATCH_BLOB_MAX_BYTES));
     for (const e of todo) if (e.size > BATCH_BLOB_MAX_BYTES) jobs.push([e]);
-    await pool(jobs, TRANSFER_CONCURRENCY, async (job) => {
+    await eachLimited(jobs, TRANSFER_CONCURRENCY, async (job) => {
       let datas: Uint8Array[];
       try {
         datas =
@@ -205,7 +205,7 @@ export class WorkspaceSync {
         for (const e of job) failures.push(`${e.path}: ${messageOf(err)}`);
         return;
       }
-      await pool([...job.entries()], WRITE_CONCURRENCY, ([i, e]) => place(e, datas[i] as Uint8Array));
+      await eachLimited([...job.entries()], WRITE_CONCURRENCY, ([i, e]) => place(e, datas[i] as Uint8Array));
     });
     for (const [path, k] of this.#known) {
       if (wanted.has(path)) continue;
@@ -241,7 +241,7 @@ export class WorkspaceSync {
     const tooLarge: string[] = [];
     const changed = [...scan.files].filter(([path, disk]) => !sameDisk(this.#known.get(path)?.disk, disk));
     const batch = new UploadBatch(this.#store);
-    await pool(changed, TRANSFER_CONCURRENCY, async ([path, disk]) => {
+    await eachLimited(changed, TRANSFER_CONCURRENCY, async ([path, disk]) => {
       if (disk.size > limits.maxFileBytes) {
         tooLarge.push(path);
         return;
