@@ -264,6 +264,49 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
+  it('a runner started by typing and never sent anything stops at the unused limit; typing again starts another', async () => {
+    const unusedLimit = (minutes: number) =>
+      admin.call('PUT', '/api/admin/settings', { unusedRunnerIdleMinutes: minutes });
+    // The shortest limit there is, for the launches of this test only (a launch keeps the limits it started with).
+    expect((await unusedLimit(1)).status).toBe(200);
+    try {
+      const { page, errors } = await adminPage();
+      const id = await newSession(page);
+      const starts: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'POST' && r.url().endsWith(`/api/sessions/${id}/start`)) starts.push(r.url());
+      });
+      const launchOf = async () =>
+        (await admin.call<{ runner: { launchId: string } | null }>('GET', `/api/sessions/${id}`)).body.runner?.launchId;
+      const badge = page.locator('.runner-state .badge');
+      await page.getByLabel('Message').pressSequentially('A draft');
+      await badge.filter({ hasText: 'ready' }).waitFor({ timeout: TURN_MS });
+      const first = await launchOf();
+      expect(first).toBeTruthy();
+      // Nobody sends: the hub stops the runner a minute after its start.
+      await badge.filter({ hasText: 'stopped' }).waitFor({ timeout: 3 * 60_000 });
+      await page.locator('.runner-state').getByText('unused for 1 min').waitFor();
+      await screenshot(page, 'chat-runner-unused-stopped');
+      // The draft is still there; writing on starts a runner again.
+      expect(await page.getByLabel('Message').inputValue()).toBe('A draft');
+      await page.getByLabel('Message').pressSequentially(', continued');
+      await badge.filter({ hasText: 'ready' }).waitFor({ timeout: TURN_MS });
+      const second = await launchOf();
+      expect(second).toBeTruthy();
+      expect(second).not.toBe(first);
+      expect(starts).toHaveLength(2);
+      await page.getByLabel('Message').press('Shift+Enter');
+      await page.getByLabel('Message').pressSequentially(directive({ text: 'answered after all' }));
+      await page.getByLabel('Message').press('Enter');
+      await turnsDone(page, 1);
+      expect(await assistantTexts(page)).toEqual(['answered after all']);
+      expect(await launchOf()).toBe(second);
+      expect(errors).toEqual([]);
+    } finally {
+      await unusedLimit(5);
+    }
+  });
+
   it('typing into a session whose runner failed starts nothing; Send starts a new runner and is answered', async () => {
     const { page, errors } = await adminPage();
     const id = await newSession(page);
