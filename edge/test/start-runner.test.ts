@@ -36,6 +36,20 @@ const stateOf = async (ctx: HubTestContext, sid: string) =>
 
 const connect = async (ctx: HubTestContext, sid: string) => (await connectLaunched(ctx, sid)).runner;
 
+/** Runner slots the session holds in D1. */
+const slotsOf = async (sid: string) =>
+  (await env.DB.prepare('SELECT count(*) AS n FROM runner_slots WHERE session_id = ?').bind(sid).first<{ n: number }>())
+    ?.n;
+
+/** A session whose runner was started ahead under these settings and has dialled in (no message yet). */
+async function startedAhead(settings: Record<string, unknown>) {
+  const ctx = await hubContext();
+  await setSettings(ctx, settings);
+  const sid = await createSession(ctx);
+  await start(ctx, sid);
+  return { ctx, sid, runner: await connect(ctx, sid) };
+}
+
 describe('starting a runner ahead of the first message', () => {
   it('launches once with the settings of now; the first message then goes straight to the ready runner', async () => {
     const ctx = await hubContext();
@@ -111,20 +125,13 @@ describe('starting a runner ahead of the first message', () => {
       const um = await runner.waitFor('user_message');
       expect(um.messageId).toBe(sent.body.messageId);
       expect(ctx.launcher.startsFor(sid)).toHaveLength(1);
-      const slots = await env.DB.prepare('SELECT count(*) AS n FROM runner_slots WHERE session_id = ?')
-        .bind(sid)
-        .first<{ n: number }>();
-      expect(slots?.n).toBe(1);
+      expect(await slotsOf(sid)).toBe(1);
       runner.close();
     });
   }
 
   it('a runner started and never used stops at the unused limit set now and gives its slot back', async () => {
-    const ctx = await hubContext();
-    await setSettings(ctx, { sessionIdleMinutes: 15, unusedRunnerIdleMinutes: 5 });
-    const sid = await createSession(ctx);
-    await start(ctx, sid);
-    const runner = await connect(ctx, sid);
+    const { ctx, sid, runner } = await startedAhead({ sessionIdleMinutes: 15, unusedRunnerIdleMinutes: 5 });
     // Set after the start: this launch keeps the limits it started with.
     await setSettings(ctx, { unusedRunnerIdleMinutes: 10 });
     ctx.clock.advance(5 * 60_000 - 1_000);
@@ -135,20 +142,11 @@ describe('starting a runner ahead of the first message', () => {
     expect((await runner.waitFor('shutdown')).reason).toBe('unused for 5 min');
     runner.send({ type: 'bye', reason: 'hub_shutdown', lastSeq: 0 });
     await until('stopped', async () => ((await stateOf(ctx, sid)) === 'stopped' ? true : undefined));
-    await until('the slot back', async () => {
-      const row = await env.DB.prepare('SELECT count(*) AS n FROM runner_slots WHERE session_id = ?')
-        .bind(sid)
-        .first<{ n: number }>();
-      return row?.n === 0 ? true : undefined;
-    });
+    await until('the slot back', async () => ((await slotsOf(sid)) === 0 ? true : undefined));
   });
 
   it('a started runner that has answered a message keeps the session idle limit, not the unused one', async () => {
-    const ctx = await hubContext();
-    await setSettings(ctx, { sessionIdleMinutes: 15, unusedRunnerIdleMinutes: 5 });
-    const sid = await createSession(ctx);
-    await start(ctx, sid);
-    const runner = await connect(ctx, sid);
+    const { ctx, sid, runner } = await startedAhead({ sessionIdleMinutes: 15, unusedRunnerIdleMinutes: 5 });
     const sending = postMessage(ctx, sid, 'hello');
     const um = await runner.waitFor('user_message');
     runner.send({ type: 'accepted', inReplyTo: um.messageId });
