@@ -62,10 +62,17 @@ export class CliProcess {
     });
     // stdin errors (EPIPE after the CLI died) surface through the exit path.
     child.stdin.on('error', () => {});
-    // 'close' waits for stdout/stderr to close too. A tool that left the CLI's
-    // process group (setsid) can hold them open forever after the CLI died, so
-    // once the CLI itself has exited, give the pipes a moment and then cut them.
     child.once('exit', () => {
+      // What the CLI leaves in its group (a tool it started, a process of the sandbox's setup when
+      // the leader died early) goes with it. The group's id cannot name another group yet: it stays
+      // taken while any member lives. Best effort: a listener must not throw, and the container's
+      // end takes whatever could not be signalled.
+      try {
+        signalGroup(this.pid, 'SIGKILL');
+      } catch {}
+      // 'close' waits for stdout/stderr to close too. A tool that left the CLI's process group
+      // (setsid) can hold them open forever after the CLI died, so give the pipes a moment and
+      // then cut them.
       setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();
@@ -130,17 +137,21 @@ export class CliProcess {
 
   /** Signals the whole process group: the CLI and every tool process it spawned. */
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
-    if (!this.running) return;
-    try {
-      process.kill(-this.pid, signal);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
-    }
+    if (this.running) signalGroup(this.pid, signal);
   }
 
   private write(line: string): void {
     this.handlers.onLine?.('in', line.replace(/\n$/, ''));
     if (this.child.stdin.writable) this.child.stdin.write(line);
+  }
+}
+
+/** Signals a process group; one that is already empty is no error. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
   }
 }
 
