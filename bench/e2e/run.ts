@@ -499,22 +499,27 @@ async function main() {
       out(
         `(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (both workerd processes ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`,
       );
-      if (backend === 'claude') {
-        for (const n of VIEWERS) {
-          latency[n] = await viewerLatency(api, n, workerds, edgeGroups);
-          const l = latency[n];
-          const base = latency[VIEWERS[0] as number];
-          out(
-            `(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`,
-          );
-          const per = (xs: number[]) => xs.map(mib).join(' + ');
-          out(
-            `    workerd RSS MiB per process (pids ${workerds.join(', ')}): before ${per(l.rss.before)}, ${n} connected ${per(l.rss.connected)}, after the turn ${per(l.rss.turn)}, closed and settled ${per(l.rss.closed)}`,
-          );
-          out(
-            `    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms); edge processes: ${l.edgeCpu}`,
-          );
-        }
+    }
+    // (2) after both backends' (1), (4) and (3): a turn to 500 viewers leaves workerd busy for
+    // seconds after it (wrangler dev tells the Worker of a closed client late), which would land in
+    // pi's first deltas. A claude session again, as before the switch.
+    if (VIEWERS.length > 0) {
+      const put = await api.call('PUT', '/api/admin/settings', { llmBackend: 'claude' });
+      if (put.status !== 200) throw new Error(`switch back to claude: ${put.status} ${put.text}`);
+      for (const n of VIEWERS) {
+        latency[n] = await viewerLatency(api, n, workerds, edgeGroups);
+        const l = latency[n];
+        const base = latency[VIEWERS[0] as number];
+        out(
+          `(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`,
+        );
+        const per = (xs: number[]) => xs.map(mib).join(' + ');
+        out(
+          `    workerd RSS MiB per process (pids ${workerds.join(', ')}): before ${per(l.rss.before)}, ${n} connected ${per(l.rss.connected)}, after the turn ${per(l.rss.turn)}, closed and settled ${per(l.rss.closed)}`,
+        );
+        out(
+          `    during that turn (${f1(l.turnMs)} ms): workerd CPU ${f1(l.workerdCpuMs)} ms, this client's CPU ${f1(l.clientCpuMs)} ms, client event-loop delay p99 ${f1(l.lagP99)} ms (max ${f1(l.lagMax)} ms); edge processes: ${l.edgeCpu}`,
+        );
       }
     }
     const most = Math.max(...VIEWERS);
