@@ -305,7 +305,7 @@ describe('POST /api/sessions/:id/messages', () => {
     expectError(await postMessage(ctx, sid, 'second'), 409, 'conflict');
   });
 
-  it('reads the session (and for a message the settings) alongside the token, not after it; only for a request that carries a token', async () => {
+  it('reads the session (and for a message the settings, once) alongside the token, not after it; only for a request that carries a token', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
     const marks: Array<{ sql: string; at: 'start' | 'end' }> = [];
@@ -325,6 +325,8 @@ describe('POST /api/sessions/:id/messages', () => {
     expect(index(session, 'start')).toBeGreaterThan(-1);
     expect(index(session, 'start')).toBeLessThan(index(token, 'end'));
     expect(index(settings, 'start')).toBeLessThan(index(token, 'end'));
+    // Read once: the message size check and the launch take the settings already read.
+    expect(marks.filter((m) => m.at === 'start' && settings.test(m.sql))).toHaveLength(1);
     marks.length = 0;
     expect((await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token, env: { DB } })).status).toBe(200);
     expect(index(session, 'start')).toBeGreaterThan(-1);

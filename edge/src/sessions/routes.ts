@@ -99,9 +99,13 @@ async function launchInput(c: Context<SessionsEnv>): Promise<LaunchInput> {
   };
 }
 
-/** settings.maxMessageBytes, enforced while the body streams in (before it is parsed). */
+/**
+ * settings.maxMessageBytes, enforced while the body streams in (before it is parsed). The settings
+ * the session check read alongside the token: a second read is a second round trip to D1 on every
+ * message's way to the runner.
+ */
 const messageSizeLimit: MiddlewareHandler<SessionsEnv> = async (c, next) => {
-  const { settings } = await readSettings(c.env.DB);
+  const { settings } = c.get('settings') ?? (await readSettings(c.env.DB));
   const max = settings.maxMessageBytes;
   return bodyLimit({
     maxSize: max,
