@@ -4,23 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { adapterFor } from '@switchyard/protocol';
 import { CliProcess } from '../src/cli/cli-process.ts';
-
-/** A process's state letter from /proc, or 'gone'. A zombie ('Z') is dead, waiting for its reaper. */
-function stateOf(pid: number): string {
-  try {
-    return /^State:\s+(\S)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 'gone';
-  } catch {
-    return 'gone';
-  }
-}
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
+import { readProc } from '../src/host/process-tree.ts';
 
 describe('a CLI that exits on its own', () => {
   it('takes what is left of its process group with it', async () => {
@@ -45,9 +29,9 @@ describe('a CLI that exits on its own', () => {
     expect(tool).toBeGreaterThan(0);
     try {
       // The tool shared the CLI's stdout; its pipes closed (so `exited` resolved) only once it died.
-      expect(['gone', 'Z']).toContain(stateOf(tool));
+      expect(['gone', 'Z']).toContain(readProc(tool)?.state ?? 'gone');
     } finally {
-      killQuietly(tool);
+      if (readProc(tool) !== undefined) process.kill(tool, 'SIGKILL');
     }
   });
 });

@@ -11,6 +11,7 @@ import {
   type SpawnSpec,
   type UserMessage,
 } from '@switchyard/protocol';
+import { killGroup } from '../process-group.ts';
 
 /** How much of the CLI's stderr is kept: its head is what explains a failure. */
 const STDERR_KEEP = 8 * 1024;
@@ -65,11 +66,8 @@ export class CliProcess {
     child.once('exit', () => {
       // What the CLI leaves in its group (a tool it started, a process of the sandbox's setup when
       // the leader died early) goes with it. The group's id cannot name another group yet: it stays
-      // taken while any member lives. Best effort: a listener must not throw, and the container's
-      // end takes whatever could not be signalled.
-      try {
-        signalGroup(this.pid, 'SIGKILL');
-      } catch {}
+      // taken while any member lives.
+      killGroup(this.pid, 'SIGKILL');
       // 'close' waits for stdout/stderr to close too. A tool that left the CLI's process group
       // (setsid) can hold them open forever after the CLI died, so give the pipes a moment and
       // then cut them.
@@ -137,21 +135,12 @@ export class CliProcess {
 
   /** Signals the whole process group: the CLI and every tool process it spawned. */
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
-    if (this.running) signalGroup(this.pid, signal);
+    if (this.running) killGroup(this.pid, signal);
   }
 
   private write(line: string): void {
     this.handlers.onLine?.('in', line.replace(/\n$/, ''));
     if (this.child.stdin.writable) this.child.stdin.write(line);
-  }
-}
-
-/** Signals a process group; one that is already empty is no error. */
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
   }
 }
 

@@ -7,6 +7,8 @@
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
+export { killGroup } from '../process-group.ts';
+
 export interface ProcInfo {
   pid: number;
   ppid: number;
@@ -81,19 +83,6 @@ export function descendants(root: number, procs: ProcInfo[] = listProcs()): Proc
 export function liveInGroups(pgids: Iterable<number>, procs: ProcInfo[] = listProcs()): ProcInfo[] {
   const set = new Set(pgids);
   return procs.filter((p) => set.has(p.pgid) && !dead(p));
-}
-
-/** Signals a whole process group; a group that is already gone is not an error. */
-export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
-  if (!Number.isInteger(pgid) || pgid <= 1) return false; // never -1 / -0: that would be "everyone"
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ESRCH' || code === 'EPERM') return false;
-    throw err;
-  }
 }
 
 /** Docker/ECS convention for a container whose main process died of a signal: 128 + signal number. */

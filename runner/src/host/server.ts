@@ -29,6 +29,7 @@ import {
 } from './ecs-api.ts';
 import { TaskManager } from './tasks.ts';
 import { readBody } from '../http-body.ts';
+import { killGroup } from '../process-group.ts';
 
 export interface RecordedEcsRequest {
   method: string;
@@ -275,7 +276,7 @@ async function runProbe(opts: RunnerHostOptions, backend: string, timeoutMs: num
   child.stderr.setEncoding('utf8').on('data', (d: string) => {
     if (stderr.length < 8192) stderr += d;
   });
-  const timer = setTimeout(() => child.pid !== undefined && process.kill(-child.pid, 'SIGKILL'), timeoutMs);
+  const timer = setTimeout(() => child.pid !== undefined && killGroup(child.pid, 'SIGKILL'), timeoutMs);
   const exitCode = await new Promise<number | null>((resolve) => {
     child.once('error', () => resolve(null));
     child.once('close', (code) => resolve(code));

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { ErrorInfo, Repository, WorkspaceBaseline } from '@switchyard/protocol';
 import { classifyHost } from '@switchyard/protocol';
 import { messageOf, type Result } from '../errors.ts';
+import { killGroup } from '../process-group.ts';
 import { cloneEnv, cloneError, cloneSteps, decideHost, gitReason, hostAndPort, REV_PARSE_HEAD } from './clone-plan.ts';
 
 // Clones a session's repository into its workspace (docs/DESIGN.md "Start from a repository"):
@@ -106,13 +107,7 @@ function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs
     });
     const timer = setTimeout(() => {
       timedOut = true;
-      if (child.pid !== undefined) {
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
     }, timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
