@@ -5,6 +5,8 @@ set -euo pipefail
 
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+# The sandboxed CLI's model route: socat relays its model URL to the runner's credential proxy.
+command -v socat >/dev/null 2>&1 || need+=(socat)
 # Page tests drive Debian's Chromium (playwright-core cannot download its own browser here).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)

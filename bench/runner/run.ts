@@ -13,7 +13,7 @@
 //       asked for with SIGUSR2 through runner/test/contract/process-report.mjs, which the runner preloads). The strip
 //       cache is filled first, as the image fills it at build time.
 //   (4) the CLI alone with the sandbox's walls added one at a time (guard, bubblewrap, the model
-//       route's forwarder), so the sandbox's share of (1) shows apart from the runner's.
+//       route: socat relaying into the CLI's network namespace), so the sandbox's share of (1) shows apart from the runner's.
 // The runner is measured in six ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
 // cost); with the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows
 // separately; launched as the edge launches a new session (SWITCHYARD_FRESH_SESSION=1: the CLI
@@ -23,7 +23,9 @@
 // interleaved (a bare start, then one of each runner variant, per round), and besides the ratio of
 // medians the median of the per-round ratios is printed: on a machine whose load drifts, that
 // pairs each start with the bare start measured next to it.
-// Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N]
+//   (5) the model route by itself (bubblewrap starting a command that exits at once, with and
+//       without it) and what it holds in the sandbox.
+// Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) only]
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +42,9 @@ import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
+/** `--route`: only (5), the model route by itself (quick, and runnable against another checkout's sandbox). */
+const routeOnly = process.argv.includes('--route');
+const ROUTE_RUNS = 21;
 const now = () => performance.now();
 
 /** Resolves when `pred(line)` holds for a stdout line of `child`. */
@@ -136,6 +141,54 @@ async function layerReady(backend: Backend, model: OfflineModel, layer: Layer): 
   await route?.close();
   rmSync(dir, { recursive: true, force: true });
   return ms;
+}
+
+/**
+ * (5) The model route by itself: bubblewrap starting a command that exits at once, with and
+ * without the route, interleaved, and the route's processes in the sandbox, from the sandbox's own
+ * /proc (everything but bubblewrap's init and the reading shell). No CLI, so the route's share of
+ * a start shows without a CLI's start noise around it.
+ */
+async function routeAlone(n: number): Promise<{ withoutMs: number; withMs: number; relay: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'sy-bench-route-'));
+  const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cli') };
+  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+  const sandbox = new Sandbox({ mode: 'bubblewrap', guard: false });
+  const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
+  const spec = (script: string): SpawnSpec => ({
+    command: '/bin/sh',
+    args: ['-c', script],
+    env: { PATH: '/usr/bin:/bin' },
+    cwd: dirs.workspace,
+    files: [],
+  });
+  const run = async (modelSocket: string | undefined, script = 'exit 0') => {
+    const w = await sandbox.prepare(spec(script), { backend: 'claude', ...dirs, modelSocket });
+    const t0 = now();
+    const r = spawnSync(w.command, w.args, { cwd: w.cwd, env: w.env, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`route bench: exit ${r.status}: ${r.stderr}`);
+    return { ms: now() - t0, out: r.stdout };
+  };
+  const without: number[] = [];
+  const withRoute: number[] = [];
+  for (let i = 0; i < n; i++) {
+    without.push((await run(undefined)).ms);
+    withRoute.push((await run(route.socketPath)).ms);
+  }
+  const status = await run(route.socketPath, 'for f in /proc/[0-9]*/status; do cat "$f"; echo; done');
+  const relay = status.out
+    .split('\n\n')
+    .map((block) => ({
+      name: /^Name:\s+(\S+)/m.exec(block)?.[1],
+      kb: Number(/^VmRSS:\s+(\d+)/m.exec(block)?.[1] ?? 0),
+      pid: Number(/^Pid:\s+(\d+)/m.exec(block)?.[1] ?? 0),
+    }))
+    .filter((p) => p.name !== undefined && p.pid !== 1 && !['sh', 'cat'].includes(p.name))
+    .map((p) => `${p.name} ${(p.kb / 1024).toFixed(1)} MiB`)
+    .join(', ');
+  await route.close();
+  rmSync(dir, { recursive: true, force: true });
+  return { withoutMs: median(without), withMs: median(withRoute), relay };
 }
 
 async function bare(
@@ -303,6 +356,17 @@ const VARIANTS: Variant[] = [
   { name: 'bundle, fresh', env: fresh, entry: bundle, settle: true },
   { name: 'bundle, fresh, cold cache', env: fresh, entry: bundle, coldCompileCache: true },
 ];
+async function printRouteAlone(): Promise<void> {
+  const r = await routeAlone(ROUTE_RUNS);
+  console.log(
+    `(5) the model route by itself: bubblewrap starting \`exit 0\`, median of ${ROUTE_RUNS} each, interleaved: without ${r.withoutMs.toFixed(1)} ms, with the route ${r.withMs.toFixed(1)} ms (+${(r.withMs - r.withoutMs).toFixed(1)} ms); in the sandbox beside the command: ${r.relay}`,
+  );
+}
+if (routeOnly) {
+  await printRouteAlone();
+  process.exit(0);
+}
+
 const model = await startOfflineModel();
 const hub = await TestHub.start();
 const node = await bareNode();
@@ -376,5 +440,6 @@ for (const backend of ['pi', 'claude'] as const) {
   for (const [l, xs] of layerMs) console.log(`    ${l.padEnd(34)} ${fmt(median(xs))} ${ratio(median(xs), bareLayer)}`);
   console.log('');
 }
+await printRouteAlone();
 await hub.close();
 await model.close();

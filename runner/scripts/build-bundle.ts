@@ -8,7 +8,7 @@
 //
 // The bundle lives beside the bin (runner/dist, the same depth as runner/bin), and every
 // `import.meta.url`/`import.meta.dirname` in the bundled sources is rewritten to the source file's
-// own location relative to the bundle: the guard module, the netns forwarder, the CLIs under
+// own location relative to the bundle: the guard module, the CLIs under
 // node_modules and the strip cache are found where they are in a checkout or in the image's /app.
 // Usage: node runner/scripts/build-bundle.ts   (prints the bundle's path)
 import { readFile, rm } from 'node:fs/promises';

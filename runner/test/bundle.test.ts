@@ -10,7 +10,7 @@ import { TestHub } from './contract/test-hub.ts';
 
 // The bundle the image runs (runner/scripts/build-bundle.ts): runner/dist, built here for
 // real and run as the image runs it, against the real CLIs and the offline model. What can break
-// in a bundle is where things are found: the guard module, the netns forwarder, the CLIs under
+// in a bundle is where things are found: the guard module, the CLIs under
 // node_modules and the strip cache are all located from the source file's own location.
 
 describe('runner bundle', () => {

@@ -6,7 +6,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SpawnSpec } from '@switchyard/protocol';
-import { MODEL_PORT, MODEL_SOCKET, MODEL_URL, wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
+import { MODEL_ROUTE_SCRIPT, MODEL_SOCKET, MODEL_URL, wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
 import { startModelRoute } from '../src/sandbox/model-proxy.ts';
 import { startOfflineModel } from '@switchyard/offline-model';
 import { missingRunnerCaps, wrapWithUidDrop } from '../src/sandbox/uid-drop.ts';
@@ -53,21 +53,21 @@ describe('wrapWithBwrap (pure)', () => {
     expect(at('--ro-bind-try', '/etc/passwd', '/etc/passwd')).toBeGreaterThanOrEqual(0);
     expect(a.filter((x) => x.startsWith('/etc/'))).toEqual(['/etc/passwd', '/etc/passwd']);
   });
-  it('with a model route: the proxy socket bound in, the forwarder read-only, the CLI started by the forwarder', () => {
+  it('with a model route: the proxy socket bound in, socat read-only, the CLI started by the route script', () => {
     const m = wrapWithBwrap(spec, {
       ...layout,
-      model: { socket: '/h/model.sock', node: '/n/node', forwarder: '/r/fwd.ts' },
+      model: { socket: '/h/model.sock', socat: '/x/socat' },
     }).args;
     const i = (...seq: string[]) => m.findIndex((_, k) => seq.every((x, j) => m[k + j] === x));
     expect(m).toContain('--unshare-net');
     expect(i('--bind', '/h/model.sock', MODEL_SOCKET)).toBeGreaterThan(0);
-    expect(i('--ro-bind', '/r/fwd.ts', '/r/fwd.ts')).toBeGreaterThan(0);
+    expect(i('--ro-bind', '/x/socat', '/x/socat')).toBeGreaterThan(0);
     expect(m.slice(m.indexOf('--') + 1)).toEqual([
-      '/n/node',
-      '/r/fwd.ts',
-      String(MODEL_PORT),
-      MODEL_SOCKET,
-      '--',
+      '/bin/sh',
+      '-c',
+      MODEL_ROUTE_SCRIPT,
+      'sh',
+      '/x/socat',
       '/opt/cli/bin/cli',
       '--x',
     ]);
@@ -194,8 +194,8 @@ describe('under bubblewrap for real', () => {
   writeFileSync(join(other, 'secret.txt'), 'OTHER-SESSION-SECRET');
   writeFileSync(join(d.configDir, 'settings.json'), '{"hooks":"ours"}');
 
-  async function sh(script: string, guard = false, modelSocket?: string) {
-    const sb = new Sandbox({ mode: 'bubblewrap', guard });
+  async function sh(script: string, guard = false, modelSocket?: string, socat?: string) {
+    const sb = new Sandbox({ mode: 'bubblewrap', guard, ...(socat !== undefined && { socat }) });
     const s: SpawnSpec = {
       command: '/bin/sh',
       args: ['-c', script],
@@ -287,6 +287,45 @@ describe('under bubblewrap for real', () => {
       await route.close();
       host.close();
       await model.close();
+    }
+  });
+  it('the model route listens before the CLI starts: a CLI whose first act is a model call reaches it', async () => {
+    const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
+    // A socat slow to start, as on a loaded host: the CLI must wait for it, not race it.
+    const slowSocat = join(root, 'slow-socat');
+    writeFileSync(slowSocat, '#!/bin/sh\nsleep 0.5\nexec /usr/bin/socat "$@"\n', { mode: 0o755 });
+    try {
+      const r = await sh(
+        `exec curl -s -o /dev/null -w '%{http_code}' ${MODEL_URL}/`,
+        false,
+        route.socketPath,
+        slowSocat,
+      );
+      expect(r).toEqual({ code: 0, out: '200' });
+    } finally {
+      await route.close();
+    }
+  });
+  it('a route that cannot start ends the CLI with a reason instead of waiting forever', async () => {
+    const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
+    try {
+      const r = await sh('echo the-cli-ran', false, route.socketPath, '/bin/false');
+      expect(r).toEqual({ code: 1, out: 'switchyard: the model route (socat) did not start\n' });
+    } finally {
+      await route.close();
+    }
+  });
+  it('no socat: the spawn is refused, naming it and the setup script', async () => {
+    const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
+    try {
+      const err = await sh('true', false, route.socketPath, join(root, 'no-socat')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SandboxError);
+      expect(err).toMatchObject({ code: 'sandbox_unavailable' });
+      expect((err as Error).message).toContain(
+        `socat (the model route) (${join(root, 'no-socat')}) is not installed; run scripts/setup-system.sh`,
+      );
+    } finally {
+      await route.close();
     }
   });
 });

@@ -15,15 +15,43 @@
 // The network namespace is the CLI's own (`--unshare-net`): a loopback interface and no route,
 // so no service on the host's loopback (the dev edge, the runner host, the offline model, other
 // sessions) can be reached. The model is reached through the runner's credential proxy on a
-// unix socket bound in at MODEL_SOCKET, relayed from MODEL_URL by netns-forwarder.mjs.
+// unix socket bound in at MODEL_SOCKET, relayed from MODEL_URL by socat (MODEL_ROUTE_SCRIPT).
 import type { SpawnSpec } from '@switchyard/protocol';
 
 /** Where the credential proxy's unix socket appears inside the sandbox. */
 export const MODEL_SOCKET = '/run/switchyard/model.sock';
-/** The port the in-sandbox forwarder listens on; any port works in a namespace of one's own. */
+/** The port the model route listens on inside the sandbox; any port works in a namespace of one's own. */
 export const MODEL_PORT = 4480;
 /** The model URL a sandboxed CLI is given. */
 export const MODEL_URL = `http://127.0.0.1:${MODEL_PORT}`;
+
+/** MODEL_PORT's listening socket as /proc/net/tcp shows it: 127.0.0.1:port in hex, state LISTEN. */
+const MODEL_LISTENING = `0100007F:${MODEL_PORT.toString(16).toUpperCase().padStart(4, '0')} 0A`;
+
+/**
+ * The sandbox's first process when the CLI has a model route, run by /bin/sh as
+ * `sh -c MODEL_ROUTE_SCRIPT sh <socat> <command> [args...]`. It starts socat listening on the
+ * namespace's MODEL_URL and relaying each connection to MODEL_SOCKET, waits until the listening
+ * socket shows in /proc/net/tcp (so the CLI's first model call cannot race it; a few
+ * milliseconds, read by the shell itself), then becomes the CLI. socat starts in a few
+ * milliseconds and holds ~5 MiB, where a Node relay took ~130 ms and ~45 MiB per session.
+ * socat's errors go to the CLI's stderr; its stdin and stdout are not the CLI's pipes.
+ */
+export const MODEL_ROUTE_SCRIPT = [
+  `"$1" TCP-LISTEN:${MODEL_PORT},bind=127.0.0.1,fork UNIX-CONNECT:${MODEL_SOCKET} </dev/null >/dev/null &`,
+  'relay=$!',
+  'shift',
+  'listening() {',
+  '  while read -r _ addr _ state _; do',
+  `    [ "$addr $state" = "${MODEL_LISTENING}" ] && return 0`,
+  '  done </proc/net/tcp',
+  '  return 1',
+  '}',
+  'until listening; do',
+  `  kill -0 "$relay" 2>/dev/null || { echo "switchyard: the model route (socat) did not start" >&2; exit 1; }`,
+  'done',
+  'exec "$@"',
+].join('\n');
 
 /** What one top-level system path is on this host. */
 export type HostEntry = { kind: 'dir' } | { kind: 'file' } | { kind: 'symlink'; target: string } | { kind: 'missing' };
@@ -44,10 +72,10 @@ export interface BwrapLayout {
   /** The /etc entries to expose (each bound read-only if present). */
   etc: string[];
   /**
-   * The model route: the credential proxy's unix socket on the host and the forwarder that
-   * relays MODEL_URL to it (run by `node`, both bound read-only). Absent: no network at all.
+   * The model route: the credential proxy's unix socket on the host and the socat that relays
+   * MODEL_URL to it (bound read-only). Absent: no network at all.
    */
-  model?: { socket: string; node: string; forwarder: string };
+  model?: { socket: string; socat: string };
 }
 
 /** System directories the CLIs and their shell tools need. /usr carries almost everything; the rest are usually symlinks into it. */
@@ -116,9 +144,9 @@ export function wrapWithBwrap(spec: SpawnSpec, layout: BwrapLayout): SpawnSpec {
   for (const path of layout.writable) a.push('--bind', path, path);
   for (const path of layout.readOnlyFiles) a.push('--ro-bind', path, path);
   const m = layout.model;
-  if (m) a.push('--ro-bind', m.forwarder, m.forwarder, '--dir', '/run/switchyard', '--bind', m.socket, MODEL_SOCKET);
+  if (m) a.push('--ro-bind', m.socat, m.socat, '--dir', '/run/switchyard', '--bind', m.socket, MODEL_SOCKET);
   a.push('--chdir', spec.cwd, '--');
-  if (m) a.push(m.node, m.forwarder, String(MODEL_PORT), MODEL_SOCKET, '--');
+  if (m) a.push('/bin/sh', '-c', MODEL_ROUTE_SCRIPT, 'sh', m.socat);
   a.push(spec.command, ...spec.args);
   return { ...spec, command: layout.bwrap, args: a };
 }

@@ -34,8 +34,6 @@ const GUARD_FILES = [
 
 export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
 
-/** Relays the model URL inside the CLI's network namespace to the proxy's socket (bubblewrap mode). */
-const NETNS_FORWARDER = join(dirname(fileURLToPath(import.meta.url)), 'netns-forwarder.mjs');
 /**
  * Preloaded into the processes that load the guard as TypeScript: claude's hook, a new node process
  * for every tool call (~70 ms and ~25 MiB less per call), and pi, which imports its extension
@@ -72,6 +70,8 @@ export interface SandboxConfig {
   /** The node that runs claude's hook; the runner's own by default. */
   node?: string;
   bwrap?: string;
+  /** bubblewrap with a model route: the socat that relays the model URL inside the CLI's network namespace. */
+  socat?: string;
   /** Container mode: the util-linux setpriv that starts the CLI as `cliUid`. */
   setpriv?: string;
   /** Container mode: the CLI's uid (its group is the runner's own gid, shared). */
@@ -98,6 +98,7 @@ export class Sandbox {
   readonly guardDir: string;
   private readonly node: string;
   private readonly bwrap: string;
+  private readonly socat: string;
   private readonly setpriv: string;
   private readonly cliUid: number;
 
@@ -107,6 +108,7 @@ export class Sandbox {
     this.guardDir = config.guardDir ?? GUARD_DIR;
     this.node = config.node ?? process.execPath;
     this.bwrap = config.bwrap ?? '/usr/bin/bwrap';
+    this.socat = config.socat ?? '/usr/bin/socat';
     this.setpriv = config.setpriv ?? '/usr/bin/setpriv';
     this.cliUid = config.cliUid ?? CLI_UID;
   }
@@ -134,14 +136,19 @@ export class Sandbox {
     }
   }
 
-  async checkBwrap(): Promise<void> {
-    try {
-      await access(this.bwrap, constants.X_OK);
-    } catch {
-      throw new SandboxError(
-        'sandbox_unavailable',
-        `bubblewrap (${this.bwrap}) is not installed; run scripts/setup-system.sh, or set SWITCHYARD_SANDBOX=container inside the production container`,
-      );
+  /** bubblewrap, and socat when the CLI gets a model route: each missing one is named. */
+  async checkBwrap(modelRoute = false): Promise<void> {
+    const needed = [{ name: 'bubblewrap', path: this.bwrap }];
+    if (modelRoute) needed.push({ name: 'socat (the model route)', path: this.socat });
+    for (const { name, path } of needed) {
+      try {
+        await access(path, constants.X_OK);
+      } catch {
+        throw new SandboxError(
+          'sandbox_unavailable',
+          `${name} (${path}) is not installed; run scripts/setup-system.sh, or set SWITCHYARD_SANDBOX=container inside the production container`,
+        );
+      }
     }
   }
 
@@ -165,7 +172,7 @@ export class Sandbox {
       out = { ...out, env: { ...out.env, ...policyEnv(this.policy(paths)) } };
     }
     if (this.mode === 'bubblewrap') {
-      await this.checkBwrap();
+      await this.checkBwrap(paths.modelSocket !== undefined);
       out = wrapWithBwrap(out, {
         bwrap: this.bwrap,
         uid: process.getuid?.() ?? 0,
@@ -175,7 +182,7 @@ export class Sandbox {
         system: await hostLayout(),
         etc: ETC_ALLOW,
         ...(paths.modelSocket !== undefined && {
-          model: { socket: paths.modelSocket, node: this.node, forwarder: NETNS_FORWARDER },
+          model: { socket: paths.modelSocket, socat: this.socat },
         }),
       });
     } else if (this.mode === 'container') {
