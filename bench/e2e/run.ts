@@ -17,7 +17,8 @@
 //       delta reaches the SSE client with the runner's, hub's and Worker's wall-clock stamps in an
 //       SSE comment; with the proxy's stamp and the client's receipt, median and p99 of every hop
 //       over one paced answer (1 viewer). (1) also splits each first delta into the way to the
-//       model (POST → the proxy's stamp) and back (stamp → SSE client), beside the bare CLI's.
+//       model (POST → the proxy's stamp) and back (stamp → SSE client), beside the bare CLI's; the
+//       way in from the Worker's and hub's stamps in the POST's 202 (protocol's MessageHops).
 //   (2) and (5) also follow each workerd process's RSS: before the viewers open, connected, after
 //       the turn, and once settled after they closed; (5) opens and closes the largest viewer
 //       count 3 times on an idle session, to tell memory kept for reuse from memory that grows.
@@ -27,7 +28,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { SSE_HOPS_COMMENT, type DeliveryHops } from '@switchyard/protocol';
+import { MESSAGE_HOPS_HEADER, MessageHopsSchema, SSE_HOPS_COMMENT, type DeliveryHops } from '@switchyard/protocol';
 import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
@@ -149,9 +150,13 @@ async function firstDeltaViaHttp(api: Api, backend: string): Promise<FirstDelta>
       // message 0 starts the runner: cold, not counted
       if (i > 0) {
         const hops = hopComments(sse.comments).get(first.id);
+        const way = MessageHopsSchema.safeParse(JSON.parse(r.headers.get(MESSAGE_HOPS_HEADER) ?? 'null')).data;
         const { request, sent } = proxyStamps(first.data.text);
         times.add(first.receivedAt - t0, [
-          ['POST → runner has the user_message', (hops?.userMessage ?? NaN) - wall(t0)],
+          ['POST → Worker', (way?.workerIn ?? NaN) - wall(t0)],
+          ['Worker: auth, D1, body', (way?.workerCall ?? NaN) - (way?.workerIn ?? NaN)],
+          ['Worker → hub', (way?.hubIn ?? NaN) - (way?.workerCall ?? NaN)],
+          ['hub → runner has the user_message', (hops?.userMessage ?? NaN) - (way?.hubIn ?? NaN)],
           ['runner → CLI stdin', (hops?.stdin ?? NaN) - (hops?.userMessage ?? NaN)],
           ['CLI stdin → model has the request', request - (hops?.stdin ?? NaN)],
           ['model: request → first delta out', sent - request],

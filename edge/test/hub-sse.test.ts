@@ -1,6 +1,13 @@
 import { env } from 'cloudflare:workers';
 import { evictDurableObject, runInDurableObject } from 'cloudflare:test';
-import { AgentEventSchema, SSE_HOPS_COMMENT, type AgentEvent, type DeliveryHops } from '@switchyard/protocol';
+import {
+  AgentEventSchema,
+  MESSAGE_HOPS_HEADER,
+  MessageHopsSchema,
+  SSE_HOPS_COMMENT,
+  type AgentEvent,
+  type DeliveryHops,
+} from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ULID_PATTERN } from '../src/ids.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
@@ -12,6 +19,7 @@ import {
   hubContext,
   hubStub,
   launchAndConnect,
+  postMessage,
   SseReader,
   statusStates,
   until,
@@ -132,6 +140,28 @@ describe('SSE framing', () => {
       await replay.close();
       await sse.close();
       runner.close();
+    }
+  });
+
+  it("a message's 202 carries the Worker's and the hub's stamps of its way in only when the hub has BENCH_HOPS on", async () => {
+    for (const benchHops of [false, true]) {
+      const ctx = await hubContext({ benchHops });
+      const sid = await createSession(ctx);
+      const before = Date.now();
+      const r = await postMessage(ctx, sid, 'hello');
+      const after = Date.now();
+      expect(r.status).toBe(202);
+      expect(Object.keys(r.body as object).sort()).toEqual(['duplicate', 'messageId']);
+      const header = r.headers.get(MESSAGE_HOPS_HEADER);
+      if (!benchHops) expect(header).toBeNull();
+      else {
+        const way = MessageHopsSchema.parse(JSON.parse(header ?? 'null'));
+        // In path order, each within the request.
+        expect(before).toBeLessThanOrEqual(way.workerIn);
+        expect(way.workerIn).toBeLessThanOrEqual(way.workerCall);
+        expect(way.workerCall).toBeLessThanOrEqual(way.hubIn);
+        expect(way.hubIn).toBeLessThanOrEqual(after);
+      }
     }
   });
 

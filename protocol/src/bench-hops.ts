@@ -37,3 +37,15 @@ export interface DeliveryHops extends RunnerHops {
 
 /** The SSE comment line the Worker writes before an event that carries hops: `: hops <event id> {…DeliveryHops}`. */
 export const SSE_HOPS_COMMENT = 'hops ';
+
+/**
+ * A message's way in (bench only, the hub with BENCH_HOPS=1): when the sessions router began the
+ * `POST /api/sessions/:id/messages`, when the Worker called the hub, and when the hub began taking
+ * it, in the 202's MESSAGE_HOPS_HEADER as JSON. With the runner's `userMessage` stamp they split
+ * the wait before the CLI has the message into its hops. workerd's clock moves only across I/O, so
+ * `workerCall` is when the Worker's last read (D1, the body) came back.
+ */
+export const MessageHopsSchema = z.object({ workerIn: z.number(), workerCall: z.number(), hubIn: z.number() });
+export type MessageHops = z.infer<typeof MessageHopsSchema>;
+
+export const MESSAGE_HOPS_HEADER = 'x-switchyard-hops';

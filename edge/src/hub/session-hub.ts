@@ -116,6 +116,12 @@ export class SessionHub extends DurableObject<Env> {
   }
 
   async postMessage(input: PostMessageInput): Promise<HubResult<PostMessageResult>> {
+    const hubIn = Date.now();
+    const result = await this.#postMessage(input);
+    return result.ok && this.hub.timings.benchHops === true ? { ok: true, value: { ...result.value, hubIn } } : result;
+  }
+
+  async #postMessage(input: PostMessageInput): Promise<HubResult<PostMessageResult>> {
     if (this.hub.meta.session === null)
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
     if (input.clientMessageId !== undefined) {

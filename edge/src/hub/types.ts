@@ -72,6 +72,8 @@ export interface PostMessageResult {
   messageId: string;
   /** This clientMessageId was seen before: nothing new was started. */
   duplicate: boolean;
+  /** Bench only (BENCH_HOPS=1; protocol's bench-hops.ts): when the hub began taking the message. */
+  hubIn?: number;
 }
 
 export interface StartRunnerResult {

@@ -20,6 +20,8 @@ export type SessionsEnv = {
     settings?: StoredSettings;
     /** `readSessionEarly`'s read, started before the caller was authenticated. */
     earlyRead?: { withSettings: boolean; read: SessionRead };
+    /** When the sessions router began a message (bench only: protocol's MessageHops). */
+    arrivedAt?: number;
   };
 };
 

@@ -29,7 +29,13 @@ import {
   StartRunnerSchema,
   TranscriptQuerySchema,
 } from './schemas.ts';
-import { checkRepositoryHost, type ApprovalMode, type Repository } from '@switchyard/protocol';
+import {
+  checkRepositoryHost,
+  MESSAGE_HOPS_HEADER,
+  type ApprovalMode,
+  type MessageHops,
+  type Repository,
+} from '@switchyard/protocol';
 import { approvalRoutes } from './approval-routes.ts';
 import { heartbeatMs, SSE_HEADERS, sseFromViewer } from './sse.ts';
 import { hubFor, readSessionEarly, type SessionsEnv, sessionAccess } from './access.ts';
@@ -247,6 +253,11 @@ const transcriptRoute = createRoute({
 
 export function sessionRoutes(deps: AppDeps) {
   const app = newRouter<SessionsEnv>();
+  // Bench only: the message's way in starts here (protocol's bench-hops.ts); a clock read, unused unless the hub has BENCH_HOPS on.
+  app.use('/:id/messages', async (c, next) => {
+    c.set('arrivedAt', Date.now());
+    await next();
+  });
   app.use('/:id/messages', readSessionEarly({ withSettings: true }));
   app.use('/:id/start', readSessionEarly({ withSettings: true }));
   app.use('/:id/events', readSessionEarly());
@@ -369,14 +380,21 @@ export function sessionRoutes(deps: AppDeps) {
   app.openapi(messageRoute, async (c) => {
     const row = c.get('session');
     const body = c.req.valid('json');
+    const launch = await launchInput(c);
+    const workerCall = Date.now();
     const result = await hubFor(c.env, row.id).postMessage({
       text: body.text,
       ...(body.images !== undefined && { images: body.images }),
       ...(body.clientMessageId !== undefined && { clientMessageId: body.clientMessageId }),
-      ...(await launchInput(c)),
+      ...launch,
     });
     if (!result.ok) return hubError(c, result);
-    return c.json({ messageId: result.value.messageId, duplicate: result.value.duplicate }, 202);
+    const { messageId, duplicate, hubIn } = result.value;
+    const workerIn = c.get('arrivedAt');
+    if (hubIn !== undefined && workerIn !== undefined) {
+      c.header(MESSAGE_HOPS_HEADER, JSON.stringify({ workerIn, workerCall, hubIn } satisfies MessageHops));
+    }
+    return c.json({ messageId, duplicate }, 202);
   });
 
   app.openapi(startRoute, async (c) => {
