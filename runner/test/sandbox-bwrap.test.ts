@@ -289,43 +289,35 @@ describe('under bubblewrap for real', () => {
       await model.close();
     }
   });
-  it('the model route listens before the CLI starts: a CLI whose first act is a model call reaches it', async () => {
+  /** A model route whose upstream is never reached: these tests are about the way to the proxy. */
+  async function withRoute<T>(use: (socket: string | undefined) => Promise<T>): Promise<T> {
     const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
+    try {
+      return await use(route.socketPath);
+    } finally {
+      await route.close();
+    }
+  }
+  it('the model route listens before the CLI starts: a CLI whose first act is a model call reaches it', async () => {
     // A socat slow to start, as on a loaded host: the CLI must wait for it, not race it.
     const slowSocat = join(root, 'slow-socat');
     writeFileSync(slowSocat, '#!/bin/sh\nsleep 0.5\nexec /usr/bin/socat "$@"\n', { mode: 0o755 });
-    try {
-      const r = await sh(
-        `exec curl -s -o /dev/null -w '%{http_code}' ${MODEL_URL}/`,
-        false,
-        route.socketPath,
-        slowSocat,
-      );
-      expect(r).toEqual({ code: 0, out: '200' });
-    } finally {
-      await route.close();
-    }
+    const r = await withRoute((socket) =>
+      sh(`exec curl -s -o /dev/null -w '%{http_code}' ${MODEL_URL}/`, false, socket, slowSocat),
+    );
+    expect(r).toEqual({ code: 0, out: '200' });
   });
   it('a route that cannot start ends the CLI with a reason instead of waiting forever', async () => {
-    const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
-    try {
-      const r = await sh('echo the-cli-ran', false, route.socketPath, '/bin/false');
-      expect(r).toEqual({ code: 1, out: 'switchyard: the model route (socat) did not start\n' });
-    } finally {
-      await route.close();
-    }
+    const r = await withRoute((socket) => sh('echo the-cli-ran', false, socket, '/bin/false'));
+    expect(r).toEqual({ code: 1, out: 'switchyard: the model route (socat) did not start\n' });
   });
   it('no socat: the spawn is refused, naming it and the setup script', async () => {
-    const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
-    try {
-      const err = await sh('true', false, route.socketPath, join(root, 'no-socat')).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(SandboxError);
-      expect(err).toMatchObject({ code: 'sandbox_unavailable' });
-      expect((err as Error).message).toContain(
-        `socat (the model route) (${join(root, 'no-socat')}) is not installed; run scripts/setup-system.sh`,
-      );
-    } finally {
-      await route.close();
-    }
+    const missing = join(root, 'no-socat');
+    const err = await withRoute((socket) => sh('true', false, socket, missing)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SandboxError);
+    expect(err).toMatchObject({ code: 'sandbox_unavailable' });
+    expect((err as Error).message).toContain(
+      `socat (${missing}, the model route's relay) is not installed; run scripts/setup-system.sh`,
+    );
   });
 });

@@ -138,15 +138,15 @@ export class Sandbox {
 
   /** bubblewrap, and socat when the CLI gets a model route: each missing one is named. */
   async checkBwrap(modelRoute = false): Promise<void> {
-    const needed = [{ name: 'bubblewrap', path: this.bwrap }];
-    if (modelRoute) needed.push({ name: 'socat (the model route)', path: this.socat });
-    for (const { name, path } of needed) {
+    const needed = [{ path: this.bwrap, what: `bubblewrap (${this.bwrap})` }];
+    if (modelRoute) needed.push({ path: this.socat, what: `socat (${this.socat}, the model route's relay)` });
+    for (const { path, what } of needed) {
       try {
         await access(path, constants.X_OK);
       } catch {
         throw new SandboxError(
           'sandbox_unavailable',
-          `${name} (${path}) is not installed; run scripts/setup-system.sh, or set SWITCHYARD_SANDBOX=container inside the production container`,
+          `${what} is not installed; run scripts/setup-system.sh, or set SWITCHYARD_SANDBOX=container inside the production container`,
         );
       }
     }
