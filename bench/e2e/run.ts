@@ -18,7 +18,9 @@
 //       SSE comment; with the proxy's stamp and the client's receipt, median and p99 of every hop
 //       over one paced answer (1 viewer). (1) also splits each first delta into the way to the
 //       model (POST → the proxy's stamp) and back (stamp → SSE client), beside the bare CLI's; the
-//       way in from the Worker's and hub's stamps in the POST's 202 (protocol's MessageHops).
+//       way in from the Worker's and hub's stamps in the POST's 202 (protocol's MessageHops). Once
+//       more without wrangler dev's proxy (a second workerd in front of the Worker, which a
+//       deployed edge does not have): the client and the runner's link straight to Miniflare.
 //   (2) and (5) also follow each workerd process's RSS: before the viewers open, connected, after
 //       the turn, and once settled after they closed; (5) opens and closes the largest viewer
 //       count 3 times on an idle session, to tell memory kept for reuse from memory that grows.
@@ -459,7 +461,9 @@ async function main() {
       env,
       // (4): hop stamps on (bench only; a few stamps per event, nothing else changes on the path).
       runnerEnv: { SWITCHYARD_BENCH_HOPS: '1' },
-      edgeVars: { BENCH_HOPS: '1' },
+      // No fixed hub URL: a runner dials the origin its session's first message came through, so
+      // (1) without wrangler dev's proxy has the runner's link without it too.
+      edgeVars: { BENCH_HOPS: '1', RUNNER_HUB_URL: '' },
       readyTimeoutMs: 240_000,
       output: () => {},
       log: () => {},
@@ -489,6 +493,8 @@ async function main() {
         if (put.status !== 200) throw new Error(`switch to pi: ${put.status} ${put.text}`);
       }
       const viaHttp = await firstDeltaViaHttp(api, backend);
+      if (stack.edgeDirectUrl === undefined) throw new Error('the edge did not say where Miniflare serves the Worker');
+      const viaDirect = await firstDeltaViaHttp(new Api(stack.edgeDirectUrl, api.token), backend);
       const viaBare = await firstDeltaBare(backend, proxy.url);
       const http = viaHttp.total;
       const bare = viaBare.total;
@@ -496,6 +502,11 @@ async function main() {
         `(1) ${backend}: first text.delta, warm — SSE client ${f1(median(http))} ms (min ${f1(Math.min(...http))}) vs bare CLI ${f1(median(bare))} ms (min ${f1(Math.min(...bare))}) → ratio ${f2(median(http) / median(bare))}x (+${f1(median(http) - median(bare))} ms)`,
       );
       out(`    SSE path, medians (ms): ${viaHttp.describe()}`);
+      const direct = viaDirect.total;
+      out(
+        `    without wrangler dev's proxy (client and runner to Miniflare's own socket): SSE client ${f1(median(direct))} ms (min ${f1(Math.min(...direct))}) → ratio ${f2(median(direct) / median(bare))}x (+${f1(median(direct) - median(bare))} ms)`,
+      );
+      out(`    … its path, medians (ms): ${viaDirect.describe()}`);
       out(`    bare CLI, medians (ms): ${viaBare.describe()}`);
       const hops = await hopBreakdown(api, backend);
       out(`(4) ${backend}: per hop over ${hops.n} deltas of one paced answer, 1 viewer (median / p99, ms):`);

@@ -6,7 +6,9 @@
 //
 //   node edge-dev.ts '<json EdgeDevOptions>'
 //
-// Prints one JSON line `{"url"}` once serving; SIGINT/SIGTERM dispose of the Worker and exit.
+// Prints one JSON line `{"url", "direct"?}` once serving; SIGINT/SIGTERM dispose of the Worker and exit.
+// `direct` is where Miniflare serves the Worker itself, without wrangler dev's proxy (a second
+// workerd) in front: for benches to tell the dev proxy's share of a request from the edge's own.
 import { unstable_startWorker } from 'wrangler';
 
 export interface EdgeDevOptions {
@@ -41,7 +43,21 @@ async function main(): Promise<void> {
       logLevel: 'info',
     },
   });
+  // Registered before the first reload can complete (bundling is still under way here).
+  const direct = new Promise<string>((resolve) =>
+    worker.raw.once(
+      'reloadComplete',
+      (event: { proxyData: { userWorkerUrl: { protocol: string; hostname: string; port: string } } }) => {
+        const u = event.proxyData.userWorkerUrl;
+        resolve(`${u.protocol}//${u.hostname}:${u.port}`);
+      },
+    ),
+  );
   await worker.ready;
+  // wrangler's proxy is ready before the Worker behind it; it holds requests until the Worker's
+  // first reload is complete, so once one came back the reload event has been emitted.
+  await (await worker.fetch('http://localhost/healthz')).arrayBuffer();
+  const directUrl = await Promise.race([direct, Promise.resolve(undefined)]);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -55,7 +71,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', stop);
   const inspector = await worker.inspectorUrl;
   process.stdout.write(
-    `${JSON.stringify({ url: String(await worker.url), ...(inspector !== undefined && { inspector: String(inspector) }) })}\n`,
+    `${JSON.stringify({ url: String(await worker.url), ...(directUrl !== undefined && { direct: directUrl }), ...(inspector !== undefined && { inspector: String(inspector) }) })}\n`,
   );
 }
 

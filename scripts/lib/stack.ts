@@ -77,6 +77,11 @@ export interface StackOptions {
 export interface Stack {
   /** `http://127.0.0.1:PORT` — the edge. */
   url: string;
+  /**
+   * Benches only: the same Worker where Miniflare serves it, without wrangler dev's proxy (another
+   * workerd) in front; what a deployed edge has in place of that proxy is Cloudflare's own front.
+   */
+  edgeDirectUrl: string | undefined;
   port: number;
   /** What runners dial: `ws://127.0.0.1:PORT/internal/runner/connect`. */
   hubUrl: string;
@@ -327,7 +332,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
     };
     const edge = await launch('edge', NODE, [EDGE_DEV, JSON.stringify(edgeOptions)], toolEnv);
+    const edgeReady = edge.waitForLine(
+      (l) => {
+        const v = jsonLine<{ url?: unknown; direct?: unknown }>(l);
+        return typeof v?.url === 'string' ? { direct: typeof v.direct === 'string' ? v.direct : undefined } : undefined;
+      },
+      readyMs,
+      opts.signal,
+    );
+    edgeReady.catch(() => {}); // a failed start is reported by waitForHealth; awaited again below
     await waitForHealth(url, edge, readyMs, opts.signal);
+    const { direct: edgeDirectUrl } = await edgeReady;
     for (const s of services) s.sample();
     writeServiceRecords(recordsFile, services);
 
@@ -338,6 +353,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     );
     return {
       url,
+      edgeDirectUrl,
       port,
       hubUrl,
       admin,

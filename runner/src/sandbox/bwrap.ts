@@ -32,10 +32,10 @@ const MODEL_LISTENING = `0100007F:${MODEL_PORT.toString(16).toUpperCase().padSta
  * The sandbox's first process when the CLI has a model route, run by /bin/sh as
  * `sh -c MODEL_ROUTE_SCRIPT sh <socat> <command> [args...]`. It starts socat listening on the
  * namespace's MODEL_URL and relaying each connection to MODEL_SOCKET, waits until the listening
- * socket shows in /proc/net/tcp (so the CLI's first model call cannot race it; a few
- * milliseconds, read by the shell itself), then becomes the CLI. socat starts in a few
- * milliseconds and holds ~5 MiB, where a Node relay took ~130 ms and ~45 MiB per session.
- * socat's errors go to the CLI's stderr; its stdin and stdout are not the CLI's pipes.
+ * socket shows in /proc/net/tcp (so the CLI's first model call cannot race it; read by the shell
+ * itself, no process per look), then becomes the CLI, bubblewrap's direct child as without a route.
+ * socat: ~10 ms to start and ~5 MiB per session (a Node relay was ~110 ms and ~47 MiB). Its errors
+ * go to the CLI's stderr; its stdin and stdout are not the CLI's pipes.
  */
 export const MODEL_ROUTE_SCRIPT = [
   `"$1" TCP-LISTEN:${MODEL_PORT},bind=127.0.0.1,fork UNIX-CONNECT:${MODEL_SOCKET} </dev/null >/dev/null &`,
