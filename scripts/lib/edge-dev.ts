@@ -43,7 +43,8 @@ async function main(): Promise<void> {
       logLevel: 'info',
     },
   });
-  // Registered before the first reload can complete (bundling is still under way here).
+  // Registered as soon as the Worker object exists: wrangler builds and loads the Worker after
+  // that. Should the event ever come first, the line below simply says nothing of `direct`.
   const direct = new Promise<string>((resolve) =>
     worker.raw.once(
       'reloadComplete',
