@@ -38,6 +38,7 @@ import { processReport, reportingEnv, type ProcessReport } from '../../runner/te
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
 import { buildBundle } from '../../runner/scripts/build-bundle.ts';
 import { startModelRoute } from '../../runner/src/sandbox/model-proxy.ts';
+import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
@@ -114,8 +115,7 @@ type Layer = (typeof LAYERS)[number];
 
 async function layerReady(backend: Backend, model: OfflineModel, layer: Layer): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'sy-bench-layer-'));
-  const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cli') };
-  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+  const dirs = await makeCliDirs(dir);
   const bwrap = layer !== 'bare CLI' && layer !== 'guard';
   const sandbox = new Sandbox({ mode: bwrap ? 'bubblewrap' : 'none' });
   const route =
@@ -151,8 +151,7 @@ async function layerReady(backend: Backend, model: OfflineModel, layer: Layer): 
  */
 async function routeAlone(n: number): Promise<{ withoutMs: number; withMs: number; relay: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'sy-bench-route-'));
-  const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cli') };
-  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+  const dirs = await makeCliDirs(dir);
   const sandbox = new Sandbox({ mode: 'bubblewrap', guard: false });
   const route = await startModelRoute('bubblewrap', 'http://127.0.0.1:9', undefined);
   const spec = (script: string): SpawnSpec => ({

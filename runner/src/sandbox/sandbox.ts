@@ -137,7 +137,7 @@ export class Sandbox {
   }
 
   /** bubblewrap, and socat when the CLI gets a model route: each missing one is named. */
-  async checkBwrap(modelRoute = false): Promise<void> {
+  private async checkWallTools(modelRoute: boolean): Promise<void> {
     const needed = [{ path: this.bwrap, what: `bubblewrap (${this.bwrap})` }];
     if (modelRoute) needed.push({ path: this.socat, what: `socat (${this.socat}, the model route's relay)` });
     for (const { path, what } of needed) {
@@ -172,7 +172,7 @@ export class Sandbox {
       out = { ...out, env: { ...out.env, ...policyEnv(this.policy(paths)) } };
     }
     if (this.mode === 'bubblewrap') {
-      await this.checkBwrap(paths.modelSocket !== undefined);
+      await this.checkWallTools(paths.modelSocket !== undefined);
       out = wrapWithBwrap(out, {
         bwrap: this.bwrap,
         uid: process.getuid?.() ?? 0,
