@@ -24,8 +24,11 @@
 //   (2) and (5) also follow each workerd process's RSS: before the viewers open, connected, after
 //       the turn, and once settled after they closed; (5) opens and closes the largest viewer
 //       count 3 times on an idle session, to tell memory kept for reuse from memory that grows.
-// Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500])
+// The edge's state is on tmpfs where the machine has one (bench/edge-state.ts);
+// `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
+// Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500] [--edge-state-on-disk])
 import { spawn, type ChildProcess } from 'node:child_process';
+import { throwawayEdgeState } from '../edge-state.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -445,6 +448,7 @@ async function memory(stack: Stack, api: Api, backend: string, workerdRss: () =>
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-e2e-'));
+  const state = throwawayEdgeState('switchyard-bench-e2e', { onDisk: process.argv.includes('--edge-state-on-disk') });
   const model = await spawnJson([join(ROOT, 'offline-model', 'bin', 'switchyard-offline-model.js'), '--port', '0']);
   const proxy = await spawnJson([join(ROOT, 'bench', 'e2e', 'stamp-proxy.ts'), '--upstream', model.url]);
   const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_MODEL_URL: proxy.url };
@@ -457,7 +461,7 @@ async function main() {
       port: 0,
       frozenEdge: true,
       devDir: join(dir, 'dev'),
-      persistTo: join(dir, 'state'),
+      persistTo: state.dir,
       env,
       // (4): hop stamps on (bench only; a few stamps per event, nothing else changes on the path).
       runnerEnv: { SWITCHYARD_BENCH_HOPS: '1' },
@@ -483,7 +487,7 @@ async function main() {
       console.log(l);
     };
     out(
-      `machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} every ${PACE_MS} ms, sessions=${SESSIONS}`,
+      `machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} every ${PACE_MS} ms, sessions=${SESSIONS}; edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}`,
     );
 
     const latency: Record<string, Awaited<ReturnType<typeof viewerLatency>>> = {};
@@ -551,6 +555,7 @@ async function main() {
     model.child.kill('SIGTERM');
     proxy.child.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
+    rmSync(state.dir, { recursive: true, force: true });
   }
 }
 

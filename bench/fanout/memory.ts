@@ -4,12 +4,15 @@
 // settles, then force a full GC in the Worker isolate through the inspector. Prints each workerd
 // process's RSS and the isolate's JS heap at every step: memory that drops after the GC was
 // garbage, memory that stays at the same level round after round is kept for reuse, memory that
-// climbs round after round is held by something.
-// Run: node bench/fanout/memory.ts [--viewers 500] [--rounds 3]
+// climbs round after round is held by something. `--direct`: the viewers connect to Miniflare's
+// own socket instead of through `wrangler dev`'s proxy (a deployed edge has no such proxy), which
+// shows whether a client's close reaches the Worker without it.
+// Run: node bench/fanout/memory.ts [--viewers 500] [--rounds 3] [--direct]
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { liveInGroups } from '@switchyard/runner/host';
+import { throwawayEdgeState } from '../edge-state.ts';
 import { freePort, startStack, type Stack } from '../../scripts/lib/stack.ts';
 import { Api, type SseStream } from '../../test/helpers/sse-client.ts';
 
@@ -19,6 +22,7 @@ const arg = (name: string, dflt: number) => {
 };
 const VIEWERS = arg('--viewers', 500);
 const ROUNDS = arg('--rounds', 3);
+const DIRECT = process.argv.includes('--direct');
 
 const rssMiB = (pid: number) => {
   try {
@@ -109,6 +113,7 @@ async function settle(pids: number[]): Promise<void> {
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-fanout-mem-'));
+  const state = throwawayEdgeState('switchyard-bench-fanout-mem');
   const inspectorPort = await freePort();
   let stack: Stack | undefined;
   let inspector: Inspector | undefined;
@@ -117,13 +122,19 @@ async function main() {
       port: 0,
       frozenEdge: true,
       devDir: join(dir, 'dev'),
-      persistTo: join(dir, 'state'),
+      persistTo: state.dir,
       inspectorPort,
       readyTimeoutMs: 240_000,
       output: () => {},
       log: () => {},
     });
-    const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+    const login = await Api.login(stack.url, stack.admin.username, stack.admin.password);
+    if (DIRECT && stack.edgeDirectUrl === undefined)
+      throw new Error('the edge did not say where Miniflare serves the Worker');
+    const api = DIRECT ? new Api(stack.edgeDirectUrl as string, login.token) : login;
+    console.log(
+      `viewers connect ${DIRECT ? "straight to the Worker (Miniflare's own socket)" : "through wrangler dev's proxy"}`,
+    );
     const groups = new Set(stack.services.find((s) => s.name === 'edge')?.groups ?? []);
     const pids = liveInGroups(groups)
       .filter((p) => comm(p.pid) === 'workerd')
@@ -164,6 +175,7 @@ async function main() {
     inspector?.close();
     await stack?.stop();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(state.dir, { recursive: true, force: true });
   }
 }
 

@@ -21,10 +21,13 @@
 //               pooled first message costs over a warm turn is the pool path (claim, hub link)
 //               and what of the CLI's first turn the warm-up leaves.
 // Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
-// Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi])
+// The edge's state is on tmpfs where the machine has one (bench/edge-state.ts);
+// `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
+// Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi] [--edge-state-on-disk])
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { throwawayEdgeState } from '../edge-state.ts';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { readinessFor } from '@switchyard/runner/cli';
 import { startCli } from '../../test/helpers/cli-harness.ts';
@@ -245,6 +248,7 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-pool-'));
+const state = throwawayEdgeState('switchyard-bench-pool', { onDisk: process.argv.includes('--edge-state-on-disk') });
 let stack: Stack | undefined;
 try {
   const env: NodeJS.ProcessEnv = { ...process.env };
@@ -255,7 +259,7 @@ try {
     port: 0,
     frozenEdge: true,
     devDir: join(dir, 'dev'),
-    persistTo: join(dir, 'state'),
+    persistTo: state.dir,
     env,
     readyTimeoutMs: 240_000,
     provisionDelayMs: delayMs,
@@ -263,11 +267,14 @@ try {
     log: () => undefined,
   });
   const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
-  console.log(`provision delay ${DELAY}, ${RUNS} run(s) per kind, ${new Date().toISOString()}`);
+  console.log(
+    `provision delay ${DELAY}, ${RUNS} run(s) per kind, edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}, ${new Date().toISOString()}`,
+  );
   const modelUrl = stack.modelUrl;
   if (modelUrl === undefined) throw new Error('the stack runs no model endpoint for the bare CLI');
   for (const backend of BACKENDS) await benchBackend(stack, api, backend, modelUrl);
 } finally {
   await stack?.stop();
   rmSync(dir, { recursive: true, force: true });
+  rmSync(state.dir, { recursive: true, force: true });
 }
