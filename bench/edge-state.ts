@@ -2,7 +2,7 @@
 // commits every Durable Object and D1 write with an fsync, on the one thread that runs every
 // isolate, so on a disk each commit holds up every request the edge is serving: on
 // this project's 2-core VMs a pooled first message's POST and the runner's link behind it waited
-// 20–60 ms that way (docs/DESIGN.md "The local stack's disk"). State that is thrown away gains
+// 20–60 ms that way (docs/DESIGN.md "The local stack's disk (benches)"). State that is thrown away gains
 // nothing from a disk; on tmpfs those fsyncs cost nothing. `npm start` and the tests keep theirs
 // on disk.
 import { mkdtempSync, statfsSync } from 'node:fs';

@@ -28,12 +28,12 @@
 // `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
 // Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500] [--edge-state-on-disk])
 import { spawn, type ChildProcess } from 'node:child_process';
-import { throwawayEdgeState } from '../edge-state.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { MESSAGE_HOPS_HEADER, MessageHopsSchema, SSE_HOPS_COMMENT, type DeliveryHops } from '@switchyard/protocol';
+import { throwawayEdgeState } from '../edge-state.ts';
 import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
