@@ -25,9 +25,10 @@ export function isTmpfs(dir: string): boolean {
 /**
  * A new empty directory for a throwaway stack's edge state (the caller removes it): on tmpfs
  * (/dev/shm) where the machine has one, else under the temp dir; `onDisk` forces the temp dir, so
- * a bench can show what the disk costs.
+ * a bench can show what the disk costs. `tmpfs`: whether the directory made is on tmpfs.
  */
 export function throwawayEdgeState(prefix: string, opts: { onDisk?: boolean } = {}): { dir: string; tmpfs: boolean } {
-  const tmpfs = opts.onDisk !== true && isTmpfs(SHM);
-  return { dir: mkdtempSync(join(tmpfs ? SHM : tmpdir(), `${prefix}-state-`)), tmpfs };
+  const dir = mkdtempSync(join(opts.onDisk !== true && isTmpfs(SHM) ? SHM : tmpdir(), `${prefix}-state-`));
+  // Asked of the directory itself: a temp dir that is tmpfs (TMPDIR=/dev/shm) is not a disk.
+  return { dir, tmpfs: isTmpfs(dir) };
 }

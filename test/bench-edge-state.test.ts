@@ -31,7 +31,7 @@ describe('a throwaway stack’s edge state', () => {
     const s = throwawayEdgeState('sy-edge-state-test', { onDisk: true });
     made.push(s.dir);
     expect(s.dir.startsWith(`${tmpdir()}/sy-edge-state-test-state-`)).toBe(true);
-    expect(s.tmpfs).toBe(false);
+    expect(s.tmpfs).toBe(isTmpfs(tmpdir()));
   });
 
   it('tells tmpfs from other file systems and from paths that do not exist', () => {
