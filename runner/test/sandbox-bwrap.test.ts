@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +26,7 @@ const layout: BwrapLayout = {
   readOnly: ['/opt/cli', '/opt/cli/bin', '/g'],
   readOnlyFiles: ['/s/cfg/settings.json'],
   system: { '/usr': { kind: 'dir' }, '/bin': { kind: 'symlink', target: 'usr/bin' }, '/lib64': { kind: 'missing' } },
-  etc: ['passwd'],
+  etc: { '/etc/passwd': { kind: 'file' } },
 };
 
 describe('wrapWithBwrap (pure)', () => {
@@ -52,6 +52,30 @@ describe('wrapWithBwrap (pure)', () => {
     expect(a.join(' ')).not.toContain('/lib64');
     expect(at('--ro-bind-try', '/etc/passwd', '/etc/passwd')).toBeGreaterThanOrEqual(0);
     expect(a.filter((x) => x.startsWith('/etc/'))).toEqual(['/etc/passwd', '/etc/passwd']);
+  });
+  it('an /etc symlink into the bound system stays a symlink, to its realpath; any other entry is bound; a missing one is left out', () => {
+    const e = wrapWithBwrap(spec, {
+      ...layout,
+      etc: {
+        '/etc/localtime': {
+          kind: 'symlink',
+          target: '/usr/share/zoneinfo/Etc/UTC',
+          resolved: '/usr/share/zoneinfo/Etc/UTC',
+        },
+        '/etc/os-release': { kind: 'symlink', target: '../usr/lib/os-release', resolved: '/usr/lib/os-release' },
+        '/etc/resolv.conf': { kind: 'symlink', target: '/run/resolv.conf', resolved: '/run/resolv.conf' },
+        '/etc/hosts': { kind: 'symlink', target: '/usrx/hosts', resolved: '/usrx/hosts' },
+        '/etc/gai.conf': { kind: 'symlink', target: '/gone' },
+        '/etc/passwd': { kind: 'file' },
+        '/etc/timezone': { kind: 'missing' },
+      },
+    }).args;
+    const i = (...seq: string[]) => e.findIndex((_, k) => seq.every((x, j) => e[k + j] === x));
+    expect(i('--symlink', '/usr/share/zoneinfo/Etc/UTC', '/etc/localtime')).toBeGreaterThan(0);
+    expect(i('--symlink', '/usr/lib/os-release', '/etc/os-release')).toBeGreaterThan(0);
+    for (const bound of ['/etc/resolv.conf', '/etc/hosts', '/etc/gai.conf', '/etc/passwd'])
+      expect(i('--ro-bind-try', bound, bound), bound).toBeGreaterThan(0);
+    expect(e).not.toContain('/etc/timezone');
   });
   it('with a model route: the proxy socket bound in, socat read-only, the CLI started by the route script', () => {
     const m = wrapWithBwrap(spec, {
@@ -250,6 +274,26 @@ describe('under bubblewrap for real', () => {
     expect(r.out).toMatch(/CapEff:\s+0000000000000000/);
     expect(r.out).toContain('/etc/shadow: No such file or directory');
     if (process.pid > 100) expect(r.out).toContain(`/proc/${process.pid}/environ: No such file or directory`);
+  });
+  // With the guard on, Node's install and the guard's preload are bound in, as for a CLI.
+  it("/etc/localtime is a symlink to the host's zone file, as on the host, and Node reads the host's zone from it", async () => {
+    const host = realpathSync('/etc/localtime');
+    expect(host.startsWith('/usr/share/zoneinfo/'), `this host's /etc/localtime is ${host}`).toBe(true);
+    const r = await sh(
+      `readlink /etc/localtime; ${process.execPath} -e 'console.log(Intl.DateTimeFormat().resolvedOptions().timeZone)'`,
+      true,
+    );
+    expect(r.out.trim().split('\n')).toEqual([host, Intl.DateTimeFormat().resolvedOptions().timeZone]);
+  });
+  it("the guard's TypeScript is served from the strip cache inside too: Node's stripper is never loaded", async () => {
+    const guard = new Sandbox({ mode: 'bubblewrap' }).guardOption('pi');
+    if (guard?.preload === undefined) throw new Error('no guard preload');
+    // Once outside, so the cache holds this checkout's guard whatever ran before.
+    const load = `import(${JSON.stringify(guard.file)}).then(() => console.log("amaro=" + process.moduleLoadList.some((m) => m.includes("amaro"))))`;
+    const outside = spawnSync(guard.node, ['--import', guard.preload, '-e', load], { encoding: 'utf8' });
+    expect(outside.stdout.trim(), outside.stderr).toMatch(/^amaro=(true|false)$/);
+    const r = await sh(`${guard.node} --import ${guard.preload} -e '${load}'`, true);
+    expect(r.out.trim()).toBe('amaro=false');
   });
   it('the guard and the CLI install are visible read-only', async () => {
     const r = await sh(`test -r ${GUARD_DIR}/rules.ts && echo guard-visible; touch ${GUARD_DIR}/x`, true);

@@ -53,8 +53,12 @@ export const MODEL_ROUTE_SCRIPT = [
   'exec "$@"',
 ].join('\n');
 
-/** What one top-level system path is on this host. */
-export type HostEntry = { kind: 'dir' } | { kind: 'file' } | { kind: 'symlink'; target: string } | { kind: 'missing' };
+/** What one system path is on this host. A symlink's `resolved` is its host realpath (absent when dangling). */
+export type HostEntry =
+  | { kind: 'dir' }
+  | { kind: 'file' }
+  | { kind: 'symlink'; target: string; resolved?: string }
+  | { kind: 'missing' };
 
 export interface BwrapLayout {
   /** Absolute path of the bwrap binary. */
@@ -69,8 +73,8 @@ export interface BwrapLayout {
   readOnlyFiles: string[];
   /** Top-level system paths (/usr, /bin, /lib, ...) and what they are on this host. */
   system: Record<string, HostEntry>;
-  /** The /etc entries to expose (each bound read-only if present). */
-  etc: string[];
+  /** The /etc entries to expose (ETC_ALLOW), by path, and what each is on this host. */
+  etc: Record<string, HostEntry>;
   /**
    * The model route: the credential proxy's unix socket on the host and the socat that relays
    * MODEL_URL to it (bound read-only). Absent: no network at all.
@@ -138,7 +142,17 @@ export function wrapWithBwrap(spec: SpawnSpec, layout: BwrapLayout): SpawnSpec {
     if (e.kind === 'symlink') a.push('--symlink', e.target, path);
     else if (e.kind === 'dir') a.push('--ro-bind', path, path);
   }
-  for (const name of layout.etc) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+  const boundDirs = Object.keys(layout.system).filter((p) => layout.system[p]?.kind === 'dir');
+  for (const [path, e] of Object.entries(layout.etc)) {
+    if (e.kind === 'missing') continue;
+    // A symlink into the bound system stays a symlink (to its realpath, so it resolves inside
+    // exactly as outside): a bind would make it a plain file, and Node's ICU, finding
+    // /etc/localtime no symlink, works out the time zone by reading every file under
+    // /usr/share/zoneinfo (~100 ms of pi's start). Anything else is bound read-only.
+    if (e.kind === 'symlink' && e.resolved !== undefined && boundDirs.some((d) => e.resolved?.startsWith(`${d}/`)))
+      a.push('--symlink', e.resolved, path);
+    else a.push('--ro-bind-try', path, path);
+  }
   a.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', '/var/tmp');
   for (const path of dedupeNested(layout.readOnly)) a.push('--ro-bind', path, path);
   for (const path of layout.writable) a.push('--bind', path, path);

@@ -6,7 +6,7 @@
 // and wraps the spec in bubblewrap when that is the OS wall (in the container:
 // in setpriv, to run the CLI under its own uid; uid-drop.ts).
 import { constants } from 'node:fs';
-import { access, chmod, lstat, readdir, readlink, stat } from 'node:fs/promises';
+import { access, chmod, lstat, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -179,8 +179,7 @@ export class Sandbox {
         writable: [paths.workspace, paths.home, paths.configDir],
         readOnly: await this.readOnlyRoots(spec),
         readOnlyFiles: spec.files.map((f) => f.path),
-        system: await hostLayout(),
-        etc: ETC_ALLOW,
+        ...(await hostLayout()),
         ...(paths.modelSocket !== undefined && {
           model: { socket: paths.modelSocket, socat: this.socat },
         }),
@@ -275,25 +274,37 @@ export function installRoot(file: string): string {
   return i > 0 ? parts.slice(0, i + 1).join(sep) : dirname(file);
 }
 
-let layoutCache: Promise<Record<string, HostEntry>> | undefined;
-
-/** What /usr, /bin, /lib... are on this host (merged-/usr Debian: symlinks). */
-export function hostLayout(): Promise<Record<string, HostEntry>> {
-  layoutCache ??= (async () => {
-    const out: Record<string, HostEntry> = {};
-    for (const p of SYSTEM_PATHS) {
-      try {
-        const st = await lstat(p);
-        out[p] = st.isSymbolicLink()
-          ? { kind: 'symlink', target: await readlink(p) }
-          : st.isDirectory()
-            ? { kind: 'dir' }
-            : { kind: 'file' };
-      } catch {
-        out[p] = { kind: 'missing' };
-      }
+/** What one path is on this host; a symlink with its realpath. */
+async function hostEntry(path: string): Promise<HostEntry> {
+  try {
+    const st = await lstat(path);
+    if (st.isSymbolicLink()) {
+      const target = await readlink(path);
+      const resolved = await realpath(path).catch(() => undefined);
+      return { kind: 'symlink', target, ...(resolved !== undefined && { resolved }) };
     }
-    return out;
+    return st.isDirectory() ? { kind: 'dir' } : { kind: 'file' };
+  } catch {
+    return { kind: 'missing' };
+  }
+}
+
+export interface HostLayout {
+  /** /usr, /bin, /lib... (merged-/usr Debian: all but /usr are symlinks). */
+  system: Record<string, HostEntry>;
+  /** The ETC_ALLOW entries of /etc, by path. */
+  etc: Record<string, HostEntry>;
+}
+
+let layoutCache: Promise<HostLayout> | undefined;
+
+/** What the system paths and the allowed /etc entries are on this host; read once per process. */
+export function hostLayout(): Promise<HostLayout> {
+  layoutCache ??= (async () => {
+    const entries = async (paths: string[]) =>
+      Object.fromEntries(await Promise.all(paths.map(async (p) => [p, await hostEntry(p)] as const)));
+    const [system, etc] = await Promise.all([entries(SYSTEM_PATHS), entries(ETC_ALLOW.map((n) => `/etc/${n}`))]);
+    return { system, etc };
   })();
   return layoutCache;
 }
