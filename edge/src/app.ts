@@ -1,6 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { RUNNER_CONNECT_PATH, RUNNER_WORKSPACE_PATH } from '@switchyard/protocol';
-import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { secureHeaders } from 'hono/secure-headers';
 import { adminRoutes } from './admin.ts';
@@ -14,6 +13,7 @@ import { unwiredProbe } from './settings/backend-probe.ts';
 import { runnerLinkRoutes } from './runner-link/connect.ts';
 import { runnerWorkspaceRoutes } from './workspace/runner-routes.ts';
 import { sessionRoutes } from './sessions/routes.ts';
+import { limitBody } from './request-body.ts';
 import { publicSettingsRoutes } from './settings/routes.ts';
 import { tokenRoutes } from './tokens/routes.ts';
 
@@ -28,10 +28,9 @@ const DEFAULT_DEPS: AppDeps = {
 /** Bodies of the JSON routes here are small; session messages (hub) carry their own limit. */
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 
-const jsonBodyLimit = bodyLimit({
-  maxSize: MAX_JSON_BODY_BYTES,
-  onError: (c) => apiError(c, 413, 'payload_too_large', `request body exceeds ${MAX_JSON_BODY_BYTES} bytes`),
-});
+const jsonBodyLimit = limitBody(MAX_JSON_BODY_BYTES, (c) =>
+  apiError(c, 413, 'payload_too_large', `request body exceeds ${MAX_JSON_BODY_BYTES} bytes`),
+);
 
 /** API responses are data, never a page: nothing may run, frame or sniff them. */
 const apiSecurityHeaders = secureHeaders({

@@ -30,13 +30,17 @@ export class Api {
     method: string,
     path: string,
     body?: unknown,
-    extra: { headers?: Record<string, string>; raw?: string } = {},
+    /** `chunked`: the body is streamed in pieces with no Content-Length. */
+    extra: { headers?: Record<string, string>; raw?: string; chunked?: boolean } = {},
   ): Promise<ApiResponse<T>> {
     const hasBody = body !== undefined || extra.raw !== undefined;
+    const payload = extra.raw ?? JSON.stringify(body);
     const res = await fetch(`${this.base}${path}`, {
       method,
       headers: this.headers({ ...(hasBody && { 'content-type': 'application/json' }), ...extra.headers }),
-      ...(hasBody && { body: extra.raw ?? JSON.stringify(body) }),
+      ...(hasBody && { body: extra.chunked === true ? inPieces(payload) : payload }),
+      // Node's fetch requires it for a stream body; the DOM RequestInit type does not list it.
+      ...{ duplex: 'half' },
       signal: AbortSignal.timeout(120_000),
     });
     const text = await res.text();
@@ -70,6 +74,19 @@ export class Api {
 }
 
 /** A session's event stream over fetch: the shared reader plus the response and the API's shapes. */
+/** A request body sent 64 KiB at a time as a stream, so fetch sends it chunked. */
+function inPieces(text: string): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(text);
+  let at = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (at >= bytes.length) return controller.close();
+      controller.enqueue(bytes.subarray(at, at + 65536));
+      at += 65536;
+    },
+  });
+}
+
 export class SseStream extends SseReader {
   readonly status: number;
   readonly headers: Headers;

@@ -1,6 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { authenticate } from '../auth/middleware.ts';
 import { liveTokenRole } from '../auth/token-store.ts';
 import { iso } from '../clock.ts';
@@ -11,6 +10,7 @@ import { newId, ULID_PATTERN } from '../ids.ts';
 import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { readSettings } from '../settings/store.ts';
 import { hit, type RateRule } from '../rate-limit.ts';
+import { limitBody } from '../request-body.ts';
 import { invalidInput } from '../validation.ts';
 import { workspaceFileRoutes } from '../workspace/file-routes.ts';
 import { documentWorkspaceRoutes } from '../workspace/openapi.ts';
@@ -113,10 +113,9 @@ async function launchInput(c: Context<SessionsEnv>): Promise<LaunchInput> {
 const messageSizeLimit: MiddlewareHandler<SessionsEnv> = async (c, next) => {
   const { settings } = c.get('settings') ?? (await readSettings(c.env.DB));
   const max = settings.maxMessageBytes;
-  return bodyLimit({
-    maxSize: max,
-    onError: (cc) => apiError(cc, 413, 'payload_too_large', `message body exceeds maxMessageBytes (${max} bytes)`),
-  })(c, next);
+  return limitBody(max, (cc) =>
+    apiError(cc, 413, 'payload_too_large', `message body exceeds maxMessageBytes (${max} bytes)`),
+  )(c, next);
 };
 
 const createRoute_ = createRoute({
@@ -263,10 +262,9 @@ export function sessionRoutes(deps: AppDeps) {
   app.use('/:id/events', readSessionEarly());
   app.use('/:id', readSessionEarly());
   app.use('*', authenticate<SessionsEnv>(deps));
-  const smallBody = bodyLimit({
-    maxSize: CREATE_BODY_LIMIT,
-    onError: (c) => apiError(c, 413, 'payload_too_large', `request body exceeds ${CREATE_BODY_LIMIT} bytes`),
-  });
+  const smallBody = limitBody(CREATE_BODY_LIMIT, (c) =>
+    apiError(c, 413, 'payload_too_large', `request body exceeds ${CREATE_BODY_LIMIT} bytes`),
+  );
   app.on('POST', '/', smallBody);
   app.on('PATCH', '/:id', smallBody);
   app.use('/:id/messages', sessionAccess(deps, 'owner', { withSettings: true }), messageSizeLimit);

@@ -7,7 +7,7 @@ import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
 import { putBlob } from './blobs.ts';
 import { openBlob, openWorkspaceBlob } from './packs.ts';
-import { readBody } from './body.ts';
+import { readBody } from '../request-body.ts';
 import { attachmentDisposition, contentTypeFor } from './content-type.ts';
 import { workspaceDiffRoutes } from './diff-routes.ts';
 import type { WorkspaceResult } from './hub-workspace.ts';

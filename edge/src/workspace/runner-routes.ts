@@ -16,7 +16,7 @@ import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../runner-link/token.ts';
 import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
 import { getLooseBlob, hasBlob, putBlob } from './blobs.ts';
-import { readBody } from './body.ts';
+import { readBody } from '../request-body.ts';
 import { openPackedWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 
 // The runner's side of the durable workspace, over HTTP (RUNNER_WORKSPACE_PATH): blobs go
