@@ -53,13 +53,16 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen: numb
 }
 
 /**
- * Middleware: the body (if any) is read up to `maxSize` and handed on in memory; over it, the
- * route never runs and `onTooLarge` answers (a 413). Hono's own bodyLimit answers at once and
- * leaves the body unread, which is what makes workerd reset the connection.
+ * Middleware: over `maxSize` the route never runs and `onTooLarge` answers (a 413). A body whose
+ * Content-Length is within the limit goes on as it came (the runtime holds it to that length);
+ * one without is read up to the limit and handed on in memory. Hono's own bodyLimit answers at
+ * once and leaves the body unread, which is what makes workerd reset the connection.
  */
 export function limitBody(maxSize: number, onTooLarge: (c: Context) => Response): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.raw.body === null) return next();
+    const declared = Number(c.req.header('Content-Length') ?? Number.NaN);
+    if (Number.isFinite(declared) && declared <= maxSize && !c.req.raw.headers.has('Transfer-Encoding')) return next();
     const body = await readBody(c.req.raw, maxSize);
     if (!body.ok) return onTooLarge(c);
     c.req.raw = new Request(c.req.raw, { body: body.value });
