@@ -76,6 +76,7 @@ describe('GET /api/settings', () => {
         { name: 'pi', available: false, reason: unusable.reason, checkedAt: new Date(clock.now()).toISOString() },
       ],
       maxMessageBytes: DEFAULT_SETTINGS.maxMessageBytes,
+      maxFileBytes: DEFAULT_SETTINGS.workspaceMaxFileBytes,
     });
     // An admin also sees how to fix an unusable backend.
     const asAdmin = await call<PublicSettings>(app, 'GET', '/api/settings', { token });

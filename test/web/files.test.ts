@@ -196,6 +196,41 @@ describe('the files panel', () => {
     TURN_MS * 2,
   );
 
+  it("a file over the server's limit is left out before sending, named with its size and the limit; the rest upload", async () => {
+    const limit = 4096;
+    const before = await admin.call<{ workspaceMaxFileBytes: number }>('GET', '/api/admin/settings');
+    const set = await admin.call('PUT', '/api/admin/settings', { workspaceMaxFileBytes: limit });
+    expect(set.status, set.text).toBe(200);
+    const { context: own, page, errors } = await signedInPage();
+    try {
+      const id = (await admin.call<{ id: string }>('POST', '/api/sessions', {})).body.id;
+      const puts: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'PUT') puts.push(decodeURIComponent(new URL(r.url()).pathname));
+      });
+      await page.goto(`${stack.url}/sessions/${id}`);
+      await page.locator('details.files-panel summary').click();
+      await page.getByText('No files yet.').waitFor();
+      await page.getByLabel('Upload files').setInputFiles([
+        { name: 'small.txt', mimeType: 'text/plain', buffer: Buffer.from('fits\n') },
+        { name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3 * 1024 * 1024) },
+      ]);
+      await page.getByRole('list', { name: 'Workspace files' }).getByRole('link', { name: 'small.txt' }).waitFor();
+      await expect
+        .poll(() => page.locator('details.files-panel [role=alert]').innerText())
+        .toBe('Not uploaded: big.bin (3.0 MB) is over the 4.0 KB limit per file.');
+      // Left out by the page, not refused by the server: it was never sent.
+      expect(puts).toEqual([`/api/sessions/${id}/files/small.txt`]);
+      const stored = await admin.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${id}/files`);
+      expect(stored.body.files.map((f) => f.path)).toEqual(['small.txt']);
+      await screenshot(page, 'files-too-large');
+      expect(errors).toEqual([]);
+    } finally {
+      await own.close();
+      await admin.call('PUT', '/api/admin/settings', { workspaceMaxFileBytes: before.body.workspaceMaxFileBytes });
+    }
+  });
+
   it('a refused repository URL is shown beside the field', async () => {
     const { context: own, page, errors } = await signedInPage();
     try {

@@ -1,8 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { applyEvents, emptyConversation } from '../src/chat/conversation.ts';
-import { fileTree, fileUrl, uploadPath, viewable } from '../src/files/files.ts';
+import { byFileLimit, fileTree, fileUrl, tooLargeMessage, uploadPath, viewable } from '../src/files/files.ts';
 
 describe('files panel helpers', () => {
+  it("leaves out chosen files over the server's limit and names each with its size and the limit", () => {
+    const chosen = [
+      { name: 'a.txt', size: 2048 },
+      { name: 'big.bin', size: 2049 },
+      { name: 'huge.iso', size: 5 * 1024 * 1024 },
+    ];
+    const { fit, tooLarge } = byFileLimit(chosen, 2048);
+    expect(fit.map((f) => f.name)).toEqual(['a.txt']);
+    expect(tooLargeMessage(tooLarge.slice(1), 2048)).toBe(
+      'Not uploaded: huge.iso (5.0 MB) is over the 2.0 KB limit per file.',
+    );
+    // Rounded, big.bin would read as the limit's size: both are then given in bytes.
+    expect(tooLargeMessage(tooLarge, 2048)).toBe(
+      'Not uploaded: big.bin (2,049 bytes), huge.iso (5,242,880 bytes) are over the 2,048 bytes limit per file.',
+    );
+    // Before the limit is known every file goes, and the server's 413 is the check.
+    expect(byFileLimit(chosen, null)).toEqual({ fit: chosen, tooLarge: [] });
+  });
+
   it('encodes each segment of a workspace path and keeps the slashes', () => {
     expect(fileUrl('S1', 'dir/ünï côde#?.txt')).toBe('/api/sessions/S1/files/dir/%C3%BCn%C3%AF%20c%C3%B4de%23%3F.txt');
   });

@@ -34,6 +34,9 @@ export const PublicSettingsSchema = z
       .number()
       .int()
       .openapi({ description: 'largest accepted message body; clients check before uploading' }),
+    maxFileBytes: z.number().int().openapi({
+      description: 'largest accepted workspace file (settings.workspaceMaxFileBytes); clients check before uploading',
+    }),
   })
   .openapi('PublicSettings');
 
@@ -105,7 +108,15 @@ export function publicSettingsRoutes(deps: AppDeps) {
       ...(fix === undefined || !admin ? {} : { fix }),
       checkedAt: checkedAt === null ? null : iso(checkedAt),
     }));
-    return c.json({ llmBackend: settings.llmBackend, backends, maxMessageBytes: settings.maxMessageBytes }, 200);
+    return c.json(
+      {
+        llmBackend: settings.llmBackend,
+        backends,
+        maxMessageBytes: settings.maxMessageBytes,
+        maxFileBytes: settings.workspaceMaxFileBytes,
+      },
+      200,
+    );
   });
   return app;
 }

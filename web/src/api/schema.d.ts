@@ -2677,6 +2677,8 @@ export interface components {
             }[];
             /** @description largest accepted message body; clients check before uploading */
             maxMessageBytes: number;
+            /** @description largest accepted workspace file (settings.workspaceMaxFileBytes); clients check before uploading */
+            maxFileBytes: number;
         };
         User: {
             id: string;

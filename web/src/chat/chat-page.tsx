@@ -49,6 +49,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   const [detail, setDetail] = useState<Detail | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [maxBytes, setMaxBytes] = useState(DEFAULT_MAX_MESSAGE_BYTES);
+  const [maxFileBytes, setMaxFileBytes] = useState<number | null>(null);
   const [renaming, setRenaming] = useState(false);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
@@ -63,6 +64,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
     call(api.GET('/api/settings'))
       .then((s) => {
         if (typeof s.maxMessageBytes === 'number') setMaxBytes(s.maxMessageBytes);
+        if (typeof s.maxFileBytes === 'number') setMaxFileBytes(s.maxFileBytes);
       })
       .catch(() => undefined);
   }, [sessionId]);
@@ -166,7 +168,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
         <ErrorText message={actionError} />
         <LinkStatus link={link} />
       </header>
-      <FilesPanel sessionId={sessionId} canWrite={owner} refreshKey={conv.workspaceSaved} />
+      <FilesPanel sessionId={sessionId} canWrite={owner} refreshKey={conv.workspaceSaved} maxFileBytes={maxFileBytes} />
       <ApprovalContext.Provider value={{ sessionId, canAnswer: owner }}>
         <ConversationLog conv={conv} pending={unconfirmed} />
       </ApprovalContext.Provider>

@@ -8,21 +8,36 @@ import { formatBytes, relativeTime } from '../ui/format.ts';
 import { ErrorText } from '../ui/messages.tsx';
 import { ChangesView } from './changes-view.tsx';
 import './files-panel.css';
-import { archiveUrl, fileTree, fileUrl, type FileRow, uploadPath, viewable } from './files.ts';
+import {
+  archiveUrl,
+  byFileLimit,
+  fileTree,
+  fileUrl,
+  type FileRow,
+  tooLargeMessage,
+  uploadPath,
+  viewable,
+} from './files.ts';
 
 export function FilesPanel({
   sessionId,
   canWrite,
   refreshKey,
+  maxFileBytes,
 }: {
   sessionId: string;
   canWrite: boolean;
   refreshKey: unknown;
+  /** The server's limit per file; null until /api/settings answered. */
+  maxFileBytes: number | null;
 }) {
   const [open, setOpen] = useState(false);
   const [files, setFiles] = useState<FileRow[] | null>(null);
   const [total, setTotal] = useState(0);
+  /** What the last upload, delete or view could not do; kept across the reload that follows it. */
   const [error, setError] = useState<string | null>(null);
+  /** Why the file list could not be read; cleared by the next read that works. */
+  const [listError, setListError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [folder, setFolder] = useState('');
   const [viewing, setViewing] = useState<{ path: string; text: string } | null>(null);
@@ -35,9 +50,9 @@ export function FilesPanel({
       const body = (await r.json()) as { files: FileRow[]; totalBytes: number };
       setFiles(body.files);
       setTotal(body.totalBytes);
-      setError(null);
+      setListError(null);
     } catch (e) {
-      setError(describeError(e));
+      setListError(describeError(e));
     }
   };
 
@@ -48,11 +63,14 @@ export function FilesPanel({
 
   const upload = async (list: FileList | File[]) => {
     setBusy(true);
-    setError(null);
+    const { fit, tooLarge } = byFileLimit([...list], maxFileBytes);
+    const leftOut = tooLarge.length > 0 && maxFileBytes !== null ? tooLargeMessage(tooLarge, maxFileBytes) : null;
+    setError(leftOut);
     try {
-      for (const file of [...list]) await rawRequest('PUT', fileUrl(sessionId, uploadPath(folder, file.name)), file);
+      for (const file of fit) await rawRequest('PUT', fileUrl(sessionId, uploadPath(folder, file.name)), file);
     } catch (e) {
-      setError(isApiError(e) && e.status === 413 ? `Too large: ${describeError(e)}` : describeError(e));
+      const failed = isApiError(e) && e.status === 413 ? `Too large: ${describeError(e)}` : describeError(e);
+      setError(leftOut === null ? failed : `${leftOut} ${failed}`);
     } finally {
       setBusy(false);
       await load();
@@ -154,7 +172,7 @@ export function FilesPanel({
               </>
             )}
           </div>
-          <ErrorText message={error} />
+          <ErrorText message={error ?? listError} />
           {files !== null && files.length === 0 && <p class="muted">No files yet.</p>}
           {files !== null && files.length > 0 && (
             <ul class="file-tree" aria-label="Workspace files">

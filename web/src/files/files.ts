@@ -1,5 +1,7 @@
 // Pure helpers of the files panel: URLs for workspace paths, the folder tree, which files can be
-// shown as text. Paths are checked by the server; here they are only encoded and arranged.
+// shown as text, which chosen files are over the server's size limit. Paths are checked by the
+// server; here they are only encoded and arranged.
+import { formatBytes } from '../ui/format.ts';
 
 /** The API URL of a workspace file: each segment percent-encoded, the slashes kept. */
 export function fileUrl(sessionId: string, path: string): string {
@@ -82,4 +84,28 @@ export function viewable(path: string, size: number): boolean {
 export function uploadPath(folder: string, name: string): string {
   const f = folder.trim().replace(/^\/+|\/+$/g, '');
   return f === '' ? name : `${f}/${name}`;
+}
+
+/**
+ * Splits chosen files by the server's per-file limit (`maxFileBytes` from /api/settings; null while
+ * unknown, when the server's 413 is the only check), so a file that cannot be stored is never sent.
+ */
+export function byFileLimit<F extends { name: string; size: number }>(
+  files: F[],
+  maxBytes: number | null,
+): { fit: F[]; tooLarge: F[] } {
+  if (maxBytes === null) return { fit: files, tooLarge: [] };
+  return { fit: files.filter((f) => f.size <= maxBytes), tooLarge: files.filter((f) => f.size > maxBytes) };
+}
+
+/**
+ * What the panel says about files left out for their size: each named with its size, then the
+ * limit; in exact bytes when rounding would show a file the same size as the limit.
+ */
+export function tooLargeMessage(tooLarge: Array<{ name: string; size: number }>, maxBytes: number): string {
+  const rounded = tooLarge.every((f) => formatBytes(f.size) !== formatBytes(maxBytes));
+  const size = (n: number) => (rounded ? formatBytes(n) : `${n.toLocaleString('en-US')} bytes`);
+  const named = tooLarge.map((f) => `${f.name} (${size(f.size)})`).join(', ');
+  const verb = tooLarge.length === 1 ? 'is' : 'are';
+  return `Not uploaded: ${named} ${verb} over the ${size(maxBytes)} limit per file.`;
 }
