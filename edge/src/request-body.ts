@@ -15,8 +15,8 @@ export type BodyRead = { ok: true; value: ArrayBuffer } | { ok: false; size: num
  * (or omits) Content-Length cannot make the Worker buffer more than the limit.
  */
 export async function readBody(req: Request, max: number): Promise<BodyRead> {
-  const declared = Number(req.headers.get('Content-Length') ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > max) {
+  const declared = declaredLength(req);
+  if (declared !== undefined && declared > max) {
     if (req.body !== null) await drain(req.body.getReader(), 0);
     return { ok: false, size: declared };
   }
@@ -40,6 +40,13 @@ export async function readBody(req: Request, max: number): Promise<BodyRead> {
   return { ok: true, value: out.buffer };
 }
 
+/** The body's length as its Content-Length declares it; none when absent or sent chunked. */
+function declaredLength(req: Request): number | undefined {
+  if (req.headers.has('Transfer-Encoding')) return undefined;
+  const declared = Number(req.headers.get('Content-Length') ?? Number.NaN);
+  return Number.isFinite(declared) ? declared : undefined;
+}
+
 /** Reads and drops the rest of a body; cancels it once `DRAIN_MAX_BYTES` have gone by. */
 async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen: number): Promise<number> {
   let size = seen;
@@ -61,8 +68,8 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen: numb
 export function limitBody(maxSize: number, onTooLarge: (c: Context) => Response): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.raw.body === null) return next();
-    const declared = Number(c.req.header('Content-Length') ?? Number.NaN);
-    if (Number.isFinite(declared) && declared <= maxSize && !c.req.raw.headers.has('Transfer-Encoding')) return next();
+    const declared = declaredLength(c.req.raw);
+    if (declared !== undefined && declared <= maxSize) return next();
     const body = await readBody(c.req.raw, maxSize);
     if (!body.ok) return onTooLarge(c);
     c.req.raw = new Request(c.req.raw, { body: body.value });

@@ -73,7 +73,6 @@ export class Api {
   }
 }
 
-/** A session's event stream over fetch: the shared reader plus the response and the API's shapes. */
 /** A request body sent 64 KiB at a time as a stream, so fetch sends it chunked. */
 function inPieces(text: string): ReadableStream<Uint8Array> {
   const bytes = new TextEncoder().encode(text);
@@ -87,6 +86,7 @@ function inPieces(text: string): ReadableStream<Uint8Array> {
   });
 }
 
+/** A session's event stream over fetch: the shared reader plus the response and the API's shapes. */
 export class SseStream extends SseReader {
   readonly status: number;
   readonly headers: Headers;
