@@ -1,8 +1,11 @@
-import { parseArgs } from 'node:util';
 import { BackendSchema, type Backend } from '@switchyard/protocol';
 import { loadCommonConfig, parseDuration } from './config.ts';
 import { ExitCode } from './errors.ts';
 import type { OnceResult } from './once.ts';
+
+// Not an ES import: that builds node:util's namespace, which loads every module behind its lazy
+// exports (~10 ms before a runner can spawn its CLI). The CommonJS exports object does not.
+const { parseArgs } = process.getBuiltinModule('node:util');
 
 const USAGE = `usage:
   switchyard-runner serve                      hold one session's CLI for the hub (configured by environment)

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCredentialProxy, type CredentialProxy } from '../src/sandbox/credential-proxy.ts';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
@@ -136,6 +136,34 @@ describe('credential proxy', () => {
       const text = await res.text();
       expect(text).toMatch(/unreachable \(ECONNREFUSED\)/);
       expect(text).not.toContain(REAL_KEY);
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+
+  it('speaks TLS to an https upstream (loaded at the first call), and a failed handshake is a 502 without the key', async () => {
+    // A TCP server stands in for the provider: what matters is that the proxy's first bytes are a
+    // TLS handshake record (0x16), not an HTTP request line; it then hangs up.
+    const firstBytes: number[] = [];
+    const up = createTcpServer((socket) => {
+      socket.once('data', (d: Buffer) => {
+        firstBytes.push(d[0] as number, d[1] as number);
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as AddressInfo).port;
+    const p = await startCredentialProxy({ upstream: `https://127.0.0.1:${port}`, apiKey: REAL_KEY });
+    try {
+      const res = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': p.sessionKey },
+        body: '{}',
+      });
+      expect(firstBytes).toEqual([0x16, 0x03]);
+      expect(res.status).toBe(502);
+      expect(await res.text()).not.toContain(REAL_KEY);
     } finally {
       await p.close();
       up.close();

@@ -41,11 +41,20 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     });
   }
 
-  test('its CLI is ready before the hub welcomes the runner; the first message is answered by that CLI', async () => {
+  test('its CLI is spawned before the runner dials the hub and is ready before the hub welcomes it; the first message is answered by that CLI', async () => {
     const session = await suite.hub.newSession();
     suite.hub.faults.holdWelcome(session.sessionId, true);
+    // The runner's child processes as it dials in: its spawn is synchronous, so a CLI spawned
+    // before the dial is among them (docs/DESIGN.md "Runner behaviour (serve)": the link's
+    // WebSocket client loads behind the CLI's start).
+    const childrenAtDial: string[][] = [];
     const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1' });
+    suite.hub.faults.onUpgrade(session.sessionId, () =>
+      childrenAtDial.push(readFileSync(`/proc/${runner.pid}/task/${runner.pid}/children`, 'utf8').trim().split(' ')),
+    );
     await session.waitFor(() => session.hellos().length === 1, 'the hello');
+    const started = await runner.waitForLog((l) => l.msg === 'cli started', 'the CLI started');
+    expect(childrenAtDial[0]).toContain(String(started.pid));
     // The guard's self-test passed before anything was spawned: hello reports it.
     expect(session.hellos()[0]?.capabilities.guard).toBe('loaded');
     await runner.waitForLog((l) => l.msg === 'cli ready', 'the CLI ready while the welcome is held');

@@ -1,7 +1,8 @@
 import { RUNNER_LINK_PING } from '@switchyard/protocol';
 import { PoolClaimSchema, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import type { Logger } from '../log.ts';
+import { loadWebSocket } from '../ws-client.ts';
 
 // A pooled runner's one link to the pool coordinator (docs/DESIGN.md "Warm runner pool"): dial
 // with the pool token, say pool_hello, keep the link alive, and wait for the one claim. Any end
@@ -36,8 +37,10 @@ export class PoolLink {
     this.o = options;
   }
 
-  start(): void {
-    const ws = new WebSocket(this.o.url, {
+  async start(): Promise<void> {
+    const WebSocketClient = await loadWebSocket();
+    if (this.settled) return;
+    const ws = new WebSocketClient(this.o.url, {
       headers: { authorization: `Bearer ${this.o.token}` },
       handshakeTimeout: this.o.handshakeTimeoutMs,
       maxPayload: 64 * 1024,

@@ -113,7 +113,7 @@ export async function runPooled(
   const stop = () => link.close('signal');
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  link.start();
+  void link.start();
   log.info('pooled runner waiting for a session', { backend: config.backend });
   const result: PoolWait = await link.result;
   process.off('SIGTERM', stop);

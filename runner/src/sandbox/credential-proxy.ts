@@ -7,7 +7,6 @@
 // or files, never in a log line or an error body.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { readBody } from '../http-body.ts';
 import { warmUpReply } from './warm-up-reply.ts';
@@ -81,7 +80,9 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   const sessionKey = `sy-session-${randomBytes(24).toString('base64url')}`;
   const expected = Buffer.from(sessionKey);
   const realKey = o.apiKey;
-  const send = upstream.protocol === 'https:' ? httpsRequest : httpRequest;
+  // https (and TLS with it, ~25 ms of CPU) loads at the first call upstream, not as the runner
+  // starts: the proxy starts before the CLI's spawn.
+  const send = () => (upstream.protocol === 'https:' ? process.getBuiltinModule('node:https').request : httpRequest);
   const prefix = upstream.pathname.replace(/\/+$/, '');
   let answerLocally = o.answerLocally === true;
 
@@ -106,7 +107,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
       headers[name] = value;
     }
     if (realKey !== undefined) headers['x-api-key'] = realKey;
-    const out = send(
+    const out = send()(
       {
         protocol: upstream.protocol,
         hostname: upstream.hostname.replace(/^\[|\]$/g, ''),

@@ -40,6 +40,8 @@ export class CliSlot {
    */
   private warmingUp: boolean;
   private afterWarmUp: Array<(p: CliProcess) => void> = [];
+  /** Resolves once the spawn is over, whether the process started or not. */
+  spawned: Promise<void> = Promise.resolve();
 
   private constructor(gen: number, codec: AgentCodec, warmingUp: boolean) {
     this.gen = gen;
@@ -86,7 +88,7 @@ export class CliSlot {
     // What the CLI says during the warm-up is the runner's business only: the machine sees the
     // CLI's output up to the handshake and from the answer that makes it ready on.
     const heard = () => slot.ready || step === 0;
-    void (async () => {
+    slot.spawned = (async () => {
       let proc: CliProcess;
       try {
         proc = await CliProcess.start(await spec, codec, {

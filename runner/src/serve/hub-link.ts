@@ -1,4 +1,4 @@
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import {
   HubToRunnerSchema,
   RUNNER_LINK_PING,
@@ -13,6 +13,7 @@ import type { Logger } from '../log.ts';
 import { backoffDelay } from './backoff.ts';
 import type { BufferedFrame, EventBuffer } from './event-buffer.ts';
 import { wallNow } from './hop-stamps.ts';
+import { loadWebSocket, ReadyState } from '../ws-client.ts';
 
 type Hello = Extract<RunnerToHub, { type: 'hello' }>;
 type Welcome = Extract<HubToRunner, { type: 'welcome' }>;
@@ -97,18 +98,24 @@ export class HubLink {
    * self-test is still running): the TCP/TLS and upgrade round trips overlap the set-up. Nothing
    * is sent on it until `HubLink.start` adopts it and says hello.
    */
-  static dial(o: { url: string; sessionId: string; token: string; welcomeTimeoutMs: number }): WebSocket {
-    const ws = HubLink.open(o.url, o.sessionId, o.token, o.welcomeTimeoutMs);
+  static async dial(o: {
+    url: string;
+    sessionId: string;
+    token: string;
+    welcomeTimeoutMs: number;
+  }): Promise<WebSocket> {
+    const ws = await HubLink.open(o.url, o.sessionId, o.token, o.welcomeTimeoutMs);
     // Until adopted nobody listens; an 'error' without a listener would throw. A socket that
     // failed is simply not adopted: start() dials again and meets the same answer, handled there.
     ws.on('error', () => {});
     return ws;
   }
 
-  private static open(url: string, sessionId: string, token: string, timeoutMs: number): WebSocket {
+  private static async open(url: string, sessionId: string, token: string, timeoutMs: number): Promise<WebSocket> {
     const u = new URL(url);
     u.searchParams.set('session', sessionId);
-    return new WebSocket(u, {
+    const WebSocketClient = await loadWebSocket();
+    return new WebSocketClient(u, {
       headers: { authorization: `Bearer ${token}` },
       handshakeTimeout: timeoutMs,
       maxPayload: 64 * 1024 * 1024,
@@ -117,11 +124,8 @@ export class HubLink {
   }
 
   /** `early`: a socket from `HubLink.dial` for the same hub, session and token, used if it is still up. */
-  start(early?: WebSocket): void {
-    const usable =
-      early !== undefined && (early.readyState === WebSocket.CONNECTING || early.readyState === WebSocket.OPEN);
-    if (early !== undefined && !usable) early.terminate();
-    this.connect(usable ? early : undefined);
+  start(early?: Promise<WebSocket>): void {
+    void this.connect(early);
   }
 
   /** New frames are in the buffer. */
@@ -137,7 +141,7 @@ export class HubLink {
 
   /** Unsequenced frames (status, replies): delivered only while welcomed, else dropped. */
   send(msg: RunnerToHub): boolean {
-    if (!this.welcomed || this.ws?.readyState !== WebSocket.OPEN) return false;
+    if (!this.welcomed || this.ws?.readyState !== ReadyState.OPEN) return false;
     const checked = RunnerToHubSchema.safeParse(msg);
     if (!checked.success) {
       // A runner bug; refusing to send it beats handing the hub a frame it must reject.
@@ -173,7 +177,7 @@ export class HubLink {
     const ws = this.ws;
     if (!ws) return;
     if (bye) this.send(bye);
-    if (ws.readyState === WebSocket.CLOSED) return;
+    if (ws.readyState === ReadyState.CLOSED) return;
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         ws.terminate();
@@ -183,18 +187,27 @@ export class HubLink {
         clearTimeout(force);
         resolve();
       });
-      if (ws.readyState === WebSocket.OPEN) ws.close(1000, 'bye');
+      if (ws.readyState === ReadyState.OPEN) ws.close(1000, 'bye');
       else ws.terminate();
     });
   }
 
-  private connect(early?: WebSocket): void {
-    if (this.closing) {
-      early?.terminate();
+  private async connect(early?: Promise<WebSocket>): Promise<void> {
+    const dialled = await early;
+    const usable =
+      dialled !== undefined && (dialled.readyState === ReadyState.CONNECTING || dialled.readyState === ReadyState.OPEN);
+    if (!usable) dialled?.terminate();
+    const ws = usable
+      ? dialled
+      : this.closing
+        ? undefined
+        : await HubLink.open(this.o.url, this.o.sessionId, this.token, this.o.welcomeTimeoutMs);
+    // Closed meanwhile (while the early socket or the client came): the socket is not wanted.
+    if (ws === undefined || this.closing) {
+      ws?.terminate();
       return;
     }
     this.lastHttpStatus = undefined;
-    const ws = early ?? HubLink.open(this.o.url, this.o.sessionId, this.token, this.o.welcomeTimeoutMs);
     this.ws = ws;
     this.helloSent = false;
     const hello = () => {
@@ -213,7 +226,7 @@ export class HubLink {
       this.flush();
     };
     // An early socket may already be open; the hub says nothing before the hello, so nothing was missed.
-    if (ws.readyState === WebSocket.OPEN) hello();
+    if (ws.readyState === ReadyState.OPEN) hello();
     else ws.on('open', hello);
     ws.on('message', (data, isBinary) => {
       if (ws !== this.ws) return;
@@ -333,12 +346,12 @@ export class HubLink {
       attempt: this.attempt,
       unacked: this.o.buffer.size,
     });
-    this.reconnectTimer = setTimeout(() => this.connect(), delay);
+    this.reconnectTimer = setTimeout(() => void this.connect(), delay);
   }
 
   private flush(): void {
     const ws = this.ws;
-    if (!this.helloSent || !ws || ws.readyState !== WebSocket.OPEN) return;
+    if (!this.helloSent || !ws || ws.readyState !== ReadyState.OPEN) return;
     const frames = this.o.buffer.after(this.sentSeq);
     let batch: BufferedFrame[] = [];
     let chars = 0;
@@ -373,7 +386,7 @@ export class HubLink {
     const interval = this.o.pingIntervalMs;
     this.heartbeat = setInterval(() => {
       const ws = this.ws;
-      if (!ws || ws.readyState !== WebSocket.OPEN) return;
+      if (!ws || ws.readyState !== ReadyState.OPEN) return;
       // Silence for two intervals means the TCP connection is dead without having said so.
       if (Date.now() - this.lastInbound > 2 * interval) {
         this.o.log.warn('hub link silent; dropping it', { silentMs: Date.now() - this.lastInbound });

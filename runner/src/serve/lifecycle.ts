@@ -46,9 +46,11 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
     return ExitCode.usage;
   }
   // The link needs neither the sandbox nor the model: it is dialled while they are set up, and
-  // says hello (with what the guard's self-test proved) only once the runner adopts it.
+  // says hello (with what the guard's self-test proved) only once the runner adopts it. Not for a
+  // fresh session, whose CLI starts before the link is needed: loading the WebSocket client then
+  // would only delay the CLI's spawn (docs/DESIGN.md "Runner behaviour (serve)").
   const early =
-    pool === null
+    pool === null && !config.freshSession
       ? HubLink.dial({
           url: config.hubUrl,
           sessionId: config.sessionId,
@@ -65,7 +67,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   // ahead of its first message before that message: the proxy answers it itself.
   const model = await startModelAccess(config.model, mode, { answerLocally: pool !== null || config.warmUp });
   if (!sandbox.ok || !model.ok) {
-    early?.terminate();
+    void early?.then((ws) => ws.terminate());
     if (model.ok) await model.value.close();
     log.error('invalid configuration', { ...(sandbox.ok ? (model.ok ? {} : model.error) : sandbox.error) });
     return ExitCode.usage;

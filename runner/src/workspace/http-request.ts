@@ -5,8 +5,8 @@ import type { IncomingMessage, RequestOptions } from 'node:http';
 
 // Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
 // lazy `WebSocket` getter and so loads undici all the same. The CommonJS exports object does not.
+// https (TLS with it) loads at the first https request, not while the runner starts.
 const http = process.getBuiltinModule('node:http');
-const https = process.getBuiltinModule('node:https');
 
 export interface HttpAnswer {
   status: number;
@@ -31,7 +31,10 @@ export function httpRequest(
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
       res.on('error', reject);
     };
-    const req = u.protocol === 'https:' ? https.request(u, options, onAnswer) : http.request(u, options, onAnswer);
+    const req =
+      u.protocol === 'https:'
+        ? process.getBuiltinModule('node:https').request(u, options, onAnswer)
+        : http.request(u, options, onAnswer);
     req.on('error', reject);
     req.end(body);
   });

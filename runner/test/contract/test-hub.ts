@@ -333,6 +333,8 @@ export class TestHub implements ContractHub {
   private readonly sessions = new Map<string, TestSession>();
   /** Sessions whose upgrades are refused with 503 (a hub that is down). */
   private readonly refusing = new Set<string>();
+  /** Called as a session's runner dials in, before the upgrade is answered. */
+  private readonly upgradeObservers = new Map<string, () => void>();
 
   private constructor(server: Server, wss: WebSocketServer, url: string) {
     this.server = server;
@@ -363,6 +365,7 @@ export class TestHub implements ContractHub {
     refuse(sessionId: string, refuse: boolean): void;
     ackNow(sessionId: string): void;
     holdWelcome(sessionId: string, hold: boolean): void;
+    onUpgrade(sessionId: string, observe: () => void): void;
   } = {
     cutLink: (sessionId, opts) => this.session(sessionId).cut(opts?.dropUnacked ?? false),
     pauseAcks: (sessionId, paused) => {
@@ -377,6 +380,9 @@ export class TestHub implements ContractHub {
     },
     ackNow: (sessionId) => this.session(sessionId).ackNow(),
     holdWelcome: (sessionId, hold) => this.session(sessionId).holdWelcome(hold),
+    onUpgrade: (sessionId, observe) => {
+      this.upgradeObservers.set(sessionId, observe);
+    },
   };
 
   async close(): Promise<void> {
@@ -400,6 +406,7 @@ export class TestHub implements ContractHub {
     const session = this.sessions.get(url.searchParams.get('session') ?? '');
     if (!session) return deny(404, 'Not Found');
     if (req.headers.authorization !== `Bearer ${session.token}`) return deny(401, 'Unauthorized');
+    this.upgradeObservers.get(session.sessionId)?.();
     if (this.refusing.has(session.sessionId)) return deny(503, 'Service Unavailable');
     this.wss.handleUpgrade(req, socket, head, (ws) => session.attach(ws));
   }

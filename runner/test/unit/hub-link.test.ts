@@ -74,7 +74,7 @@ function link(
   over: {
     pingIntervalMs?: number;
     stampSends?: boolean;
-    early?: WebSocket;
+    early?: Promise<WebSocket>;
     cli?: () => 'starting' | 'running' | 'stopped';
   } = {},
 ) {
@@ -129,13 +129,14 @@ describe('HubLink', () => {
   test('a link dialled early (HubLink.dial) says nothing until adopted, then is the first connection; a dead one is dialled again', async () => {
     const hub = await server();
     const opened = hub.next();
-    const early = HubLink.dial({ url: hub.url, sessionId: 's1', token: 'token-1', welcomeTimeoutMs: 5000 });
+    const dialling = HubLink.dial({ url: hub.url, sessionId: 's1', token: 'token-1', welcomeTimeoutMs: 5000 });
+    const early = await dialling;
     const c1 = await opened;
     expect(c1.req.headers.authorization).toBe('Bearer token-1');
     expect(c1.req.url).toBe('/connect?session=s1');
     await until('the early socket open', () => early.readyState === early.OPEN, 5000);
     expect(c1.frames).toEqual([]);
-    const { welcomes } = link(hub.url, new EventBuffer({ maxFrames: 100, maxBytes: 1e6 }), { early });
+    const { welcomes } = link(hub.url, new EventBuffer({ maxFrames: 100, maxBytes: 1e6 }), { early: dialling });
     expect(await frameWhere(c1, (f) => f.type === 'hello')).toMatchObject({ runnerId: 'r1', lastSeq: 0 });
     send(c1, { type: 'welcome', ackedSeq: 0 });
     await until('welcomed', () => welcomes.length === 1, 5000);
@@ -143,11 +144,12 @@ describe('HubLink', () => {
 
     // The hub dropped the early socket before the runner was ready: the link dials afresh.
     const second = hub.next();
-    const dead = HubLink.dial({ url: hub.url, sessionId: 's1', token: 'token-1', welcomeTimeoutMs: 5000 });
+    const deadDialling = HubLink.dial({ url: hub.url, sessionId: 's1', token: 'token-1', welcomeTimeoutMs: 5000 });
+    const dead = await deadDialling;
     (await second).ws.terminate();
     await until('the early socket closed', () => dead.readyState === dead.CLOSED, 5000);
     const third = hub.next();
-    link(hub.url, new EventBuffer({ maxFrames: 100, maxBytes: 1e6 }), { early: dead });
+    link(hub.url, new EventBuffer({ maxFrames: 100, maxBytes: 1e6 }), { early: deadDialling });
     expect(await frameWhere(await third, (f) => f.type === 'hello')).toMatchObject({ runnerId: 'r1' });
     expect(hub.conns).toHaveLength(3);
   });
