@@ -1,7 +1,7 @@
 import type WebSocket from 'ws';
 
 /** A WebSocket's readyState values (fixed by the WebSocket standard; ws uses the same). */
-export const ReadyState = { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 } as const;
+export const ReadyState = { CONNECTING: 0, OPEN: 1, CLOSED: 3 } as const;
 
 let loading: Promise<typeof WebSocket> | undefined;
 

@@ -6,12 +6,12 @@ import { httpRequest } from '../src/workspace/http-request.ts';
 // The workspace client's transport against real loopback servers: plain HTTP answered in full,
 // and an https URL spoken to in TLS (the module loads https only for it).
 
-const servers: Array<Server | ReturnType<typeof createHttpServer>> = [];
+const servers: Server[] = [];
 afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-async function listen<T extends Server | ReturnType<typeof createHttpServer>>(server: T): Promise<number> {
+async function listen(server: Server): Promise<number> {
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return (server.address() as AddressInfo).port;
