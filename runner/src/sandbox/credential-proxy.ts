@@ -9,12 +9,13 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readBody } from '../http-body.ts';
+import { requestFor } from '../http-client.ts';
 import { warmUpReply } from './warm-up-reply.ts';
 
 // Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
 // lazy `WebSocket` getter and loads Node's bundled undici into every runner (docs/DESIGN.md
 // "Runner memory"). The CommonJS exports object alone does not.
-const { createServer, request: httpRequest } = process.getBuiltinModule('node:http');
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface CredentialProxyOptions {
   /** Where model calls go: SWITCHYARD_MODEL_URL or the provider's base URL. A path prefix is kept. */
@@ -80,9 +81,6 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   const sessionKey = `sy-session-${randomBytes(24).toString('base64url')}`;
   const expected = Buffer.from(sessionKey);
   const realKey = o.apiKey;
-  // https (and TLS with it, ~25 ms of CPU) loads at the first call upstream, not as the runner
-  // starts: the proxy starts before the CLI's spawn.
-  const send = () => (upstream.protocol === 'https:' ? process.getBuiltinModule('node:https').request : httpRequest);
   const prefix = upstream.pathname.replace(/\/+$/, '');
   let answerLocally = o.answerLocally === true;
 
@@ -107,7 +105,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
       headers[name] = value;
     }
     if (realKey !== undefined) headers['x-api-key'] = realKey;
-    const out = send()(
+    const out = requestFor(upstream)(
       {
         protocol: upstream.protocol,
         hostname: upstream.hostname.replace(/^\[|\]$/g, ''),

@@ -3,7 +3,6 @@ import { constants } from 'node:fs';
 import { mkdir, open, realpath, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { basename, join, sep } from 'node:path';
-import type { ZlibOptions } from 'node:zlib';
 import { claudeTranscriptPath, TranscriptSchema, type Backend, type Transcript } from '@switchyard/protocol';
 import { messageOf, runnerError, type Result } from '../errors.ts';
 
@@ -12,16 +11,12 @@ import { messageOf, runnerError, type Result } from '../errors.ts';
 // is derived from the restoring runner's own config dir and workspace.
 
 // zlib (~9 ms of CPU to load) loads with the first transcript packed or unpacked, not while the
-// runner starts; its namespace is not built either (an ES import would).
-const zlib = () => process.getBuiltinModule('node:zlib');
-const done =
-  (resolve: (out: Buffer) => void, reject: (err: Error) => void) =>
-  (err: Error | null, out: Buffer): void =>
-    err ? reject(err) : resolve(out);
-const gzipAsync = (raw: Buffer): Promise<Buffer> =>
-  new Promise((resolve, reject) => zlib().gzip(raw, done(resolve, reject)));
-const gunzipAsync = (packed: Buffer, options: ZlibOptions): Promise<Buffer> =>
-  new Promise((resolve, reject) => zlib().gunzip(packed, options, done(resolve, reject)));
+// runner starts; neither it nor node:util is taken through an ES import, whose namespace would
+// load every module behind their lazy exports.
+const { promisify } = process.getBuiltinModule('node:util');
+const gzipAsync = (raw: Buffer) => promisify(process.getBuiltinModule('node:zlib').gzip)(raw);
+const gunzipAsync = (packed: Buffer, options: { maxOutputLength: number }) =>
+  promisify(process.getBuiltinModule('node:zlib').gunzip)(packed, options);
 
 /**
  * Kept well under what a hub can hold in one WebSocket message (workerd

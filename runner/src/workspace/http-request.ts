@@ -2,11 +2,7 @@
 // transport. Not fetch: the first fetch loads Node's bundled undici, ~5 MiB more in every runner
 // for a client that sends a few small requests per turn (docs/DESIGN.md "Runner memory").
 import type { IncomingMessage, RequestOptions } from 'node:http';
-
-// Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
-// lazy `WebSocket` getter and so loads undici all the same. The CommonJS exports object does not.
-// https (TLS with it) loads at the first https request, not while the runner starts.
-const http = process.getBuiltinModule('node:http');
+import { requestFor } from '../http-client.ts';
 
 export interface HttpAnswer {
   status: number;
@@ -31,10 +27,7 @@ export function httpRequest(
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
       res.on('error', reject);
     };
-    const req =
-      u.protocol === 'https:'
-        ? process.getBuiltinModule('node:https').request(u, options, onAnswer)
-        : http.request(u, options, onAnswer);
+    const req = requestFor(u)(u, options, onAnswer);
     req.on('error', reject);
     req.end(body);
   });
