@@ -6,20 +6,23 @@
 //       first text.delta, vs writing the prompt to the bare CLI until its first delta line.
 //   (3) the runner process's RSS after a turn, the median runner (the CLI is a separate process,
 //       so it is excluded), beside an idle bare `node` started in the same run (Node's own floor),
-//       and, for the bundle the image runs, again once it has sat idle after the turn (SETTLE_MS:
-//       V8's memory reducer compacts an idle heap about 8 s after it goes quiet; a runner spends
-//       most of a session waiting for the person's next message, so that is what a session holds),
+//       and, for the bundle the image runs, again once it has sat idle after the turn (SETTLE_MS; a
+//       runner spends most of a session waiting for the person's next message, so that is what a
+//       session holds). The runner compacts its heap while its CLI starts and once a turn is stored
+//       (runner/src/serve/heap-compaction.ts); `V8 compacts` is the bundle with that off
+//       (SWITCHYARD_COMPACT_HEAP=0), leaving it to V8's memory reducer (4–8 s after it goes quiet),
 //       split into anonymous and file-backed pages (/proc) and the V8 heap (process.memoryUsage(),
 //       asked for with SIGUSR2 through runner/test/contract/process-report.mjs, which the runner preloads). The strip
 //       cache is filled first, as the image fills it at build time.
 //   (4) the CLI alone with the sandbox's walls added one at a time (guard, bubblewrap, the model
 //       route: socat relaying into the CLI's network namespace), so the sandbox's share of (1) shows apart from the runner's.
-// The runner is measured in six ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
+// The runner is measured in seven ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
 // cost); with the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows
 // separately; launched as the edge launches a new session (SWITCHYARD_FRESH_SESSION=1: the CLI
 // starts while the hub link comes up); and, as the image runs it, from the bundle
-// (runner/scripts/build-bundle.ts) and with an empty compile cache (a new task's /tmp is empty, and
-// Node keeps that cache under TMPDIR), beside the bin under the same conditions. The runs are
+// (runner/scripts/build-bundle.ts), that without its own heap compaction, and with an empty
+// compile cache (a new task's /tmp is empty, and Node keeps that cache under TMPDIR), beside the
+// bin under the same conditions. The runs are
 // interleaved (a bare start, then one of each runner variant, per round), and besides the ratio of
 // medians the median of the per-round ratios is printed: on a machine whose load drifts, that
 // pairs each start with the bare start measured next to it.
@@ -353,6 +356,7 @@ const VARIANTS: Variant[] = [
   { name: 'runner(default, fresh)', env: fresh },
   { name: 'bin, fresh, cold cache', env: fresh, coldCompileCache: true },
   { name: 'bundle, fresh', env: fresh, entry: bundle, settle: true },
+  { name: 'bundle, fresh, V8 compacts', env: { ...fresh, SWITCHYARD_COMPACT_HEAP: '0' }, entry: bundle, settle: true },
   { name: 'bundle, fresh, cold cache', env: fresh, entry: bundle, coldCompileCache: true },
 ];
 async function printRouteAlone(): Promise<void> {

@@ -119,6 +119,8 @@ const ServeEnv = CommonEnv.extend({
   SWITCHYARD_LINK_WELCOME_TIMEOUT: duration('10s'),
   /** Bench only: stamp each event's hops on the wire (protocol's bench-hops.ts). */
   SWITCHYARD_BENCH_HOPS: z.enum(['0', '1']).optional(),
+  /** Compact V8's heap while the CLI starts and after each turn (serve/heap-compaction.ts); 0 leaves it to V8. */
+  SWITCHYARD_COMPACT_HEAP: z.enum(['0', '1']).default('1'),
   /** The whole repository clone (resolve, fetch, checkout); within SWITCHYARD_CLI_START_TIMEOUT, which it counts against. */
   SWITCHYARD_CLONE_TIMEOUT: duration('40s'),
 });
@@ -165,6 +167,8 @@ export interface ServeConfig extends CommonConfig {
   link: { backoffBaseMs: number; backoffMaxMs: number; pingIntervalMs: number; welcomeTimeoutMs: number };
   /** Bench only (SWITCHYARD_BENCH_HOPS=1): events and `events` frames carry hop stamps. */
   benchHops: boolean;
+  /** SWITCHYARD_COMPACT_HEAP: compact V8's heap where the runner is between things (serve/heap-compaction.ts). */
+  compactHeap: boolean;
   /** Cloning the session's repository (docs/DESIGN.md "Start from a repository"). */
   clone: { allowLoopback: boolean; timeoutMs: number };
   /** The hub launched this runner with nothing to restore: its CLI may start before the welcome. */
@@ -219,6 +223,7 @@ export function loadServeConfig(env: Env, cwd: string): Result<ServeConfig> {
         welcomeTimeoutMs: e.SWITCHYARD_LINK_WELCOME_TIMEOUT,
       },
       benchHops: e.SWITCHYARD_BENCH_HOPS === '1',
+      compactHeap: e.SWITCHYARD_COMPACT_HEAP === '1',
       clone: {
         allowLoopback: e.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK === '1',
         timeoutMs: e.SWITCHYARD_CLONE_TIMEOUT,

@@ -1,55 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, test } from 'vitest';
-import { type WebSocket, WebSocketServer } from 'ws';
-import { POOL_CONNECT_PATH, type PoolClaim } from '@switchyard/protocol/pool';
 import { WARM_UP_PROMPT } from '../src/cli/warm-up.ts';
 import { WARM_UP_REPLY_TEXT } from '../src/sandbox/warm-up-reply.ts';
 import { FAST_ENV, stopRunner, tempDir, textOf, waitTurnDone } from './contract/fixture.ts';
 import { startRunner } from './contract/runner-process.ts';
+import { poolSocket } from './contract/pool-socket.ts';
 import { runnerSuite } from './contract/suite.ts';
 import { TestHub } from './contract/test-hub.ts';
 
 // A pooled runner's CLI takes its first turn before any session exists (docs/DESIGN.md "Warm
 // runner pool" → "The CLI's first turn, taken before the claim"). Real runner processes in pooled
-// mode under bubblewrap, real CLIs, the offline model upstream; the pool coordinator is a socket in
-// this file that records the hello and sends the claim. What is pinned: nothing of the warm-up
-// reaches the model, the hub or the session's conversation and transcript, and from the claim on
-// the session's calls go upstream. That the warm-up makes a first message faster is measured in
-// bench/pool, never here.
-
-/** The coordinator's side of one pooled runner's link: its hello, and a claim to send. */
-async function poolSocket() {
-  const server = createServer();
-  const wss = new WebSocketServer({ server, path: POOL_CONNECT_PATH });
-  let socket: WebSocket | undefined;
-  const hello = new Promise<Record<string, unknown>>((resolve) => {
-    wss.on('connection', (ws) => {
-      socket = ws;
-      ws.on('message', (data) => {
-        const text = String(data);
-        if (text.startsWith('{')) resolve(JSON.parse(text) as Record<string, unknown>);
-      });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `ws://127.0.0.1:${port}${POOL_CONNECT_PATH}`,
-    hello,
-    claim(frame: PoolClaim) {
-      socket?.send(JSON.stringify(frame));
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const ws of wss.clients) ws.terminate();
-        wss.close();
-        server.close(() => resolve());
-      }),
-  };
-}
+// mode under bubblewrap, real CLIs, the offline model upstream; the pool coordinator is a socket
+// (contract/pool-socket.ts) that records the hello and sends the claim. What is pinned: nothing of
+// the warm-up reaches the model, the hub or the session's conversation and transcript, and from
+// the claim on the session's calls go upstream. That the warm-up makes a first message faster is
+// measured in bench/pool, never here.
 
 type Body = { messages?: Array<{ role: string; content: unknown }>; system?: unknown };
 

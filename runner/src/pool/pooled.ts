@@ -2,6 +2,7 @@ import { POOL_ONLY_ENV_NAMES, type PoolClaim } from '@switchyard/protocol/pool';
 import { loadServeConfig, type ServeConfig } from '../config.ts';
 import { ExitCode } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { compactHeap } from '../serve/heap-compaction.ts';
 import type { SessionRunner } from '../serve/session-runner.ts';
 import type { MachineInput } from '../serve/turn-types.ts';
 import { PoolLink, type PoolWait } from './pool-link.ts';
@@ -113,7 +114,10 @@ export async function runPooled(
   const stop = () => link.close('signal');
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  void link.start();
+  // Prewarmed and dialling: from here the runner waits, so its start's garbage goes back now.
+  void link.start().then(() => {
+    if (config.compactHeap) compactHeap(log, 'pool');
+  });
   log.info('pooled runner waiting for a session', { backend: config.backend });
   const result: PoolWait = await link.result;
   process.off('SIGTERM', stop);

@@ -30,6 +30,7 @@ import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
 import { HopStamps } from './hop-stamps.ts';
 import { HubLink, type HubRequest } from './hub-link.ts';
+import { compactHeap } from './heap-compaction.ts';
 import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile } from './transcript.ts';
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
 import { WorkspaceClient, workspaceBaseUrl } from '../workspace/client.ts';
@@ -262,6 +263,14 @@ export class SessionRunner {
       // on the list: they land before any message reaches a CLI (cliInput).
       const restore = transcript !== undefined || this.repository !== undefined || this.approvals !== 'auto';
       this.dispatch({ type: 'linked', restore });
+      // The runner's own start is over once it is linked, restored and its CLI spawned; what is
+      // left is the CLI's start, which nothing can overtake: the moment to give back the start's
+      // garbage. A CLI already up (a pooled one, or one quicker than the hub) may be taking a
+      // message, so then it waits for the turn's end.
+      const spawned = this.slots.get(this.machine.cliGen)?.spawned;
+      void Promise.all([this.restoring, spawned]).then(() => {
+        if (this.lastStatus?.cli === 'starting') this.compactHeap('start');
+      });
     }
     if (this.lastStatus) this.link.send(this.lastStatus);
   }
@@ -379,7 +388,9 @@ export class SessionRunner {
           .then(() => this.uploadTranscript(final))
           // After a turn always (its workspace.saved marks the turn's files durable); at the end only if something changed.
           .then(() => this.workspace.save({ announce: !final }))
-          .then(() => undefined);
+          .then(() => {
+            if (!final) this.compactHeap('turn');
+          });
         return;
       }
       case 'status':
@@ -581,6 +592,12 @@ export class SessionRunner {
     this.lastUploadSha = transcript.sha256;
     this.o.log.info('transcript queued', { seq: pushed.value, bytes: transcript.bytes });
     this.link.notify();
+  }
+
+  /** docs/DESIGN.md "Runner memory" → "Between turns": never while a turn runs or the runner stops. */
+  private compactHeap(at: 'start' | 'turn'): void {
+    if (!this.o.config.compactHeap || this.machine.busy || this.machine.stopped) return;
+    compactHeap(this.o.log, at);
   }
 
   private overflow(error: ErrorInfo): void {
