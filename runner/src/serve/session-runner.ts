@@ -264,13 +264,16 @@ export class SessionRunner {
       const restore = transcript !== undefined || this.repository !== undefined || this.approvals !== 'auto';
       this.dispatch({ type: 'linked', restore });
       // The runner's own start is over once it is linked, restored and its CLI spawned; what is
-      // left is the CLI's start, which nothing can overtake: the moment to give back the start's
-      // garbage. A CLI already up (a pooled one, or one quicker than the hub) may be taking a
-      // message, so then it waits for the turn's end.
+      // left is the CLI's own start, when no message can reach it: the moment to give back the
+      // start's garbage. A CLI already up (a pooled one, or one quicker than the hub) may be taking
+      // a message, so then it waits for the turn's end; so does a start that failed.
       const spawned = this.slots.get(this.machine.cliGen)?.spawned;
-      void Promise.all([this.restoring, spawned]).then(() => {
-        if (this.lastStatus?.cli === 'starting') this.compactHeap('start');
-      });
+      Promise.all([this.restoring, spawned]).then(
+        () => {
+          if (this.lastStatus?.cli === 'starting') this.compactHeap('start');
+        },
+        () => undefined,
+      );
     }
     if (this.lastStatus) this.link.send(this.lastStatus);
   }
