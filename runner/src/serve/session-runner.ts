@@ -31,6 +31,7 @@ import { EventBuffer } from './event-buffer.ts';
 import { HopStamps } from './hop-stamps.ts';
 import { HubLink, type HubRequest } from './hub-link.ts';
 import { compactHeap } from './heap-compaction.ts';
+import { QuietTrigger } from './quiet-trigger.ts';
 import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile } from './transcript.ts';
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
 import { WorkspaceClient, workspaceBaseUrl } from '../workspace/client.ts';
@@ -66,6 +67,9 @@ const TRANSCRIPT_SETTLE = { quietMs: 300, maxMs: 5000 };
 
 /** After the machine finishes, how long beyond the shutdown deadline delivery may still take. */
 const DELIVERY_GRACE_MS = 2000;
+
+/** A turn's heap compaction waits until the turn machine has had no input for this long (QuietTrigger). */
+const COMPACT_AFTER_QUIET_MS = 1000;
 
 /**
  * Serve mode's I/O shell: feeds the hub link, the CLI and timers into the
@@ -114,6 +118,8 @@ export class SessionRunner {
   private uploads: Promise<void> = Promise.resolve();
   private lastUploadSha: string | undefined;
   private lastStatus: RunnerStatus | undefined;
+  /** The heap compaction after a turn, once the machine has been quiet. */
+  private readonly quiet = new QuietTrigger(COMPACT_AFTER_QUIET_MS, () => this.compactHeap('turn'));
   private shutdownStartedAt: number | undefined;
   private overflowReported = false;
   private resolveExit!: (code: number) => void;
@@ -325,6 +331,7 @@ export class SessionRunner {
 
   /** Inputs are handled one at a time, in arrival order, even when an effect produces a new one. */
   private dispatch(input: MachineInput): void {
+    this.quiet.input();
     this.inbox.push(input);
     if (this.processing) return;
     this.processing = true;
@@ -392,7 +399,7 @@ export class SessionRunner {
           // After a turn always (its workspace.saved marks the turn's files durable); at the end only if something changed.
           .then(() => this.workspace.save({ announce: !final }))
           .then(() => {
-            if (!final) this.compactHeap('turn');
+            if (!final && this.o.config.compactHeap) this.quiet.arm();
           });
         return;
       }
