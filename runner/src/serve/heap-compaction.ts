@@ -1,11 +1,12 @@
 // The runner compacts V8's heap at the points it knows it is between things: while its CLI is
-// still starting, and once a turn's transcript and files are stored (docs/DESIGN.md "Runner
-// memory" → "Between turns"). V8's memory reducer does the same on its own, but only 4–8 s after
-// the process goes quiet, so every turn and the start left ~3.5 MiB of free pages mapped until
-// then: the old space's fragments and the young generation's second half.
+// still starting, once a turn's transcript and files are stored and a second passed without input,
+// and in the pool while it waits for a claim (docs/DESIGN.md "Runner memory" → "Between turns").
+// V8's memory reducer does the same on its own, but only 4–8 s after the process goes quiet, so
+// every turn and the start left ~3.5 MiB of free pages mapped until then: the old space's
+// fragments and the young generation's second half.
 //
 // The collection is V8's "last resort" flavour, the one that returns free pages (a regular major
-// collection frees objects but keeps their pages: measured, RSS unmoved). It takes ~15–45 ms of
+// collection frees objects but keeps their pages: measured, RSS unmoved). It takes ~15–50 ms of
 // the runner's thread, so it only runs where nothing waits on that thread.
 
 import type { Logger } from '../log.ts';

@@ -30,7 +30,7 @@ export class QuietTrigger {
     const quiet = this.now() - this.lastInput;
     if (quiet < this.quietMs) {
       this.timer = setTimeout(this.check, this.quietMs - quiet);
-      // Waiting to compact never keeps the process alive.
+      // The wait never keeps the process alive.
       this.timer.unref?.();
       return;
     }
