@@ -3,9 +3,8 @@ import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, test } from 'vitest';
 import { WARM_UP_PROMPT } from '../src/cli/warm-up.ts';
 import { WARM_UP_REPLY_TEXT } from '../src/sandbox/warm-up-reply.ts';
-import { FAST_ENV, stopRunner, tempDir, textOf, waitTurnDone } from './contract/fixture.ts';
-import { startRunner } from './contract/runner-process.ts';
-import { poolSocket } from './contract/pool-socket.ts';
+import { stopRunner, textOf, waitTurnDone } from './contract/fixture.ts';
+import { poolSocket, startPooledRunner } from './contract/pool-socket.ts';
 import { runnerSuite } from './contract/suite.ts';
 import { TestHub } from './contract/test-hub.ts';
 
@@ -29,16 +28,7 @@ describe.each(['claude', 'pi'] as const)('%s: a pooled runner warms its CLI up',
   test('before the claim; nothing of it reaches the model, the hub or the conversation', async () => {
     const pool = await poolSocket();
     sockets.push(pool);
-    const runner = startRunner(['serve'], {
-      ...FAST_ENV,
-      SWITCHYARD_POOL_URL: pool.url,
-      SWITCHYARD_POOL_TOKEN: 'pool-token-for-this-test',
-      SWITCHYARD_RUNNER_ID: `pooled-${randomUUID().slice(0, 8)}`,
-      SWITCHYARD_BACKEND: backend,
-      SWITCHYARD_MODEL_URL: suite.model.url,
-      SWITCHYARD_WORKSPACE: tempDir('sy-ws-'),
-      SWITCHYARD_STATE_DIR: tempDir('sy-state-'),
-    });
+    const runner = startPooledRunner(pool.url, backend, suite.model.url);
     suite.track(runner);
     const calls = () => suite.model.requests().filter((r) => r.method === 'POST').length;
     const before = calls();

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, test } from 'vitest';
-import { FAST_ENV, serveRunner, slowText, stopRunner, tempDir, waitReady, waitTurnDone } from './contract/fixture.ts';
-import { poolSocket } from './contract/pool-socket.ts';
-import { startRunner, type LogLine, type RunnerProcess } from './contract/runner-process.ts';
+import { serveRunner, slowText, stopRunner, waitReady, waitTurnDone } from './contract/fixture.ts';
+import { poolSocket, startPooledRunner } from './contract/pool-socket.ts';
+import type { LogLine, RunnerProcess } from './contract/runner-process.ts';
 import { runnerSuite } from './contract/suite.ts';
 import { TestHub } from './contract/test-hub.ts';
 
@@ -33,6 +33,20 @@ describe('pi: a runner gives its heap back where nothing waits for it', () => {
     return served.runner;
   }
 
+  /** A fresh session's runner whose welcome is held until it logged `until` ('cli started' or 'cli ready'). */
+  async function startFresh(
+    session: Awaited<ReturnType<TestHub['newSession']>>,
+    until: string,
+    env: Record<string, string> = {},
+  ) {
+    suite.hub.faults.holdWelcome(session.sessionId, true);
+    const runner = start(session, { SWITCHYARD_FRESH_SESSION: '1', ...env });
+    await runner.waitForLog((l) => l.msg === until, `${until} while the welcome is held`);
+    suite.hub.faults.holdWelcome(session.sessionId, false);
+    await waitReady(session);
+    return runner;
+  }
+
   async function turn(session: Awaited<ReturnType<TestHub['newSession']>>, runner: RunnerProcess) {
     const from = runner.logs.length;
     const { messageId } = await session.sendMessage(`turn-${randomUUID().slice(0, 8)}`);
@@ -43,11 +57,7 @@ describe('pi: a runner gives its heap back where nothing waits for it', () => {
   test('a fresh session: once while its CLI starts (the heap shrinks), once after each turn is stored, never within a turn', async () => {
     const session = await suite.hub.newSession();
     // The welcome comes once the CLI was spawned, so the runner's start is over before the CLI's.
-    suite.hub.faults.holdWelcome(session.sessionId, true);
-    const runner = start(session, { SWITCHYARD_FRESH_SESSION: '1' });
-    await runner.waitForLog((l) => l.msg === 'cli started', 'the CLI spawned');
-    suite.hub.faults.holdWelcome(session.sessionId, false);
-    await waitReady(session);
+    const runner = await startFresh(session, 'cli started');
 
     const [atStart, ...more] = compactions(runner, 'start');
     expect(more).toEqual([]);
@@ -75,11 +85,7 @@ describe('pi: a runner gives its heap back where nothing waits for it', () => {
 
   test('a CLI up before the welcome may be taking a message at once: no compaction at the start, only after the turn', async () => {
     const session = await suite.hub.newSession();
-    suite.hub.faults.holdWelcome(session.sessionId, true);
-    const runner = start(session, { SWITCHYARD_FRESH_SESSION: '1' });
-    await runner.waitForLog((l) => l.msg === 'cli ready', 'the CLI up while the welcome is held');
-    suite.hub.faults.holdWelcome(session.sessionId, false);
-    await waitReady(session);
+    const runner = await startFresh(session, 'cli ready');
     await turn(session, runner);
     await runner.waitForLog((l) => l.msg === 'heap compacted' && l.at === 'turn', 'the compaction after the turn');
     expect(compactions(runner, 'start')).toEqual([]);
@@ -116,11 +122,7 @@ describe('pi: a runner gives its heap back where nothing waits for it', () => {
 
   test('SWITCHYARD_COMPACT_HEAP=0 leaves it to V8: no compaction through the start and two turns', async () => {
     const session = await suite.hub.newSession();
-    suite.hub.faults.holdWelcome(session.sessionId, true);
-    const runner = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_COMPACT_HEAP: '0' });
-    await runner.waitForLog((l) => l.msg === 'cli started', 'the CLI spawned');
-    suite.hub.faults.holdWelcome(session.sessionId, false);
-    await waitReady(session);
+    const runner = await startFresh(session, 'cli started', { SWITCHYARD_COMPACT_HEAP: '0' });
     await turn(session, runner);
     // The first turn's compaction would have come before the second message is taken.
     await turn(session, runner);
@@ -131,17 +133,7 @@ describe('pi: a runner gives its heap back where nothing waits for it', () => {
   test('pooled: once while it waits for a claim; a claimed CLI taking the first message is left alone until the turn is stored', async () => {
     const pool = await poolSocket();
     sockets.push(pool);
-    const runner = startRunner(['serve'], {
-      ...FAST_ENV,
-      ...DEBUG,
-      SWITCHYARD_POOL_URL: pool.url,
-      SWITCHYARD_POOL_TOKEN: 'pool-token-for-this-test',
-      SWITCHYARD_RUNNER_ID: `pooled-${randomUUID().slice(0, 8)}`,
-      SWITCHYARD_BACKEND: 'pi',
-      SWITCHYARD_MODEL_URL: suite.model.url,
-      SWITCHYARD_WORKSPACE: tempDir('sy-ws-'),
-      SWITCHYARD_STATE_DIR: tempDir('sy-state-'),
-    });
+    const runner = startPooledRunner(pool.url, 'pi', suite.model.url, DEBUG);
     suite.track(runner);
     await pool.hello;
     await runner.waitForLog((l) => l.msg === 'heap compacted' && l.at === 'pool', 'the compaction in the pool');
