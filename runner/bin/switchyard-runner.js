@@ -8,11 +8,29 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(2);
 }
+// V8 takes a builtin module's code cache (compiled into the node binary) only under the flags it
+// was made with: a builtin first loaded after the flags below change is compiled from source, about
+// twice the time. So what `serve` loads before its CLI's spawn is loaded first, the way serve loads
+// it (runner/test/bundle.test.ts holds this to that): ES imports, which also read each namespace's
+// lazy exports (crypto's webcrypto); http without its namespace (runner/src/sandbox/credential-proxy.ts);
+// net's cluster for a listen, util's parseArgs (runner/src/main.ts), the globals performance and
+// navigator (zod reads it). What the runner loads later (the hub link's https, tls and zlib) is
+// compiled beside the CLI's start.
+const { registerStripCache } = await import('./strip-cache.js');
+await Promise.all([
+  import('node:child_process'),
+  import('node:dns/promises'),
+  import('node:fs/promises'),
+  import('node:os'),
+  import('node:timers/promises'),
+]);
+for (const name of ['cluster', 'http']) process.getBuiltinModule(name);
+void [process.getBuiltinModule('util').parseArgs, globalThis.performance, globalThis.navigator];
 // A small long-lived process that relays lines: no TurboFan (optimizing the modules' start-up
 // code touched ~10 MiB of compiler pages and zone memory for no gain in a relay; the interpreter
 // and Sparkplug remain), and a young generation that stays at its initial 1 MiB semi-spaces
 // instead of growing to 8 MiB. Both are heuristics V8 reads at each decision, set before any of
-// the runner's code runs; the same flags on the command line measure the same.
+// the runner's code runs (on the command line they would cost every builtin its code cache).
 const { setFlagsFromString } = await import('node:v8');
 setFlagsFromString('--no-opt');
 setFlagsFromString('--semi-space-growth-factor=1');
@@ -21,7 +39,6 @@ setFlagsFromString('--semi-space-growth-factor=1');
 const { enableCompileCache } = await import('node:module');
 enableCompileCache?.();
 // Serves the runner's modules type-stripped from disk, so amaro (~30 MiB) is not loaded.
-const { registerStripCache } = await import('./strip-cache.js');
 registerStripCache();
 const { main } = await import('../src/main.ts');
 const code = await main(process.argv.slice(2));

@@ -87,4 +87,31 @@ describe('runner bundle', () => {
       }
     });
   }
+
+  // V8 takes a builtin's code cache only under the flags it was made with, and the bin changes them
+  // (runner/bin/switchyard-runner.js): every builtin the image's fresh session runner needs before
+  // its CLI's spawn is loaded before that, or it is compiled from source on the way to the spawn.
+  // (From the bin, Node's CommonJS lexer comes in too, for a dependency the bundle has inlined.)
+  for (const backend of ['claude', 'pi'] as const) {
+    test(`from the bundle, ${backend}: no builtin is first loaded between V8's flags and the CLI's spawn`, async () => {
+      const session = await suite.hub.newSession();
+      const report = join(tempDir('sy-report-'), 'report.json');
+      const { runner } = serveRunner(
+        session,
+        backend,
+        suite.model.url,
+        { ...reportingEnv(report), SWITCHYARD_FRESH_SESSION: '1' },
+        { entry: bundle },
+      );
+      try {
+        await waitReady(session);
+        const { spawns } = await processReport(runner.pid, report);
+        const cli = spawns.find((s) => s.file.endsWith('/bwrap'));
+        expect(cli, JSON.stringify(spawns)).toBeDefined();
+        expect(cli?.builtinsAfterFlags).toEqual([]);
+      } finally {
+        await stopRunner(runner);
+      }
+    });
+  }
 });

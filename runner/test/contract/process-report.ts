@@ -10,6 +10,8 @@ export interface ProcessReport {
   external: number;
   stripper: boolean;
   undici: boolean;
+  /** The first processes it spawned, each with the builtins it loaded after changing V8's flags and before. */
+  spawns: Array<{ file: string; builtinsAfterFlags: string[] }>;
 }
 
 const PRELOAD = join(import.meta.dirname, 'process-report.mjs');
