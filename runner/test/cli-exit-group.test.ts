@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { adapterFor } from '@switchyard/protocol';
 import { CliProcess } from '../src/cli/cli-process.ts';
 import { readProc } from '../src/host/process-tree.ts';
+import { until } from '../../test/helpers/poll.ts';
 
 describe('a CLI that exits on its own', () => {
   it('takes what is left of its process group with it', async () => {
@@ -28,8 +29,10 @@ describe('a CLI that exits on its own', () => {
     const tool = Number(readFileSync(pidFile, 'utf8'));
     expect(tool).toBeGreaterThan(0);
     try {
-      // The tool shared the CLI's stdout; its pipes closed (so `exited` resolved) only once it died.
-      expect(['gone', 'Z']).toContain(readProc(tool)?.state ?? 'gone');
+      // The tool shared the CLI's stdout; its pipes closed (so `exited` resolved) once it was dying.
+      // The kernel closes a dying process's files before it turns zombie, so /proc may still say `R`
+      // for a moment; a tool left alive would sleep (`S`) until the deadline.
+      await until('the tool gone', () => ['gone', 'Z'].includes(readProc(tool)?.state ?? 'gone'), 5_000);
     } finally {
       if (readProc(tool) !== undefined) process.kill(tool, 'SIGKILL');
     }
