@@ -29,7 +29,7 @@ export async function sandboxSetup(
 ): Promise<Result<SandboxSetup>> {
   const walls = sandboxWalls(env, backends);
   if (!walls.ok) return walls;
-  const selfTest = await walls.value.selfTest;
+  const selfTest = await walls.value.selfTest();
   return {
     ok: true,
     value: {
@@ -40,25 +40,28 @@ export async function sandboxSetup(
 }
 
 /**
- * The same walls with the guard's self-test still running (serve: a fresh session's CLI starts
- * meanwhile, without input until it passed). `capabilities.guard` says `missing` until proven;
- * `prepare` refuses once the self-test failed, and lets a spawn through while it runs — the
- * runner holds that CLI's input and kills it if the self-test fails (serve/turn-machine.ts).
+ * The same walls with the guard's self-test not yet run: `selfTest()` starts it (once; later calls
+ * share it). serve starts it at once, except for a fresh session, whose CLI is spawned first and
+ * gets no input until it passed. `capabilities.guard` says `missing` until proven; `prepare`
+ * refuses once the self-test failed, and lets a spawn through before — the runner holds that
+ * CLI's input and kills it if the self-test fails (serve/turn-machine.ts).
  */
 export function sandboxWalls(
   env: Record<string, string | undefined>,
   backends: readonly Backend[],
-): Result<SandboxSetup & { selfTest: Promise<CanaryResult> }> {
+): Result<SandboxSetup & { selfTest: () => Promise<CanaryResult> }> {
   const mode = sandboxModeFrom(env);
   if (typeof mode !== 'string') return { ok: false, error: runnerError('config_invalid', mode.error) };
   // Container mode: the CLI is another uid in the runner's group; whatever either creates stays group-rw.
   if (mode === 'container') process.umask(0o007);
   const sandbox = new Sandbox({ mode });
   let failed: string | undefined;
-  const selfTest = guardSelfTest(sandbox, backends).then((result) => {
-    if (!result.ok) failed = result.problem;
-    return result;
-  });
+  let running: Promise<CanaryResult> | undefined;
+  const selfTest = () =>
+    (running ??= guardSelfTest(sandbox, backends).then((result) => {
+      if (!result.ok) failed = result.problem;
+      return result;
+    }));
   return {
     ok: true,
     value: {

@@ -12,10 +12,9 @@ import { SessionRunner } from '../src/serve/session-runner.ts';
 import { groupMembers } from './contract/runner-process.ts';
 import { TestHub } from './contract/test-hub.ts';
 
-// A fresh session's real claude starts while the guard's self-test runs (docs/DESIGN.md "The
-// guard"). Here the hook is broken on purpose, so the self-test fails; it is let finish only once
-// the CLI process exists, so "the CLI started before the result" is an order the test sets, not a
-// race. Everything written to the CLI's stdin is recorded by a `tee` in front of it.
+// A fresh session's real claude is spawned before the guard's self-test starts (docs/DESIGN.md
+// "The guard"). Here the hook is broken on purpose, so the self-test fails after the CLI process
+// exists. Everything written to the CLI's stdin is recorded by a `tee` in front of it.
 
 let hub: TestHub;
 const dirs: string[] = [];
@@ -38,18 +37,24 @@ describe('claude started during a failing guard self-test', () => {
     const stdinLog = join(dir, 'stdin.log');
     writeFileSync(stdinLog, '');
 
-    let started!: () => void;
-    const cliStarted = new Promise<void>((resolve) => {
-      started = resolve;
-    });
+    const pids: number[] = [];
     let failed = false;
-    const selfTest: Promise<CanaryResult> = cliStarted
-      .then(() => guardSelfTest(sandbox, ['claude']))
-      .then((result) => {
+    // What capabilities.ts's self-test does (once, later calls join it), noting when it was asked for.
+    const calls: Array<{ cliStarted: boolean }> = [];
+    let running: Promise<CanaryResult> | undefined;
+    let ran!: (result: Promise<CanaryResult>) => void;
+    const selfTestRan = new Promise<CanaryResult>((resolve) => {
+      ran = resolve;
+    });
+    const selfTest = (): Promise<CanaryResult> => {
+      calls.push({ cliStarted: pids.length > 0 });
+      running ??= guardSelfTest(sandbox, ['claude']).then((result) => {
         failed = !result.ok;
         return result;
       });
-    const pids: number[] = [];
+      ran(running);
+      return running;
+    };
     const walls: SpawnWalls = {
       guard: (backend) => sandbox.guardOption(backend),
       // What capabilities.ts's walls do: refuse once the self-test failed, not while it runs.
@@ -84,10 +89,7 @@ describe('claude started during a failing guard self-test', () => {
         write: (line) => {
           const entry = JSON.parse(line) as { msg: string; pid?: number };
           logs.push(entry);
-          if (entry.msg === 'cli started') {
-            if (entry.pid !== undefined) pids.push(entry.pid);
-            started();
-          }
+          if (entry.msg === 'cli started' && entry.pid !== undefined) pids.push(entry.pid);
         },
       }),
       capabilities: { guard: 'missing', sandbox: 'none' },
@@ -105,7 +107,8 @@ describe('claude started during a failing guard self-test', () => {
     });
     const exit = runner.run();
 
-    expect(await selfTest).toMatchObject({ ok: false });
+    expect(await selfTestRan).toMatchObject({ ok: false });
+    expect(calls).toEqual([{ cliStarted: true }]);
     await session.waitFor(() => session.hellos().length === 1, 'the hello');
     // The hub is told, as when the self-test failed before any spawn.
     expect(session.hellos()[0]?.capabilities.guard).toBe('missing');

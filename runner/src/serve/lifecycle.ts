@@ -60,9 +60,12 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
       : undefined;
   // The guard's self-test runs beside the credential proxy's start and, for a session runner, the
   // CLI's start: the runner holds the CLI's input until it passed and kills the CLI if it failed
-  // (docs/DESIGN.md "The guard"). The CLI talks to the proxy with a per-session key; the real key
-  // stays in this process.
+  // (docs/DESIGN.md "The guard"). A fresh session's runner starts it once its CLI was spawned
+  // (SessionRunner.run): claude's is a Node process, pi's an import, and before the spawn either
+  // would only take the CPU the spawn needs. The CLI talks to the proxy with a per-session key; the
+  // real key stays in this process.
   const sandbox = sandboxWalls(env, [config.backend]);
+  if (sandbox.ok && (pool !== null || !config.freshSession)) void sandbox.value.selfTest();
   // A pooled runner's CLI takes a warm-up turn before any session, and a fresh session's started
   // ahead of its first message before that message: the proxy answers it itself.
   const model = await startModelAccess(config.model, mode, { answerLocally: pool !== null || config.warmUp });
@@ -74,7 +77,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   }
   const selfTest = sandbox.value.selfTest;
   // A pooled runner says what it can do when it registers, before any session: it waits.
-  const pooledGuard = pool === null ? undefined : (await selfTest).ok ? ('loaded' as const) : ('missing' as const);
+  const pooledGuard = pool === null ? undefined : (await selfTest()).ok ? ('loaded' as const) : ('missing' as const);
   if (pooledGuard === 'missing') log.error('the tool-call guard failed its self-test; no CLI will be started', {});
   const capabilities = { ...sandbox.value.capabilities, ...(pooledGuard !== undefined && { guard: pooledGuard }) };
 

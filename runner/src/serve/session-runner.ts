@@ -46,11 +46,12 @@ export interface SessionRunnerOptions {
   /** What `hello` reports: the guard's self-test and the OS wall (with selfTest: until it ends). */
   capabilities: Capabilities;
   /**
-   * The guard's self-test, when it still runs as the runner starts (serve, not pooled): a fresh
-   * session's CLI starts meanwhile but gets no input until it passed, and is killed if it failed;
-   * the hello waits for it, since it reports the result (docs/DESIGN.md "The guard").
+   * The guard's self-test, when it still runs as the runner starts (serve, not pooled); calling it
+   * starts it or joins the run under way. A fresh session's CLI is spawned first and gets no input
+   * until it passed, and is killed if it failed; the hello waits for it, since it reports the
+   * result (docs/DESIGN.md "The guard").
    */
-  selfTest?: Promise<CanaryResult>;
+  selfTest?: () => Promise<CanaryResult>;
   /** Every CLI of the session is spawned from this (cli/spawn.ts). */
   launch: CliLaunch;
   /**
@@ -228,11 +229,12 @@ export class SessionRunner {
       this.warmUpNext = c.warmUp;
       this.dispatch({ type: 'prewarm' });
     }
-    // A fresh session's CLI is spawned before the link's WebSocket client is loaded (~40 ms of CPU).
-    const cliSpawned = this.slots.get(this.machine.cliGen)?.spawned;
+    // A fresh session's CLI is spawned before the self-test starts and before the link's WebSocket
+    // client is loaded (~40 ms of CPU).
+    const cliSpawned = this.slots.get(this.machine.cliGen)?.spawned ?? Promise.resolve();
     if (selfTest === undefined) this.link.start(early);
     else
-      void Promise.all([selfTest, cliSpawned]).then(([result]) => {
+      void cliSpawned.then(selfTest).then((result) => {
         if (this.machine.stopped) return;
         this.o.capabilities = { ...this.o.capabilities, guard: result.ok ? 'loaded' : 'missing' };
         if (!result.ok)
