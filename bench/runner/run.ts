@@ -1,7 +1,9 @@
 // bench/runner: what the runner costs on top of the bare CLI, measured side by side in one run.
 //   (1) start → CLI ready: `switchyard-runner serve` process start until the hub sees
 //       status ready/running, vs the bare CLI's spawn until its own readiness answer
-//       (pi: get_state response; claude: initialize control_response).
+//       (pi: get_state response; claude: initialize control_response); and when the runner
+//       spawned its CLI (bubblewrap, or the CLI itself without it), from its process start: the
+//       runner's own part, without the CLI's start noise.
 //   (2) user message → first text.delta: hub sends user_message until the hub holds the
 //       first text.delta, vs writing the prompt to the bare CLI until its first delta line.
 //   (3) the runner process's RSS after a turn, the median runner (the CLI is a separate process,
@@ -256,8 +258,9 @@ async function viaRunner(
   hub: TestHub,
   variant: Variant,
   n: number,
-): Promise<{ readyMs: number[]; firstDeltaMs: number[]; memory: RunnerMemory[] }> {
+): Promise<{ readyMs: number[]; spawnedMs: number[]; firstDeltaMs: number[]; memory: RunnerMemory[] }> {
   const readyMs: number[] = [];
+  const spawnedMs: number[] = [];
   const firstDeltaMs: number[] = [];
   const memory: RunnerMemory[] = [];
   const reportDir = mkdtempSync(join(tmpdir(), 'sy-bench-mem-'));
@@ -266,6 +269,7 @@ async function viaRunner(
     const report = join(reportDir, `${i}.json`);
     const tmp = variant.coldCompileCache ? mkdtempSync(join(tmpdir(), 'sy-bench-tmp-')) : undefined;
     const t0 = now();
+    const t0Wall = Date.now();
     const served = serveRunner(
       session,
       backend,
@@ -294,12 +298,15 @@ async function viaRunner(
     );
     const mem = procMemory(served.runner.pid);
     const heap = await processReport(served.runner.pid, report);
+    // The CLI's spawn (claude's guard self-test is a /bin/sh of its own), as the runner's preload saw it.
+    const cli = heap.spawns.find((s) => s.file !== '/bin/sh');
+    if (cli) spawnedMs.push(cli.at - t0Wall);
     memory.push({ ...mem, heap, ...(variant.settle && { settled: await settledMemory(served.runner.pid) }) });
     await stopRunner(served.runner);
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
   rmSync(reportDir, { recursive: true, force: true });
-  return { readyMs, firstDeltaMs, memory };
+  return { readyMs, spawnedMs, firstDeltaMs, memory };
 }
 
 type Runs = Awaited<ReturnType<typeof viaRunner>>;
@@ -390,7 +397,7 @@ for (const backend of ['pi', 'claude'] as const) {
   // Interleaved: one bare start and one of each runner variant per round, so the machine's load,
   // which drifts over a run, weighs on every column alike.
   const b = { readyMs: [] as number[], firstDeltaMs: [] as number[], cliRssKb: 0 };
-  const results = VARIANTS.map((): Runs => ({ readyMs: [], firstDeltaMs: [], memory: [] }));
+  const results = VARIANTS.map((): Runs => ({ readyMs: [], spawnedMs: [], firstDeltaMs: [], memory: [] }));
   for (let i = 0; i < runs; i++) {
     const one = await bare(backend, model, 1);
     b.readyMs.push(...one.readyMs);
@@ -400,6 +407,7 @@ for (const backend of ['pi', 'claude'] as const) {
       const r = await viaRunner(backend, model, hub, variant, 1);
       const into = results[v] as Runs;
       into.readyMs.push(...r.readyMs);
+      into.spawnedMs.push(...r.spawnedMs);
       into.firstDeltaMs.push(...r.firstDeltaMs);
       into.memory.push(...r.memory);
     }
@@ -410,7 +418,7 @@ for (const backend of ['pi', 'claude'] as const) {
     `${backend}: bare CLI start → ready ${fmt(bareReady)}, message → first delta ${fmt(bareDelta)}, RSS ${mib(b.cliRssKb)}`,
   );
   console.log(
-    '  variant                      | (1) start → ready: median, ratio, paired | (2) first delta, ratio | (3) RSS (× bare node): anon + file; V8 heap used / total',
+    '  variant                      | (1) start → ready: median, ratio, paired; CLI spawned | (2) first delta, ratio | (3) RSS (× bare node): anon + file; V8 heap used / total',
   );
   for (const [v, variant] of VARIANTS.entries()) {
     const r = results[v] as Runs;
@@ -423,7 +431,7 @@ for (const backend of ['pi', 'claude'] as const) {
       ? `; idle ${SETTLE_MS / 1000} s later ${mib(idleKb)} (${ratio(idleKb, node.rssKb)}, within 0.1 MiB of it after ${(median(settled.map((x) => x.afterMs)) / 1000).toFixed(1)} s)`
       : '';
     console.log(
-      `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${settledNote}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}${undici ? `; undici loaded in ${undici} of ${runs}` : ''}`,
+      `  ${variant.name.padEnd(28)} | ${fmt(median(r.readyMs))} ${ratio(median(r.readyMs), bareReady)} ${pairedRatio(r.readyMs, b.readyMs).toFixed(2)}x; ${fmt(median(r.spawnedMs))} | ${fmt(median(r.firstDeltaMs))} ${ratio(median(r.firstDeltaMs), bareDelta)} | ${mib(m.rssKb)} (${ratio(m.rssKb, node.rssKb)}): ${mib(m.anonKb)} + ${mib(m.fileKb)}; ${mib(m.heap.heapUsed / 1024)} / ${mib(m.heap.heapTotal / 1024)}${settledNote}${stripper ? `; TypeScript stripper loaded in ${stripper} of ${runs}` : ''}${undici ? `; undici loaded in ${undici} of ${runs}` : ''}`,
     );
   }
   const of = (name: string) => results[VARIANTS.findIndex((v) => v.name === name)] as Runs;

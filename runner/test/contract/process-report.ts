@@ -10,8 +10,11 @@ export interface ProcessReport {
   external: number;
   stripper: boolean;
   undici: boolean;
-  /** The first processes it spawned, each with the builtins it loaded after changing V8's flags and before. */
-  spawns: Array<{ file: string; builtinsAfterFlags: string[] }>;
+  /**
+   * The first processes it spawned once it changed V8's flags: when (wall-clock ms), and the
+   * builtins it first loaded after the flags and before.
+   */
+  spawns: Array<{ file: string; at: number; builtinsAfterFlags: string[] }>;
 }
 
 const PRELOAD = join(import.meta.dirname, 'process-report.mjs');
