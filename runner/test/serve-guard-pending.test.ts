@@ -39,21 +39,20 @@ describe('claude started during a failing guard self-test', () => {
 
     const pids: number[] = [];
     let failed = false;
-    // What capabilities.ts's self-test does (once, later calls join it), noting when it was asked for.
+    // The real self-test, noting each time the runner asks for it and whether its CLI had started.
     const calls: Array<{ cliStarted: boolean }> = [];
-    let running: Promise<CanaryResult> | undefined;
     let ran!: (result: Promise<CanaryResult>) => void;
     const selfTestRan = new Promise<CanaryResult>((resolve) => {
       ran = resolve;
     });
     const selfTest = (): Promise<CanaryResult> => {
       calls.push({ cliStarted: pids.length > 0 });
-      running ??= guardSelfTest(sandbox, ['claude']).then((result) => {
-        failed = !result.ok;
-        return result;
+      const result = guardSelfTest(sandbox, ['claude']).then((r) => {
+        failed = !r.ok;
+        return r;
       });
-      ran(running);
-      return running;
+      ran(result);
+      return result;
     };
     const walls: SpawnWalls = {
       guard: (backend) => sandbox.guardOption(backend),
