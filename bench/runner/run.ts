@@ -18,13 +18,13 @@
 //       cache is filled first, as the image fills it at build time.
 //   (4) the CLI alone with the sandbox's walls added one at a time (guard, bubblewrap, the model
 //       route: socat relaying into the CLI's network namespace), so the sandbox's share of (1) shows apart from the runner's.
-// The runner is measured in seven ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
+// The runner is measured in eight ways (VARIANTS): with SWITCHYARD_SANDBOX=none (the runner's own
 // cost); with the default sandbox (guard self-test, bubblewrap, model proxy), so each cost shows
 // separately; launched as the edge launches a new session (SWITCHYARD_FRESH_SESSION=1: the CLI
-// starts while the hub link comes up); and, as the image runs it, from the bundle
-// (runner/scripts/build-bundle.ts), that without its own heap compaction, and with an empty
-// compile cache (a new task's /tmp is empty, and Node keeps that cache under TMPDIR), beside the
-// bin under the same conditions. The runs are
+// starts while the hub link comes up); and from the bundle (runner/scripts/build-bundle.ts), that
+// without its own heap compaction, with an empty compile cache (a new task's /tmp is empty, and
+// Node keeps that cache under TMPDIR; beside the bin under the same conditions), and, as the image
+// runs it, with the compile cache the image fills at build time. The runs are
 // interleaved (a bare start, then one of each runner variant, per round), and besides the ratio of
 // medians the median of the per-round ratios is printed: on a machine whose load drifts, that
 // pairs each start with the bare start measured next to it.
@@ -32,7 +32,7 @@
 //       without it) and what it holds in the sandbox.
 // Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) only]
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { adapterFor, type Backend, type SpawnSpec } from '@switchyard/protocol';
@@ -246,8 +246,12 @@ interface Variant {
   name: string;
   env: Record<string, string>;
   entry?: string;
-  /** A fresh TMPDIR per start, so Node's compile cache (kept under it) starts empty, as in a new task's /tmp. */
-  coldCompileCache?: boolean;
+  /**
+   * cold: a fresh TMPDIR per start, so Node's compile cache (kept under it) starts empty, as in a
+   * new task's /tmp. image: that, and a fresh copy of the cache the image fills at build time
+   * (IMAGE_CACHE), as the image's runner finds it (a copy: unlike the image's, it is writable).
+   */
+  compileCache?: 'cold' | 'image';
   /** Also measure RSS after SETTLE_MS idle (the bundle only: the wait is long). */
   settle?: boolean;
 }
@@ -267,7 +271,9 @@ async function viaRunner(
   for (let i = 0; i < n; i++) {
     const session = await hub.newSession();
     const report = join(reportDir, `${i}.json`);
-    const tmp = variant.coldCompileCache ? mkdtempSync(join(tmpdir(), 'sy-bench-tmp-')) : undefined;
+    const tmp = variant.compileCache ? mkdtempSync(join(tmpdir(), 'sy-bench-tmp-')) : undefined;
+    const imageCache = variant.compileCache === 'image' && tmp ? join(tmp, 'compile-cache') : undefined;
+    if (imageCache) cpSync(IMAGE_CACHE, imageCache, { recursive: true });
     const t0 = now();
     const t0Wall = Date.now();
     const served = serveRunner(
@@ -278,6 +284,7 @@ async function viaRunner(
         SWITCHYARD_LOG_LEVEL: 'warn',
         ...reportingEnv(report),
         ...(tmp ? { TMPDIR: tmp } : {}),
+        ...(imageCache ? { SWITCHYARD_COMPILE_CACHE: imageCache } : {}),
         ...variant.env,
       },
       { entry: variant.entry },
@@ -356,15 +363,27 @@ spawnSync(process.execPath, [join(import.meta.dirname, '..', '..', 'runner', 'bi
   stdio: 'ignore',
 });
 const bundle = await buildBundle();
+// The bundle's compile cache, filled as the image fills it at build time (runner/Dockerfile).
+const IMAGE_CACHE = mkdtempSync(join(tmpdir(), 'sy-bench-image-cache-'));
+const filled = spawnSync(
+  process.execPath,
+  [join(import.meta.dirname, '..', '..', 'runner', 'bin', 'fill-compile-cache.js')],
+  {
+    env: { ...process.env, SWITCHYARD_COMPILE_CACHE: IMAGE_CACHE },
+    encoding: 'utf8',
+  },
+);
+if (filled.status !== 0) throw new Error(`filling the compile cache failed: ${filled.stderr}`);
 const fresh = { SWITCHYARD_FRESH_SESSION: '1' };
 const VARIANTS: Variant[] = [
   { name: 'runner(none)', env: { SWITCHYARD_SANDBOX: 'none' } },
   { name: 'runner(default)', env: {} },
   { name: 'runner(default, fresh)', env: fresh },
-  { name: 'bin, fresh, cold cache', env: fresh, coldCompileCache: true },
+  { name: 'bin, fresh, cold cache', env: fresh, compileCache: 'cold' },
   { name: 'bundle, fresh', env: fresh, entry: bundle, settle: true },
   { name: 'bundle, fresh, V8 compacts', env: { ...fresh, SWITCHYARD_COMPACT_HEAP: '0' }, entry: bundle, settle: true },
-  { name: 'bundle, fresh, cold cache', env: fresh, entry: bundle, coldCompileCache: true },
+  { name: 'bundle, fresh, cold cache', env: fresh, entry: bundle, compileCache: 'cold' },
+  { name: 'bundle, fresh, image cache', env: fresh, entry: bundle, compileCache: 'image' },
 ];
 async function printRouteAlone(): Promise<void> {
   const r = await routeAlone(ROUTE_RUNS);
@@ -388,7 +407,7 @@ console.log(
   'runner(none): SWITCHYARD_SANDBOX=none, the runner alone; runner(default): with the sandbox (guard self-test, bubblewrap, model proxy);',
 );
 console.log(
-  'fresh: launched as the edge launches a new session; bundle: runner/dist, as the image runs it; cold cache: an empty compile cache, as in a new task',
+  'fresh: launched as the edge launches a new session; bundle: runner/dist, as the image runs it; cold cache: an empty compile cache, as in a new task; image cache: the one the image fills at build time (the image)',
 );
 console.log(
   `bare node (idle, nothing loaded): ${mib(node.rssKb)} RSS (anon ${mib(node.anonKb)}, file-backed ${mib(node.fileKb)})\n`,
@@ -435,13 +454,14 @@ for (const backend of ['pi', 'claude'] as const) {
     );
   }
   const of = (name: string) => results[VARIANTS.findIndex((v) => v.name === name)] as Runs;
-  const [freshBin, coldBin, coldBundle] = [
+  const [freshBin, coldBin, coldBundle, imageBundle] = [
     of('runner(default, fresh)'),
     of('bin, fresh, cold cache'),
     of('bundle, fresh, cold cache'),
+    of('bundle, fresh, image cache'),
   ];
   console.log(
-    `  paired, same rounds: bundle / bin with a cold cache (the image before / after) ${pairedRatio(coldBundle.readyMs, coldBin.readyMs).toFixed(2)}x; bin cold / warm cache ${pairedRatio(coldBin.readyMs, freshBin.readyMs).toFixed(2)}x`,
+    `  paired, same rounds: bundle / bin with a cold cache ${pairedRatio(coldBundle.readyMs, coldBin.readyMs).toFixed(2)}x; bin cold / warm cache ${pairedRatio(coldBin.readyMs, freshBin.readyMs).toFixed(2)}x; bundle image / cold cache ${pairedRatio(imageBundle.readyMs, coldBundle.readyMs).toFixed(2)}x (CLI spawned ${fmt(median(imageBundle.spawnedMs))} / ${fmt(median(coldBundle.spawnedMs))})`,
   );
   const layers = LAYERS.filter((l) => backend === 'pi' || !l.startsWith('pi '));
   const layerMs = new Map<Layer, number[]>(layers.map((l) => [l, []]));
@@ -454,3 +474,4 @@ for (const backend of ['pi', 'claude'] as const) {
 await printRouteAlone();
 await hub.close();
 await model.close();
+rmSync(IMAGE_CACHE, { recursive: true, force: true });

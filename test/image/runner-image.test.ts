@@ -82,8 +82,11 @@ interface Run {
   ms: number;
 }
 
-/** Runs the image's entrypoint with `command` as the ECS command override; resolves at exit. */
-function runImage(command: string[]): Promise<Run> {
+/**
+ * Runs the image's entrypoint with `command` as the ECS command override, `extraEnv` added to the
+ * task's environment; resolves at exit.
+ */
+function runImage(command: string[], extraEnv: string[] = []): Promise<Run> {
   const vols = mkdtempSync(join(scratch, 'task-'));
   const volumeArgs = VOLUMES.flatMap((v) => {
     const dir = join(vols, v.name);
@@ -92,7 +95,7 @@ function runImage(command: string[]): Promise<Run> {
     execFileSync('chmod', ['--reference', join(rootfs, v.containerPath), dir]);
     return ['--bind', dir, v.containerPath];
   });
-  const env = [...config.Env, `SWITCHYARD_MODEL_URL=${model.url}`, `ANTHROPIC_API_KEY=${MODEL_KEY}`];
+  const env = [...config.Env, `SWITCHYARD_MODEL_URL=${model.url}`, `ANTHROPIC_API_KEY=${MODEL_KEY}`, ...extraEnv];
   const args = [
     '--ro-bind',
     rootfs,
@@ -177,6 +180,19 @@ describe.skipIf(!canRun)('runner image, built and run', () => {
     const r = await runImage(['host']);
     expect(r.stderr).toContain('host mode is not in this install');
     expect(r.code).toBe(2);
+  });
+
+  it('serve loads its modules from the compile cache the image was built with: every one read is accepted', async () => {
+    // serve with no session configured loads what it needs before a CLI's spawn, then refuses
+    // (exit 2). Node says, per module, whether its cache was found and accepted: a cache filled
+    // under another uid or other V8 flags, or unreadable to the runner, is never read or accepted.
+    const r = await runImage(['serve'], ['NODE_DEBUG_NATIVE=COMPILE_CACHE']);
+    expect(r.stderr).toContain('"invalid configuration"');
+    expect(r.code).toBe(2);
+    const read = [...r.stderr.matchAll(/reading cache from \S+ for ESM (\S+?)\.\.\./g)].map((m) => m[1]);
+    const accepted = [...r.stderr.matchAll(/cache for (\S+) was accepted/g)].map((m) => m[1]);
+    expect(read).toContainEqual(expect.stringMatching(/^file:\/\/\/app\/runner\/dist\/lifecycle-\w+\.mjs$/));
+    expect(accepted.sort()).toEqual(read.sort());
   });
 
   for (const backend of ['pi', 'claude'] as const) {
