@@ -32,8 +32,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { MESSAGE_HOPS_HEADER, MessageHopsSchema, SSE_HOPS_COMMENT, type DeliveryHops } from '@switchyard/protocol';
 import { throwawayEdgeState } from '../edge-state.ts';
+import { hopComments, HOPS_ON, messageHops, PartTimes } from '../hops.ts';
 import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
@@ -80,17 +80,12 @@ const HOPS = [
 type HopName = (typeof HOPS)[number][0];
 type Stamps = Record<HopName | 'model', number>;
 
-/** The hop stamps the Worker wrote as `: hops <id> {…}` comments, by event id. */
-function hopComments(comments: readonly string[]): Map<string, DeliveryHops> {
-  const out = new Map<string, DeliveryHops>();
-  for (const c of comments) {
-    if (!c.startsWith(SSE_HOPS_COMMENT)) continue;
-    const rest = c.slice(SSE_HOPS_COMMENT.length);
-    const sp = rest.indexOf(' ');
-    out.set(rest.slice(0, sp), JSON.parse(rest.slice(sp + 1)) as DeliveryHops);
-  }
-  return out;
-}
+/** A first delta's parts in path order, medians: `name ms | …`. */
+const describe = (t: PartTimes): string =>
+  t
+    .medians()
+    .map(([name, ms]) => `${name} ${f1(ms)}`)
+    .join(' | ');
 
 function rssKb(pid: number): number {
   try {
@@ -132,13 +127,13 @@ function spawnJson(args: string[]): Promise<{ child: ChildProcess; url: string }
   });
 }
 
-async function firstDeltaViaHttp(api: Api, backend: string): Promise<FirstDelta> {
+async function firstDeltaViaHttp(api: Api, backend: string): Promise<PartTimes> {
   const s = (
     await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: `bench first delta ${backend}` })
   ).body;
   if (s.backend !== backend) throw new Error(`session backend ${s.backend}, wanted ${backend}`);
   const sse = await api.events(s.id);
-  const times = new FirstDelta();
+  const times = new PartTimes();
   try {
     for (let i = 0; i <= RUNS; i++) {
       const t0 = now();
@@ -155,7 +150,7 @@ async function firstDeltaViaHttp(api: Api, backend: string): Promise<FirstDelta>
       // message 0 starts the runner: cold, not counted
       if (i > 0) {
         const hops = hopComments(sse.comments).get(first.id);
-        const way = MessageHopsSchema.safeParse(JSON.parse(r.headers.get(MESSAGE_HOPS_HEADER) ?? 'null')).data;
+        const way = messageHops(r.headers);
         const { request, sent } = proxyStamps(first.data.text);
         times.add(first.receivedAt - t0, [
           ['POST → Worker', (way?.workerIn ?? NaN) - wall(t0)],
@@ -181,22 +176,9 @@ async function firstDeltaViaHttp(api: Api, backend: string): Promise<FirstDelta>
   return times;
 }
 
-/** Warm first deltas: the whole wait, and its parts in path order (medians per part). */
-class FirstDelta {
-  readonly total: number[] = [];
-  readonly parts = new Map<string, number[]>();
-  add(total: number, parts: Array<[string, number]>): void {
-    this.total.push(total);
-    for (const [name, ms] of parts) this.parts.set(name, [...(this.parts.get(name) ?? []), ms]);
-  }
-  describe(): string {
-    return [...this.parts].map(([name, xs]) => `${name} ${f1(median(xs))}`).join(' | ');
-  }
-}
-
-async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promise<FirstDelta> {
+async function firstDeltaBare(backend: 'claude' | 'pi', modelUrl: string): Promise<PartTimes> {
   const h = await startCli(backend, modelUrl);
-  const times = new FirstDelta();
+  const times = new PartTimes();
   try {
     for (let i = 0; i <= RUNS; i++) {
       const before = h.events.length;
@@ -464,10 +446,10 @@ async function main() {
       persistTo: state.dir,
       env,
       // (4): hop stamps on (bench only; a few stamps per event, nothing else changes on the path).
-      runnerEnv: { SWITCHYARD_BENCH_HOPS: '1' },
+      runnerEnv: HOPS_ON.runnerEnv,
       // No fixed hub URL: a runner dials the origin its session's first message came through, so
       // (1) without wrangler dev's proxy has the runner's link without it too.
-      edgeVars: { BENCH_HOPS: '1', RUNNER_HUB_URL: '' },
+      edgeVars: { ...HOPS_ON.edgeVars, RUNNER_HUB_URL: '' },
       readyTimeoutMs: 240_000,
       output: () => {},
       log: () => {},
@@ -505,13 +487,13 @@ async function main() {
       out(
         `(1) ${backend}: first text.delta, warm — SSE client ${f1(median(http))} ms (min ${f1(Math.min(...http))}) vs bare CLI ${f1(median(bare))} ms (min ${f1(Math.min(...bare))}) → ratio ${f2(median(http) / median(bare))}x (+${f1(median(http) - median(bare))} ms)`,
       );
-      out(`    SSE path, medians (ms): ${viaHttp.describe()}`);
+      out(`    SSE path, medians (ms): ${describe(viaHttp)}`);
       const direct = viaDirect.total;
       out(
         `    without wrangler dev's proxy (client and runner to Miniflare's own socket): SSE client ${f1(median(direct))} ms (min ${f1(Math.min(...direct))}) → ratio ${f2(median(direct) / median(bare))}x (+${f1(median(direct) - median(bare))} ms)`,
       );
-      out(`    … its path, medians (ms): ${viaDirect.describe()}`);
-      out(`    bare CLI, medians (ms): ${viaBare.describe()}`);
+      out(`    … its path, medians (ms): ${describe(viaDirect)}`);
+      out(`    bare CLI, medians (ms): ${describe(viaBare)}`);
       const hops = await hopBreakdown(api, backend);
       out(`(4) ${backend}: per hop over ${hops.n} deltas of one paced answer, 1 viewer (median / p99, ms):`);
       for (const row of hops.rows) out(`    ${row}`);

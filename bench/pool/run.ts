@@ -28,6 +28,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { throwawayEdgeState } from '../edge-state.ts';
+import { firstDeltaHops, hopComments, HOPS_ON, messageHops, PartTimes } from '../hops.ts';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { readinessFor } from '@switchyard/runner/cli';
 import { startCli } from '../../test/helpers/cli-harness.ts';
@@ -50,7 +51,9 @@ const delayMs = (() => {
 })();
 
 const now = () => performance.now();
+const wall = (t: number) => performance.timeOrigin + t;
 const f0 = (x: number) => x.toFixed(0);
+const f1 = (x: number) => x.toFixed(1);
 
 type PoolStatus = { runners: Array<{ id: string; backend: string; state: string }> };
 
@@ -61,6 +64,7 @@ async function firstDelta(
   text: string,
   sse: Awaited<ReturnType<Api['events']>>,
   onPost?: (wallClock: number) => void,
+  parts?: PartTimes,
 ) {
   onPost?.(Date.now());
   const t0 = now();
@@ -69,6 +73,10 @@ async function firstDelta(
   const mid = r.body.messageId;
   const first = await sse.waitFor('first delta', (e) => e.event === 'text.delta' && e.data.messageId === mid, TURN_MS);
   const ms = first.receivedAt - t0;
+  parts?.add(
+    ms,
+    firstDeltaHops(wall(t0), messageHops(r.headers), hopComments(sse.comments).get(first.id), wall(first.receivedAt)),
+  );
   await sse.turnDone(mid, TURN_MS);
   return ms;
 }
@@ -182,6 +190,8 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
   const cold: number[] = [];
   const warm: number[] = [];
   const pooled: number[] = [];
+  const warmHops = new PartTimes();
+  const pooledHops = new PartTimes();
   const steps: Array<{ claimed: number; linked: number }> = [];
   const aheadPooled: Array<{ toReady: number; first: number }> = [];
   const aheadCold: Array<{ toReady: number; first: number }> = [];
@@ -193,7 +203,7 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
       const s = await newSession(api, backend);
       sessions.push(s.id);
       cold.push(await firstDelta(api, s.id, `cold ${i}`, s.sse));
-      for (let j = 0; j < 2; j++) warm.push(await firstDelta(api, s.id, `warm ${i}.${j}`, s.sse));
+      for (let j = 0; j < 2; j++) warm.push(await firstDelta(api, s.id, `warm ${i}.${j}`, s.sse, undefined, warmHops));
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
     }
@@ -204,7 +214,7 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
       const s = await newSession(api, backend);
       sessions.push(s.id);
       let postedAt = 0;
-      pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse, (t) => (postedAt = t)));
+      pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse, (t) => (postedAt = t), pooledHops));
       steps.push(pooledSteps(stack, s.id, postedAt));
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
@@ -245,6 +255,13 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
     `  pooled first message, ms after the POST (medians): the claim reaches the runner +${f0(median(steps.map((x) => x.claimed)))}, ` +
       `its hub link is welcomed +${f0(median(steps.map((x) => x.linked)))}, the first delta at the client +${f0(p)}`,
   );
+  console.log('  per hop, medians (ms): warm turn / pooled first message');
+  const pooledParts = new Map(pooledHops.medians());
+  for (const [name, ms] of warmHops.medians()) {
+    console.log(
+      `    ${name.padEnd(48)} ${f1(ms).padStart(6)} / ${f1(pooledParts.get(name) ?? Number.NaN).padStart(6)}`,
+    );
+  }
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-pool-'));
@@ -263,6 +280,8 @@ try {
     env,
     readyTimeoutMs: 240_000,
     provisionDelayMs: delayMs,
+    // Hop stamps on (bench only): where a pooled first message's time goes, beside a warm turn's.
+    ...HOPS_ON,
     output: () => undefined,
     log: () => undefined,
   });

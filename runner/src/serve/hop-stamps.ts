@@ -9,13 +9,18 @@ export const wallNow = (): number => performance.timeOrigin + performance.now();
 export class HopStamps {
   private readAt = 0;
   /** The current turn's way in: its user_message off the link, and written to the CLI. */
-  private turn: { userMessage: number; stdin?: number } | undefined;
+  private turn: { messageId: string; userMessage: number; stdin?: number } | undefined;
   /** Keyed by the codec's event object, which the turn machine hands to `emit` unchanged. */
   private readonly parsed = new WeakMap<AgentEvent, { read: number; codec: number }>();
 
-  /** A user_message arrived over the link. */
-  userMessage(): void {
-    this.turn = { userMessage: wallNow() };
+  /**
+   * A user_message arrived (over the link, or with a pooled runner's claim). The hub's copy of a
+   * message the runner already has (after a claim, or resent after a reconnect) keeps the first
+   * arrival's stamps.
+   */
+  userMessage(messageId: string): void {
+    if (this.turn?.messageId === messageId) return;
+    this.turn = { messageId, userMessage: wallNow() };
   }
 
   /** The turn's message was written to the CLI's stdin. */
@@ -36,6 +41,8 @@ export class HopStamps {
   /** The stamps of `event` as it enters the buffer; undefined for an event no codec made. */
   buffered(event: AgentEvent): RunnerHops | undefined {
     const p = this.parsed.get(event);
-    return p === undefined ? undefined : { ...p, buffer: wallNow(), ...this.turn };
+    if (p === undefined) return undefined;
+    const turn = this.turn === undefined ? {} : { userMessage: this.turn.userMessage, stdin: this.turn.stdin };
+    return { ...p, buffer: wallNow(), ...turn };
   }
 }

@@ -210,7 +210,10 @@ export class SessionRunner {
    * welcome; the hub's copy after the welcome is answered as a duplicate.
    */
   takeFirstMessage(inputs: MachineInput[]): void {
-    for (const input of inputs) this.dispatch(input);
+    for (const input of inputs) {
+      if (input.type === 'user_message') this.hops?.userMessage(input.messageId);
+      this.dispatch(input);
+    }
   }
 
   /**
@@ -305,7 +308,7 @@ export class SessionRunner {
   private onRequest(request: HubRequest): void {
     switch (request.type) {
       case 'user_message':
-        this.hops?.userMessage();
+        this.hops?.userMessage(request.messageId);
         this.dispatch({ type: 'user_message', messageId: request.messageId, message: request.message });
         return;
       case 'interrupt':

@@ -31,7 +31,7 @@ describe('HopStamps', () => {
     hops.chunkRead();
     hops.eventParsed(before);
     expect(hops.buffered(before)).not.toHaveProperty('userMessage');
-    hops.userMessage();
+    hops.userMessage('m1');
     hops.stdinWritten();
     hops.chunkRead();
     const e: AgentEvent = { type: 'text.delta', index: 0, text: 'x' };
@@ -39,6 +39,30 @@ describe('HopStamps', () => {
     const h = hops.buffered(e);
     expect(h?.userMessage).toBeLessThanOrEqual(h?.stdin ?? 0);
     expect(h?.stdin).toBeLessThanOrEqual(h?.read ?? 0);
+  });
+
+  test('the hub’s copy of a message the runner already has (after a claim, a resend) keeps the first arrival’s stamps', () => {
+    const hops = new HopStamps();
+    const delta = (text: string): AgentEvent => ({ type: 'text.delta', index: 0, text });
+    hops.userMessage('m1');
+    hops.stdinWritten();
+    const first = delta('first');
+    hops.chunkRead();
+    hops.eventParsed(first);
+    const stamped = hops.buffered(first);
+    hops.userMessage('m1');
+    const later = delta('later');
+    hops.chunkRead();
+    hops.eventParsed(later);
+    const h = hops.buffered(later);
+    expect(h?.userMessage).toBe(stamped?.userMessage);
+    expect(h?.stdin).toBe(stamped?.stdin);
+    // The next message is a new turn: its own arrival, not yet written to the CLI.
+    hops.userMessage('m2');
+    const next = delta('next');
+    hops.chunkRead();
+    hops.eventParsed(next);
+    expect(hops.buffered(next)?.stdin).toBeUndefined();
   });
 
   test('an event no codec produced (the runner’s own turn.done, errors) has no stamps', () => {
