@@ -82,7 +82,9 @@ async function firstDelta(
 }
 
 async function newSession(api: Api, backend: string) {
-  const s = (await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: 'bench pool' })).body;
+  const r = await api.call<{ id: string; backend: string }>('POST', '/api/sessions', { title: 'bench pool' });
+  if (r.status !== 201) throw new Error(`new session: ${r.status} ${r.text}`);
+  const s = r.body;
   if (s.backend !== backend) throw new Error(`session backend ${s.backend}, wanted ${backend}`);
   return { id: s.id, sse: await api.events(s.id) };
 }

@@ -1,3 +1,4 @@
+import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION } from '@switchyard/protocol';
 import { POOL_CLAIM_MAX_BYTES, PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
@@ -5,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
 import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
 import { poolCoordinator, poolMaxAgeMs } from '../src/pool/config.ts';
-import type { PoolStatus } from '../src/pool/coordinator.ts';
+import { REFILL_AFTER_CLAIM_MS, type PoolStatus } from '../src/pool/coordinator.ts';
 import { until } from '../../test/helpers/poll.ts';
 import {
   adminWithToken,
@@ -225,8 +226,17 @@ describe('warm runner pool', () => {
 
     const hubCtx = asUser();
     const sessionId = await createSession(hubCtx, ctx.user);
+    const postedAt = Date.now();
     expect((await postMessage(hubCtx, sessionId, 'hello pool')).status).toBe(202);
     const claimed = await until('a claim', () => pooled.find((p) => p.claims.length > 0));
+    // The refill waits: the coordinator's next wake-up is the claim plus REFILL_AFTER_CLAIM_MS,
+    // not a launch beside the claimed runner's link and first answer (nor the 30 s recheck).
+    const wake = await until('the refill after the claim scheduled', () =>
+      runInDurableObject(poolCoordinator(env), (_c, state) => state.storage.getAlarm()).then((at) =>
+        at !== null && at <= Date.now() + REFILL_AFTER_CLAIM_MS ? at : undefined,
+      ),
+    );
+    expect(wake).toBeGreaterThanOrEqual(postedAt + REFILL_AFTER_CLAIM_MS);
     const claim = claimed.claims[0] as PoolClaim;
     expect(claim.sessionId).toBe(sessionId);
     expect(claim.hubUrl).toBe('ws://localhost/internal/runner/connect');

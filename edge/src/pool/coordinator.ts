@@ -27,6 +27,12 @@ const RUNNERS_KEY = 'runners';
 const POOL_URL_KEY = 'poolUrl';
 /** Even with no deadline due, a pool that should hold runners is looked at this often (lost launches). */
 const RECHECK_MS = 30_000;
+/**
+ * A claim's refill waits this long, so the claimed runner's link and first answer do not share
+ * the edge's thread with the refill's launch (a RunTask, its signing, the records). Against a
+ * launch that takes 20–90 s to provision, the pool is short a runner a little longer.
+ */
+export const REFILL_AFTER_CLAIM_MS = 2_000;
 
 export interface PoolStatus {
   sizes: PoolSizes;
@@ -79,6 +85,8 @@ export class PoolCoordinator extends DurableObject<Env> {
   #poolUrl: string | null = null;
   /** The target of the last plan; a claim needs only its age limit (backend and model come from the claim). */
   #lastTarget: PoolTarget | null = null;
+  /** When the refill after the earliest claim not yet refilled is due (the injectable clock's time). */
+  #refillDue: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -159,7 +167,9 @@ export class PoolCoordinator extends DurableObject<Env> {
         this.#stopTask(picked.ref, 'pooled runner lost its link');
         continue;
       }
-      this.ctx.waitUntil(this.#persist().then(() => this.#reconcile()));
+      // A burst of claims keeps the earliest due time: the refill is never put off further.
+      this.#refillDue ??= now + REFILL_AFTER_CLAIM_MS;
+      this.ctx.waitUntil(this.#persist().then(() => this.#arm(target)));
       return { runnerId: picked.id, ref: picked.ref, firstSent: frame.firstSent };
     }
     this.ctx.waitUntil(this.#reconcile());
@@ -259,6 +269,8 @@ export class PoolCoordinator extends DurableObject<Env> {
   }
 
   async #reconcile(): Promise<void> {
+    // Every plan refills what claims took.
+    this.#refillDue = null;
     const { target, limits } = await this.#target();
     const launcher = hubRuntime().launcherFor(this.env);
     const now = hubRuntime().clock();
@@ -335,7 +347,8 @@ export class PoolCoordinator extends DurableObject<Env> {
     const now = hubRuntime().clock();
     const due = nextPoolDeadline([...this.#runners.values()], target, now);
     const wanted = target.sizes[target.llmBackend] > 0 ? now + RECHECK_MS : null;
-    const at = due === null ? wanted : wanted === null ? due : Math.min(due, wanted);
+    const times = [due, wanted, this.#refillDue].filter((t): t is number => t !== null);
+    const at = times.length === 0 ? null : Math.min(...times);
     // Deadlines are in the injectable clock's time; the alarm runs on the wall clock.
     if (at === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Date.now() + Math.max(0, at - now));
