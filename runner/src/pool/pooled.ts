@@ -6,6 +6,7 @@ import { compactHeap } from '../serve/heap-compaction.ts';
 import type { SessionRunner } from '../serve/session-runner.ts';
 import type { MachineInput } from '../serve/turn-types.ts';
 import { PoolLink, type PoolWait } from './pool-link.ts';
+import { rehearseParsers } from './rehearse-parsers.ts';
 
 // `serve` in pooled mode (docs/DESIGN.md "Warm runner pool"): the runner is started before any
 // session exists, with SWITCHYARD_POOL_URL and SWITCHYARD_POOL_TOKEN instead of a hub URL, a
@@ -114,8 +115,11 @@ export async function runPooled(
   const stop = () => link.close('signal');
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  // Prewarmed and dialling: from here the runner waits, so its start's garbage goes back now.
+  // Prewarmed and dialling: from here the runner waits, so the parsers its claim will need are set
+  // up now (rehearse-parsers.ts), and then its start's garbage goes back.
   void link.start().then(() => {
+    const failed = rehearseParsers();
+    if (failed.length > 0) log.error('pooled runner: a rehearsed frame did not parse', { failed });
     if (config.compactHeap) compactHeap(log, 'pool');
   });
   log.info('pooled runner waiting for a session', { backend: config.backend });
