@@ -11,8 +11,8 @@ import { PoolClaimSchema, type PoolClaim } from '@switchyard/protocol/pool';
 
 // A pooled runner, once it waits in the pool, parses one of each frame it checks first after its
 // claim (docs/DESIGN.md "Warm runner pool" → "Parsers rehearsed in the pool"). zod sets a schema up
-// at its first parse (1–3 ms each under the runner's --no-opt, against hundredths of a
-// millisecond after), and on a pooled runner those first parses fall on the session's first
+// at its first parse (1–3 ms each under the runner's --no-opt, against a tenth of a millisecond
+// or less after), and on a pooled runner those first parses fall on the session's first
 // message: the claim that carries it, the CLI's first event, the hub link's hello and welcome
 // that the first events wait for, the reply to the hub's copy of the message.
 
