@@ -223,6 +223,51 @@ describe('credential proxy', () => {
     }
   });
 
+  it('opens the upstream connection at forwardUpstream, and the first forwarded call takes it', async () => {
+    const sockets: Array<import('node:net').Socket> = [];
+    const up: Server = createServer((req, res) => res.end(JSON.stringify({ on: sockets.indexOf(req.socket) })));
+    up.on('connection', (s) => sockets.push(s));
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as AddressInfo).port;
+    const pooled = await startCredentialProxy({ upstream: `http://127.0.0.1:${port}`, answerLocally: true });
+    try {
+      const connected = new Promise((r) => up.once('connection', r));
+      pooled.forwardUpstream();
+      await connected;
+      const res = await fetch(`${pooled.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': pooled.sessionKey },
+        body: '{}',
+      });
+      expect(await res.json()).toEqual({ on: 0 });
+      expect(sockets).toHaveLength(1);
+    } finally {
+      await pooled.close();
+      up.close();
+    }
+  });
+
+  it('an https upstream: the TLS handshake starts at forwardUpstream, before any call', async () => {
+    let hello!: (bytes: number[]) => void;
+    const firstBytes = new Promise<number[]>((r) => (hello = r));
+    const up = createTcpServer((socket) =>
+      socket.once('data', (d: Buffer) => {
+        hello([d[0] as number, d[1] as number]);
+        socket.destroy();
+      }),
+    );
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as AddressInfo).port;
+    const pooled = await startCredentialProxy({ upstream: `https://127.0.0.1:${port}`, answerLocally: true });
+    try {
+      pooled.forwardUpstream();
+      expect(await firstBytes).toEqual([0x16, 0x03]);
+    } finally {
+      await pooled.close();
+      up.close();
+    }
+  });
+
   it('refuses a non-http upstream', async () => {
     await expect(startCredentialProxy({ upstream: 'file:///etc/passwd' })).rejects.toThrow(/http\(s\)/);
   });

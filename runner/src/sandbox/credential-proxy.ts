@@ -10,6 +10,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { AddressInfo } from 'node:net';
 import { readBody } from '../http-body.ts';
 import { requestFor } from '../http-client.ts';
+import { upstreamAgent } from './upstream-agent.ts';
 import { warmUpReply } from './warm-up-reply.ts';
 
 // Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
@@ -83,6 +84,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   const realKey = o.apiKey;
   const prefix = upstream.pathname.replace(/\/+$/, '');
   let answerLocally = o.answerLocally === true;
+  const upstreamConnections = upstreamAgent(upstream);
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://proxy.invalid');
@@ -113,6 +115,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
         method: req.method,
         path: `${prefix}${url.pathname}${url.search}`,
         headers: { ...headers, host: upstream.host },
+        agent: upstreamConnections.agent,
       },
       (up) => {
         const back: Record<string, string | string[]> = {};
@@ -143,12 +146,15 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   server.on('clientError', (_err, socket) => socket.destroy());
 
   const forwardUpstream = () => {
+    // The first forwarded call comes within milliseconds: its connection is opened now.
+    if (answerLocally) upstreamConnections.preconnect();
     answerLocally = false;
   };
   const close = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
+      upstreamConnections.destroy();
     });
   if (o.socketPath !== undefined) {
     const socketPath = o.socketPath;
