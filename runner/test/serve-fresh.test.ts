@@ -197,6 +197,38 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(session.violations()).toEqual([]);
   });
 
+  test("the session's files land before the first message reaches a CLI that was up before the welcome", async () => {
+    const session = await suite.hub.newSession();
+    session.workspaceGeneration = 1;
+    // The store answers the runner's pull only once the runner has taken the message, and then
+    // HOLD_MS later: a window in which a message written at once would show. The order is read
+    // from the runner's own stamp of its stdin write against the answer's time.
+    const HOLD_MS = 200;
+    let took!: () => void;
+    const taken = new Promise<void>((r) => (took = r));
+    let answeredAt = Number.POSITIVE_INFINITY;
+    suite.hub.http = (_req, res) =>
+      void taken.then(() =>
+        setTimeout(() => {
+          answeredAt = Date.now();
+          res.writeHead(404).end();
+        }, HOLD_MS),
+      );
+    try {
+      start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_BENCH_HOPS: '1' });
+      await waitReady(session);
+      const m = await session.sendMessage(uniq('files-first'));
+      took();
+      expect((await waitTurnDone(session, m.messageId)).stopReason).toBe('end_turn');
+      const stdin = session.events().find((e) => e.messageId === m.messageId && e.hops?.stdin !== undefined)
+        ?.hops?.stdin;
+      // Slack for two processes' clocks; a message written before the answer is HOLD_MS early.
+      expect(stdin, "the stdin write against the store's answer").toBeGreaterThan(answeredAt - HOLD_MS / 4);
+    } finally {
+      suite.hub.http = undefined;
+    }
+  });
+
   test('a welcome saying nothing was ever stored: no restore before the first message; without it, a restore', async () => {
     const restoreTried = (r: RunnerProcess) =>
       r.logs.some((l) => l.msg === 'workspace restore failed' || l.msg === 'workspace pulled');

@@ -66,7 +66,8 @@ export class PoolLink {
         return;
       }
       this.settle({ kind: 'claimed', claim: claim.data });
-      ws.close(1000, 'claimed');
+      // The close frame waits for the claim's first work (the session's first message to the CLI).
+      setImmediate(() => ws.close(1000, 'claimed'));
     });
     ws.on('error', (err) => this.o.log.debug('pool link error', { error: err.message }));
     ws.on('close', (code, reason) => this.settle({ kind: 'ended', code, reason: reason.toString() }));

@@ -110,6 +110,9 @@ export class SessionRunner {
    * session's files are in place.
    */
   private cliInput: Promise<void> = Promise.resolve();
+  /** Inputs waiting on `cliInput`. With none and `restoring` fulfilled, an input is written at once. */
+  private cliInputQueued = 0;
+  private restored = true;
   /** From the first welcome: the repository to clone before the first CLI, until its clone is committed. */
   private repository: Repository | undefined;
   /** The clone under way; cleared when it fails, so the next CLI start (the next message) tries again. */
@@ -269,7 +272,15 @@ export class SessionRunner {
       const transcript = welcome.transcript;
       // A workspace nothing was ever stored in: no round trip to the store before the first message.
       const files = welcome.workspaceGeneration === 0 ? Promise.resolve() : this.workspace.pull().then(() => undefined);
-      this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
+      const restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
+      this.restoring = restoring;
+      this.restored = false;
+      restoring.then(
+        () => {
+          if (this.restoring === restoring) this.restored = true;
+        },
+        () => undefined,
+      );
       // What a CLI started before the welcome (prewarm) cannot have: it is replaced. Files are not
       // on the list: they land before any message reaches a CLI (cliInput).
       const restore = transcript !== undefined || this.repository !== undefined || this.approvals !== 'auto';
@@ -428,10 +439,24 @@ export class SessionRunner {
   private toCli(gen: number, op: (p: CliProcess) => void): void {
     const slot = this.slots.get(gen);
     if (slot === undefined) return;
+    const failed = (err: unknown) => this.o.log.error('writing to the CLI failed', { gen, message: messageOf(err) });
+    const write = () => {
+      try {
+        slot.run(op);
+      } catch (err) {
+        failed(err);
+      }
+    };
+    // Nothing ahead of it: written now rather than some microtasks later, behind whatever they
+    // run first (a pooled runner's first message waited ~1 ms for its hub link's dial to be set up).
+    if (this.cliInputQueued === 0 && this.restored) return write();
+    this.cliInputQueued += 1;
     this.cliInput = this.cliInput
       .then(() => this.restoring)
-      .then(() => slot.run(op))
-      .catch((err: unknown) => this.o.log.error('writing to the CLI failed', { gen, message: messageOf(err) }));
+      .then(write, failed)
+      .finally(() => {
+        this.cliInputQueued -= 1;
+      });
   }
 
   private spawn(gen: number): void {

@@ -1,4 +1,4 @@
-import type { AgentEvent, ErrorInfo, RunnerStatus, RunnerToHub, Transcript } from '@switchyard/protocol';
+import type { AgentEvent, ErrorInfo, RunnerHops, RunnerStatus, RunnerToHub, Transcript } from '@switchyard/protocol';
 
 // The hub as the runner contract suite sees it. The suite starts real runner
 // processes pointed at `session.runnerEnv` and drives them only through this
@@ -15,6 +15,8 @@ export interface HubEvent {
   seq: number;
   messageId?: string;
   event: AgentEvent;
+  /** The runner's hop stamps, when it runs with SWITCHYARD_BENCH_HOPS=1. */
+  hops?: RunnerHops;
 }
 
 export type Hello = Extract<RunnerToHub, { type: 'hello' }>;

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
@@ -179,6 +179,7 @@ class TestSession implements ContractSession {
             seq: e.seq,
             event: e.event,
             ...(e.messageId !== undefined && { messageId: e.messageId }),
+            ...(e.hops !== undefined && { hops: e.hops }),
           };
           if (!this.append(ws, e.seq, { event: ev })) return;
         }
@@ -342,9 +343,13 @@ export class TestHub implements ContractHub {
     this.url = url;
   }
 
+  /** Answers the hub's HTTP requests (the workspace store's); unset, every one is a 404. */
+  http: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+
   static async start(): Promise<TestHub> {
-    const server = createServer((_req, res) => {
-      res.writeHead(404).end();
+    const server = createServer((req, res) => {
+      if (hub.http !== undefined) hub.http(req, res);
+      else res.writeHead(404).end();
     });
     const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
