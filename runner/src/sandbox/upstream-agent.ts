@@ -1,5 +1,4 @@
 import type { Agent, ClientRequestArgs } from 'node:http';
-import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 // The credential proxy's connections to its one upstream: Node's keep-alive agent for the
@@ -20,9 +19,11 @@ export interface UpstreamAgent {
 
 export function upstreamAgent(upstream: URL, spareMaxAgeMs = SPARE_MAX_AGE_MS): UpstreamAgent {
   const https = upstream.protocol === 'https:';
-  // The CommonJS exports, as in http-client.ts: https (with TLS) loads only for an https upstream.
-  // https.Agent is an http.Agent whose createConnection speaks TLS.
+  // The CommonJS exports, as in http-client.ts: https (with TLS) loads only for an https upstream,
+  // and an ES import of net would build its namespace, loading the modules behind its lazy exports
+  // before the CLI's spawn. https.Agent is an http.Agent whose createConnection speaks TLS.
   const Base: typeof Agent = process.getBuiltinModule(https ? 'node:https' : 'node:http').Agent;
+  const { isIP } = process.getBuiltinModule('node:net');
   const host = upstream.hostname.replace(/^\[|\]$/g, '');
   const target: ClientRequestArgs = {
     host,
