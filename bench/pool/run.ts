@@ -20,6 +20,10 @@
 //               runner's CLI takes it before the claim (runner/src/cli/warm-up.ts), so what a
 //               pooled first message costs over a warm turn is the pool path (claim, hub link)
 //               and what of the CLI's first turn the warm-up leaves.
+//   straight to the Worker: pooled first messages again, each followed by two warm turns of
+//               its session, with the client and so the claimed runner's hub link going to
+//               Miniflare's own socket instead of through `wrangler dev`'s proxy, which a
+//               deployed edge does not have (bench/e2e does the same for warm turns).
 // Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
 // The edge's state is on tmpfs where the machine has one (bench/edge-state.ts);
 // `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
@@ -185,7 +189,7 @@ function runnerLogLine(stack: Stack, sessionId: string, msg: string): { t: strin
   return line === undefined ? undefined : (JSON.parse(line) as { t: string });
 }
 
-async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', modelUrl: string) {
+async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claude' | 'pi', modelUrl: string) {
   const r = await api.call('PUT', '/api/admin/settings', { llmBackend: backend });
   if (r.status !== 200) throw new Error(`switch to ${backend}: ${r.status} ${r.text}`);
   const sessions: string[] = [];
@@ -198,6 +202,8 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
   const aheadPooled: Array<{ toReady: number; first: number }> = [];
   const aheadCold: Array<{ toReady: number; first: number }> = [];
   const sentAtOnce: Array<{ first: number; warmUpSteps: number }> = [];
+  const straightWarm: number[] = [];
+  const straightPooled: number[] = [];
   try {
     // Cold first messages and warm turns (no pool).
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
@@ -220,6 +226,15 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
       steps.push(pooledSteps(stack, s.id, postedAt));
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
+    }
+    for (let i = 0; i < RUNS; i++) {
+      await idlePooled(api, backend, 1);
+      const s = await newSession(direct, backend);
+      sessions.push(s.id);
+      straightPooled.push(await firstDelta(direct, s.id, `straight pooled ${i}`, s.sse));
+      for (let j = 0; j < 2; j++) straightWarm.push(await firstDelta(direct, s.id, `straight warm ${i}.${j}`, s.sse));
+      await s.sse.close();
+      await direct.call('DELETE', `/api/sessions/${s.id}`);
     }
     for (let i = 0; i < RUNS; i++) {
       await idlePooled(api, backend, 1);
@@ -248,6 +263,12 @@ async function benchBackend(stack: Stack, api: Api, backend: 'claude' | 'pi', mo
     return `start → ready ${f0(median(xs.map((x) => x.toReady)))} ms, then first ${f0(first)} ms = ${(first / w).toFixed(2)}x`;
   };
   console.log(`  started ahead: pooled ${ahead(aheadPooled)}; cold ${ahead(aheadCold)}`);
+  const sw = median(straightWarm);
+  const sp = median(straightPooled);
+  console.log(
+    `  straight to the Worker (no wrangler dev proxy): warm turn ${f0(sw)} ms (n=${straightWarm.length}), ` +
+      `pooled first ${f0(sp)} ms = ${(sp / sw).toFixed(2)}x   [pooled ${straightPooled.map(f0).join(', ')}]`,
+  );
   const atOnce = median(sentAtOnce.map((x) => x.first));
   console.log(
     `  started ahead, sent at once (cold): first ${f0(atOnce)} ms (cold first message with no start ${f0(median(cold))} ms); ` +
@@ -283,7 +304,10 @@ try {
     readyTimeoutMs: 240_000,
     provisionDelayMs: delayMs,
     // Hop stamps on (bench only): where a pooled first message's time goes, beside a warm turn's.
+    // RUNNER_HUB_URL unset: a claimed runner dials the origin its session's first message came
+    // through, so the straight pass's links go straight too.
     ...HOPS_ON,
+    edgeVars: { ...HOPS_ON.edgeVars, RUNNER_HUB_URL: '' },
     output: () => undefined,
     log: () => undefined,
   });
@@ -293,7 +317,9 @@ try {
   );
   const modelUrl = stack.modelUrl;
   if (modelUrl === undefined) throw new Error('the stack runs no model endpoint for the bare CLI');
-  for (const backend of BACKENDS) await benchBackend(stack, api, backend, modelUrl);
+  if (stack.edgeDirectUrl === undefined) throw new Error('the edge did not say where Miniflare serves the Worker');
+  const direct = new Api(stack.edgeDirectUrl, api.token);
+  for (const backend of BACKENDS) await benchBackend(stack, api, direct, backend, modelUrl);
 } finally {
   await stack?.stop();
   rmSync(dir, { recursive: true, force: true });
