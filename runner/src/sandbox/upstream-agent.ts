@@ -9,6 +9,12 @@ import type { Duplex } from 'node:stream';
 /** A connection opened ahead and not taken by then is closed: upstreams close idle ones too. */
 export const SPARE_MAX_AGE_MS = 3_000;
 
+/**
+ * Node's global agents' settings (what the proxy used before): a free connection idle for 5 s is
+ * closed here before a server's own 5 s default can close it under a call; no Nagle delay.
+ */
+const OPTIONS = { keepAlive: true, scheduling: 'lifo', timeout: 5_000, noDelay: true } as const;
+
 export interface UpstreamAgent {
   agent: Agent;
   /** Opens a connection the next call takes, unless one is already open or free. */
@@ -45,7 +51,8 @@ export function upstreamAgent(upstream: URL, spareMaxAgeMs = SPARE_MAX_AGE_MS): 
     preconnect(): void {
       const name = this.getName(target);
       if (this.#spare !== undefined || (this.freeSockets[name]?.length ?? 0) > 0) return;
-      const socket = super.createConnection(target);
+      // With the agent's options, as Node's agent passes them for a call's connection.
+      const socket = super.createConnection({ ...OPTIONS, ...target });
       if (socket == null) return;
       // Nobody listens until a call takes it; a refused or reset connection is simply not taken.
       socket.on('error', ignore);
@@ -69,7 +76,7 @@ export function upstreamAgent(upstream: URL, spareMaxAgeMs = SPARE_MAX_AGE_MS): 
     }
   }
 
-  const agent = new Preconnecting({ keepAlive: true });
+  const agent = new Preconnecting(OPTIONS);
   return { agent, preconnect: () => agent.preconnect(), destroy: () => agent.destroy() };
 }
 
