@@ -192,7 +192,6 @@ function runnerLogLine(stack: Stack, sessionId: string, msg: string): { t: strin
 async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claude' | 'pi', modelUrl: string) {
   const r = await api.call('PUT', '/api/admin/settings', { llmBackend: backend });
   if (r.status !== 200) throw new Error(`switch to ${backend}: ${r.status} ${r.text}`);
-  const sessions: string[] = [];
   const cold: number[] = [];
   const warm: number[] = [];
   const pooled: number[] = [];
@@ -209,7 +208,6 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
     for (let i = 0; i < RUNS; i++) {
       const s = await newSession(api, backend);
-      sessions.push(s.id);
       cold.push(await firstDelta(api, s.id, `cold ${i}`, s.sse));
       for (let j = 0; j < 2; j++) warm.push(await firstDelta(api, s.id, `warm ${i}.${j}`, s.sse, undefined, warmHops));
       await s.sse.close();
@@ -220,7 +218,6 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
     for (let i = 0; i < RUNS; i++) {
       await idlePooled(api, backend, 1);
       const s = await newSession(api, backend);
-      sessions.push(s.id);
       let postedAt = 0;
       pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse, (t) => (postedAt = t), pooledHops));
       steps.push(pooledSteps(stack, s.id, postedAt));
@@ -230,7 +227,6 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
     for (let i = 0; i < RUNS; i++) {
       await idlePooled(api, backend, 1);
       const s = await newSession(direct, backend);
-      sessions.push(s.id);
       straightPooled.push(await firstDelta(direct, s.id, `straight pooled ${i}`, s.sse));
       for (let j = 0; j < 2; j++) straightWarm.push(await firstDelta(direct, s.id, `straight warm ${i}.${j}`, s.sse));
       await s.sse.close();

@@ -112,6 +112,7 @@ export class SessionRunner {
   private cliInput: Promise<void> = Promise.resolve();
   /** Inputs waiting on `cliInput`. With none and `restoring` fulfilled, an input is written at once. */
   private cliInputQueued = 0;
+  /** `restoring` (set once, at the first welcome) is fulfilled. */
   private restored = true;
   /** From the first welcome: the repository to clone before the first CLI, until its clone is committed. */
   private repository: Repository | undefined;
@@ -272,12 +273,11 @@ export class SessionRunner {
       const transcript = welcome.transcript;
       // A workspace nothing was ever stored in: no round trip to the store before the first message.
       const files = welcome.workspaceGeneration === 0 ? Promise.resolve() : this.workspace.pull().then(() => undefined);
-      const restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
-      this.restoring = restoring;
+      this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
       this.restored = false;
-      restoring.then(
+      this.restoring.then(
         () => {
-          if (this.restoring === restoring) this.restored = true;
+          this.restored = true;
         },
         () => undefined,
       );
