@@ -9,7 +9,14 @@
 //       text delta to the wall-clock time it left for the CLI; latency = a viewer's receipt time
 //       − that stamp, i.e. model → CLI → runner → hub → Worker → SSE → client, all on loopback,
 //       all viewers in this one Node process (so their own parsing is included). p50/p99 over
-//       every (viewer, delta) pair; ratios to 1 viewer.
+//       every (viewer, delta) pair; ratios to 1 viewer. `--fanout-deltas` per turn (default 1000, so
+//       even one viewer's p99 is read off 1,000 deliveries rather than its second-slowest of 100),
+//       fewer where that would pass 50,000 deliveries (but never under `--deltas`): 500 viewers
+//       saturate this machine's workerd, and a longer turn only grows the backlog (1,000 deltas to
+//       500 viewers: a 131 s turn, p99 120 s, workerd at 4.9 GB).
+//       Split at the Worker's SSE write (its hop stamp, below): model → Worker SSE write is the
+//       server's part (CLI, runner, hub, the Worker's relay), the rest is wrangler dev's proxy and
+//       this client's own parsing, which share the machine's two cores with the server.
 //   (3) memory from /proc: RSS of each session's runner process and of everything in its process
 //       groups (runner + CLI), and workerd's RSS growth per live session (K sessions, one turn each).
 //   (4) per hop, claude and pi: where a streamed delta's time goes. The runner runs with
@@ -26,7 +33,7 @@
 //       count 3 times on an idle session, to tell memory kept for reuse from memory that grows.
 // The edge's state is on tmpfs where the machine has one (bench/edge-state.ts);
 // `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
-// Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500] [--edge-state-on-disk])
+// Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500] [--fanout-deltas N] [--edge-state-on-disk])
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +57,9 @@ const VIEWERS = arg('--viewers', '1,50,500').split(',').map(Number);
 const SESSIONS = Number(arg('--sessions', '3'));
 const DELTAS = Number(arg('--deltas', '100'));
 const PACE_MS = Number(arg('--pace', '30'));
+const FANOUT_DELTAS = Number(arg('--fanout-deltas', '1000'));
+/** Deltas of the fan-out turn to `n` viewers (see (2) above). */
+const fanoutDeltas = (n: number) => Math.max(DELTAS, Math.min(FANOUT_DELTAS, Math.floor(50_000 / n)));
 const TURN_MS = 180_000;
 
 const now = () => performance.now();
@@ -212,6 +222,9 @@ async function viewerLatency(
   edgeCpu: string;
   p50: number;
   p99: number;
+  /** model → the Worker's SSE write (the server's part), and from there to this client. */
+  server: { p50: number; p99: number };
+  tail: { p50: number; p99: number };
   spreadP50: number;
   spreadP99: number;
   pairs: number;
@@ -244,7 +257,8 @@ async function viewerLatency(
   const rssConnected = workerdPids.map(rssKb);
   let closed = false;
   try {
-    const text = `#offline ${JSON.stringify({ text: 'z'.repeat(DELTAS), chunks: DELTAS, delayMs: PACE_MS })}`;
+    const deltas = fanoutDeltas(n);
+    const text = `#offline ${JSON.stringify({ text: 'z'.repeat(deltas), chunks: deltas, delayMs: PACE_MS })}`;
     const lag = monitorEventLoopDelay({ resolution: 5 });
     lag.enable();
     const cpu0 = process.cpuUsage();
@@ -264,16 +278,23 @@ async function viewerLatency(
     const workerdCpuMs = wcpu() - wcpu0;
     const edgeCpu = edgeProcs.map((p, i) => `${comm(p.pid)}[${p.pid}] ${cpuMs(p.pid) - (ecpu0[i] ?? 0)} ms`).join(', ');
     const lat: number[] = [];
+    const server: number[] = [];
+    const tail: number[] = [];
     const spread: number[] = [];
     const firstById = new Map<string, number>();
     for (const v of viewers)
       for (const e of v.events)
         if (e.event === 'text.delta') firstById.set(e.id, Math.min(firstById.get(e.id) ?? Infinity, e.receivedAt));
     for (const v of viewers) {
-      const deltas = v.events.filter((e) => e.event === 'text.delta' && e.data.messageId === mid);
-      if (deltas.length !== DELTAS) throw new Error(`a viewer got ${deltas.length} of ${DELTAS} deltas`);
-      for (const e of deltas) {
+      const got = v.events.filter((e) => e.event === 'text.delta' && e.data.messageId === mid);
+      if (got.length !== deltas) throw new Error(`a viewer got ${got.length} of ${deltas} deltas`);
+      const hops = hopComments(v.comments);
+      for (const e of got) {
+        const h = hops.get(e.id);
+        if (h === undefined) throw new Error(`delta ${e.id} came without hop stamps (BENCH_HOPS off?)`);
         lat.push(wall(e.receivedAt) - modelStamp(e.data.text));
+        server.push(h.sse - modelStamp(e.data.text));
+        tail.push(wall(e.receivedAt) - h.sse);
         spread.push(e.receivedAt - (firstById.get(e.id) as number));
       }
     }
@@ -286,6 +307,8 @@ async function viewerLatency(
       edgeCpu,
       p50: median(lat),
       p99: quantile(lat, 0.99),
+      server: { p50: median(server), p99: quantile(server, 0.99) },
+      tail: { p50: median(tail), p99: quantile(tail, 0.99) },
       spreadP50: median(spread),
       spreadP99: quantile(spread, 0.99),
       pairs: lat.length,
@@ -469,7 +492,7 @@ async function main() {
       console.log(l);
     };
     out(
-      `machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} every ${PACE_MS} ms, sessions=${SESSIONS}; edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}`,
+      `machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} (fan-out ${FANOUT_DELTAS}) every ${PACE_MS} ms, sessions=${SESSIONS}; edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}`,
     );
 
     const latency: Record<string, Awaited<ReturnType<typeof viewerLatency>>> = {};
@@ -514,6 +537,9 @@ async function main() {
         const base = latency[VIEWERS[0] as number];
         out(
           `(2) ${n} viewer(s): delivery latency p50 ${f1(l.p50)} ms, p99 ${f1(l.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.p50 / (base?.p50 ?? NaN))}x, p99 ${f2(l.p99 / (base?.p99 ?? NaN))}x); spread after the first viewer p50 ${f1(l.spreadP50)} ms, p99 ${f1(l.spreadP99)} ms; ${l.pairs} deliveries; ${n} viewers connected in ${f1(l.openMs)} ms`,
+        );
+        out(
+          `    split at the Worker's SSE write: model → Worker SSE write p50 ${f1(l.server.p50)} ms, p99 ${f1(l.server.p99)} ms (ratio to ${VIEWERS[0]}: p50 ${f2(l.server.p50 / (base?.server.p50 ?? NaN))}x, p99 ${f2(l.server.p99 / (base?.server.p99 ?? NaN))}x); Worker SSE write → client (proxy, client) p50 ${f1(l.tail.p50)} ms, p99 ${f1(l.tail.p99)} ms`,
         );
         const per = (xs: number[]) => xs.map(mib).join(' + ');
         out(

@@ -166,17 +166,31 @@ async function bareTurns(backend: 'claude' | 'pi', modelUrl: string) {
   return { first: median(first), later: median(later) };
 }
 
+/** ms after the POST at which the claim reached the runner, its hub link opened and was welcomed. */
+interface PooledSteps {
+  claimed: number;
+  opened: number;
+  /** The link's WebSocket upgrade, dialled at the claim: the runner to the edge and back (ms). */
+  upgrade: number;
+  linked: number;
+}
+
 /**
  * Where a pooled first message's time goes, from the claimed runner's log (its lines carry the
- * wall clock, as the bench does): ms after the POST at which the claim reached the runner and its
- * hub link was welcomed.
+ * wall clock, as the bench does).
  */
-function pooledSteps(stack: Stack, sessionId: string, postedAt: number): { claimed: number; linked: number } {
+function pooledSteps(stack: Stack, sessionId: string, postedAt: number): PooledSteps {
   const at = (msg: string) => {
     const line = runnerLogLine(stack, sessionId, msg);
     return line === undefined ? Number.NaN : Date.parse(line.t) - postedAt;
   };
-  return { claimed: at('pooled runner claimed'), linked: at('hub link up') };
+  const open = runnerLogLine(stack, sessionId, 'hub link open') as { upgradeMs?: number } | undefined;
+  return {
+    claimed: at('pooled runner claimed'),
+    opened: at('hub link open'),
+    upgrade: open?.upgradeMs ?? Number.NaN,
+    linked: at('hub link up'),
+  };
 }
 
 /** The first line with this `msg` in the log of the runner that served the session. */
@@ -197,7 +211,7 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
   const pooled: number[] = [];
   const warmHops = new PartTimes();
   const pooledHops = new PartTimes();
-  const steps: Array<{ claimed: number; linked: number }> = [];
+  const steps: PooledSteps[] = [];
   const aheadPooled: Array<{ toReady: number; first: number }> = [];
   const aheadCold: Array<{ toReady: number; first: number }> = [];
   const sentAtOnce: Array<{ first: number; warmUpSteps: number }> = [];
@@ -272,7 +286,8 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
   );
   console.log(
     `  pooled first message, ms after the POST (medians): the claim reaches the runner +${f0(median(steps.map((x) => x.claimed)))}, ` +
-      `its hub link is welcomed +${f0(median(steps.map((x) => x.linked)))}, the first delta at the client +${f0(p)}`,
+      `its hub link opens +${f0(median(steps.map((x) => x.opened)))} (the upgrade ${f1(median(steps.map((x) => x.upgrade)))} ms) ` +
+      `and is welcomed +${f0(median(steps.map((x) => x.linked)))}, the first delta at the client +${f0(p)}`,
   );
   console.log('  per hop, medians (ms): warm turn / pooled first message');
   const pooledParts = new Map(pooledHops.medians());

@@ -36,6 +36,11 @@ describe('the hub link', () => {
     faults.holdWelcome(session.sessionId, false);
     faults.pauseAcks(session.sessionId, false);
     await runner.waitForLog((l) => l.msg === 'hub link up' && l.first === false, 'the second welcome');
+    // Each dial's upgrade is logged with how long the edge took to answer it.
+    expect(runner.logs.filter((l) => l.msg === 'hub link open').map((l) => typeof l.upgradeMs)).toEqual([
+      'number',
+      'number',
+    ]);
     faults.ackNow(session.sessionId);
     const next = await session.sendMessage(`after-${marker}`);
     await waitTurnDone(session, next.messageId);

@@ -51,6 +51,14 @@ const MAX_BATCH_EVENTS = 1000;
 const FATAL_CLOSE_CODES = new Set<number>(Object.values(RunnerCloseCode));
 const FATAL_HTTP = new Set([401, 403, 404, 409]);
 
+/** A socket's WebSocket upgrade: when it was sent and, once answered, how long that took (ms). */
+interface Upgrade {
+  sentAt: number;
+  ms?: number;
+}
+/** Each dialled socket's upgrade, for the 'hub link open' line (the dial to the edge and back). */
+const upgrades = new WeakMap<WebSocket, Upgrade>();
+
 /**
  * The runner's WebSocket to the hub: dials out, says hello, streams sequenced frames from the
  * buffer right behind it (the hub handles a link's frames in order, so they are taken once the
@@ -115,12 +123,18 @@ export class HubLink {
     const u = new URL(url);
     u.searchParams.set('session', sessionId);
     const WebSocketClient = await loadWebSocket();
-    return new WebSocketClient(u, {
+    const ws = new WebSocketClient(u, {
       headers: { authorization: `Bearer ${token}` },
       handshakeTimeout: timeoutMs,
       maxPayload: 64 * 1024 * 1024,
       perMessageDeflate: false,
     });
+    const upgrade: Upgrade = { sentAt: performance.now() };
+    upgrades.set(ws, upgrade);
+    ws.once('open', () => {
+      upgrade.ms = Math.round((performance.now() - upgrade.sentAt) * 10) / 10;
+    });
+    return ws;
   }
 
   /** `early`: a socket from `HubLink.dial` for the same hub, session and token, used if it is still up. */
@@ -224,6 +238,8 @@ export class HubLink {
       this.helloSent = true;
       this.sentSeq = this.o.buffer.ackedSeq;
       this.flush();
+      // After the hello and what follows it: how long the dial to the edge and back took.
+      this.o.log.info('hub link open', { upgradeMs: upgrades.get(ws)?.ms });
     };
     // An early socket may already be open; the hub says nothing before the hello, so nothing was missed.
     if (ws.readyState === ReadyState.OPEN) hello();
