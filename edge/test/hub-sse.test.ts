@@ -10,6 +10,8 @@ import {
 } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ULID_PATTERN } from '../src/ids.ts';
+import { EventLog } from '../src/hub/event-log.ts';
+import type { Meta } from '../src/hub/lifecycle.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { type DecodedViewerFrame, decodeViewerFrame } from '../src/hub/viewer-frames.ts';
 import { DEFAULT_HEARTBEAT_MS, heartbeatMs, MAX_HEARTBEAT_MS } from '../src/sessions/sse.ts';
@@ -428,6 +430,38 @@ describe('fan-out', () => {
     expectStrictlyIncreasing(ids);
     expect(ids).toEqual(await logIds(sid));
     await sse.close();
+    runner.close();
+  });
+
+  it("a streamed frame rewrites no meta row; meta is brought up to the log's last event when the hub wakes", async () => {
+    const ctx = await hubContext();
+    const { sid, runner, mid } = await busySession(ctx);
+    const seqs = runner.events(deltas(5), mid);
+    await runner.waitAck(seqs.at(-1) as number);
+    const counters = (m: Meta) => ({
+      lastEventId: m.lastEventId,
+      logBytes: m.logBytes,
+      lastActivityAt: m.lastActivityAt,
+    });
+    const read = () =>
+      runInDurableObject(hubStub(sid), (hub, state) => ({
+        // The hub's meta is private; the test reads what the running object holds.
+        live: counters((hub as unknown as { hub: { meta: Meta } }).hub.meta),
+        saved: JSON.parse(state.storage.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'hub'").one().v) as Meta,
+        loaded: counters(new EventLog(state.storage).loadMeta()),
+      }));
+    const before = await read();
+    const ids = await logIds(sid);
+    expect(before.live.lastEventId).toBe(ids.at(-1));
+    // The deltas' frames left the saved row behind the log...
+    expect(before.saved.lastEventId).not.toBe(ids.at(-1));
+    // ...and loading meta counts them back in: the same counters the running hub holds.
+    expect(before.loaded).toEqual(before.live);
+    await evictDurableObject(hubStub(sid));
+    expect((await read()).live).toEqual(before.live);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await until('the turn to end', async () => (await read()).saved.turn === null);
+    expect((await read()).saved.lastEventId).toBe((await logIds(sid)).at(-1));
     runner.close();
   });
 

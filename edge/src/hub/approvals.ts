@@ -191,6 +191,7 @@ export class HubApprovals {
           sent ? 0 : 1,
           approvalId,
         );
+        return 'changed';
       },
     );
     this.#hub.broadcast(stored);

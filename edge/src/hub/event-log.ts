@@ -1,7 +1,7 @@
 import { AgentEventSchema, type AgentEvent, type UserMessage } from '@switchyard/protocol';
 import { freshMeta, type Meta } from './lifecycle.ts';
 import type { TranscriptEntry } from './types.ts';
-import { nextUlid } from './ulid.ts';
+import { nextUlid, ulidTime } from './ulid.ts';
 import { REPLAY_PAGE_BYTES, REPLAY_PAGE_EVENTS, type StoredEvent } from './viewer-frames.ts';
 
 // A session hub's SQLite storage: the lifecycle record (one JSON row), the event log, the
@@ -12,6 +12,14 @@ import { REPLAY_PAGE_BYTES, REPLAY_PAGE_EVENTS, type StoredEvent } from './viewe
 const utf8 = new TextEncoder();
 
 export type LogItem = { event: AgentEvent; messageId?: string | undefined };
+
+/**
+ * What an append's `also` did to meta: 'changed' saves meta in the append's transaction (as an
+ * append without `also` does); 'log-only' means meta changed only in what `loadMeta` recovers
+ * from the log itself (lastEventId, logBytes, lastActivityAt), so its row is not rewritten. A
+ * streamed delta's frame is the common case: one row fewer written per frame.
+ */
+export type MetaTouch = 'changed' | 'log-only';
 
 export class EventLog {
   readonly #storage: DurableObjectStorage;
@@ -32,10 +40,25 @@ export class EventLog {
     `);
   }
 
+  /** Meta as saved, brought up to the log's last event (appends need not rewrite it: `MetaTouch`). */
   loadMeta(): Meta {
     const row = this.#sql.exec<{ v: string }>('SELECT v FROM meta WHERE k = ?', 'hub').toArray()[0];
-    if (row === undefined) return freshMeta();
-    return { ...freshMeta(), ...(JSON.parse(row.v) as Partial<Meta>) };
+    const saved = row === undefined ? freshMeta() : { ...freshMeta(), ...(JSON.parse(row.v) as Partial<Meta>) };
+    // Events after the saved lastEventId were appended without a meta save: their bytes, the
+    // last id, and its time as the last activity (ids are ULIDs of the hub's clock at the append).
+    const tail = this.#sql
+      .exec<{ last: string | null; bytes: number | null }>(
+        'SELECT max(id) AS last, sum(length(CAST(data AS BLOB))) AS bytes FROM events WHERE id > ?',
+        saved.lastEventId ?? '',
+      )
+      .one();
+    if (tail.last === null) return saved;
+    return {
+      ...saved,
+      lastEventId: tail.last,
+      logBytes: (saved.logBytes ?? 0) + (tail.bytes ?? 0),
+      lastActivityAt: Math.max(saved.lastActivityAt, ulidTime(tail.last)),
+    };
   }
 
   saveMeta(meta: Meta): void {
@@ -52,10 +75,10 @@ export class EventLog {
 
   /**
    * Appends events with ids after `meta.lastEventId`, counts their bytes into `meta.logBytes`,
-   * runs `also` and saves meta, all in one transaction. On a throw the disk is rolled back but
-   * `meta` is not: the caller reloads it.
+   * runs `also` and saves meta unless `also` says 'log-only', all in one transaction. On a throw
+   * the disk is rolled back but `meta` is not: the caller reloads it.
    */
-  append(meta: Meta, items: LogItem[], now: number, also?: () => void): StoredEvent[] {
+  append(meta: Meta, items: LogItem[], now: number, also?: () => MetaTouch): StoredEvent[] {
     const stored: StoredEvent[] = [];
     this.transaction(() => {
       let last = meta.lastEventId;
@@ -75,8 +98,7 @@ export class EventLog {
         meta.logBytes = (meta.logBytes ?? 0) + utf8.encode(data).byteLength;
       }
       meta.lastEventId = last;
-      also?.();
-      this.saveMeta(meta);
+      if (also?.() !== 'log-only') this.saveMeta(meta);
     });
     return stored;
   }

@@ -10,7 +10,7 @@ import { claimPooledRunner, mayUsePool } from '../pool/claim.ts';
 import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { repositoryAllowLoopback } from '../sessions/repository-policy.ts';
 import { HubApprovals } from './approvals.ts';
-import { EventLog, type LogItem } from './event-log.ts';
+import { EventLog, type LogItem, type MetaTouch } from './event-log.ts';
 import {
   deriveState,
   endsTurnWithLaunch,
@@ -77,7 +77,7 @@ export class HubCore {
   }
 
   /** Appends events to the log (one transaction with `also`), returning what was stored. */
-  append(items: LogItem[], also?: () => void): StoredEvent[] {
+  append(items: LogItem[], also?: () => MetaTouch): StoredEvent[] {
     try {
       return this.log.append(this.meta, items, this.now, also);
     } catch (err) {

@@ -40,6 +40,13 @@ function incrementUlid(id: string): string {
 }
 
 /** A ULID for `now` that sorts strictly after `last` (when given). */
+/** The time part of a ULID, in milliseconds (the inverse of its first ten characters' encoding). */
+export function ulidTime(id: string): number {
+  let t = 0;
+  for (const c of id.slice(0, TIME_LEN)) t = t * 32 + ALPHABET.indexOf(c);
+  return t;
+}
+
 export function nextUlid(now: number, last: string | null): string {
   const fresh = encodeTime(now) + randomPart();
   if (last === null || fresh > last) return fresh;

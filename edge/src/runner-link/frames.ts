@@ -268,10 +268,10 @@ export class RunnerFrames {
       this.#hub.log.setHeldSeq(runnerId, held);
       if (fresh.length > 0) this.#hub.meta.lastActivityAt = this.#hub.now;
       doneTurn = closesTurn(this.#hub.meta.turn, fresh);
-      if (doneTurn) {
-        this.#hub.meta.turn = null;
-        if (this.#hub.meta.launch !== null) this.#hub.meta.launch.turns += 1;
-      }
+      if (!doneTurn) return 'log-only';
+      this.#hub.meta.turn = null;
+      if (this.#hub.meta.launch !== null) this.#hub.meta.launch.turns += 1;
+      return 'changed';
     });
     if (hubIn !== undefined && sentAt !== undefined) stampHops(stored, fresh, sentAt, hubIn);
     // Durable first, then out to viewers, then acked.
