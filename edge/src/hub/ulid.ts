@@ -39,7 +39,6 @@ function incrementUlid(id: string): string {
   throw new Error('ULID space exhausted');
 }
 
-/** A ULID for `now` that sorts strictly after `last` (when given). */
 /** The time part of a ULID, in milliseconds (the inverse of its first ten characters' encoding). */
 export function ulidTime(id: string): number {
   let t = 0;
@@ -47,6 +46,7 @@ export function ulidTime(id: string): number {
   return t;
 }
 
+/** A ULID for `now` that sorts strictly after `last` (when given). */
 export function nextUlid(now: number, last: string | null): string {
   const fresh = encodeTime(now) + randomPart();
   if (last === null || fresh > last) return fresh;

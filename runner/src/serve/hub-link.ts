@@ -123,13 +123,13 @@ export class HubLink {
     const u = new URL(url);
     u.searchParams.set('session', sessionId);
     const WebSocketClient = await loadWebSocket();
+    const upgrade: Upgrade = { sentAt: performance.now() };
     const ws = new WebSocketClient(u, {
       headers: { authorization: `Bearer ${token}` },
       handshakeTimeout: timeoutMs,
       maxPayload: 64 * 1024 * 1024,
       perMessageDeflate: false,
     });
-    const upgrade: Upgrade = { sentAt: performance.now() };
     upgrades.set(ws, upgrade);
     ws.once('open', () => {
       upgrade.ms = Math.round((performance.now() - upgrade.sentAt) * 10) / 10;
