@@ -180,16 +180,13 @@ interface PooledSteps {
  * wall clock, as the bench does).
  */
 function pooledSteps(stack: Stack, sessionId: string, postedAt: number): PooledSteps {
-  const at = (msg: string) => {
-    const line = runnerLogLine(stack, sessionId, msg);
-    return line === undefined ? Number.NaN : Date.parse(line.t) - postedAt;
-  };
-  const open = runnerLogLine(stack, sessionId, 'hub link open') as { upgradeMs?: number } | undefined;
+  const after = (line: { t: string } | undefined) => (line === undefined ? Number.NaN : Date.parse(line.t) - postedAt);
+  const open = runnerLogLine(stack, sessionId, 'hub link open') as { t: string; upgradeMs?: number } | undefined;
   return {
-    claimed: at('pooled runner claimed'),
-    opened: at('hub link open'),
+    claimed: after(runnerLogLine(stack, sessionId, 'pooled runner claimed')),
+    opened: after(open),
     upgrade: open?.upgradeMs ?? Number.NaN,
-    linked: at('hub link up'),
+    linked: after(runnerLogLine(stack, sessionId, 'hub link up')),
   };
 }
 

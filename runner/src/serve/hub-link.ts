@@ -51,13 +51,8 @@ const MAX_BATCH_EVENTS = 1000;
 const FATAL_CLOSE_CODES = new Set<number>(Object.values(RunnerCloseCode));
 const FATAL_HTTP = new Set([401, 403, 404, 409]);
 
-/** A socket's WebSocket upgrade: when it was sent and, once answered, how long that took (ms). */
-interface Upgrade {
-  sentAt: number;
-  ms?: number;
-}
-/** Each dialled socket's upgrade, for the 'hub link open' line (the dial to the edge and back). */
-const upgrades = new WeakMap<WebSocket, Upgrade>();
+/** How long each dialled socket's upgrade took once answered (ms), for the 'hub link open' line. */
+const upgradeMs = new WeakMap<WebSocket, number>();
 
 /**
  * The runner's WebSocket to the hub: dials out, says hello, streams sequenced frames from the
@@ -123,17 +118,14 @@ export class HubLink {
     const u = new URL(url);
     u.searchParams.set('session', sessionId);
     const WebSocketClient = await loadWebSocket();
-    const upgrade: Upgrade = { sentAt: performance.now() };
+    const sentAt = performance.now();
     const ws = new WebSocketClient(u, {
       headers: { authorization: `Bearer ${token}` },
       handshakeTimeout: timeoutMs,
       maxPayload: 64 * 1024 * 1024,
       perMessageDeflate: false,
     });
-    upgrades.set(ws, upgrade);
-    ws.once('open', () => {
-      upgrade.ms = Math.round((performance.now() - upgrade.sentAt) * 10) / 10;
-    });
+    ws.once('open', () => upgradeMs.set(ws, Math.round((performance.now() - sentAt) * 10) / 10));
     return ws;
   }
 
@@ -239,7 +231,7 @@ export class HubLink {
       this.sentSeq = this.o.buffer.ackedSeq;
       this.flush();
       // After the hello and what follows it: how long the dial to the edge and back took.
-      this.o.log.info('hub link open', { upgradeMs: upgrades.get(ws)?.ms });
+      this.o.log.info('hub link open', { upgradeMs: upgradeMs.get(ws) });
     };
     // An early socket may already be open; the hub says nothing before the hello, so nothing was missed.
     if (ws.readyState === ReadyState.OPEN) hello();
