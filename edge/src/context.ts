@@ -1,4 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { ResolvedToken } from './auth/token-store.ts';
 import type { TokenKind } from './auth/tokens.ts';
 import type { Clock } from './clock.ts';
 import type { BackendProbe } from './settings/backend-probe.ts';
@@ -26,9 +27,15 @@ export interface AuthContext {
   via: 'bearer' | 'cookie';
 }
 
+/** A token lookup started ahead of `authenticate` (batched with the request's own reads). */
+export interface TokenLookup {
+  secret: string;
+  resolved: Promise<ResolvedToken | null>;
+}
+
 export type AppEnv = {
   Bindings: Env;
-  Variables: { auth: AuthContext };
+  Variables: { auth: AuthContext; tokenLookup?: TokenLookup };
 };
 
 /** Every router of the API: invalid input becomes the API's 400. `E` adds router-local variables. */

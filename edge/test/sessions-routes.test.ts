@@ -28,29 +28,38 @@ type TranscriptEntry = SessionTranscript['messages'][number];
 
 afterEach(() => setHubRuntimeForTests({}));
 
-/** env.DB, noting when each statement's query starts and ends (the Worker's reads, not the hub's). */
-function recordingDb(db: D1Database, marks: Array<{ sql: string; at: 'start' | 'end' }>): D1Database {
+/**
+ * env.DB, noting each round trip the Worker makes (not the hub's): the SQL of the statement it
+ * ran, or of every statement of a batch.
+ */
+function recordingDb(db: D1Database, trips: string[][]): D1Database {
   const terminal = new Set(['first', 'all', 'run', 'raw']);
-  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement =>
-    new Proxy(stmt, {
+  const sqlOf = new WeakMap<D1PreparedStatement, { target: D1PreparedStatement; sql: string }>();
+  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const proxy = new Proxy(stmt, {
       get(target, prop) {
         if (prop === 'bind') return (...values: unknown[]) => wrap(target.bind(...values), sql);
         const value: unknown = Reflect.get(target, prop, target);
         if (typeof value !== 'function') return value;
         if (!terminal.has(String(prop))) return value.bind(target);
-        return async (...args: unknown[]) => {
-          marks.push({ sql, at: 'start' });
-          try {
-            return await value.apply(target, args);
-          } finally {
-            marks.push({ sql, at: 'end' });
-          }
+        return (...args: unknown[]) => {
+          trips.push([sql]);
+          return value.apply(target, args);
         };
       },
     });
+    sqlOf.set(proxy, { target: stmt, sql });
+    return proxy;
+  };
   return new Proxy(db, {
     get(target, prop) {
       if (prop === 'prepare') return (sql: string) => wrap(target.prepare(sql), sql);
+      if (prop === 'batch')
+        return (statements: D1PreparedStatement[]) => {
+          const real = statements.map((s) => sqlOf.get(s) ?? { target: s, sql: '?' });
+          trips.push(real.map((r) => r.sql));
+          return target.batch(real.map((r) => r.target));
+        };
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
@@ -305,39 +314,55 @@ describe('POST /api/sessions/:id/messages', () => {
     expectError(await postMessage(ctx, sid, 'second'), 409, 'conflict');
   });
 
-  it('reads the session (and for a message the settings, once) alongside the token, not after it; only for a request that carries a token', async () => {
+  it('reads the token, the session and (for a message) the settings in one D1 round trip; nothing for a request that carries no token it would look up', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    const marks: Array<{ sql: string; at: 'start' | 'end' }> = [];
-    const DB = recordingDb(env.DB, marks);
+    const trips: string[][] = [];
+    const DB = recordingDb(env.DB, trips);
+    const token = /FROM auth_tokens t JOIN users/;
+    const session = /FROM sessions WHERE id/;
+    const settings = /FROM settings/;
+    const reads = () => trips.filter((t) => t.some((sql) => [token, session, settings].some((r) => r.test(sql))));
+    const shape = (trip: string[] | undefined) =>
+      (trip ?? []).map((sql) => [token, session, settings].findIndex((r) => r.test(sql)));
+
     const sent = await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
       token: ctx.token,
       body: { text: 'x' },
       env: { DB },
     });
     expect(sent.status).toBe(202);
-    const index = (pattern: RegExp, at: 'start' | 'end') => marks.findIndex((m) => m.at === at && pattern.test(m.sql));
-    const token = /FROM auth_tokens t JOIN users/;
-    const session = /FROM sessions WHERE id/;
-    const settings = /FROM settings/;
-    expect(index(token, 'end')).toBeGreaterThan(-1);
-    // Both reads were on their way before the token lookup came back.
-    expect(index(session, 'start')).toBeGreaterThan(-1);
-    expect(index(session, 'start')).toBeLessThan(index(token, 'end'));
-    expect(index(settings, 'start')).toBeLessThan(index(token, 'end'));
-    // Read once: the message size check and the launch take the settings already read.
-    expect(marks.filter((m) => m.at === 'start' && settings.test(m.sql))).toHaveLength(1);
-    marks.length = 0;
+    // One batch: the token, the session, the settings (the size check and the launch take these).
+    expect(reads().map(shape)).toEqual([[0, 1, 2]]);
+
+    trips.length = 0;
     expect((await call(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token, env: { DB } })).status).toBe(200);
-    expect(index(session, 'start')).toBeGreaterThan(-1);
-    expect(index(session, 'start')).toBeLessThan(index(token, 'end'));
-    // Without a credential nothing is read for the session; the answer is the same 401.
-    marks.length = 0;
+    expect(reads().map(shape)).toEqual([[0, 1]]);
+
+    // The same with the session cookie of a page of this app.
+    trips.length = 0;
+    expect((await call(ctx.app, 'GET', `/api/sessions/${sid}`, { cookie: ctx.token, env: { DB } })).status).toBe(200);
+    expect(reads().map(shape)).toEqual([[0, 1]]);
+
+    // Without a credential nothing is read; the answer is the same 401.
+    trips.length = 0;
     expectError(
       await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, { body: { text: 'x' }, env: { DB } }),
       401,
     );
-    expect(marks.filter((m) => session.test(m.sql))).toEqual([]);
+    expect(trips).toEqual([]);
+    // A forged cross-site cookie request is refused before any token is looked up.
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
+        cookie: ctx.token,
+        origin: 'https://evil.example',
+        body: { text: 'x' },
+        env: { DB },
+      }),
+      403,
+      'csrf_rejected',
+    );
+    expect(trips).toEqual([]);
     // A token-shaped credential that is not valid gets the 401 and nothing of what was read.
     const forged = await call(ctx.app, 'POST', `/api/sessions/${sid}/messages`, {
       token: `${ctx.token.slice(0, -4)}AAAA`,

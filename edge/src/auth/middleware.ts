@@ -13,13 +13,16 @@ export function originCheckOf<E extends AppEnv>(c: Context<E>): OriginCheck {
 }
 
 /**
- * Whether the request carries something shaped like a token where `authenticate` looks for one
- * (the bearer header, else the session cookie). Says nothing of whether it is valid.
+ * The secret `authenticate` would look up for this request, if it gets that far: a token-shaped
+ * bearer token, else a token-shaped session cookie on a request that passes the CSRF origin check.
+ * Says nothing of whether it is valid. Lets a router start the lookup ahead, in one D1 batch with
+ * its own reads (sessions/access.ts), and never for a request `authenticate` refuses unread.
  */
-export function carriesToken<E extends AppEnv>(c: Context<E>): boolean {
+export function tokenToLookUp<E extends AppEnv>(c: Context<E>): string | undefined {
   const header = c.req.header('Authorization');
+  if (header === undefined && isUnsafeMethod(c.req.method) && !originAllowed(originCheckOf(c))) return undefined;
   const secret = header !== undefined ? bearerToken(header) : readSessionCookie(c);
-  return secret !== undefined && TOKEN_PATTERN.test(secret);
+  return secret !== undefined && TOKEN_PATTERN.test(secret) ? secret : undefined;
 }
 
 /**
@@ -56,7 +59,8 @@ export function authenticate<E extends AppEnv = AppEnv>(deps: AppDeps): Middlewa
     }
     if (!TOKEN_PATTERN.test(secret)) return apiError(c, 401, 'unauthenticated', 'invalid, expired or revoked token');
     const now = deps.clock();
-    const resolved = await resolveToken(c.env.DB, secret, now);
+    const early = c.get('tokenLookup');
+    const resolved = await (early?.secret === secret ? early.resolved : resolveToken(c.env.DB, secret, now));
     if (resolved === null) return apiError(c, 401, 'unauthenticated', 'invalid, expired or revoked token');
     await touchToken(c.env.DB, resolved, now);
     c.set('auth', { user: resolved.user, tokenId: resolved.tokenId, kind: resolved.kind, via });

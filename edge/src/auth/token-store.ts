@@ -53,30 +53,41 @@ export async function issueToken(
   return { row, secret };
 }
 
-interface ResolvedToken {
+export interface ResolvedToken {
   tokenId: string;
   kind: TokenKind;
   lastUsedAt: number | null;
   user: { id: string; username: string; role: Role };
 }
 
+/** The row `resolveTokenStatement` reads. */
+export interface ResolvedTokenRow {
+  token_id: string;
+  kind: TokenKind;
+  last_used_at: number | null;
+  user_id: string;
+  username: string;
+  role: Role;
+}
+
 /** The live token behind a secret: not revoked, not expired, owner not disabled. */
 export async function resolveToken(db: D1Database, secret: string, now: number): Promise<ResolvedToken | null> {
-  const row = await db
+  return resolvedToken(await (await resolveTokenStatement(db, secret, now)).first<ResolvedTokenRow>());
+}
+
+/** `resolveToken`'s read as a statement, to batch with the reads of the request it authenticates. */
+export async function resolveTokenStatement(db: D1Database, secret: string, now: number): Promise<D1PreparedStatement> {
+  return db
     .prepare(
       `SELECT t.id AS token_id, t.kind, t.last_used_at, u.id AS user_id, u.username, u.role
        FROM auth_tokens t JOIN users u ON u.id = t.user_id
        WHERE t.token_hash = ? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.disabled = 0`,
     )
-    .bind(await hashToken(secret), now)
-    .first<{
-      token_id: string;
-      kind: TokenKind;
-      last_used_at: number | null;
-      user_id: string;
-      username: string;
-      role: Role;
-    }>();
+    .bind(await hashToken(secret), now);
+}
+
+/** What `resolveTokenStatement` read: its row, or null for no live token. */
+export function resolvedToken(row: ResolvedTokenRow | null): ResolvedToken | null {
   if (row === null) return null;
   return {
     tokenId: row.token_id,

@@ -1,11 +1,18 @@
 import type { MiddlewareHandler } from 'hono';
 import { auditInsert } from '../audit/store.ts';
-import { carriesToken } from '../auth/middleware.ts';
-import type { AppDeps, AuthContext } from '../context.ts';
+import { tokenToLookUp } from '../auth/middleware.ts';
+import { type ResolvedTokenRow, resolvedToken, resolveTokenStatement } from '../auth/token-store.ts';
+import type { AppDeps, AuthContext, TokenLookup } from '../context.ts';
 import { apiError } from '../errors.ts';
 import { ULID_PATTERN } from '../ids.ts';
-import { readSettings, type StoredSettings } from '../settings/store.ts';
-import { findSession, type SessionRow } from './store.ts';
+import {
+  readSettings,
+  readSettingsStatement,
+  type SettingsRow,
+  type StoredSettings,
+  storedSettings,
+} from '../settings/store.ts';
+import { findSession, findSessionStatement, type SessionRow } from './store.ts';
 
 // Who may reach a session through /api/sessions/:id, and the session's hub.
 
@@ -16,6 +23,7 @@ export type SessionsEnv = {
   Bindings: Env;
   Variables: {
     auth: AuthContext;
+    tokenLookup?: TokenLookup;
     session: SessionRow;
     settings?: StoredSettings;
     /** `readSessionEarly`'s read, started before the caller was authenticated. */
@@ -30,20 +38,33 @@ function readSession(db: D1Database, id: string, withSettings: boolean): Session
 }
 
 /**
- * Starts `sessionAccess`'s D1 read before the caller is authenticated, so the token lookup and
- * the session read are one round trip instead of two in a row (a message's way to its runner, a
- * viewer's (re)subscription, the session itself). Registered ahead of `authenticate`, for
- * requests that carry something shaped like a token; what it reads is used only once
- * `sessionAccess` has let the caller in.
+ * Reads what `authenticate` and `sessionAccess` need in one D1 batch, before either runs: the
+ * caller's token, the session and, where asked, the settings. One round trip instead of a token
+ * lookup and a session read side by side (a message's way to its runner, a viewer's
+ * (re)subscription, the session itself), which D1 serves one after another. Registered ahead of `authenticate`, for requests
+ * that carry a token `authenticate` would look up (`tokenToLookUp`); what it reads is used only
+ * once `authenticate` and `sessionAccess` have let the caller in.
  */
-export function readSessionEarly(o: { withSettings?: boolean } = {}): MiddlewareHandler<SessionsEnv> {
+export function readSessionEarly(deps: AppDeps, o: { withSettings?: boolean } = {}): MiddlewareHandler<SessionsEnv> {
   return async (c, next) => {
     const id = c.req.param('id') ?? '';
-    if (ULID_PATTERN.test(id) && carriesToken(c)) {
+    const secret = ULID_PATTERN.test(id) ? tokenToLookUp(c) : undefined;
+    if (secret !== undefined) {
       const withSettings = o.withSettings === true;
-      const read = readSession(c.env.DB, id, withSettings);
-      // A caller authenticate refuses never awaits it.
+      const db = c.env.DB;
+      const batch = resolveTokenStatement(db, secret, deps.clock()).then((token) =>
+        db.batch([token, findSessionStatement(db, id), ...(withSettings ? [readSettingsStatement(db)] : [])]),
+      );
+      const first = <T>(i: number) => batch.then((results) => (results[i]?.results[0] as T | undefined) ?? null);
+      const resolved = first<ResolvedTokenRow>(0).then(resolvedToken);
+      const read: SessionRead = Promise.all([
+        first<SessionRow>(1),
+        withSettings ? first<SettingsRow>(2).then(storedSettings) : undefined,
+      ]);
+      // What a refused caller never awaits must not end as an unhandled rejection.
       read.catch(() => undefined);
+      resolved.catch(() => undefined);
+      c.set('tokenLookup', { secret, resolved });
       c.set('earlyRead', { withSettings, read });
     }
     await next();

@@ -257,10 +257,10 @@ export function sessionRoutes(deps: AppDeps) {
     c.set('arrivedAt', Date.now());
     await next();
   });
-  app.use('/:id/messages', readSessionEarly({ withSettings: true }));
-  app.use('/:id/start', readSessionEarly({ withSettings: true }));
-  app.use('/:id/events', readSessionEarly());
-  app.use('/:id', readSessionEarly());
+  app.use('/:id/messages', readSessionEarly(deps, { withSettings: true }));
+  app.use('/:id/start', readSessionEarly(deps, { withSettings: true }));
+  app.use('/:id/events', readSessionEarly(deps));
+  app.use('/:id', readSessionEarly(deps));
   app.use('*', authenticate<SessionsEnv>(deps));
   const smallBody = limitBody(CREATE_BODY_LIMIT, (c) =>
     apiError(c, 413, 'payload_too_large', `request body exceeds ${CREATE_BODY_LIMIT} bytes`),

@@ -80,7 +80,12 @@ export async function insertSession(
 }
 
 export async function findSession(db: D1Database, id: string): Promise<SessionRow | null> {
-  return db.prepare('SELECT * FROM sessions WHERE id = ?').bind(id).first<SessionRow>();
+  return findSessionStatement(db, id).first<SessionRow>();
+}
+
+/** `findSession`'s read as a statement, to batch; its row is a `SessionRow`. */
+export function findSessionStatement(db: D1Database, id: string): D1PreparedStatement {
+  return db.prepare('SELECT * FROM sessions WHERE id = ?').bind(id);
 }
 
 export async function listUserSessions(

@@ -6,10 +6,23 @@ export interface StoredSettings {
   version: number;
 }
 
+/** The settings row as stored: the JSON document and its compare-and-set version. */
+export interface SettingsRow {
+  value: string;
+  version: number;
+}
+
 export async function readSettings(db: D1Database): Promise<StoredSettings> {
-  const row = await db
-    .prepare('SELECT value, version FROM settings WHERE id = 1')
-    .first<{ value: string; version: number }>();
+  return storedSettings(await readSettingsStatement(db).first<SettingsRow>());
+}
+
+/** `readSettings`'s read as a statement, to batch with the reads of the request that needs them. */
+export function readSettingsStatement(db: D1Database): D1PreparedStatement {
+  return db.prepare('SELECT value, version FROM settings WHERE id = 1');
+}
+
+/** The settings from what `readSettingsStatement` read (defaults for no row). */
+export function storedSettings(row: SettingsRow | null): StoredSettings {
   if (row === null) return { settings: settingsFromStored({}), version: 0 };
   let parsed: unknown = {};
   try {
