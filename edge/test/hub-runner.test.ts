@@ -138,6 +138,43 @@ describe('runner link: hello, welcome, sequencing', () => {
     expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
   });
 
+  it("acks a streaming turn's frames together and the frame that ends the turn at once", async () => {
+    // Longer than the test: only the turn's end can bring an ack here.
+    const ctx = await hubContext({ ackDelayMs: 600_000 });
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    const sse = await SseReader.open(ctx, sid);
+    for (const text of ['a', 'b', 'c']) runner.events([{ type: 'text.delta', index: 0, text }], mid);
+    await sse.waitFor('three deltas, stored and broadcast', () => sse.ofType('text.delta').length === 3);
+    expect(runner.of('ack').filter((a) => a.seq >= 1)).toEqual([]);
+    const [done] = runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await runner.waitAck(done ?? 0);
+    // One ack covers the whole turn.
+    expect(runner.of('ack').filter((a) => a.seq >= 1)).toEqual([{ type: 'ack', seq: 4 }]);
+    await sse.close();
+    runner.close();
+  });
+
+  it('acks frames that do not end a turn within the ack delay, one ack for those stored by then', async () => {
+    const ctx = await hubContext({ ackDelayMs: 50 });
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.send({
+      type: 'events',
+      events: ['a', 'b'].map((text, i) => ({
+        seq: i + 1,
+        event: { type: 'text.delta' as const, index: 0, text },
+        messageId: mid,
+      })),
+    });
+    runner.seq = 2;
+    await runner.waitAck(2);
+    expect(runner.of('ack').filter((a) => a.seq >= 1)).toEqual([{ type: 'ack', seq: 2 }]);
+    runner.close();
+  });
+
   it('does not ack or broadcast events it failed to store; the resend is stored once', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);

@@ -20,6 +20,8 @@ export interface HubTimings {
   replyTimeoutMs: number;
   /** Bytes of event JSON one session's log may hold; a runner batch past it ends the session's turns. */
   logMaxBytes: number;
+  /** How long the acks of a streaming turn's frames wait to go out together (runner-link/acks.ts); 0: at once. */
+  ackDelayMs: number;
   /** Bench only (BENCH_HOPS=1): pass runners' hop stamps on to viewers with the hub's (protocol bench-hops.ts). */
   benchHops?: boolean;
 }
@@ -62,6 +64,7 @@ export function timingsFromEnv(env: Env): HubTimings {
     replyTimeoutMs: 10_000,
     // Far above any real conversation, far below a Durable Object's storage.
     logMaxBytes: mebibytes(env.SESSION_LOG_MAX_MB, 256, 1, 10_240),
+    ackDelayMs: 250,
     benchHops: env.BENCH_HOPS === '1',
   };
 }

@@ -10,6 +10,7 @@ import {
 } from '@switchyard/protocol';
 import type { HubCore, Reply } from '../hub/hub-core.ts';
 import { byeOutcome, checkSeq, closesTurn, type LaunchRecord } from '../hub/lifecycle.ts';
+import { FrameAcks } from './acks.ts';
 import { attachmentOf, BOOTSTRAP_SPENT, closeQuietly, isOpen, type RunnerAttachment } from './sockets.ts';
 import { putTranscript, readTranscript } from '../hub/transcript-store.ts';
 import { pendingRepository } from '../hub/pending-repository.ts';
@@ -30,9 +31,14 @@ export const LOG_FULL_MESSAGE = (max: number) =>
 
 export class RunnerFrames {
   readonly #hub: HubCore;
+  readonly #acks: FrameAcks;
 
   constructor(hub: HubCore) {
     this.#hub = hub;
+    this.#acks = new FrameAcks(
+      (ws, runnerId) => hub.sendTo(ws, { type: 'ack', seq: hub.log.heldSeq(runnerId) }),
+      () => hub.timings.ackDelayMs,
+    );
   }
 
   /** A runner socket closed or failed: without another live link, the launch waits for a reconnect. */
@@ -274,9 +280,10 @@ export class RunnerFrames {
       return 'changed';
     });
     if (hubIn !== undefined && sentAt !== undefined) stampHops(stored, fresh, sentAt, hubIn);
-    // Durable first, then out to viewers, then acked.
+    // Durable first, then out to viewers, then acked (a turn's streamed frames together).
     this.#hub.broadcast(stored);
-    this.#hub.sendTo(ws, { type: 'ack', seq: held });
+    if (doneTurn) this.#acks.now(ws, runnerId);
+    else this.#acks.later(ws, runnerId);
     this.#hub.approvals.applyPolicy(approvals.requests);
     if (doneTurn) {
       // A turn that ended while asking (the CLI died, or claude withdrew the question).
@@ -328,7 +335,7 @@ export class RunnerFrames {
         this.#hub.saveMeta();
       });
     }
-    if (isOpen(ws)) this.#hub.sendTo(ws, { type: 'ack', seq: Math.max(held, seq) });
+    this.#acks.now(ws, runnerId);
   }
 
   private onReply(id: string, reply: Reply): void {

@@ -26,6 +26,7 @@ const T: HubTimings = {
   tokenTtlMs: 1_800_000,
   replyTimeoutMs: 10_000,
   logMaxBytes: 256 * 1024 * 1024,
+  ackDelayMs: 250,
 };
 const LIMITS = { idleMs: 15 * 60_000, maxLifetimeMs: 8 * 3_600_000 };
 const T0 = 1_000_000;
