@@ -40,10 +40,10 @@ function readSession(db: D1Database, id: string, withSettings: boolean): Session
 /**
  * Reads what `authenticate` and `sessionAccess` need in one D1 batch, before either runs: the
  * caller's token, the session and, where asked, the settings. One round trip instead of a token
- * lookup and a session read side by side (a message's way to its runner, a viewer's
- * (re)subscription, the session itself), which D1 serves one after another. Registered ahead of `authenticate`, for requests
- * that carry a token `authenticate` would look up (`tokenToLookUp`); what it reads is used only
- * once `authenticate` and `sessionAccess` have let the caller in.
+ * lookup and a session read side by side, which D1 serves one after another (a message's way to
+ * its runner, a viewer's (re)subscription, the session itself). Registered ahead of
+ * `authenticate`, for requests that carry a token `authenticate` would look up (`tokenToLookUp`);
+ * what it reads is used only once `authenticate` and `sessionAccess` have let the caller in.
  */
 export function readSessionEarly(deps: AppDeps, o: { withSettings?: boolean } = {}): MiddlewareHandler<SessionsEnv> {
   return async (c, next) => {
