@@ -13,7 +13,8 @@ import { RepositorySchema } from './workspace/repository.ts';
 // Reliability model: everything the hub must not lose (events, transcripts)
 // is a *sequenced frame*. Seqs are assigned by the runner, start at 1 for
 // each runner process (runnerId), and are gap-free. The hub acks the highest
-// seq it has durably stored; the runner keeps every unacked frame (bounded)
+// seq it has durably stored (a streaming turn's frames together, a turn's end
+// at once); the runner keeps every unacked frame (bounded)
 // and, after a reconnect, resends from the `ackedSeq` the hub reports in
 // `welcome`. Everything else (replies, status, heartbeats) is unsequenced:
 // lost on a dropped link and re-established after the next welcome.
