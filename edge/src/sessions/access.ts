@@ -2,17 +2,11 @@ import type { MiddlewareHandler } from 'hono';
 import { auditInsert } from '../audit/store.ts';
 import { tokenToLookUp } from '../auth/middleware.ts';
 import { type ResolvedTokenRow, resolvedToken, resolveTokenStatement } from '../auth/token-store.ts';
-import type { AppDeps, AuthContext, TokenLookup } from '../context.ts';
+import type { AppDeps, AppEnv } from '../context.ts';
 import { apiError } from '../errors.ts';
 import { ULID_PATTERN } from '../ids.ts';
-import {
-  readSettings,
-  readSettingsStatement,
-  type SettingsRow,
-  type StoredSettings,
-  storedSettings,
-} from '../settings/store.ts';
-import { findSession, findSessionStatement, type SessionRow } from './store.ts';
+import { readSettingsStatement, type SettingsRow, type StoredSettings, storedSettings } from '../settings/store.ts';
+import { findSessionStatement, type SessionRow } from './store.ts';
 
 // Who may reach a session through /api/sessions/:id, and the session's hub.
 
@@ -21,9 +15,7 @@ type SessionRead = Promise<[SessionRow | null, StoredSettings | undefined]>;
 /** The session routes also carry the session `sessionAccess` loaded (and the settings, where asked for). */
 export type SessionsEnv = {
   Bindings: Env;
-  Variables: {
-    auth: AuthContext;
-    tokenLookup?: TokenLookup;
+  Variables: AppEnv['Variables'] & {
     session: SessionRow;
     settings?: StoredSettings;
     /** `readSessionEarly`'s read, started before the caller was authenticated. */
@@ -33,8 +25,26 @@ export type SessionsEnv = {
   };
 };
 
+/** The session's row and, where asked, the settings: statements for one D1 batch. */
+function sessionStatements(db: D1Database, id: string, withSettings: boolean): D1PreparedStatement[] {
+  return [findSessionStatement(db, id), ...(withSettings ? [readSettingsStatement(db)] : [])];
+}
+
+/** The first row of a batch's `i`-th statement, or null. */
+function firstRow<T>(batch: Promise<D1Result[]>, i: number): Promise<T | null> {
+  return batch.then((results) => (results[i]?.results[0] as T | undefined) ?? null);
+}
+
+/** What `sessionStatements` read, placed at `at` in the batch. */
+function sessionReadOf(batch: Promise<D1Result[]>, at: number, withSettings: boolean): SessionRead {
+  return Promise.all([
+    firstRow<SessionRow>(batch, at),
+    withSettings ? firstRow<SettingsRow>(batch, at + 1).then(storedSettings) : undefined,
+  ]);
+}
+
 function readSession(db: D1Database, id: string, withSettings: boolean): SessionRead {
-  return Promise.all([findSession(db, id), withSettings ? readSettings(db) : undefined]);
+  return sessionReadOf(db.batch(sessionStatements(db, id, withSettings)), 0, withSettings);
 }
 
 /**
@@ -53,14 +63,10 @@ export function readSessionEarly(deps: AppDeps, o: { withSettings?: boolean } = 
       const withSettings = o.withSettings === true;
       const db = c.env.DB;
       const batch = resolveTokenStatement(db, secret, deps.clock()).then((token) =>
-        db.batch([token, findSessionStatement(db, id), ...(withSettings ? [readSettingsStatement(db)] : [])]),
+        db.batch([token, ...sessionStatements(db, id, withSettings)]),
       );
-      const first = <T>(i: number) => batch.then((results) => (results[i]?.results[0] as T | undefined) ?? null);
-      const resolved = first<ResolvedTokenRow>(0).then(resolvedToken);
-      const read: SessionRead = Promise.all([
-        first<SessionRow>(1),
-        withSettings ? first<SettingsRow>(2).then(storedSettings) : undefined,
-      ]);
+      const resolved = firstRow<ResolvedTokenRow>(batch, 0).then(resolvedToken);
+      const read = sessionReadOf(batch, 1, withSettings);
       // What a refused caller never awaits must not end as an unhandled rejection.
       read.catch(() => undefined);
       resolved.catch(() => undefined);
