@@ -6,8 +6,15 @@
 // garbage, memory that stays at the same level round after round is kept for reuse, memory that
 // climbs round after round is held by something. `--direct`: the viewers connect to Miniflare's
 // own socket instead of through `wrangler dev`'s proxy (a deployed edge has no such proxy), which
-// shows whether a client's close reaches the Worker without it.
-// Run: node bench/fanout/memory.ts [--viewers 500] [--rounds 3] [--direct]
+// shows whether a client's close reaches the Worker without it. `--allocator` (needs gdb): also
+// prints what workerd's allocator says it holds (in use by workerd, and freed but kept) at every
+// step, and at the end asks it to return its free pages to the OS (./tcmalloc.ts).
+// `--requests healthz|read`: the control, each round makes that many plain requests instead of
+// opening viewers (`GET /healthz`: none of the session code; `read`: `GET /api/sessions/:id`, the
+// token and the session read from D1), to tell what workerd keeps of any request from what it
+// keeps of a viewer.
+// Run: node bench/fanout/memory.ts [--viewers 500] [--rounds 3] [--direct] [--allocator]
+//      [--requests healthz|read]
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +22,7 @@ import { liveInGroups } from '@switchyard/runner/host';
 import { throwawayEdgeState } from '../edge-state.ts';
 import { freePort, startStack, type Stack } from '../../scripts/lib/stack.ts';
 import { Api, type SseStream } from '../../test/helpers/sse-client.ts';
+import { allocatorStats, releaseFreeMemory } from './tcmalloc.ts';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(name);
@@ -23,6 +31,14 @@ const arg = (name: string, dflt: number) => {
 const VIEWERS = arg('--viewers', 500);
 const ROUNDS = arg('--rounds', 3);
 const DIRECT = process.argv.includes('--direct');
+const ALLOCATOR = process.argv.includes('--allocator');
+const REQUESTS = (() => {
+  const i = process.argv.indexOf('--requests');
+  if (i < 0) return null;
+  const kind = process.argv[i + 1];
+  if (kind !== 'healthz' && kind !== 'read') throw new Error('--requests takes healthz or read');
+  return kind;
+})();
 
 const rssMiB = (pid: number) => {
   try {
@@ -43,12 +59,18 @@ const comm = (pid: number) => {
 class Inspector {
   #ws: WebSocket;
   #id = 0;
-  #pending = new Map<number, (r: unknown) => void>();
+  #pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>();
   private constructor(ws: WebSocket) {
     this.#ws = ws;
     ws.addEventListener('message', (e) => {
       const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown };
-      if (m.id !== undefined) this.#pending.get(m.id)?.(m.result);
+      if (m.id === undefined) return;
+      this.#pending.get(m.id)?.resolve(m.result);
+      this.#pending.delete(m.id);
+    });
+    ws.addEventListener('close', (e) => {
+      for (const p of this.#pending.values()) p.reject(new Error(`the inspector's socket closed (${e.code})`));
+      this.#pending.clear();
     });
   }
   static async open(port: number): Promise<Inspector> {
@@ -69,7 +91,9 @@ class Inspector {
   call<T>(method: string, params: object = {}): Promise<T> {
     const id = ++this.#id;
     this.#ws.send(JSON.stringify({ id, method, params }));
-    return new Promise((res) => this.#pending.set(id, res as (r: unknown) => void));
+    return new Promise((resolve, reject) =>
+      this.#pending.set(id, { resolve: resolve as (r: unknown) => void, reject }),
+    );
   }
   async heapMiB(): Promise<number> {
     return (await this.call<{ usedSize: number }>('Runtime.getHeapUsage')).usedSize / 2 ** 20;
@@ -141,13 +165,36 @@ async function main() {
       .map((p) => p.pid);
     inspector = await Inspector.open(inspectorPort);
     const ins = inspector;
+    const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+    const allocator = (pid: number) => {
+      if (!ALLOCATOR) return '';
+      const a = allocatorStats(pid);
+      return ` (in use ${mib(a.inUse)}, freed and kept ${mib(a.pageHeapFree)})`;
+    };
     const line = async (what: string) =>
       console.log(
-        `${what.padEnd(44)} workerd RSS MiB ${pids.map((p) => `[${p}] ${rssMiB(p).toFixed(1)}`).join(' ')}; Worker isolate JS heap ${(await ins.heapMiB()).toFixed(1)} MiB`,
+        `${what.padEnd(44)} workerd RSS MiB ${pids.map((p) => `[${p}] ${rssMiB(p).toFixed(1)}${allocator(p)}`).join(' ')}; Worker isolate JS heap ${(await ins.heapMiB()).toFixed(1)} MiB`,
       );
     const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: 'viewer memory' })).body;
     await line('start');
-    for (let r = 1; r <= ROUNDS; r++) {
+    // workerd takes the inspector's GC only when the isolate next runs (an SSE stream still open
+    // in it was enough); a request alongside makes it run.
+    const collectGarbage = () =>
+      Promise.all([ins.call('HeapProfiler.collectGarbage'), fetch(`${api.base}/healthz`).then((r) => r.arrayBuffer())]);
+    const request = async () => {
+      if (REQUESTS === 'read') return void (await api.call('GET', `/api/sessions/${s.id}`));
+      await (await fetch(`${api.base}/healthz`)).arrayBuffer();
+    };
+    for (let r = 1; REQUESTS !== null && r <= ROUNDS; r++) {
+      const t0 = performance.now();
+      for (let i = 0; i < VIEWERS; i += 50)
+        await Promise.all(Array.from({ length: Math.min(50, VIEWERS - i) }, request));
+      await line(`round ${r}: ${VIEWERS} × ${REQUESTS} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      await collectGarbage();
+      await settle(pids);
+      await line(`round ${r}: after a full GC in the Worker isolate`);
+    }
+    for (let r = 1; REQUESTS === null && r <= ROUNDS; r++) {
       const viewers: SseStream[] = [];
       const t0 = performance.now();
       for (let i = 0; i < VIEWERS; i += 50)
@@ -166,9 +213,13 @@ async function main() {
       await line(
         `round ${r}: the hub counts ${left} viewer sockets ${((performance.now() - closedAt) / 1000).toFixed(1)} s after the close`,
       );
-      await ins.call('HeapProfiler.collectGarbage');
+      await collectGarbage();
       await settle(pids);
       await line(`round ${r}: after a full GC in the Worker isolate`);
+    }
+    if (ALLOCATOR) {
+      for (const p of pids) releaseFreeMemory(p);
+      await line("after the allocator's release to the OS");
     }
     await api.call('DELETE', `/api/sessions/${s.id}`);
   } finally {
