@@ -157,7 +157,7 @@ async function main() {
       throw new Error('the edge did not say where Miniflare serves the Worker');
     const api = DIRECT ? new Api(stack.edgeDirectUrl as string, login.token) : login;
     console.log(
-      `viewers connect ${DIRECT ? "straight to the Worker (Miniflare's own socket)" : "through wrangler dev's proxy"}`,
+      `${REQUESTS === null ? 'viewers connect' : 'requests go'} ${DIRECT ? "straight to the Worker (Miniflare's own socket)" : "through wrangler dev's proxy"}`,
     );
     const groups = new Set(stack.services.find((s) => s.name === 'edge')?.groups ?? []);
     const pids = liveInGroups(groups)

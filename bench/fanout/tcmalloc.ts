@@ -1,16 +1,14 @@
 // workerd's own allocator, asked through gdb (bench only). workerd links TCMalloc and starts no
 // background thread to hand freed pages back to the OS, so its RSS shows what it once needed, not
 // what it holds. TCMalloc's counters tell the two apart, and its release call shows how much of
-// the RSS is free memory the OS can have back. gdb stops the process while it runs (a second or
-// so); call it on an idle stack only.
+// the RSS is free memory the OS can have back. gdb stops the process while it runs (about a second,
+// every request to it waiting meanwhile), so a reading is never taken inside a timed measure.
 import { execFileSync } from 'node:child_process';
 
 /** TCMalloc's numeric properties read here (names as TCMalloc's MallocExtension spells them). */
 const PROPERTIES = {
   /** Bytes the program has allocated and not freed: what workerd holds. */
   inUse: 'generic.current_allocated_bytes',
-  /** Bytes the allocator has mapped and touched (about RSS, allocator metadata aside). */
-  physical: 'generic.physical_memory_used',
   /** Free pages still mapped: freed by the program, kept by the allocator. */
   pageHeapFree: 'tcmalloc.pageheap_free_bytes',
 } as const;
