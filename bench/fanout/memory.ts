@@ -177,28 +177,22 @@ async function main() {
       );
     const s = (await api.call<{ id: string }>('POST', '/api/sessions', { title: 'viewer memory' })).body;
     await line('start');
-    // workerd takes the inspector's GC only when the isolate next runs (an SSE stream still open
-    // in it was enough); a request alongside makes it run.
-    const collectGarbage = () =>
-      Promise.all([ins.call('HeapProfiler.collectGarbage'), fetch(`${api.base}/healthz`).then((r) => r.arrayBuffer())]);
-    const request = async () => {
-      if (REQUESTS === 'read') return void (await api.call('GET', `/api/sessions/${s.id}`));
-      await (await fetch(`${api.base}/healthz`)).arrayBuffer();
+    const healthz = async () => void (await (await fetch(`${api.base}/healthz`)).arrayBuffer());
+    /** `VIEWERS` calls of `make`, 50 at a time. */
+    const inFifties = async <T>(make: () => Promise<T>): Promise<T[]> => {
+      const all: T[] = [];
+      for (let i = 0; i < VIEWERS; i += 50)
+        all.push(...(await Promise.all(Array.from({ length: Math.min(50, VIEWERS - i) }, make))));
+      return all;
     };
-    for (let r = 1; REQUESTS !== null && r <= ROUNDS; r++) {
+    const requestRound = async (r: number) => {
       const t0 = performance.now();
-      for (let i = 0; i < VIEWERS; i += 50)
-        await Promise.all(Array.from({ length: Math.min(50, VIEWERS - i) }, request));
+      await inFifties(REQUESTS === 'read' ? () => api.call('GET', `/api/sessions/${s.id}`) : healthz);
       await line(`round ${r}: ${VIEWERS} × ${REQUESTS} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-      await collectGarbage();
-      await settle(pids);
-      await line(`round ${r}: after a full GC in the Worker isolate`);
-    }
-    for (let r = 1; REQUESTS === null && r <= ROUNDS; r++) {
-      const viewers: SseStream[] = [];
+    };
+    const viewerRound = async (r: number) => {
       const t0 = performance.now();
-      for (let i = 0; i < VIEWERS; i += 50)
-        viewers.push(...(await Promise.all(Array.from({ length: Math.min(50, VIEWERS - i) }, () => api.events(s.id)))));
+      const viewers: SseStream[] = await inFifties(() => api.events(s.id));
       await line(`round ${r}: ${VIEWERS} viewers open in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       await Promise.all(viewers.map((v) => v.close()));
       const closedAt = performance.now();
@@ -213,7 +207,12 @@ async function main() {
       await line(
         `round ${r}: the hub counts ${left} viewer sockets ${((performance.now() - closedAt) / 1000).toFixed(1)} s after the close`,
       );
-      await collectGarbage();
+    };
+    for (let r = 1; r <= ROUNDS; r++) {
+      await (REQUESTS === null ? viewerRound(r) : requestRound(r));
+      // workerd takes the inspector's GC only when the isolate next runs (an SSE stream still open
+      // in it was enough); a request alongside makes it run.
+      await Promise.all([ins.call('HeapProfiler.collectGarbage'), healthz()]);
       await settle(pids);
       await line(`round ${r}: after a full GC in the Worker isolate`);
     }
