@@ -1,0 +1,195 @@
+// bench/fanout/transport: what feeding SSE viewers from the session's Durable Object itself would
+// save against the edge's way (the Worker invocation relays a hibernatable WebSocket's frames into
+// the SSE response; docs/DESIGN.md "Session hub decisions" → "Fan-out cost"), in one workerd, in
+// one run. edge/bench/sse-transport.ts has both, stripped of the app: no auth, no log, no cursor.
+//
+// For each viewer count and each way, `--rounds` times, alternating: N SSE clients connect
+// (straight to Miniflare's socket, no wrangler dev proxy), the object sends `--deltas` one-delta
+// frames `--pace` ms apart, and the bench reads workerd's CPU (/proc, both workerd processes) over
+// the burst and each delivery's latency (receipt − the send time stamped in the frame; one clock,
+// one machine). Prints workerd CPU per delivery and p50/p99 per way, and their ratios.
+//
+// Run: node bench/fanout/transport.ts [--viewers 1,50] [--deltas 400] [--pace 20] [--rounds 3]
+import { readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { unstable_startWorker } from 'wrangler';
+import { listProcs } from '@switchyard/runner/host';
+import { throwawayEdgeState } from '../edge-state.ts';
+import { median, quantile } from '../stats.ts';
+
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? (process.argv[i + 1] as string) : dflt;
+};
+const VIEWERS = arg('--viewers', '1,50').split(',').map(Number);
+const DELTAS = Number(arg('--deltas', '400'));
+const PACE_MS = Number(arg('--pace', '20'));
+const ROUNDS = Number(arg('--rounds', '3'));
+const WAYS = ['socket', 'stream'] as const;
+type Way = (typeof WAYS)[number];
+const LABEL: Record<Way, string> = {
+  socket: 'Worker relays a hibernatable WebSocket (the edge today)',
+  stream: 'the Durable Object writes the SSE response itself',
+};
+
+process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
+process.env.WRANGLER_SEND_METRICS = 'false';
+
+/** utime + stime of a process in ms (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+function workerdPids(): number[] {
+  const procs = listProcs();
+  const mine = new Set([process.pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of procs)
+      if (!mine.has(p.pid) && mine.has(p.ppid)) {
+        mine.add(p.pid);
+        grew = true;
+      }
+  }
+  return [...mine].filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'workerd';
+    } catch {
+      return false;
+    }
+  });
+}
+
+interface Round {
+  cpuUsPerDelivery: number;
+  latencies: number[];
+}
+
+async function round(base: string, way: Way, viewers: number, pids: number[]): Promise<Round> {
+  const aborts: AbortController[] = [];
+  const latencies: number[] = [];
+  const finished: Promise<number>[] = [];
+  for (let i = 0; i < viewers; i++) {
+    const abort = new AbortController();
+    aborts.push(abort);
+    const res = await fetch(`${base}/events/${way}`, { signal: abort.signal });
+    if (res.body === null) throw new Error(`no body from /events/${way}`);
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    finished.push(
+      (async () => {
+        let got = 0;
+        let buffered = '';
+        while (got < DELTAS) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error(`a ${way} viewer's stream ended after ${got} of ${DELTAS} deltas`);
+          buffered += decoder.decode(value, { stream: true });
+          for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+            const sent = /"sentAt":(\d+)/.exec(buffered.slice(0, end));
+            buffered = buffered.slice(end + 2);
+            if (sent === null) continue;
+            latencies.push(Date.now() - Number(sent[1]));
+            got++;
+          }
+        }
+        return got;
+      })(),
+    );
+  }
+  const count = async () => ((await (await fetch(`${base}/count`)).json()) as { viewers: number }).viewers;
+  while ((await count()) < viewers) await new Promise((r) => setTimeout(r, 10));
+  const cpu = () => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const before = cpu();
+  await (await fetch(`${base}/burst?n=${DELTAS}&pace=${PACE_MS}`)).text();
+  await Promise.all(finished);
+  const cpuUsPerDelivery = ((cpu() - before) * 1000) / (viewers * DELTAS);
+  for (const a of aborts) a.abort();
+  // A gone client is noticed at the next write to it: send until every viewer has been let go.
+  while ((await count()) > 0) {
+    await (await fetch(`${base}/burst?n=1&pace=0`)).text();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { cpuUsPerDelivery, latencies };
+}
+
+async function main(): Promise<void> {
+  const state = throwawayEdgeState('sse-transport');
+  const worker = await unstable_startWorker({
+    config: resolve(import.meta.dirname, '..', '..', 'edge', 'bench', 'sse-transport.toml'),
+    dev: {
+      server: { hostname: '127.0.0.1', port: 0 },
+      inspector: false,
+      persist: state.dir,
+      watch: false,
+      logLevel: 'warn',
+    },
+  });
+  try {
+    const direct = new Promise<string>((resolveUrl) =>
+      worker.raw.once(
+        'reloadComplete',
+        (event: { proxyData: { userWorkerUrl: { protocol: string; hostname: string; port: string } } }) => {
+          const u = event.proxyData.userWorkerUrl;
+          resolveUrl(`${u.protocol}//${u.hostname}:${u.port}`);
+        },
+      ),
+    );
+    await worker.ready;
+    await (await worker.fetch('http://localhost/count')).arrayBuffer();
+    const base = await direct;
+    const pids = workerdPids();
+    console.log(
+      `bench/fanout/transport: ${DELTAS} deltas ${PACE_MS} ms apart, ${ROUNDS} rounds a way, viewers ${VIEWERS.join(', ')}; workerd pids ${pids.join(', ')}; straight to Miniflare (${base})`,
+    );
+    /** Median workerd CPU of a whole round (ms), per viewer count and way: for the cost of one more viewer. */
+    const roundCpu = new Map<number, Record<Way, number>>();
+    for (const viewers of VIEWERS) {
+      const rounds: Record<Way, Round[]> = { socket: [], stream: [] };
+      for (let r = 0; r < ROUNDS; r++) for (const way of WAYS) rounds[way].push(await round(base, way, viewers, pids));
+      const summary = (way: Way) => {
+        const all = rounds[way].flatMap((x) => x.latencies);
+        return {
+          cpu: median(rounds[way].map((x) => x.cpuUsPerDelivery)),
+          p50: quantile(all, 0.5),
+          p99: quantile(all, 0.99),
+          p99s: rounds[way].map((x) => quantile(x.latencies, 0.99)),
+        };
+      };
+      const s = { socket: summary('socket'), stream: summary('stream') };
+      console.log(`\n${viewers} viewer(s), ${viewers * DELTAS} deliveries a round:`);
+      for (const way of WAYS)
+        console.log(
+          `  ${LABEL[way].padEnd(56)} workerd CPU ${s[way].cpu.toFixed(1).padStart(6)} µs a delivery (median of rounds); latency p50 ${s[way].p50} ms, p99 ${s[way].p99} ms (rounds: ${s[way].p99s.join(', ')})`,
+        );
+      roundCpu.set(viewers, {
+        socket: (s.socket.cpu * viewers * DELTAS) / 1000,
+        stream: (s.stream.cpu * viewers * DELTAS) / 1000,
+      });
+      console.log(
+        `  socket / stream: CPU a delivery ${(s.socket.cpu / s.stream.cpu).toFixed(2)}×, p99 ${(s.socket.p99 / s.stream.p99).toFixed(2)}×`,
+      );
+    }
+    const [fewest, most] = [Math.min(...VIEWERS), Math.max(...VIEWERS)];
+    const low = roundCpu.get(fewest);
+    const high = roundCpu.get(most);
+    if (low !== undefined && high !== undefined && most > fewest) {
+      // What one more viewer costs, without the round's fixed part (the object's loop, its timers).
+      const extra = (way: Way) => ((high[way] - low[way]) * 1000) / ((most - fewest) * DELTAS);
+      console.log(
+        `\nworkerd CPU of one more viewer per delta (${fewest} → ${most} viewers): socket ${extra('socket').toFixed(1)} µs, stream ${extra('stream').toFixed(1)} µs (${(extra('socket') / extra('stream')).toFixed(2)}×)`,
+      );
+    }
+  } finally {
+    await worker.dispose();
+    await rm(state.dir, { recursive: true, force: true });
+  }
+}
+
+await main();
