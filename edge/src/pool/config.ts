@@ -1,5 +1,6 @@
 import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import { POOL_CONNECT_PATH } from '@switchyard/protocol/pool';
+import { locationHintFor } from './location-hint.ts';
 
 // The warm runner pool's fixed points: the coordinator's name, the pool token's scope, the age
 // limit and where pooled runners dial (docs/DESIGN.md "Warm runner pool").
@@ -32,6 +33,13 @@ export function poolUrlFrom(hubUrl: string): string {
   return url.toString();
 }
 
-export function poolCoordinator(env: Env): DurableObjectStub<import('./coordinator.ts').PoolCoordinator> {
-  return env.POOL_COORDINATOR.get(env.POOL_COORDINATOR.idFromName(POOL_COORDINATOR_NAME));
+/** The coordinator, placed by the runners' region when it is first created (location-hint.ts). */
+export function poolCoordinator(
+  env: Pick<Env, 'POOL_COORDINATOR' | 'AWS_REGION'>,
+): DurableObjectStub<import('./coordinator.ts').PoolCoordinator> {
+  const locationHint = locationHintFor(env.AWS_REGION);
+  return env.POOL_COORDINATOR.get(
+    env.POOL_COORDINATOR.idFromName(POOL_COORDINATOR_NAME),
+    locationHint === undefined ? undefined : { locationHint },
+  );
 }
