@@ -7,7 +7,7 @@
 // (straight to Miniflare's socket, no wrangler dev proxy), the object sends `--deltas` one-delta
 // frames `--pace` ms apart, and the bench reads workerd's CPU (/proc, both workerd processes) over
 // the burst and each delivery's latency (receipt − the send time stamped in the frame; one clock,
-// one machine). Prints workerd CPU per delivery and p50/p99 per way, and their ratios.
+// one machine; workerd's clock reads whole milliseconds, so a latency is up to 1 ms long). Prints workerd CPU per delivery and p50/p99 per way, and their ratios.
 //
 // Run: node bench/fanout/transport.ts [--viewers 1,50] [--deltas 400] [--pace 20] [--rounds 3]
 import { readFileSync } from 'node:fs';
@@ -95,7 +95,7 @@ async function round(base: string, way: Way, viewers: number, pids: number[]): P
             const sent = /"sentAt":(\d+)/.exec(buffered.slice(0, end));
             buffered = buffered.slice(end + 2);
             if (sent === null) continue;
-            latencies.push(Date.now() - Number(sent[1]));
+            latencies.push(performance.timeOrigin + performance.now() - Number(sent[1]));
             got++;
           }
         }
@@ -150,6 +150,8 @@ async function main(): Promise<void> {
     );
     /** Median workerd CPU of a whole round (ms), per viewer count and way: for the cost of one more viewer. */
     const roundCpu = new Map<number, Record<Way, number>>();
+    /** p99 per viewer count and way: for each way's own ratio to its fewest viewers. */
+    const p99s = new Map<number, Record<Way, number>>();
     for (const viewers of VIEWERS) {
       const rounds: Record<Way, Round[]> = { socket: [], stream: [] };
       for (let r = 0; r < ROUNDS; r++) for (const way of WAYS) rounds[way].push(await round(base, way, viewers, pids));
@@ -166,8 +168,9 @@ async function main(): Promise<void> {
       console.log(`\n${viewers} viewer(s), ${viewers * DELTAS} deliveries a round:`);
       for (const way of WAYS)
         console.log(
-          `  ${LABEL[way].padEnd(56)} workerd CPU ${s[way].cpu.toFixed(1).padStart(6)} µs a delivery (median of rounds); latency p50 ${s[way].p50} ms, p99 ${s[way].p99} ms (rounds: ${s[way].p99s.join(', ')})`,
+          `  ${LABEL[way].padEnd(56)} workerd CPU ${s[way].cpu.toFixed(1).padStart(6)} µs a delivery (median of rounds); latency p50 ${s[way].p50.toFixed(1)} ms, p99 ${s[way].p99.toFixed(1)} ms (rounds: ${s[way].p99s.map((x) => x.toFixed(1)).join(', ')})`,
         );
+      p99s.set(viewers, { socket: s.socket.p99, stream: s.stream.p99 });
       roundCpu.set(viewers, {
         socket: (s.socket.cpu * viewers * DELTAS) / 1000,
         stream: (s.stream.cpu * viewers * DELTAS) / 1000,
@@ -182,8 +185,14 @@ async function main(): Promise<void> {
     if (low !== undefined && high !== undefined && most > fewest) {
       // What one more viewer costs, without the round's fixed part (the object's loop, its timers).
       const extra = (way: Way) => ((high[way] - low[way]) * 1000) / ((most - fewest) * DELTAS);
+      const p99Low = p99s.get(fewest);
+      const p99High = p99s.get(most);
+      if (p99Low !== undefined && p99High !== undefined)
+        console.log(
+          `\np99 with ${most} viewers against ${fewest}: socket ${(p99High.socket / p99Low.socket).toFixed(2)}×, stream ${(p99High.stream / p99Low.stream).toFixed(2)}×`,
+        );
       console.log(
-        `\nworkerd CPU of one more viewer per delta (${fewest} → ${most} viewers): socket ${extra('socket').toFixed(1)} µs, stream ${extra('stream').toFixed(1)} µs (${(extra('socket') / extra('stream')).toFixed(2)}×)`,
+        `workerd CPU of one more viewer per delta (${fewest} → ${most} viewers): socket ${extra('socket').toFixed(1)} µs, stream ${extra('stream').toFixed(1)} µs (${(extra('socket') / extra('stream')).toFixed(2)}×)`,
       );
     }
   } finally {
