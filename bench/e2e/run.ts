@@ -35,7 +35,7 @@
 // `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
 // Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500] [--fanout-deltas N] [--edge-state-on-disk])
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -45,6 +45,7 @@ import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 import { Api, type SseStream } from '../../test/helpers/sse-client.ts';
+import { comm, cpuMs, rssKb } from '../procfs.ts';
 import { median, quantile } from '../stats.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -96,32 +97,6 @@ const describe = (t: PartTimes): string =>
     .medians()
     .map(([name, ms]) => `${name} ${f1(ms)}`)
     .join(' | ');
-
-function rssKb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-/** utime + stime of a process in ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-function comm(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  } catch {
-    return '';
-  }
-}
 
 /** Spawns a helper that prints one JSON line ({url}) once listening. */
 function spawnJson(args: string[]): Promise<{ child: ChildProcess; url: string }> {

@@ -15,13 +15,14 @@
 // keeps of a viewer.
 // Run: node bench/fanout/memory.ts [--viewers 500] [--rounds 3] [--direct] [--allocator]
 //      [--requests healthz|read]
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { liveInGroups } from '@switchyard/runner/host';
 import { throwawayEdgeState } from '../edge-state.ts';
 import { freePort, startStack, type Stack } from '../../scripts/lib/stack.ts';
 import { Api, type SseStream } from '../../test/helpers/sse-client.ts';
+import { comm, rssKb } from '../procfs.ts';
 import { allocatorStats, releaseFreeMemory } from './tcmalloc.ts';
 
 const arg = (name: string, dflt: number) => {
@@ -40,20 +41,7 @@ const REQUESTS = (() => {
   return kind;
 })();
 
-const rssMiB = (pid: number) => {
-  try {
-    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-};
-const comm = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  } catch {
-    return '';
-  }
-};
+const rssMiB = (pid: number) => rssKb(pid) / 1024;
 
 /** A DevTools protocol session with the Worker isolate. */
 class Inspector {

@@ -10,12 +10,13 @@
 // one machine; workerd's clock reads whole milliseconds, so a latency is up to 1 ms long). Prints workerd CPU per delivery and p50/p99 per way, and their ratios.
 //
 // Run: node bench/fanout/transport.ts [--viewers 1,50] [--deltas 400] [--pace 20] [--rounds 3]
-import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { unstable_startWorker } from 'wrangler';
 import { listProcs } from '@switchyard/runner/host';
+import { workerDirectUrl } from '../../scripts/lib/worker-direct-url.ts';
 import { throwawayEdgeState } from '../edge-state.ts';
+import { comm, cpuMs } from '../procfs.ts';
 import { median, quantile } from '../stats.ts';
 
 const arg = (name: string, dflt: string) => {
@@ -36,17 +37,6 @@ const LABEL: Record<Way, string> = {
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
 process.env.WRANGLER_SEND_METRICS = 'false';
 
-/** utime + stime of a process in ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
 function workerdPids(): number[] {
   const procs = listProcs();
   const mine = new Set([process.pid]);
@@ -58,13 +48,7 @@ function workerdPids(): number[] {
         grew = true;
       }
   }
-  return [...mine].filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'workerd';
-    } catch {
-      return false;
-    }
-  });
+  return [...mine].filter((pid) => comm(pid) === 'workerd');
 }
 
 interface Round {
@@ -132,15 +116,7 @@ async function main(): Promise<void> {
     },
   });
   try {
-    const direct = new Promise<string>((resolveUrl) =>
-      worker.raw.once(
-        'reloadComplete',
-        (event: { proxyData: { userWorkerUrl: { protocol: string; hostname: string; port: string } } }) => {
-          const u = event.proxyData.userWorkerUrl;
-          resolveUrl(`${u.protocol}//${u.hostname}:${u.port}`);
-        },
-      ),
-    );
+    const direct = workerDirectUrl(worker);
     await worker.ready;
     await (await worker.fetch('http://localhost/count')).arrayBuffer();
     const base = await direct;

@@ -10,6 +10,7 @@
 // `direct` is where Miniflare serves the Worker itself, without wrangler dev's proxy (a second
 // workerd) in front: for benches to tell the dev proxy's share of a request from the edge's own.
 import { unstable_startWorker } from 'wrangler';
+import { workerDirectUrl } from './worker-direct-url.ts';
 
 export interface EdgeDevOptions {
   config: string;
@@ -43,17 +44,8 @@ async function main(): Promise<void> {
       logLevel: 'info',
     },
   });
-  // Registered as soon as the Worker object exists: wrangler builds and loads the Worker after
-  // that. Should the event ever come first, the line below simply says nothing of `direct`.
-  const direct = new Promise<string>((resolve) =>
-    worker.raw.once(
-      'reloadComplete',
-      (event: { proxyData: { userWorkerUrl: { protocol: string; hostname: string; port: string } } }) => {
-        const u = event.proxyData.userWorkerUrl;
-        resolve(`${u.protocol}//${u.hostname}:${u.port}`);
-      },
-    ),
-  );
+  // Should the reload event ever come before this, the line below simply says nothing of `direct`.
+  const direct = workerDirectUrl(worker);
   await worker.ready;
   // wrangler's proxy is ready before the Worker behind it; it holds requests until the Worker's
   // first reload is complete, so once one came back the reload event has been emitted.

@@ -1,0 +1,32 @@
+// What benches read of a process from /proc (Linux): its CPU time, resident memory and name.
+// Each answers 0 or '' for a process that is gone.
+import { readFileSync } from 'node:fs';
+
+/** utime + stime of a process in ms (clock ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** VmRSS of a process in KiB. */
+export function rssKb(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** The process's command name (`/proc/PID/comm`). */
+export function comm(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
