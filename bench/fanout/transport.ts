@@ -7,7 +7,9 @@
 // (straight to Miniflare's socket, no wrangler dev proxy), the object sends `--deltas` one-delta
 // frames `--pace` ms apart, and the bench reads workerd's CPU (/proc, both workerd processes) over
 // the burst and each delivery's latency (receipt − the send time stamped in the frame; one clock,
-// one machine; workerd's clock reads whole milliseconds, so a latency is up to 1 ms long). Prints workerd CPU per delivery and p50/p99 per way, and their ratios.
+// one machine; workerd's clock reads whole milliseconds, so a latency reads up to 1 ms long).
+// Prints workerd CPU per delivery and p50/p99 per way, their ratios, each way's p99 with the most
+// viewers against the fewest, and what one more viewer costs workerd.
 //
 // Run: node bench/fanout/transport.ts [--viewers 1,50] [--deltas 400] [--pace 20] [--rounds 3]
 import { rm } from 'node:fs/promises';
@@ -124,10 +126,8 @@ async function main(): Promise<void> {
     console.log(
       `bench/fanout/transport: ${DELTAS} deltas ${PACE_MS} ms apart, ${ROUNDS} rounds a way, viewers ${VIEWERS.join(', ')}; workerd pids ${pids.join(', ')}; straight to Miniflare (${base})`,
     );
-    /** Median workerd CPU of a whole round (ms), per viewer count and way: for the cost of one more viewer. */
-    const roundCpu = new Map<number, Record<Way, number>>();
-    /** p99 per viewer count and way: for each way's own ratio to its fewest viewers. */
-    const p99s = new Map<number, Record<Way, number>>();
+    /** Per viewer count and way: workerd's CPU over a whole round (ms, from the median round) and the p99. */
+    const byCount = new Map<number, Record<Way, { roundCpuMs: number; p99: number }>>();
     for (const viewers of VIEWERS) {
       const rounds: Record<Way, Round[]> = { socket: [], stream: [] };
       for (let r = 0; r < ROUNDS; r++) for (const way of WAYS) rounds[way].push(await round(base, way, viewers, pids));
@@ -146,27 +146,22 @@ async function main(): Promise<void> {
         console.log(
           `  ${LABEL[way].padEnd(56)} workerd CPU ${s[way].cpu.toFixed(1).padStart(6)} µs a delivery (median of rounds); latency p50 ${s[way].p50.toFixed(1)} ms, p99 ${s[way].p99.toFixed(1)} ms (rounds: ${s[way].p99s.map((x) => x.toFixed(1)).join(', ')})`,
         );
-      p99s.set(viewers, { socket: s.socket.p99, stream: s.stream.p99 });
-      roundCpu.set(viewers, {
-        socket: (s.socket.cpu * viewers * DELTAS) / 1000,
-        stream: (s.stream.cpu * viewers * DELTAS) / 1000,
-      });
+      const whole = (way: Way) => ({ roundCpuMs: (s[way].cpu * viewers * DELTAS) / 1000, p99: s[way].p99 });
+      byCount.set(viewers, { socket: whole('socket'), stream: whole('stream') });
       console.log(
         `  socket / stream: CPU a delivery ${(s.socket.cpu / s.stream.cpu).toFixed(2)}×, p99 ${(s.socket.p99 / s.stream.p99).toFixed(2)}×`,
       );
     }
     const [fewest, most] = [Math.min(...VIEWERS), Math.max(...VIEWERS)];
-    const low = roundCpu.get(fewest);
-    const high = roundCpu.get(most);
+    const low = byCount.get(fewest);
+    const high = byCount.get(most);
     if (low !== undefined && high !== undefined && most > fewest) {
+      const p99Ratio = (way: Way) => (high[way].p99 / low[way].p99).toFixed(2);
       // What one more viewer costs, without the round's fixed part (the object's loop, its timers).
-      const extra = (way: Way) => ((high[way] - low[way]) * 1000) / ((most - fewest) * DELTAS);
-      const p99Low = p99s.get(fewest);
-      const p99High = p99s.get(most);
-      if (p99Low !== undefined && p99High !== undefined)
-        console.log(
-          `\np99 with ${most} viewers against ${fewest}: socket ${(p99High.socket / p99Low.socket).toFixed(2)}×, stream ${(p99High.stream / p99Low.stream).toFixed(2)}×`,
-        );
+      const extra = (way: Way) => ((high[way].roundCpuMs - low[way].roundCpuMs) * 1000) / ((most - fewest) * DELTAS);
+      console.log(
+        `\np99 with ${most} viewers against ${fewest}: socket ${p99Ratio('socket')}×, stream ${p99Ratio('stream')}×`,
+      );
       console.log(
         `workerd CPU of one more viewer per delta (${fewest} → ${most} viewers): socket ${extra('socket').toFixed(1)} µs, stream ${extra('stream').toFixed(1)} µs (${(extra('socket') / extra('stream')).toFixed(2)}×)`,
       );

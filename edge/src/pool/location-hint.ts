@@ -17,7 +17,6 @@ export function locationHintFor(awsRegion: string | undefined): DurableObjectLoc
   switch (area) {
     case 'us':
     case 'us-gov':
-      return part === 'west' ? 'wnam' : 'enam';
     case 'ca':
       return part === 'west' ? 'wnam' : 'enam';
     case 'sa':
@@ -32,7 +31,8 @@ export function locationHintFor(awsRegion: string | undefined): DurableObjectLoc
     case 'ap':
       return apacHint(region, part);
     default:
-      // cn-* (AWS China), mx-* (between the two North American hints) and anything new: placed by its first request, as without a hint.
+      // cn-* (AWS China), mx-* (between the two North American hints) and anything new:
+      // placed by its first request, as without a hint.
       return undefined;
   }
 }
