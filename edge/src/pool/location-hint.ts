@@ -29,18 +29,12 @@ export function locationHintFor(awsRegion: string | undefined): DurableObjectLoc
     case 'af':
       return 'afr';
     case 'ap':
-      return apacHint(region, part);
+      // Sydney, Melbourne and New Zealand are Oceania. Only the hints Cloudflare documents are
+      // used: newer workerd types also list `apac-ne` and `apac-se`.
+      return /^ap-southeast-(2|4|6)$/.test(region) ? 'oc' : 'apac';
     default:
       // cn-* (AWS China), mx-* (between the two North American hints) and anything new:
       // placed by its first request, as without a hint.
       return undefined;
   }
-}
-
-/** Sydney, Melbourne and New Zealand are Oceania; the rest of Asia-Pacific by its side. */
-function apacHint(region: string, part: string): DurableObjectLocationHint {
-  if (/^ap-southeast-(2|4|6)$/.test(region)) return 'oc';
-  if (part === 'northeast') return 'apac-ne';
-  if (part === 'southeast') return 'apac-se';
-  return 'apac';
 }
