@@ -1,7 +1,8 @@
 // bench/fanout/transport: what feeding SSE viewers from the session's Durable Object itself would
 // save against the edge's way (the Worker invocation relays a hibernatable WebSocket's frames into
 // the SSE response; docs/DESIGN.md "Session hub decisions" → "Fan-out cost"), in one workerd, in
-// one run. edge/bench/sse-transport.ts has both, stripped of the app: no auth, no log, no cursor.
+// one run. edge/bench/sse-transport.ts has both, with the edge's own frames and relay and none of
+// the rest of the app (no auth, no log, no replay).
 //
 // For each viewer count and each way, `--rounds` times, alternating: N SSE clients connect
 // (straight to Miniflare's socket, no wrangler dev proxy), the object sends `--deltas` one-delta
@@ -15,7 +16,7 @@
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { unstable_startWorker } from 'wrangler';
-import { listProcs } from '@switchyard/runner/host';
+import { descendants } from '@switchyard/runner/host';
 import { workerDirectUrl } from '../../scripts/lib/worker-direct-url.ts';
 import { throwawayEdgeState } from '../edge-state.ts';
 import { comm, cpuMs } from '../procfs.ts';
@@ -40,17 +41,9 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
 process.env.WRANGLER_SEND_METRICS = 'false';
 
 function workerdPids(): number[] {
-  const procs = listProcs();
-  const mine = new Set([process.pid]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of procs)
-      if (!mine.has(p.pid) && mine.has(p.ppid)) {
-        mine.add(p.pid);
-        grew = true;
-      }
-  }
-  return [...mine].filter((pid) => comm(pid) === 'workerd');
+  return descendants(process.pid)
+    .map((p) => p.pid)
+    .filter((pid) => comm(pid) === 'workerd');
 }
 
 interface Round {

@@ -1,23 +1,26 @@
 import { DurableObject } from 'cloudflare:workers';
+import { SseCursor, toViewerFrames, viewerFrameToSse } from '../src/hub/viewer-frames.ts';
+import { MAX_HEARTBEAT_MS, SSE_HEADERS, sseFromViewer } from '../src/sessions/sse.ts';
 
 // Benchmark entry for bench/fanout/transport.ts: the two ways an SSE viewer can be fed from a
-// session's Durable Object, side by side in one workerd, with nothing else of the app around them.
-//   /events/socket: what the edge does (edge/src/sessions/sse.ts): the Worker invocation holds the
-//     SSE response and a hibernatable WebSocket to the object, and writes each binary frame it
-//     gets into the response.
+// session's Durable Object, side by side in one workerd, with no auth, no log and no replay around
+// them. Both carry the hub's own viewer frames (`toViewerFrames`), cut after each viewer's cursor
+// by the edge's own code (`viewerFrameToSse`):
+//   /events/socket: what the edge does: the Worker invocation holds the SSE response and a
+//     hibernatable WebSocket to the object (`sseFromViewer`, edge/src/sessions/sse.ts);
 //   /events/stream: the object writes into the SSE response itself (the Worker returns the
 //     object's streaming response), which keeps the object in memory while any viewer is open.
-// `/burst?n=&pace=` sends n one-delta SSE frames to every viewer of both kinds, one send or write
-// per viewer per frame (as the hub broadcasts), each stamped with the wall-clock time it was sent.
+// `/burst?n=&pace=` sends n one-delta frames to every viewer of both kinds, one send or write per
+// viewer per frame (as the hub broadcasts), each stamped with the wall-clock time it was sent.
 
 interface TransportEnv {
   HUB: DurableObjectNamespace<TransportHub>;
 }
 
-const encoder = new TextEncoder();
-
 export class TransportHub extends DurableObject<TransportEnv> {
-  #writers = new Set<WritableStreamDefaultWriter<Uint8Array>>();
+  #streams = new Set<{ writer: WritableStreamDefaultWriter<Uint8Array>; cursor: SseCursor }>();
+  /** Event ids go on rising across bursts: a viewer's cursor drops what it already had. */
+  #nextId = 0;
 
   override async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
@@ -29,24 +32,31 @@ export class TransportHub extends DurableObject<TransportEnv> {
       }
       case '/stream': {
         const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-        const writer = writable.getWriter();
-        this.#writers.add(writer);
-        const forget = () => this.#writers.delete(writer);
-        writer.closed.then(forget, forget);
-        writer.write(encoder.encode(': connected\n\n')).catch(forget);
-        return new Response(readable, { headers: { 'content-type': 'text/event-stream' } });
+        const stream = { writer: writable.getWriter(), cursor: new SseCursor(null) };
+        this.#streams.add(stream);
+        const forget = () => this.#streams.delete(stream);
+        stream.writer.closed.then(forget, forget);
+        stream.writer.write(new TextEncoder().encode(': connected\n\n')).catch(forget);
+        return new Response(readable, { headers: SSE_HEADERS });
       }
       case '/count':
-        return Response.json({ viewers: this.ctx.getWebSockets('viewer').length + this.#writers.size });
+        return Response.json({ viewers: this.ctx.getWebSockets('viewer').length + this.#streams.size });
       case '/burst': {
         const n = Number(url.searchParams.get('n') ?? '1');
         const pace = Number(url.searchParams.get('pace') ?? '0');
         for (let i = 0; i < n; i++) {
-          const bytes = encoder.encode(
-            `id: ${String(i).padStart(26, '0')}\nevent: text.delta\ndata: {"type":"text.delta","messageId":"m","text":"word ","sentAt":${Date.now()}}\n\n`,
-          );
-          for (const ws of this.ctx.getWebSockets('viewer')) ws.send(bytes);
-          for (const writer of this.#writers) writer.write(bytes).catch(() => this.#writers.delete(writer));
+          const event = {
+            id: String(this.#nextId++).padStart(26, '0'),
+            type: 'text.delta',
+            data: JSON.stringify({ type: 'text.delta', messageId: 'm', text: 'word ', sentAt: Date.now() }),
+          };
+          for (const frame of toViewerFrames([event])) {
+            for (const ws of this.ctx.getWebSockets('viewer')) ws.send(frame);
+            for (const stream of this.#streams) {
+              const bytes = viewerFrameToSse(frame, stream.cursor, { presence: false, now: Date.now });
+              if (bytes !== null) stream.writer.write(bytes).catch(() => this.#streams.delete(stream));
+            }
+          }
           if (pace > 0) await new Promise((resolve) => setTimeout(resolve, pace));
         }
         return new Response('sent');
@@ -61,30 +71,12 @@ export class TransportHub extends DurableObject<TransportEnv> {
   }
 }
 
-/** The edge's relay (edge/src/sessions/sse.ts) without its cursor, heartbeat and access checks. */
+/** The edge's relay: the hub socket's frames into the SSE response (edge/src/sessions/sse.ts). */
 async function socketViewer(hub: DurableObjectStub<TransportHub>): Promise<Response> {
   const upgraded = await hub.fetch('http://hub/socket', { headers: { upgrade: 'websocket' } });
   const ws = upgraded.webSocket;
   if (ws === null) return new Response('no socket', { status: 502 });
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = writable.getWriter();
-  const shutdown = () => {
-    try {
-      ws.close(1000, 'viewer gone');
-    } catch {
-      // already closed
-    }
-    writer.close().catch(() => undefined);
-  };
-  ws.binaryType = 'arraybuffer';
-  ws.accept();
-  ws.addEventListener('message', (e) => {
-    if (e.data instanceof ArrayBuffer) writer.write(new Uint8Array(e.data)).catch(shutdown);
-  });
-  ws.addEventListener('close', shutdown);
-  writer.closed.catch(shutdown);
-  writer.write(encoder.encode(': connected\n\n')).catch(shutdown);
-  return new Response(readable, { headers: { 'content-type': 'text/event-stream' } });
+  return new Response(sseFromViewer(ws, { after: null, heartbeatMs: MAX_HEARTBEAT_MS }), { headers: SSE_HEADERS });
 }
 
 export default {
