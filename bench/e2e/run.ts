@@ -4,6 +4,8 @@
 //       vs writing the prompt to the bare CLI (spawned as test/helpers/cli-harness.ts does) until
 //       its codec yields the first text.delta. Warm: the 2nd+ message of a session / of the bare
 //       CLI. Both talk to the same model (offline model behind the stamp proxy). Ratio of medians.
+//       Beside them the platform's floor (floor.ts): the same hops with no app code, so the ratio
+//       no path through this platform gets under, and what the app adds over bare CLI + floor.
 //   (2) delivery latency for 1, 50 and 500 SSE viewers of one session while it streams a slow
 //       answer (N deltas, fixed pacing). The stamp proxy (stamp-proxy.ts) rewrites each streamed
 //       text delta to the wall-clock time it left for the CLI; latency = a viewer's receipt time
@@ -40,6 +42,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { throwawayEdgeState } from '../edge-state.ts';
+import { type Floor, startFloor } from './floor.ts';
 import { hopComments, HOPS_ON, messageHops, PartTimes } from '../hops.ts';
 import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
@@ -435,6 +438,7 @@ async function main() {
   delete env.ANTHROPIC_API_KEY;
   delete env.SWITCHYARD_ADMIN_PASSWORD;
   let stack: Stack | undefined;
+  let floor: Floor | undefined;
   const lines: string[] = [];
   try {
     stack = await startStack({
@@ -470,6 +474,8 @@ async function main() {
       `machine: ${(await import('node:os')).cpus().length} cores, node ${process.version}; runs=${RUNS}, deltas=${DELTAS} (fan-out ${FANOUT_DELTAS}) every ${PACE_MS} ms, sessions=${SESSIONS}; edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}`,
     );
 
+    const theFloor = await startFloor();
+    floor = theFloor;
     const latency: Record<string, Awaited<ReturnType<typeof viewerLatency>>> = {};
     for (const backend of ['claude', 'pi'] as const) {
       if (backend === 'pi') {
@@ -492,6 +498,19 @@ async function main() {
       );
       out(`    … its path, medians (ms): ${describe(viaDirect)}`);
       out(`    bare CLI, medians (ms): ${describe(viaBare)}`);
+      const floorOf = async (way: 'proxy' | 'direct') => ({
+        durable: median(await theFloor.measure(way, { durable: true, runs: RUNS })),
+        bare: median(await theFloor.measure(way, { durable: false, runs: RUNS })),
+      });
+      const fp = await floorOf('proxy');
+      const fd = await floorOf('direct');
+      out(
+        `    the platform's floor (bench/e2e/floor.ts: the same client, Worker, Durable Object RPC, WebSocket out and back, viewer frames and relay; a peer that answers at once; no app code), the hub's two log writes in: through the proxy ${f1(fp.durable)} ms, straight ${f1(fd.durable)} ms (without the writes ${f1(fp.bare)} / ${f1(fd.bare)} ms)`,
+      );
+      const b = median(bare);
+      out(
+        `    → no path through this platform gets under (bare + floor) / bare: ${f2((b + fp.durable) / b)}x through the proxy, ${f2((b + fd.durable) / b)}x straight; the stack over bare + floor (the app's own part): +${f1(median(http) - b - fp.durable)} ms through the proxy, +${f1(median(direct) - b - fd.durable)} ms straight`,
+      );
       const hops = await hopBreakdown(api, backend);
       out(`(4) ${backend}: per hop over ${hops.n} deltas of one paced answer, 1 viewer (median / p99, ms):`);
       for (const row of hops.rows) out(`    ${row}`);
@@ -534,6 +553,7 @@ async function main() {
     }
     out(`workerd RSS (both processes) at the end: ${mib(workerdRss())} MiB`);
   } finally {
+    await floor?.stop();
     await stack?.stop();
     model.child.kill('SIGTERM');
     proxy.child.kill('SIGTERM');

@@ -1,0 +1,100 @@
+import { DurableObject } from 'cloudflare:workers';
+import { nextUlid } from '../src/hub/ulid.ts';
+import { toViewerFrames } from '../src/hub/viewer-frames.ts';
+import { MAX_HEARTBEAT_MS, SSE_HEADERS, sseFromViewer } from '../src/sessions/sse.ts';
+
+// Benchmark entry for bench/e2e/floor.ts: a turn's way through the platform with none of the app
+// around it, the floor under the warm first delta. A message is POSTed to the Worker, which reads
+// its JSON body and calls the session's Durable Object (RPC, as the edge does); the object sends it
+// on a hibernatable WebSocket to a peer standing in for the runner, which answers at once with a
+// delta; the object sends the delta on to its viewer sockets as the hub's own viewer frames
+// (`toViewerFrames`), and the Worker relays them into the SSE response with the edge's own
+// `sseFromViewer`. No auth, no D1, no checks, no runner, no CLI. With `durable`, the object also
+// writes the message and the delta to SQLite before sending each on, as the hub logs both (so each
+// send waits on the output gate, as the hub's do).
+
+interface FloorEnv {
+  HUB: DurableObjectNamespace<FloorHub>;
+}
+
+interface Turn {
+  messageId: string;
+  text: string;
+  durable: boolean;
+}
+
+export class FloorHub extends DurableObject<FloorEnv> {
+  #lastId: string | null = null;
+
+  constructor(ctx: DurableObjectState, env: FloorEnv) {
+    super(ctx, env);
+    ctx.storage.sql.exec(
+      'CREATE TABLE IF NOT EXISTS log (id TEXT PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL)',
+    );
+  }
+
+  #id(): string {
+    this.#lastId = nextUlid(Date.now(), this.#lastId);
+    return this.#lastId;
+  }
+
+  #log(type: string, data: string): string {
+    const id = this.#id();
+    this.ctx.storage.sql.exec('INSERT INTO log (id, type, data) VALUES (?, ?, ?)', id, type, data);
+    return id;
+  }
+
+  override async fetch(request: Request): Promise<Response> {
+    const tag = new URL(request.url).pathname === '/link' ? 'runner' : 'viewer';
+    if (request.headers.get('upgrade') !== 'websocket') {
+      return Response.json({
+        runners: this.ctx.getWebSockets('runner').length,
+        viewers: this.ctx.getWebSockets('viewer').length,
+      });
+    }
+    const pair = new WebSocketPair();
+    this.ctx.acceptWebSocket(pair[1], [tag]);
+    return new Response(null, { status: 101, webSocket: pair[0] });
+  }
+
+  message(text: string, durable: boolean): { messageId: string } {
+    const turn: Turn = { messageId: crypto.randomUUID(), text, durable };
+    const data = JSON.stringify(turn);
+    if (durable) this.#log('user.message', data);
+    for (const ws of this.ctx.getWebSockets('runner')) ws.send(data);
+    return { messageId: turn.messageId };
+  }
+
+  override webSocketMessage(_ws: WebSocket, message: string | ArrayBuffer): void {
+    const turn = JSON.parse(typeof message === 'string' ? message : new TextDecoder().decode(message)) as Turn;
+    const data = JSON.stringify({ type: 'text.delta', messageId: turn.messageId, text: turn.text });
+    const id = turn.durable ? this.#log('text.delta', data) : this.#id();
+    for (const frame of toViewerFrames([{ id, type: 'text.delta', data }]))
+      for (const viewer of this.ctx.getWebSockets('viewer')) viewer.send(frame);
+  }
+
+  override webSocketClose(ws: WebSocket): void {
+    ws.close();
+  }
+}
+
+/** The edge's relay: the hub socket's frames into the SSE response (edge/src/sessions/sse.ts). */
+async function viewer(hub: DurableObjectStub<FloorHub>): Promise<Response> {
+  const upgraded = await hub.fetch('http://hub/socket', { headers: { upgrade: 'websocket' } });
+  const ws = upgraded.webSocket;
+  if (ws === null) return new Response('no socket', { status: 502 });
+  return new Response(sseFromViewer(ws, { after: null, heartbeatMs: MAX_HEARTBEAT_MS }), { headers: SSE_HEADERS });
+}
+
+export default {
+  async fetch(request, env) {
+    const hub = env.HUB.get(env.HUB.idFromName('session'));
+    const { pathname } = new URL(request.url);
+    if (pathname === '/events') return viewer(hub);
+    if (pathname === '/messages' && request.method === 'POST') {
+      const body = (await request.json()) as { text: string; durable?: boolean };
+      return Response.json(await hub.message(body.text, body.durable === true), { status: 202 });
+    }
+    return hub.fetch(request);
+  },
+} satisfies ExportedHandler<FloorEnv>;
