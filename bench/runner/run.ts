@@ -30,7 +30,9 @@
 // pairs each start with the bare start measured next to it.
 //   (5) the model route by itself (bubblewrap starting a command that exits at once, with and
 //       without it) and what it holds in the sandbox.
-// Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) only]
+//   (6) a streamed answer's first delta through the model route against straight to the model,
+//       one client process each way (model-route.ts).
+// Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) and (6) only]
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,9 +48,10 @@ import { startModelRoute } from '../../runner/src/sandbox/model-proxy.ts';
 import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
+import { routeStream } from './model-route.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
-/** `--route`: only (5), the model route by itself (quick, and runnable against another checkout's sandbox). */
+/** `--route`: only (5) and (6), the model route by itself (quick, and runnable against another checkout's sandbox). */
 const routeOnly = process.argv.includes('--route');
 const ROUTE_RUNS = 21;
 const now = () => performance.now();
@@ -389,6 +392,10 @@ async function printRouteAlone(): Promise<void> {
   const r = await routeAlone(ROUTE_RUNS);
   console.log(
     `(5) the model route by itself: bubblewrap starting \`exit 0\`, median of ${ROUTE_RUNS} each, interleaved: without ${r.withoutMs.toFixed(1)} ms, with the route ${r.withMs.toFixed(1)} ms (+${(r.withMs - r.withoutMs).toFixed(1)} ms); in the sandbox beside the command: ${r.relay}`,
+  );
+  const st = await routeStream(ROUTE_RUNS + 1);
+  console.log(
+    `(6) a streamed answer's first text delta, median of ${ROUTE_RUNS} calls on one keep-alive connection: Node's http client ${st.route.http.toFixed(2)} ms through the model route, ${st.direct.http.toFixed(2)} ms straight to the model; fetch ${st.route.fetch.toFixed(2)} / ${st.direct.fetch.toFixed(2)} ms`,
   );
 }
 if (routeOnly) {

@@ -96,6 +96,10 @@ describe('wrapWithBwrap (pure)', () => {
       '--x',
     ]);
   });
+  it('the model route relays with Nagle off: a streamed answer is written to the CLI as it comes', () => {
+    // What it saves is timing only (bench/runner --route, (6)), so the option itself is pinned.
+    expect(MODEL_ROUTE_SCRIPT).toMatch(/ TCP-LISTEN:\S*,nodelay[ ,]/);
+  });
   it('private /tmp first, read-only installs (nested ones folded), writable dirs, then config files read-only on top', () => {
     const tmp = at('--tmpfs', '/tmp');
     const ro = at('--ro-bind', '/opt/cli', '/opt/cli');

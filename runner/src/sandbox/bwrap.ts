@@ -35,10 +35,13 @@ const MODEL_LISTENING = `0100007F:${MODEL_PORT.toString(16).toUpperCase().padSta
  * socket shows in /proc/net/tcp (so the CLI's first model call cannot race it; read by the shell
  * itself, no process per look), then becomes the CLI, bubblewrap's direct child as without a route.
  * socat: ~10 ms to start and ~5 MiB per session (a Node relay was ~110 ms and ~47 MiB). Its errors
- * go to the CLI's stderr; its stdin and stdout are not the CLI's pipes.
+ * go to the CLI's stderr; its stdin and stdout are not the CLI's pipes. `nodelay`: with Nagle on, a
+ * write that follows one the CLI has not ACKed yet waits for the ACK, which a client delays by ~40 ms
+ * on a reused connection (docs/DESIGN.md "The agent leaving the local sandbox through loopback
+ * services", Cost).
  */
 export const MODEL_ROUTE_SCRIPT = [
-  `"$1" TCP-LISTEN:${MODEL_PORT},bind=127.0.0.1,fork UNIX-CONNECT:${MODEL_SOCKET} </dev/null >/dev/null &`,
+  `"$1" TCP-LISTEN:${MODEL_PORT},bind=127.0.0.1,fork,nodelay UNIX-CONNECT:${MODEL_SOCKET} </dev/null >/dev/null &`,
   'relay=$!',
   'shift',
   'listening() {',
