@@ -49,13 +49,13 @@ export async function startFloor(): Promise<Floor> {
     link.once('open', ok);
     link.once('error', fail);
   });
-  // One viewer a way, open from its first measure to stop(): a closed one lingers in the object
-  // until a send finds it gone, and would cost the next measure a send.
+  // One viewer a way, open from its first measure to stop() (a closed one would linger in the
+  // object until a send found it gone); each way's answers go to its own viewer only.
   const viewers = new Map<FloorWay, SseStream>();
   const viewer = async (way: FloorWay): Promise<SseStream> => {
     const open = viewers.get(way);
     if (open !== undefined) return open;
-    const sse = await SseStream.open(`${bases[way]}/events`, {});
+    const sse = await SseStream.open(`${bases[way]}/events?viewer=${way}`, {});
     if (sse.status !== 200) throw new Error(`floor /events: ${sse.status}`);
     viewers.set(way, sse);
     await until('the floor viewer', async () => {
@@ -73,7 +73,7 @@ export async function startFloor(): Promise<Floor> {
       for (let i = 0; i <= runs; i++) {
         const text = `floor turn ${turn++}`;
         const t0 = performance.now();
-        const r = await api.call('POST', '/messages', { text, durable });
+        const r = await api.call('POST', '/messages', { text, durable, viewer: way });
         if (r.status !== 202) throw new Error(`floor message: ${r.status} ${r.text}`);
         const delta = await sse.waitFor(text, (e) => e.event === 'text.delta' && e.data.text === text);
         if (i > 0) times.push(delta.receivedAt - t0);

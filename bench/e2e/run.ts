@@ -519,6 +519,9 @@ async function main() {
         `(3) ${backend}: per session RSS — runner ${mib(mem.runnerKb)} MiB, runner+CLI groups ${mib(mem.groupKb)} MiB (median of ${mem.n}); workerd +${mib(mem.workerdPerSessionKb)} MiB per live session (both workerd processes ${mib(mem.workerdKb)} MiB, ${mib(workerdStart)} MiB at start)`,
       );
     }
+    // Only (1) uses the floor: its two workerd processes go before the fan-out and memory rounds.
+    await theFloor.stop();
+    floor = undefined;
     // (2) after both backends' (1), (4) and (3): a turn to 500 viewers leaves workerd busy for
     // seconds after it (wrangler dev tells the Worker of a closed client late), which would land in
     // pi's first deltas. A claude session again, as before the switch.

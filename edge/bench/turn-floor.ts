@@ -21,6 +21,8 @@ interface Turn {
   messageId: string;
   text: string;
   durable: boolean;
+  /** Whose viewer gets the answer: one viewer a way the bench measures, one delivery a delta. */
+  viewer: string;
 }
 
 export class FloorHub extends DurableObject<FloorEnv> {
@@ -45,20 +47,21 @@ export class FloorHub extends DurableObject<FloorEnv> {
   }
 
   override async fetch(request: Request): Promise<Response> {
-    const tag = new URL(request.url).pathname === '/link' ? 'runner' : 'viewer';
+    const url = new URL(request.url);
     if (request.headers.get('upgrade') !== 'websocket') {
       return Response.json({
         runners: this.ctx.getWebSockets('runner').length,
         viewers: this.ctx.getWebSockets('viewer').length,
       });
     }
+    const tags = url.pathname === '/link' ? ['runner'] : ['viewer', `viewer:${url.searchParams.get('viewer')}`];
     const pair = new WebSocketPair();
-    this.ctx.acceptWebSocket(pair[1], [tag]);
+    this.ctx.acceptWebSocket(pair[1], tags);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
-  message(text: string, durable: boolean): { messageId: string } {
-    const turn: Turn = { messageId: crypto.randomUUID(), text, durable };
+  message(text: string, durable: boolean, viewer: string): { messageId: string } {
+    const turn: Turn = { messageId: crypto.randomUUID(), text, durable, viewer };
     const data = JSON.stringify(turn);
     if (durable) this.#log('user.message', data);
     for (const ws of this.ctx.getWebSockets('runner')) ws.send(data);
@@ -70,7 +73,7 @@ export class FloorHub extends DurableObject<FloorEnv> {
     const data = JSON.stringify({ type: 'text.delta', messageId: turn.messageId, text: turn.text });
     const id = turn.durable ? this.#log('text.delta', data) : this.#id();
     for (const frame of toViewerFrames([{ id, type: 'text.delta', data }]))
-      for (const viewer of this.ctx.getWebSockets('viewer')) viewer.send(frame);
+      for (const viewer of this.ctx.getWebSockets(`viewer:${turn.viewer}`)) viewer.send(frame);
   }
 
   override webSocketClose(ws: WebSocket): void {
@@ -79,8 +82,10 @@ export class FloorHub extends DurableObject<FloorEnv> {
 }
 
 /** The edge's relay: the hub socket's frames into the SSE response (edge/src/sessions/sse.ts). */
-async function viewer(hub: DurableObjectStub<FloorHub>): Promise<Response> {
-  const upgraded = await hub.fetch('http://hub/socket', { headers: { upgrade: 'websocket' } });
+async function viewer(hub: DurableObjectStub<FloorHub>, name: string): Promise<Response> {
+  const upgraded = await hub.fetch(`http://hub/socket?viewer=${encodeURIComponent(name)}`, {
+    headers: { upgrade: 'websocket' },
+  });
   const ws = upgraded.webSocket;
   if (ws === null) return new Response('no socket', { status: 502 });
   return new Response(sseFromViewer(ws, { after: null, heartbeatMs: MAX_HEARTBEAT_MS }), { headers: SSE_HEADERS });
@@ -89,11 +94,11 @@ async function viewer(hub: DurableObjectStub<FloorHub>): Promise<Response> {
 export default {
   async fetch(request, env) {
     const hub = env.HUB.get(env.HUB.idFromName('session'));
-    const { pathname } = new URL(request.url);
-    if (pathname === '/events') return viewer(hub);
+    const { pathname, searchParams } = new URL(request.url);
+    if (pathname === '/events') return viewer(hub, searchParams.get('viewer') ?? '');
     if (pathname === '/messages' && request.method === 'POST') {
-      const body = (await request.json()) as { text: string; durable?: boolean };
-      return Response.json(await hub.message(body.text, body.durable === true), { status: 202 });
+      const body = (await request.json()) as { text: string; durable?: boolean; viewer?: string };
+      return Response.json(await hub.message(body.text, body.durable === true, body.viewer ?? ''), { status: 202 });
     }
     return hub.fetch(request);
   },
