@@ -7,8 +7,8 @@ import { MAX_HEARTBEAT_MS, SSE_HEADERS, sseFromViewer } from '../src/sessions/ss
 // around it, the floor under the warm first delta. A message is POSTed to the Worker, which reads
 // its JSON body and calls the session's Durable Object (RPC, as the edge does); the object sends it
 // on a hibernatable WebSocket to a peer standing in for the runner, which answers at once with a
-// delta; the object sends the delta on to its viewer sockets as the hub's own viewer frames
-// (`toViewerFrames`), and the Worker relays them into the SSE response with the edge's own
+// delta; the object sends the delta on to the measured way's viewer socket as the hub's own viewer
+// frames (`toViewerFrames`), and the Worker relays them into the SSE response with the edge's own
 // `sseFromViewer`. No auth, no D1, no checks, no runner, no CLI. With `durable`, the object also
 // writes the message and the delta to SQLite before sending each on, as the hub logs both (so each
 // send waits on the output gate, as the hub's do).
