@@ -8,13 +8,9 @@
 //
 // Used by bench/e2e/run.ts, which measures it in the same run as the stack and the bare CLI; on
 // its own: node bench/e2e/floor.ts [--runs N]
-import { rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { unstable_startWorker } from 'wrangler';
 import WebSocket from 'ws';
-import { workerDirectUrl } from '../../scripts/lib/worker-direct-url.ts';
 import { Api, SseStream, until } from '../../test/helpers/sse-client.ts';
-import { throwawayEdgeState } from '../edge-state.ts';
+import { startBenchWorker } from '../bench-worker.ts';
 import { median } from '../stats.ts';
 
 export type FloorWay = 'proxy' | 'direct';
@@ -26,22 +22,8 @@ export interface Floor {
 }
 
 export async function startFloor(): Promise<Floor> {
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
-  process.env.WRANGLER_SEND_METRICS = 'false';
-  const state = throwawayEdgeState('turn-floor');
-  const worker = await unstable_startWorker({
-    config: resolve(import.meta.dirname, '..', '..', 'edge', 'bench', 'turn-floor.toml'),
-    dev: {
-      server: { hostname: '127.0.0.1', port: 0 },
-      inspector: false,
-      persist: state.dir,
-      watch: false,
-      logLevel: 'warn',
-    },
-  });
-  const direct = workerDirectUrl(worker);
-  await worker.ready;
-  const bases: Record<FloorWay, string> = { proxy: (await worker.url).origin, direct: await direct };
+  const worker = await startBenchWorker('turn-floor.toml');
+  const bases: Record<FloorWay, string> = { proxy: worker.proxyUrl, direct: worker.directUrl };
   // The runner's stand-in: answers each message with its text at once, on the link it opened.
   const link = new WebSocket(`${bases.direct.replace(/^http/, 'ws')}/link`);
   link.on('message', (data) => link.send(data.toString()));
@@ -83,8 +65,7 @@ export async function startFloor(): Promise<Floor> {
     async stop() {
       for (const sse of viewers.values()) await sse.close();
       link.close();
-      await worker.dispose();
-      await rm(state.dir, { recursive: true, force: true });
+      await worker.stop();
     },
   };
 }

@@ -13,12 +13,8 @@
 // viewers against the fewest, and what one more viewer costs workerd.
 //
 // Run: node bench/fanout/transport.ts [--viewers 1,50] [--deltas 400] [--pace 20] [--rounds 3]
-import { rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { unstable_startWorker } from 'wrangler';
 import { descendants } from '@switchyard/runner/host';
-import { workerDirectUrl } from '../../scripts/lib/worker-direct-url.ts';
-import { throwawayEdgeState } from '../edge-state.ts';
+import { startBenchWorker } from '../bench-worker.ts';
 import { comm, cpuMs } from '../procfs.ts';
 import { median, quantile } from '../stats.ts';
 
@@ -36,9 +32,6 @@ const LABEL: Record<Way, string> = {
   socket: 'Worker relays a hibernatable WebSocket (the edge today)',
   stream: 'the Durable Object writes the SSE response itself',
 };
-
-process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
-process.env.WRANGLER_SEND_METRICS = 'false';
 
 function workerdPids(): number[] {
   return descendants(process.pid)
@@ -99,22 +92,9 @@ async function round(base: string, way: Way, viewers: number, pids: number[]): P
 }
 
 async function main(): Promise<void> {
-  const state = throwawayEdgeState('sse-transport');
-  const worker = await unstable_startWorker({
-    config: resolve(import.meta.dirname, '..', '..', 'edge', 'bench', 'sse-transport.toml'),
-    dev: {
-      server: { hostname: '127.0.0.1', port: 0 },
-      inspector: false,
-      persist: state.dir,
-      watch: false,
-      logLevel: 'warn',
-    },
-  });
+  const worker = await startBenchWorker('sse-transport.toml');
   try {
-    const direct = workerDirectUrl(worker);
-    await worker.ready;
-    await (await worker.fetch('http://localhost/count')).arrayBuffer();
-    const base = await direct;
+    const base = worker.directUrl;
     const pids = workerdPids();
     console.log(
       `bench/fanout/transport: ${DELTAS} deltas ${PACE_MS} ms apart, ${ROUNDS} rounds a way, viewers ${VIEWERS.join(', ')}; workerd pids ${pids.join(', ')}; straight to Miniflare (${base})`,
@@ -160,8 +140,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    await worker.dispose();
-    await rm(state.dir, { recursive: true, force: true });
+    await worker.stop();
   }
 }
 
