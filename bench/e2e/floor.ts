@@ -24,20 +24,26 @@ export interface Floor {
 export async function startFloor(): Promise<Floor> {
   const worker = await startBenchWorker('turn-floor.toml');
   const bases: Record<FloorWay, string> = { proxy: worker.proxyUrl, direct: worker.directUrl };
-  // The runner's stand-in: answers each message with its text at once, on the link it opened.
-  const link = new WebSocket(`${bases.direct.replace(/^http/, 'ws')}/link`);
-  link.on('message', (data) => link.send(data.toString()));
-  await new Promise<void>((ok, fail) => {
-    link.once('open', ok);
-    link.once('error', fail);
-  });
+  // The runner's stand-in, one a way, each linked through its way's URL as a runner dials the
+  // origin its session's message came through: it answers each message with its text at once.
+  const links = await Promise.all(
+    (Object.keys(bases) as FloorWay[]).map(async (way) => {
+      const link = new WebSocket(`${bases[way].replace(/^http/, 'ws')}/link?way=${way}`);
+      link.on('message', (data) => link.send(data.toString()));
+      await new Promise<void>((ok, fail) => {
+        link.once('open', ok);
+        link.once('error', fail);
+      });
+      return link;
+    }),
+  );
   // One viewer a way, open from its first measure to stop() (a closed one would linger in the
   // object until a send found it gone); each way's answers go to its own viewer only.
   const viewers = new Map<FloorWay, SseStream>();
   const viewer = async (way: FloorWay): Promise<SseStream> => {
     const open = viewers.get(way);
     if (open !== undefined) return open;
-    const sse = await SseStream.open(`${bases[way]}/events?viewer=${way}`, {});
+    const sse = await SseStream.open(`${bases[way]}/events?way=${way}`, {});
     if (sse.status !== 200) throw new Error(`floor /events: ${sse.status}`);
     viewers.set(way, sse);
     await until('the floor viewer', async () => {
@@ -55,7 +61,7 @@ export async function startFloor(): Promise<Floor> {
       for (let i = 0; i <= runs; i++) {
         const text = `floor turn ${turn++}`;
         const t0 = performance.now();
-        const r = await api.call('POST', '/messages', { text, durable, viewer: way });
+        const r = await api.call('POST', '/messages', { text, durable, way });
         if (r.status !== 202) throw new Error(`floor message: ${r.status} ${r.text}`);
         const delta = await sse.waitFor(text, (e) => e.event === 'text.delta' && e.data.text === text);
         if (i > 0) times.push(delta.receivedAt - t0);
@@ -64,7 +70,7 @@ export async function startFloor(): Promise<Floor> {
     },
     async stop() {
       for (const sse of viewers.values()) await sse.close();
-      link.close();
+      for (const link of links) link.close();
       await worker.stop();
     },
   };

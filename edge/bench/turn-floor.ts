@@ -21,8 +21,12 @@ interface Turn {
   messageId: string;
   text: string;
   durable: boolean;
-  /** Whose viewer gets the answer: one viewer a way the bench measures, one delivery a delta. */
-  viewer: string;
+  /**
+   * The way the bench measures (through wrangler dev's proxy or straight): the message goes to
+   * that way's peer, linked the same way as a runner dials the origin its message came through,
+   * and the answer to that way's one viewer, one delivery a delta.
+   */
+  way: string;
 }
 
 export class FloorHub extends DurableObject<FloorEnv> {
@@ -54,17 +58,18 @@ export class FloorHub extends DurableObject<FloorEnv> {
         viewers: this.ctx.getWebSockets('viewer').length,
       });
     }
-    const tags = url.pathname === '/link' ? ['runner'] : ['viewer', `viewer:${url.searchParams.get('viewer')}`];
+    const way = url.searchParams.get('way');
+    const tags = url.pathname === '/link' ? ['runner', `runner:${way}`] : ['viewer', `viewer:${way}`];
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], tags);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
-  message(text: string, durable: boolean, viewer: string): { messageId: string } {
-    const turn: Turn = { messageId: crypto.randomUUID(), text, durable, viewer };
+  message(text: string, durable: boolean, way: string): { messageId: string } {
+    const turn: Turn = { messageId: crypto.randomUUID(), text, durable, way };
     const data = JSON.stringify(turn);
     if (durable) this.#log('user.message', data);
-    for (const ws of this.ctx.getWebSockets('runner')) ws.send(data);
+    for (const ws of this.ctx.getWebSockets(`runner:${way}`)) ws.send(data);
     return { messageId: turn.messageId };
   }
 
@@ -73,7 +78,7 @@ export class FloorHub extends DurableObject<FloorEnv> {
     const data = JSON.stringify({ type: 'text.delta', messageId: turn.messageId, text: turn.text });
     const id = turn.durable ? this.#log('text.delta', data) : this.#id();
     for (const frame of toViewerFrames([{ id, type: 'text.delta', data }]))
-      for (const viewer of this.ctx.getWebSockets(`viewer:${turn.viewer}`)) viewer.send(frame);
+      for (const viewer of this.ctx.getWebSockets(`viewer:${turn.way}`)) viewer.send(frame);
   }
 
   override webSocketClose(ws: WebSocket): void {
@@ -82,8 +87,8 @@ export class FloorHub extends DurableObject<FloorEnv> {
 }
 
 /** The edge's relay: the hub socket's frames into the SSE response (edge/src/sessions/sse.ts). */
-async function viewer(hub: DurableObjectStub<FloorHub>, name: string): Promise<Response> {
-  const upgraded = await hub.fetch(`http://hub/socket?viewer=${encodeURIComponent(name)}`, {
+async function viewer(hub: DurableObjectStub<FloorHub>, way: string): Promise<Response> {
+  const upgraded = await hub.fetch(`http://hub/socket?way=${encodeURIComponent(way)}`, {
     headers: { upgrade: 'websocket' },
   });
   const ws = upgraded.webSocket;
@@ -95,10 +100,10 @@ export default {
   async fetch(request, env) {
     const hub = env.HUB.get(env.HUB.idFromName('session'));
     const { pathname, searchParams } = new URL(request.url);
-    if (pathname === '/events') return viewer(hub, searchParams.get('viewer') ?? '');
+    if (pathname === '/events') return viewer(hub, searchParams.get('way') ?? '');
     if (pathname === '/messages' && request.method === 'POST') {
-      const body = (await request.json()) as { text: string; durable?: boolean; viewer?: string };
-      return Response.json(await hub.message(body.text, body.durable === true, body.viewer ?? ''), { status: 202 });
+      const body = (await request.json()) as { text: string; durable?: boolean; way?: string };
+      return Response.json(await hub.message(body.text, body.durable === true, body.way ?? ''), { status: 202 });
     }
     return hub.fetch(request);
   },
