@@ -36,13 +36,13 @@
 // The edge's state is on tmpfs where the machine has one (bench/edge-state.ts);
 // `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
 // Run: npm run bench -- e2e   (or node bench/e2e/run.ts [--runs N] [--viewers 1,50,500] [--fanout-deltas N] [--edge-state-on-disk])
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { throwawayEdgeState } from '../edge-state.ts';
 import { type Floor, startFloor } from './floor.ts';
+import { OFFLINE_MODEL_BIN, spawnUrlProcess } from '../url-process.ts';
 import { hopComments, HOPS_ON, messageHops, PartTimes } from '../hops.ts';
 import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
@@ -100,20 +100,6 @@ const describe = (t: PartTimes): string =>
     .medians()
     .map(([name, ms]) => `${name} ${f1(ms)}`)
     .join(' | ');
-
-/** Spawns a helper that prints one JSON line ({url}) once listening. */
-function spawnJson(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  return new Promise((res, rej) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    let buf = '';
-    child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) res({ child, url: (JSON.parse(buf.slice(0, nl)) as { url: string }).url });
-    });
-    child.once('exit', (code) => rej(new Error(`${args.join(' ')} exited ${code}`)));
-  });
-}
 
 async function firstDeltaViaHttp(api: Api, backend: string): Promise<PartTimes> {
   const s = (
@@ -432,8 +418,8 @@ async function memory(stack: Stack, api: Api, backend: string, workerdRss: () =>
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-e2e-'));
   const state = throwawayEdgeState('switchyard-bench-e2e', { onDisk: process.argv.includes('--edge-state-on-disk') });
-  const model = await spawnJson([join(ROOT, 'offline-model', 'bin', 'switchyard-offline-model.js'), '--port', '0']);
-  const proxy = await spawnJson([join(ROOT, 'bench', 'e2e', 'stamp-proxy.ts'), '--upstream', model.url]);
+  const model = await spawnUrlProcess([OFFLINE_MODEL_BIN, '--port', '0']);
+  const proxy = await spawnUrlProcess([join(ROOT, 'bench', 'e2e', 'stamp-proxy.ts'), '--upstream', model.url]);
   const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_MODEL_URL: proxy.url };
   delete env.ANTHROPIC_API_KEY;
   delete env.SWITCHYARD_ADMIN_PASSWORD;

@@ -15,6 +15,7 @@ import { MODEL_URL } from '../../runner/src/sandbox/bwrap.ts';
 import { startModelRoute } from '../../runner/src/sandbox/model-proxy.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
+import { OFFLINE_MODEL_BIN, spawnUrlProcess } from '../url-process.ts';
 
 const CLIENTS = ['http', 'fetch'] as const;
 type Client = (typeof CLIENTS)[number];
@@ -35,26 +36,6 @@ function firstDeltas(command: string, args: string[], env: NodeJS.ProcessEnv, cw
   });
 }
 
-/**
- * The offline model in a process of its own, as a provider is: in this process its writes and the
- * credential proxy's reads would share one event loop, and the route would not see the answer's
- * pieces as a provider sends them (with the model in-process no stall showed; out of it, ~40 ms).
- */
-async function offlineModelProcess(): Promise<{ url: string; stop(): void }> {
-  const bin = resolve(import.meta.dirname, '..', '..', 'offline-model', 'bin', 'switchyard-offline-model.js');
-  const child = spawn(process.execPath, [bin, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((ok, fail) => {
-    let buf = '';
-    child.stdout.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) ok((JSON.parse(buf.slice(0, nl)) as { url: string }).url);
-    });
-    child.once('exit', (code) => fail(new Error(`the offline model exited ${code}`)));
-  });
-  return { url, stop: () => child.kill('SIGTERM') };
-}
-
 export interface RouteStream {
   /** Median first delta (ms) per client: through the route in the sandbox, and on the host straight to the model. */
   route: Record<Client, number>;
@@ -67,7 +48,10 @@ export async function routeStream(calls: number): Promise<RouteStream> {
   // Inside the sandbox only the workspace and the installs are there to run.
   const client = join(dirs.workspace, 'stream-client.cjs');
   copyFileSync(STREAM_CLIENT, client);
-  const model = await offlineModelProcess();
+  // The model in a process of its own, as a provider is: in this process its writes and the
+  // credential proxy's reads would share one event loop, and the route would not see the answer's
+  // pieces as a provider sends them (with the model in-process no stall showed; out of it, ~40 ms).
+  const model = await spawnUrlProcess([OFFLINE_MODEL_BIN, '--port', '0']);
   const route = await startModelRoute('bubblewrap', model.url, undefined);
   const sandbox = new Sandbox({ mode: 'bubblewrap', guard: false });
   try {
@@ -89,7 +73,7 @@ export async function routeStream(calls: number): Promise<RouteStream> {
     return out;
   } finally {
     await route.close();
-    model.stop();
+    model.child.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import { SseCursor, toViewerFrames, viewerFrameToSse } from '../src/hub/viewer-frames.ts';
-import { MAX_HEARTBEAT_MS, SSE_HEADERS, sseFromViewer } from '../src/sessions/sse.ts';
+import { SSE_HEADERS } from '../src/sessions/sse.ts';
+import { relayedViewer } from './relayed-viewer.ts';
 
 // Benchmark entry for bench/fanout/transport.ts: the two ways an SSE viewer can be fed from a
 // session's Durable Object, side by side in one workerd, with no auth, no log and no replay around
@@ -71,19 +72,11 @@ export class TransportHub extends DurableObject<TransportEnv> {
   }
 }
 
-/** The edge's relay: the hub socket's frames into the SSE response (edge/src/sessions/sse.ts). */
-async function socketViewer(hub: DurableObjectStub<TransportHub>): Promise<Response> {
-  const upgraded = await hub.fetch('http://hub/socket', { headers: { upgrade: 'websocket' } });
-  const ws = upgraded.webSocket;
-  if (ws === null) return new Response('no socket', { status: 502 });
-  return new Response(sseFromViewer(ws, { after: null, heartbeatMs: MAX_HEARTBEAT_MS }), { headers: SSE_HEADERS });
-}
-
 export default {
   fetch(request, env) {
     const hub = env.HUB.get(env.HUB.idFromName('session'));
     const { pathname, search } = new URL(request.url);
-    if (pathname === '/events/socket') return socketViewer(hub);
+    if (pathname === '/events/socket') return relayedViewer(hub, 'http://hub/socket');
     if (pathname === '/events/stream') return hub.fetch('http://hub/stream');
     return hub.fetch(`http://hub${pathname}${search}`);
   },

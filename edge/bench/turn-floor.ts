@@ -1,7 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import { nextUlid } from '../src/hub/ulid.ts';
 import { toViewerFrames } from '../src/hub/viewer-frames.ts';
-import { MAX_HEARTBEAT_MS, SSE_HEADERS, sseFromViewer } from '../src/sessions/sse.ts';
+import { relayedViewer } from './relayed-viewer.ts';
 
 // Benchmark entry for bench/e2e/floor.ts: a turn's way through the platform with none of the app
 // around it, the floor under the warm first delta. A message is POSTed to the Worker, which reads
@@ -86,21 +86,12 @@ export class FloorHub extends DurableObject<FloorEnv> {
   }
 }
 
-/** The edge's relay: the hub socket's frames into the SSE response (edge/src/sessions/sse.ts). */
-async function viewer(hub: DurableObjectStub<FloorHub>, way: string): Promise<Response> {
-  const upgraded = await hub.fetch(`http://hub/socket?way=${encodeURIComponent(way)}`, {
-    headers: { upgrade: 'websocket' },
-  });
-  const ws = upgraded.webSocket;
-  if (ws === null) return new Response('no socket', { status: 502 });
-  return new Response(sseFromViewer(ws, { after: null, heartbeatMs: MAX_HEARTBEAT_MS }), { headers: SSE_HEADERS });
-}
-
 export default {
   async fetch(request, env) {
     const hub = env.HUB.get(env.HUB.idFromName('session'));
     const { pathname, searchParams } = new URL(request.url);
-    if (pathname === '/events') return viewer(hub, searchParams.get('way') ?? '');
+    if (pathname === '/events')
+      return relayedViewer(hub, `http://hub/socket?way=${encodeURIComponent(searchParams.get('way') ?? '')}`);
     if (pathname === '/messages' && request.method === 'POST') {
       const body = (await request.json()) as { text: string; durable?: boolean; way?: string };
       return Response.json(await hub.message(body.text, body.durable === true, body.way ?? ''), { status: 202 });
