@@ -40,10 +40,11 @@ export const VOLUMES = [
 export const CONTAINER_NAME = 'runner';
 
 /**
- * Fargate size. Measured (README "End-to-end figures"): one session's runner + CLI is
- * 290–314 MiB RSS at rest. 1 GiB leaves room for what the agent's tools start (git, rg,
- * a build or test run) without an OOM kill; 0.5 vCPU because start-up is CPU-bound (Node
- * loading the runner and the CLI: ~0.9–1.2 s on a full core), which 0.25 vCPU would quadruple.
+ * Fargate size. Measured (README "Speed" → "End to end" (3), docs/MEASUREMENTS.md): one
+ * session's runner + CLI is 232–314 MiB RSS at rest. 1 GiB leaves room for what the agent's
+ * tools start (git, rg, a build or test run) without an OOM kill; 0.5 vCPU because start-up is
+ * CPU-bound (Node loading the runner and the CLI: ~0.9–1.2 s on a full core), which 0.25 vCPU
+ * would quadruple.
  */
 export const TASK_CPU_UNITS = 512;
 export const TASK_MEMORY_MIB = 1024;
