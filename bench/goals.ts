@@ -1,0 +1,67 @@
+// Re-measures every speed goal in one sitting (README "Speed" → "Goals, measured in one sitting"):
+// the benches behind the goals, one after another with the sitting's arguments, so their ratios
+// come from the same machine state. Each bench's output goes to the terminal and to
+// <out>/<name>.log, headed by its start time and the load average; nothing else should run
+// meanwhile (a CI run beside it moves every figure).
+// Run: node bench/goals.ts [--only runner,pool,…] [--out DIR]   (all: about 35 minutes;
+// `npm run build:web` first)
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+const SITTING: Array<{ name: string; args: string[] }> = [
+  { name: 'runner', args: ['bench/runner/run.ts', '--runs', '7'] },
+  { name: 'route', args: ['bench/runner/run.ts', '--route'] },
+  { name: 'pool', args: ['bench/pool/run.ts', '--backends', 'claude,pi', '--runs', '5', '--provision-delay', '10s'] },
+  { name: 'fanout', args: ['bench/fanout/run.ts'] },
+  { name: 'e2e', args: ['bench/e2e/run.ts', '--runs', '7', '--viewers', '1,50,500', '--sessions', '3'] },
+  { name: 'transport', args: ['bench/fanout/transport.ts', '--rounds', '5'] },
+  { name: 'memory', args: ['bench/fanout/memory.ts', '--viewers', '500', '--rounds', '3', '--allocator'] },
+];
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+const only = arg('--only')?.split(',');
+const unknown = only?.filter((name) => !SITTING.some((s) => s.name === name)) ?? [];
+if (unknown.length > 0) {
+  console.error(`--only: no bench named ${unknown.join(', ')} (one of ${SITTING.map((s) => s.name).join(', ')})`);
+  process.exit(2);
+}
+const outArg = arg('--out');
+const out = resolve(outArg ?? join(ROOT, 'tmp', `goals-${new Date().toISOString().replace(/[:.]/g, '-')}`));
+mkdirSync(out, { recursive: true });
+
+function run(step: (typeof SITTING)[number]): Promise<number> {
+  const head = `${new Date().toISOString()} node ${step.args.join(' ')} (load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(', ')})\n`;
+  const log = createWriteStream(join(out, `${step.name}.log`));
+  log.write(head);
+  process.stdout.write(`\n### ${step.name}: ${head}`);
+  const child = spawn(process.execPath, step.args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.on('data', (d: Buffer) => {
+      process.stdout.write(d);
+      log.write(d);
+    });
+  }
+  return new Promise((done) => {
+    child.on('close', (code) => {
+      log.end(`${new Date().toISOString()} exit ${code}\n`);
+      done(code ?? 1);
+    });
+  });
+}
+
+let failed = 0;
+for (const step of SITTING) {
+  if (only !== undefined && !only.includes(step.name)) continue;
+  if ((await run(step)) !== 0) failed++;
+}
+console.log(`\noutputs in ${out}`);
+process.exit(failed > 0 ? 1 : 0);
