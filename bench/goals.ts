@@ -3,12 +3,12 @@
 // come from the same machine state. Each bench's output goes to the terminal and to
 // <out>/<name>.log, headed by its start time and the load average; nothing else should run
 // meanwhile (a CI run beside it moves every figure).
-// Run: node bench/goals.ts [--only runner,pool,…] [--out DIR]   (all: about 35 minutes;
-// `npm run build:web` first)
-import { spawn } from 'node:child_process';
+// Run: node bench/goals.ts [--only runner,pool,…] [--out DIR]   (all: about 35 minutes)
+import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -22,18 +22,25 @@ const SITTING: Array<{ name: string; args: string[] }> = [
   { name: 'memory', args: ['bench/fanout/memory.ts', '--viewers', '500', '--rounds', '3', '--allocator'] },
 ];
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
+function options() {
+  try {
+    return parseArgs({ options: { only: { type: 'string' }, out: { type: 'string' } } }).values;
+  } catch (err) {
+    // An unknown option or a missing value, named in parseArgs' own message.
+    console.error(
+      `${err instanceof Error ? err.message : String(err)}; usage: node bench/goals.ts [--only NAMES] [--out DIR]`,
+    );
+    process.exit(2);
+  }
 }
-const only = arg('--only')?.split(',');
+const values = options();
+const only = values.only?.split(',');
 const unknown = only?.filter((name) => !SITTING.some((s) => s.name === name)) ?? [];
 if (unknown.length > 0) {
   console.error(`--only: no bench named ${unknown.join(', ')} (one of ${SITTING.map((s) => s.name).join(', ')})`);
   process.exit(2);
 }
-const outArg = arg('--out');
-const out = resolve(outArg ?? join(ROOT, 'tmp', `goals-${new Date().toISOString().replace(/[:.]/g, '-')}`));
+const out = resolve(values.out ?? join(ROOT, 'tmp', `goals-${new Date().toISOString().replace(/[:.]/g, '-')}`));
 mkdirSync(out, { recursive: true });
 
 function run(step: (typeof SITTING)[number]): Promise<number> {
@@ -57,6 +64,10 @@ function run(step: (typeof SITTING)[number]): Promise<number> {
     });
   });
 }
+
+// The stack the pool, e2e and memory benches start serves the web app, as `npm run bench` builds it
+// first: without it they would fail minutes into the sitting.
+if (spawnSync('npm', ['run', '--silent', 'build:web'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) process.exit(1);
 
 let failed = 0;
 for (const step of SITTING) {
