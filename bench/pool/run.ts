@@ -27,7 +27,8 @@
 // Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
 // The edge's state is on tmpfs where the machine has one (bench/edge-state.ts);
 // `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
-// Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi] [--edge-state-on-disk])
+// `--claim-after 2s` claims each pooled runner that long after it turned idle instead of at once.
+// Run: npm run bench -- pool   (or node bench/pool/run.ts [--runs N] [--provision-delay 10s] [--backends claude,pi] [--claim-after 2s] [--edge-state-on-disk])
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,11 +49,15 @@ const DELAY = arg('--provision-delay', '10s');
 const BACKENDS = arg('--backends', 'claude').split(',') as Array<'claude' | 'pi'>;
 const TURN_MS = 180_000;
 
-const delayMs = (() => {
-  const m = /^(\d+)(ms|s)?$/.exec(DELAY);
-  if (!m) throw new Error('--provision-delay must look like 10s or 500ms');
+const duration = (flag: string, value: string): number => {
+  const m = /^(\d+)(ms|s)?$/.exec(value);
+  if (!m) throw new Error(`${flag} must look like 10s or 500ms`);
   return Number(m[1]) * (m[2] === 'ms' ? 1 : 1000);
-})();
+};
+const delayMs = duration('--provision-delay', DELAY);
+// How long a pooled runner has been idle when it is claimed. At once by default; a production pool
+// mostly holds its runners for longer, by when a CLI has finished whatever its warm-up left running.
+const claimAfterMs = duration('--claim-after', arg('--claim-after', '0'));
 
 const now = () => performance.now();
 const wall = (t: number) => performance.timeOrigin + t;
@@ -132,6 +137,7 @@ async function idlePooled(api: Api, backend: string, n: number): Promise<void> {
     },
     delayMs + TURN_MS,
   );
+  if (claimAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, claimAfterMs));
 }
 
 /** A bare CLI per run: ms from writing a message to its first text.delta, the first message and two later ones. */
@@ -321,7 +327,7 @@ try {
   });
   const api = await Api.login(stack.url, stack.admin.username, stack.admin.password);
   console.log(
-    `provision delay ${DELAY}, ${RUNS} run(s) per kind, edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}, ${new Date().toISOString()}`,
+    `provision delay ${DELAY}, ${RUNS} run(s) per kind, pooled runners claimed ${claimAfterMs > 0 ? `${claimAfterMs} ms after they turned idle` : 'as soon as they are idle'}, edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}, ${new Date().toISOString()}`,
   );
   const modelUrl = stack.modelUrl;
   if (modelUrl === undefined) throw new Error('the stack runs no model endpoint for the bare CLI');
