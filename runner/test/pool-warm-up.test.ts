@@ -37,7 +37,7 @@ describe.each(['claude', 'pi'] as const)('%s: a pooled runner warms its CLI up',
     expect(await pool.hello).toMatchObject({ type: 'pool_hello', backend });
     const ready = runner.logs.find((l) => l.msg === 'cli ready');
     // Every step taken: claude's side question, pi's prompt, new session and state.
-    expect(ready?.warmUp).toEqual({ steps: backend === 'claude' ? 1 : 3, refused: 0 });
+    expect(ready?.warmUp).toEqual({ steps: backend === 'claude' ? 2 : 3, refused: 0 });
     // The credential proxy answered the warm-up's model call itself.
     expect(calls()).toBe(before);
 

@@ -209,8 +209,13 @@ describe('credential proxy', () => {
         content: [{ type: 'text', text: WARM_UP_REPLY_TEXT }],
         stop_reason: 'end_turn',
       });
+      // A token count (claude's context usage in its warm-up): an estimate from the body's size.
+      const payload = body('count these');
+      const counted = await post('/v1/messages/count_tokens', payload);
+      expect(await counted.json()).toEqual({ input_tokens: Math.ceil(Buffer.byteLength(payload) / 4) });
       // Anything else the CLI may call is not answered with made-up data; a wrong key is still refused.
-      expect((await post('/v1/messages/count_tokens', body('x'))).status).toBe(503);
+      const models = await fetch(`${pooled.url}/v1/models`, { headers: { 'x-api-key': pooled.sessionKey } });
+      expect(models.status).toBe(503);
       expect((await post('/v1/messages', body('x'), 'sk-ant-guess')).status).toBe(401);
       expect(model.requests()).toEqual([]);
 

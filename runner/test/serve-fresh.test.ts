@@ -90,7 +90,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(session.hellos()[0]?.cli).toBe('starting');
     const ready = await runner.waitForLog((l) => l.msg === 'cli ready', 'the CLI ready while the welcome is held');
     // Every step taken: claude's side question, pi's prompt, new session and state.
-    expect(ready.warmUp).toEqual({ steps: backend === 'claude' ? 1 : 3, refused: 0 });
+    expect(ready.warmUp).toEqual({ steps: backend === 'claude' ? 2 : 3, refused: 0 });
     // The credential proxy answered the warm-up's model call itself.
     expect(calls()).toBe(before);
     suite.hub.faults.holdWelcome(session.sessionId, false);
@@ -113,7 +113,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
   });
 
   test.each([
-    ['during its warm-up: it waits for it', 'cli warming up', backend === 'claude' ? 1 : 3],
+    ['during its warm-up: it waits for it', 'cli warming up', backend === 'claude' ? 2 : 3],
     ['before its CLI is up: no warm-up, the message goes first', 'cli started', 0],
   ] as const)('started ahead, a message that arrives %s, and is answered upstream', async (_when, after, steps) => {
     const session = await suite.hub.newSession();

@@ -9,7 +9,9 @@ import { WARM_UP_REPLY_TEXT } from '../sandbox/warm-up-reply.ts';
  * waits in the pool, the session's first message no longer pays for it. The model proxy answers
  * the exchange itself, and nothing of it stays in the conversation the session gets:
  * - claude: a side question (`control_request` `side_question`, verified on 2.1.197 and not in
- *   claude's documentation), a full model call that stays outside the conversation;
+ *   claude's documentation), a full model call that stays outside the conversation; then its
+ *   context usage (`get_context_usage`, likewise), which builds the system prompt and tools a
+ *   first message sends and counts their tokens (the proxy answers the counts);
  * - pi: a prompt, then `new_session` (the conversation starts again) and `get_state`, whose
  *   answer names the new session file the transcript is read from.
  * Each step ends on the CLI's answer, taken or not: a CLI that refuses a step (an error answer,
@@ -40,6 +42,9 @@ export function warmUpFor(backend: Backend, codec: AgentCodec): WarmUpStep[] {
         const text = fieldOf(response, 'response');
         return typeof text === 'string' && text.includes(WARM_UP_REPLY_TEXT);
       }),
+      claudeControl(`${id}-context`, { subtype: 'get_context_usage' }, (response) =>
+        Array.isArray(fieldOf(response, 'categories')),
+      ),
     ];
   }
   return [

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { readBody } from '../http-body.ts';
 import { requestFor } from '../http-client.ts';
 import { upstreamAgent } from './upstream-agent.ts';
-import { warmUpReply } from './warm-up-reply.ts';
+import { warmUpReply, warmUpTokenCount } from './warm-up-reply.ts';
 
 // Not `import … from 'node:http'`: an ES import builds the module's namespace, which runs http's
 // lazy `WebSocket` getter and loads Node's bundled undici into every runner (docs/DESIGN.md
@@ -50,7 +50,7 @@ export interface CredentialProxy {
   close(): Promise<void>;
 }
 
-/** How much of a call answered locally is kept: only its `stream` and `model` fields are read. */
+/** How much of a call answered locally is kept: only its `stream` and `model` fields, or its size, are read. */
 const LOCAL_BODY_MAX = 8 * 1024 * 1024;
 
 /** What the CLIs call: the Messages API (streaming or not), token counting, the model list. */
@@ -178,21 +178,23 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
   };
 }
 
-/** A Messages call while no session is served: the canned reply; any other call: 503. */
+/** While no session is served: a Messages call gets the canned reply, a token count an estimate, the rest 503. */
 function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, path: string): void {
-  if (path !== '/v1/messages')
+  if (path !== '/v1/messages' && path !== '/v1/messages/count_tokens')
     return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
   const answer = (read: { body: Buffer }) => {
-    let body: unknown;
-    try {
-      body = JSON.parse(read.body.toString('utf8'));
-    } catch {
-      body = undefined;
-    }
-    const reply = warmUpReply(body);
+    const reply = path === '/v1/messages' ? warmUpReply(parsedJson(read.body)) : warmUpTokenCount(read.body.length);
     res.writeHead(200, { 'content-type': reply.contentType }).end(reply.body);
   };
   readBody(req, LOCAL_BODY_MAX).then(answer, () => res.destroy());
+}
+
+function parsedJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 function presentedKeyMatches(headers: IncomingHttpHeaders, expected: Buffer): boolean {

@@ -1,7 +1,9 @@
 // What the credential proxy answers a Messages call with while a pooled runner waits for a session
 // (docs/DESIGN.md "Warm runner pool" → "The CLI's first turn, taken before the claim"): a
 // one-word assistant message in the Messages API's shape, streamed or not as the call asked, so
-// the CLI runs its whole request and response path once without anything going upstream. Pure.
+// the CLI runs its whole request and response path once without anything going upstream; and a
+// token count, so claude's context usage builds what a first message sends without a failed call
+// (retried for half a second, and then it falls back to a path that warms nothing). Pure.
 
 export const WARM_UP_REPLY_TEXT = 'Warmed up.';
 
@@ -41,4 +43,12 @@ export function warmUpReply(request: unknown): WarmUpReply {
   ];
   const body = events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
   return { contentType: 'text/event-stream', body };
+}
+
+/**
+ * A token count in the count_tokens API's shape: a quarter of the body's bytes, about what a
+ * tokenizer makes of English and JSON. Only the throwaway warm-up ever sees it.
+ */
+export function warmUpTokenCount(bodyBytes: number): WarmUpReply {
+  return { contentType: 'application/json', body: JSON.stringify({ input_tokens: Math.ceil(bodyBytes / 4) }) };
 }
