@@ -36,6 +36,7 @@ import { throwawayEdgeState } from '../edge-state.ts';
 import { firstDeltaHops, hopComments, HOPS_ON, messageHops, PartTimes } from '../hops.ts';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { readinessFor } from '@switchyard/runner/cli';
+import { parseDuration } from '../../runner/src/config.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 import { Api, until } from '../../test/helpers/sse-client.ts';
 import { median } from '../stats.ts';
@@ -49,10 +50,11 @@ const DELAY = arg('--provision-delay', '10s');
 const BACKENDS = arg('--backends', 'claude').split(',') as Array<'claude' | 'pi'>;
 const TURN_MS = 180_000;
 
+// The runner's own duration syntax (500ms, 10s, 15m; a bare number is milliseconds), as the host reads it.
 const duration = (flag: string, value: string): number => {
-  const m = /^(\d+)(ms|s)?$/.exec(value);
-  if (!m) throw new Error(`${flag} must look like 10s or 500ms`);
-  return Number(m[1]) * (m[2] === 'ms' ? 1 : 1000);
+  const ms = parseDuration(value);
+  if (ms === undefined) throw new Error(`${flag} must be a duration such as 10s or 500ms`);
+  return ms;
 };
 const delayMs = duration('--provision-delay', DELAY);
 // How long a pooled runner has been idle when it is claimed. At once by default; a production pool
