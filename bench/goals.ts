@@ -3,7 +3,7 @@
 // come from the same machine state. Each bench's output goes to the terminal and to
 // <out>/<name>.log, headed by its start time and the load average; nothing else should run
 // meanwhile (a CI run beside it moves every figure).
-// Run: node bench/goals.ts [--only runner,pool,…] [--out DIR]   (all: about 35 minutes)
+// Run: node bench/goals.ts [--only runner,pool,…] [--out DIR]   (all: about 40 minutes)
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -16,6 +16,23 @@ const SITTING: Array<{ name: string; args: string[] }> = [
   { name: 'runner', args: ['bench/runner/run.ts', '--runs', '7'] },
   { name: 'route', args: ['bench/runner/run.ts', '--route'] },
   { name: 'pool', args: ['bench/pool/run.ts', '--backends', 'claude,pi', '--runs', '5', '--provision-delay', '10s'] },
+  // The pool's first message again with each runner claimed 2 s after it turned idle, as most
+  // claims in production come (a runner waits in the pool for a session); the run above claims at
+  // once, as a burst of new sessions would. The goal is read both ways.
+  {
+    name: 'pool-waited',
+    args: [
+      'bench/pool/run.ts',
+      '--backends',
+      'claude,pi',
+      '--runs',
+      '5',
+      '--provision-delay',
+      '2s',
+      '--claim-after',
+      '2s',
+    ],
+  },
   { name: 'fanout', args: ['bench/fanout/run.ts'] },
   { name: 'e2e', args: ['bench/e2e/run.ts', '--runs', '7', '--viewers', '1,50,500', '--sessions', '3'] },
   { name: 'transport', args: ['bench/fanout/transport.ts', '--rounds', '5'] },
