@@ -29,13 +29,25 @@ export const messageHops = (headers: Headers): MessageHops | undefined =>
   MessageHopsSchema.safeParse(JSON.parse(headers.get(MESSAGE_HOPS_HEADER) ?? 'null')).data;
 
 /**
- * A turn's first delta split into its hops, without the model's own stamps: wall-clock ms from
- * the `POST` to the client's receipt. A stamp that is missing makes its hops NaN.
+ * The stamp proxy's times in a streamed delta (bench/e2e/stamp-proxy.ts): `sent`, when the delta
+ * left the model; `request`, when the request it answers had arrived (wall-clock ms).
+ */
+export function proxyStamps(text: unknown): { sent: number; request: number } {
+  const m = /⟨T([\d.]+)R([\d.]+)⟩/.exec(String(text));
+  if (!m) throw new Error(`delta without a stamp: ${JSON.stringify(text)}`);
+  return { sent: Number(m[1]), request: Number(m[2]) };
+}
+
+/**
+ * A turn's first delta split into its hops: wall-clock ms from the `POST` to the client's receipt,
+ * the CLI's part split at the model's stamps (`proxyStamps`). A stamp that is missing makes its
+ * hops NaN.
  */
 export function firstDeltaHops(
   postedAt: number,
   way: MessageHops | undefined,
   hops: DeliveryHops | undefined,
+  model: { request: number; sent: number },
   receivedAt: number,
 ): Array<[string, number]> {
   const n = (x: number | undefined) => x ?? Number.NaN;
@@ -43,7 +55,9 @@ export function firstDeltaHops(
     ['POST → hub (proxy, Worker, RPC)', n(way?.hubIn) - postedAt],
     ['hub → runner has the message', n(hops?.userMessage) - n(way?.hubIn)],
     ['runner → CLI stdin', n(hops?.stdin) - n(hops?.userMessage)],
-    ['CLI stdin → its first delta read (CLI, model)', n(hops?.read) - n(hops?.stdin)],
+    ['CLI stdin → the model has the request', model.request - n(hops?.stdin)],
+    ['the model: request → first delta out', model.sent - model.request],
+    ['model → the runner reads it', n(hops?.read) - model.sent],
     ['runner: codec, buffer → link send', n(hops?.sent) - n(hops?.read)],
     ['link → hub', n(hops?.hubIn) - n(hops?.sent)],
     ['hub → Worker SSE write', n(hops?.sse) - n(hops?.hubIn)],

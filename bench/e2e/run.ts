@@ -43,7 +43,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { throwawayEdgeState } from '../edge-state.ts';
 import { type Floor, startFloor } from './floor.ts';
 import { OFFLINE_MODEL_BIN, spawnUrlProcess } from '../url-process.ts';
-import { hopComments, HOPS_ON, messageHops, PartTimes } from '../hops.ts';
+import { hopComments, HOPS_ON, messageHops, PartTimes, proxyStamps } from '../hops.ts';
 import { liveInGroups, listProcs } from '@switchyard/runner/host';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
@@ -71,12 +71,6 @@ const wall = (t: number) => performance.timeOrigin + t;
 const f1 = (x: number) => x.toFixed(1);
 const f2 = (x: number) => x.toFixed(2);
 const mib = (kb: number) => (kb / 1024).toFixed(1);
-/** The stamp proxy's times in a delta: T, the delta left the model; R, the request it answers arrived. */
-const proxyStamps = (text: unknown): { sent: number; request: number } => {
-  const m = /⟨T([\d.]+)R([\d.]+)⟩/.exec(String(text));
-  if (!m) throw new Error(`delta without a stamp: ${JSON.stringify(text)}`);
-  return { sent: Number(m[1]), request: Number(m[2]) };
-};
 const modelStamp = (text: unknown): number => proxyStamps(text).sent;
 
 /** The hops, in path order: each is the time from the previous stamp to this one. */

@@ -24,6 +24,8 @@
 //               its session, with the client and so the claimed runner's hub link going to
 //               Miniflare's own socket instead of through `wrangler dev`'s proxy, which a
 //               deployed edge does not have (bench/e2e does the same for warm turns).
+// The model is the offline one behind bench/e2e's stamp proxy, so a first delta's time in the CLI
+// splits at the model: the CLI's way to the model's request, the model, and the way back.
 // Ratios of medians to the warm turn, from this run (goal: pooled first ≤ 1.5× a warm turn).
 // The edge's state is on tmpfs where the machine has one (bench/edge-state.ts);
 // `--edge-state-on-disk` puts it under the temp dir instead, to show what workerd's fsyncs cost.
@@ -33,11 +35,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { throwawayEdgeState } from '../edge-state.ts';
-import { firstDeltaHops, hopComments, HOPS_ON, messageHops, PartTimes } from '../hops.ts';
+import { firstDeltaHops, hopComments, HOPS_ON, messageHops, PartTimes, proxyStamps } from '../hops.ts';
 import { startStack, type Stack } from '../../scripts/start.ts';
 import { readinessFor } from '@switchyard/runner/cli';
 import { parseDuration } from '../../runner/src/config.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
+import { OFFLINE_MODEL_BIN, spawnUrlProcess } from '../url-process.ts';
 import { Api, until } from '../../test/helpers/sse-client.ts';
 import { median } from '../stats.ts';
 
@@ -86,7 +89,13 @@ async function firstDelta(
   const ms = first.receivedAt - t0;
   parts?.add(
     ms,
-    firstDeltaHops(wall(t0), messageHops(r.headers), hopComments(sse.comments).get(first.id), wall(first.receivedAt)),
+    firstDeltaHops(
+      wall(t0),
+      messageHops(r.headers),
+      hopComments(sse.comments).get(first.id),
+      proxyStamps(first.data.text),
+      wall(first.receivedAt),
+    ),
   );
   await sse.turnDone(mid, TURN_MS);
   return ms;
@@ -305,11 +314,17 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
 
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-pool-'));
 const state = throwawayEdgeState('switchyard-bench-pool', { onDisk: process.argv.includes('--edge-state-on-disk') });
+// The offline model behind bench/e2e's stamp proxy: a first delta's CLI part splits at the model.
+const model = await spawnUrlProcess([OFFLINE_MODEL_BIN, '--port', '0']);
+const proxy = await spawnUrlProcess([
+  join(import.meta.dirname, '..', 'e2e', 'stamp-proxy.ts'),
+  '--upstream',
+  model.url,
+]);
 let stack: Stack | undefined;
 try {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_MODEL_URL: proxy.url };
   delete env.ANTHROPIC_API_KEY;
-  delete env.SWITCHYARD_MODEL_URL;
   delete env.SWITCHYARD_ADMIN_PASSWORD;
   stack = await startStack({
     port: 0,
@@ -331,13 +346,13 @@ try {
   console.log(
     `provision delay ${DELAY}, ${RUNS} run(s) per kind, pooled runners claimed ${claimAfterMs > 0 ? `${claimAfterMs} ms after they turned idle` : 'as soon as they are idle'}, edge state ${state.tmpfs ? 'on tmpfs' : 'on disk'}, ${new Date().toISOString()}`,
   );
-  const modelUrl = stack.modelUrl;
-  if (modelUrl === undefined) throw new Error('the stack runs no model endpoint for the bare CLI');
   if (stack.edgeDirectUrl === undefined) throw new Error('the edge did not say where Miniflare serves the Worker');
   const direct = new Api(stack.edgeDirectUrl, api.token);
-  for (const backend of BACKENDS) await benchBackend(stack, api, direct, backend, modelUrl);
+  for (const backend of BACKENDS) await benchBackend(stack, api, direct, backend, proxy.url);
 } finally {
   await stack?.stop();
+  model.child.kill('SIGTERM');
+  proxy.child.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
   rmSync(state.dir, { recursive: true, force: true });
 }
