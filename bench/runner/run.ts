@@ -32,7 +32,9 @@
 //       without it) and what it holds in the sandbox.
 //   (6) a streamed answer's first delta through the model route against straight to the model,
 //       one client process each way (model-route.ts).
-// Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) and (6) only]
+//   (7) a model call after a pause against an https provider, with and without the runner's
+//       notice that a call is coming (upstream-connect.ts, its own process).
+// Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) to (7) only]
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -51,7 +53,7 @@ import { median } from '../stats.ts';
 import { routeStream } from './model-route.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
-/** `--route`: only (5) and (6), the model route by itself (quick, and runnable against another checkout's sandbox). */
+/** `--route`: only (5) to (7), the model route by itself (quick, and runnable against another checkout's sandbox). */
 const routeOnly = process.argv.includes('--route');
 const ROUTE_RUNS = 21;
 const now = () => performance.now();
@@ -397,6 +399,11 @@ async function printRouteAlone(): Promise<void> {
   console.log(
     `(6) a streamed answer's first text delta, median of ${ROUTE_RUNS} calls on one keep-alive connection: Node's http client ${st.route.http.toFixed(2)} ms through the model route, ${st.direct.http.toFixed(2)} ms straight to the model; fetch ${st.route.fetch.toFixed(2)} / ${st.direct.fetch.toFixed(2)} ms`,
   );
+  console.log('(7) a model call after a pause:');
+  const upstream = spawnSync(process.execPath, [join(import.meta.dirname, 'upstream-connect.ts')], {
+    stdio: 'inherit',
+  });
+  if (upstream.status !== 0) throw new Error(`bench/runner/upstream-connect.ts exited ${upstream.status}`);
 }
 if (routeOnly) {
   await printRouteAlone();

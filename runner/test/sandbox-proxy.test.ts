@@ -252,6 +252,31 @@ describe('credential proxy', () => {
     }
   });
 
+  it("opens the upstream connection at prepareCall (a message written to the CLI), and the CLI's call takes it", async () => {
+    const sockets: Array<import('node:net').Socket> = [];
+    const up: Server = createServer((req, res) => res.end(JSON.stringify({ on: sockets.indexOf(req.socket) })));
+    up.on('connection', (s) => sockets.push(s));
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as AddressInfo).port;
+    const proxy = await startCredentialProxy({ upstream: `http://127.0.0.1:${port}` });
+    try {
+      // No free connection (a session's first call, or every one after 5 s idle): prepareCall opens it.
+      const connected = new Promise((r) => up.once('connection', r));
+      proxy.prepareCall();
+      await connected;
+      const res = await fetch(`${proxy.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': proxy.sessionKey },
+        body: '{}',
+      });
+      expect(await res.json()).toEqual({ on: 0 });
+      expect(sockets).toHaveLength(1);
+    } finally {
+      await proxy.close();
+      up.close();
+    }
+  });
+
   it('an https upstream: the TLS handshake starts at forwardUpstream, before any call', async () => {
     let hello!: (bytes: number[]) => void;
     const firstBytes = new Promise<number[]>((r) => (hello = r));

@@ -47,6 +47,11 @@ export interface CredentialProxy {
   sessionKey: string;
   /** From now on every call goes upstream (a no-op unless started with `answerLocally`). */
   forwardUpstream(): void;
+  /**
+   * A call is coming within milliseconds (a message was just written to the CLI): its upstream
+   * connection is opened now unless one is free. Nothing while calls are answered locally.
+   */
+  prepareCall(): void;
   close(): Promise<void>;
 }
 
@@ -150,6 +155,11 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
     if (answerLocally) upstreamConnections.preconnect();
     answerLocally = false;
   };
+  // A free connection is closed after 5 s idle (upstream-agent.ts), so a person's next message
+  // after a pause would otherwise wait for a new one (TCP, and TLS to the provider).
+  const prepareCall = () => {
+    if (!answerLocally) upstreamConnections.preconnect();
+  };
   const close = () =>
     new Promise<void>((resolve) => {
       server.close(() => resolve());
@@ -162,7 +172,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
       server.once('error', reject);
       server.listen(socketPath, () => resolve());
     });
-    return { url: 'http://localhost', socketPath, sessionKey, forwardUpstream, close };
+    return { url: 'http://localhost', socketPath, sessionKey, forwardUpstream, prepareCall, close };
   }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -174,6 +184,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
     url: `http://${host}:${port}`,
     sessionKey,
     forwardUpstream,
+    prepareCall,
     close,
   };
 }

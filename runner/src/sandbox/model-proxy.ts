@@ -18,6 +18,8 @@ export interface ProxiedModelAccess extends ModelAccess {
   socketPath?: string;
   /** From now on model calls go upstream (see `answerLocally`). */
   forwardUpstream(): void;
+  /** A model call is coming: its upstream connection is opened now (credential-proxy.ts). */
+  prepareCall(): void;
   close(): Promise<void>;
 }
 
@@ -43,10 +45,16 @@ export async function startModelRoute(
   upstream: string,
   realKey: string | undefined,
   options: { answerLocally?: boolean } = {},
-): Promise<{ baseUrl: string; apiKey: string; socketPath?: string; forwardUpstream(): void; close(): Promise<void> }> {
+): Promise<Omit<ProxiedModelAccess, 'credential'>> {
   if (mode !== 'bubblewrap') {
     const proxy = await startCredentialProxy({ upstream, apiKey: realKey, ...options });
-    return { baseUrl: proxy.url, apiKey: proxy.sessionKey, forwardUpstream: proxy.forwardUpstream, close: proxy.close };
+    return {
+      baseUrl: proxy.url,
+      apiKey: proxy.sessionKey,
+      forwardUpstream: proxy.forwardUpstream,
+      prepareCall: proxy.prepareCall,
+      close: proxy.close,
+    };
   }
   // 0700: only this uid can reach the socket on the host side.
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-model-'));
@@ -62,6 +70,7 @@ export async function startModelRoute(
       apiKey: proxy.sessionKey,
       socketPath: join(dir, 'model.sock'),
       forwardUpstream: proxy.forwardUpstream,
+      prepareCall: proxy.prepareCall,
       close: async () => {
         await proxy.close();
         await rm(dir, { recursive: true, force: true });

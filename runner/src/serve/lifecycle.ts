@@ -99,6 +99,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
       baseEnv: env,
     },
     ...(pool === null && config.warmUp && { forwardModelCalls: () => model.value.forwardUpstream() }),
+    modelCallComing: () => model.value.prepareCall(),
   });
   const onSignal = (signal: NodeJS.Signals) => {
     log.info('signal', { signal });

@@ -61,6 +61,12 @@ export interface SessionRunnerOptions {
    * the proxy forwards from the claim.
    */
   forwardModelCalls?: () => void;
+  /**
+   * A message was just written to the CLI, whose model call follows within milliseconds: the
+   * model proxy opens the call's upstream connection meanwhile (a free one was closed after 5 s
+   * idle, so a person's next message after a pause would wait for a new one).
+   */
+  modelCallComing?: () => void;
 }
 
 /** How long the transcript must stay unchanged after a turn before it is read (see waitForQuietFile). */
@@ -372,6 +378,7 @@ export class SessionRunner {
         this.toCli(effect.gen, (p) => {
           p.sendUserMessage(effect.message);
           this.hops?.stdinWritten();
+          this.o.modelCallComing?.();
         });
         return;
       case 'cli_interrupt':
