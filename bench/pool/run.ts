@@ -314,15 +314,13 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
 
 const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-pool-'));
 const state = throwawayEdgeState('switchyard-bench-pool', { onDisk: process.argv.includes('--edge-state-on-disk') });
-// The offline model behind bench/e2e's stamp proxy: a first delta's CLI part splits at the model.
-const model = await spawnUrlProcess([OFFLINE_MODEL_BIN, '--port', '0']);
-const proxy = await spawnUrlProcess([
-  join(import.meta.dirname, '..', 'e2e', 'stamp-proxy.ts'),
-  '--upstream',
-  model.url,
-]);
 let stack: Stack | undefined;
+let model: Awaited<ReturnType<typeof spawnUrlProcess>> | undefined;
+let proxy: Awaited<ReturnType<typeof spawnUrlProcess>> | undefined;
 try {
+  // The offline model behind bench/e2e's stamp proxy: a first delta's CLI part splits at the model.
+  model = await spawnUrlProcess([OFFLINE_MODEL_BIN, '--port', '0']);
+  proxy = await spawnUrlProcess([join(import.meta.dirname, '..', 'e2e', 'stamp-proxy.ts'), '--upstream', model.url]);
   const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_MODEL_URL: proxy.url };
   delete env.ANTHROPIC_API_KEY;
   delete env.SWITCHYARD_ADMIN_PASSWORD;
@@ -351,8 +349,8 @@ try {
   for (const backend of BACKENDS) await benchBackend(stack, api, direct, backend, proxy.url);
 } finally {
   await stack?.stop();
-  model.child.kill('SIGTERM');
-  proxy.child.kill('SIGTERM');
+  model?.child.kill('SIGTERM');
+  proxy?.child.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
   rmSync(state.dir, { recursive: true, force: true });
 }

@@ -228,41 +228,24 @@ describe('credential proxy', () => {
     }
   });
 
-  it('opens the upstream connection at forwardUpstream, and the first forwarded call takes it', async () => {
+  /**
+   * Opens a connection to an upstream that answers each call with the index of the connection it
+   * came on, through `open` on a proxy started with `options`, then makes one call: it must ride
+   * on the connection opened ahead.
+   */
+  async function callAfterOpening(
+    options: { answerLocally?: boolean },
+    open: (proxy: Awaited<ReturnType<typeof startCredentialProxy>>) => void,
+  ) {
     const sockets: Array<import('node:net').Socket> = [];
     const up: Server = createServer((req, res) => res.end(JSON.stringify({ on: sockets.indexOf(req.socket) })));
     up.on('connection', (s) => sockets.push(s));
     await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
     const port = (up.address() as AddressInfo).port;
-    const pooled = await startCredentialProxy({ upstream: `http://127.0.0.1:${port}`, answerLocally: true });
+    const proxy = await startCredentialProxy({ upstream: `http://127.0.0.1:${port}`, ...options });
     try {
       const connected = new Promise((r) => up.once('connection', r));
-      pooled.forwardUpstream();
-      await connected;
-      const res = await fetch(`${pooled.url}/v1/messages`, {
-        method: 'POST',
-        headers: { 'x-api-key': pooled.sessionKey },
-        body: '{}',
-      });
-      expect(await res.json()).toEqual({ on: 0 });
-      expect(sockets).toHaveLength(1);
-    } finally {
-      await pooled.close();
-      up.close();
-    }
-  });
-
-  it("opens the upstream connection at prepareCall (a message written to the CLI), and the CLI's call takes it", async () => {
-    const sockets: Array<import('node:net').Socket> = [];
-    const up: Server = createServer((req, res) => res.end(JSON.stringify({ on: sockets.indexOf(req.socket) })));
-    up.on('connection', (s) => sockets.push(s));
-    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
-    const port = (up.address() as AddressInfo).port;
-    const proxy = await startCredentialProxy({ upstream: `http://127.0.0.1:${port}` });
-    try {
-      // No free connection (a session's first call, or every one after 5 s idle): prepareCall opens it.
-      const connected = new Promise((r) => up.once('connection', r));
-      proxy.prepareCall();
+      open(proxy);
       await connected;
       const res = await fetch(`${proxy.url}/v1/messages`, {
         method: 'POST',
@@ -275,7 +258,14 @@ describe('credential proxy', () => {
       await proxy.close();
       up.close();
     }
-  });
+  }
+
+  it('opens the upstream connection at forwardUpstream, and the first forwarded call takes it', () =>
+    callAfterOpening({ answerLocally: true }, (pooled) => pooled.forwardUpstream()));
+
+  // No free connection (a session's first call, or any after 5 s idle): prepareCall opens it.
+  it("opens the upstream connection at prepareCall (a message written to the CLI), and the CLI's call takes it", () =>
+    callAfterOpening({}, (proxy) => proxy.prepareCall()));
 
   it('an https upstream: the TLS handshake starts at forwardUpstream, before any call', async () => {
     let hello!: (bytes: number[]) => void;
