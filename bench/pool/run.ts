@@ -60,8 +60,8 @@ const duration = (flag: string, value: string): number => {
   return ms;
 };
 const delayMs = duration('--provision-delay', DELAY);
-// How long a pooled runner has been idle when it is claimed. At once by default; a production pool
-// mostly holds its runners for longer, by when a CLI has finished whatever its warm-up left running.
+// How long a pooled runner has been idle when it is claimed: at once by default (a burst of new
+// sessions draining the pool); a production pool mostly holds its runners for longer.
 const claimAfterMs = duration('--claim-after', arg('--claim-after', '0'));
 
 const now = () => performance.now();

@@ -36,7 +36,7 @@ describe.each(['claude', 'pi'] as const)('%s: a pooled runner warms its CLI up',
     // The runner joins the pool only once its CLI is up and went through the warm-up.
     expect(await pool.hello).toMatchObject({ type: 'pool_hello', backend });
     const ready = runner.logs.find((l) => l.msg === 'cli ready');
-    // Every step taken: claude's side question, pi's prompt, new session and state.
+    // Every step taken: claude's side question and context usage, pi's prompt, new session and state.
     expect(ready?.warmUp).toEqual({ steps: backend === 'claude' ? 2 : 3, refused: 0 });
     // The credential proxy answered the warm-up's model call itself.
     expect(calls()).toBe(before);

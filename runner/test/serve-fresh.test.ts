@@ -89,7 +89,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     // Not up at the hello: the hub shows the session starting until the warm-up is over.
     expect(session.hellos()[0]?.cli).toBe('starting');
     const ready = await runner.waitForLog((l) => l.msg === 'cli ready', 'the CLI ready while the welcome is held');
-    // Every step taken: claude's side question, pi's prompt, new session and state.
+    // Every step taken: claude's side question and context usage, pi's prompt, new session and state.
     expect(ready.warmUp).toEqual({ steps: backend === 'claude' ? 2 : 3, refused: 0 });
     // The credential proxy answered the warm-up's model call itself.
     expect(calls()).toBe(before);

@@ -1,4 +1,5 @@
 import type { AgentCodec, AgentEvent, Backend } from '@switchyard/protocol';
+import { jsonValue } from '../json.ts';
 import { WARM_UP_REPLY_TEXT } from '../sandbox/warm-up-reply.ts';
 
 /**
@@ -56,7 +57,7 @@ export function warmUpFor(backend: Backend, codec: AgentCodec): WarmUpStep[] {
     {
       lines: () => [`${JSON.stringify({ id, type: 'new_session' })}\n`],
       answer: (line) => {
-        const msg = line?.includes(id) ? parsed(line) : undefined;
+        const msg = line?.includes(id) ? jsonValue(line) : undefined;
         if (fieldOf(msg, 'type') !== 'response' || fieldOf(msg, 'id') !== id) return undefined;
         return fieldOf(msg, 'success') === true ? 'done' : 'refused';
       },
@@ -77,21 +78,13 @@ function claudeControl(
   return {
     lines: () => [`${JSON.stringify({ type: 'control_request', request_id: requestId, request })}\n`],
     answer: (line) => {
-      const msg = line?.includes(requestId) ? parsed(line) : undefined;
+      const msg = line?.includes(requestId) ? jsonValue(line) : undefined;
       const response = fieldOf(msg, 'response');
       if (fieldOf(msg, 'type') !== 'control_response' || fieldOf(response, 'request_id') !== requestId)
         return undefined;
       return fieldOf(response, 'subtype') === 'success' && taken(fieldOf(response, 'response')) ? 'done' : 'refused';
     },
   };
-}
-
-function parsed(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
-  }
 }
 
 function fieldOf(value: unknown, name: string): unknown {

@@ -1,6 +1,7 @@
 import { RUNNER_LINK_PING } from '@switchyard/protocol';
 import { PoolClaimSchema, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
 import type WebSocket from 'ws';
+import { jsonValue } from '../json.ts';
 import type { Logger } from '../log.ts';
 import { loadWebSocket } from '../ws-client.ts';
 
@@ -54,13 +55,7 @@ export class PoolLink {
     ws.on('message', (data, isBinary) => {
       const text = String(data);
       if (isBinary || text === '{"type":"pong"}') return;
-      let raw: unknown;
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        raw = undefined;
-      }
-      const claim = PoolClaimSchema.safeParse(raw);
+      const claim = PoolClaimSchema.safeParse(jsonValue(text));
       if (!claim.success) {
         this.o.log.warn('pool coordinator sent a frame that is not a claim; ignored', { head: text.slice(0, 100) });
         return;

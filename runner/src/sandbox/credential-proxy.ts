@@ -10,6 +10,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { AddressInfo } from 'node:net';
 import { readBody } from '../http-body.ts';
 import { requestFor } from '../http-client.ts';
+import { jsonValue } from '../json.ts';
 import { upstreamAgent } from './upstream-agent.ts';
 import { warmUpReply, warmUpTokenCount } from './warm-up-reply.ts';
 
@@ -194,18 +195,11 @@ function answerHere(req: IncomingMessage, res: ServerResponse<IncomingMessage>, 
   if (path !== '/v1/messages' && path !== '/v1/messages/count_tokens')
     return fail(res, 503, 'api_error', 'the runner serves no session yet; nothing is forwarded');
   const answer = (read: { body: Buffer }) => {
-    const reply = path === '/v1/messages' ? warmUpReply(parsedJson(read.body)) : warmUpTokenCount(read.body.length);
+    const reply =
+      path === '/v1/messages' ? warmUpReply(jsonValue(read.body.toString('utf8'))) : warmUpTokenCount(read.body.length);
     res.writeHead(200, { 'content-type': reply.contentType }).end(reply.body);
   };
   readBody(req, LOCAL_BODY_MAX).then(answer, () => res.destroy());
-}
-
-function parsedJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
 }
 
 function presentedKeyMatches(headers: IncomingHttpHeaders, expected: Buffer): boolean {
