@@ -1,7 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { ApprovalMode } from '@switchyard/protocol';
 import { type OfflineModel, startOfflineModel } from '@switchyard/offline-model';
 import { locateCli } from '../src/cli/locate.ts';
 import { makeCliDirs } from '../src/cli/spawn.ts';
@@ -9,73 +11,149 @@ import { loadServeConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { Sandbox } from '../src/sandbox/sandbox.ts';
 import { SessionRunner } from '../src/serve/session-runner.ts';
-import { waitTurnDone } from './contract/fixture.ts';
+import { scripted, serveRunner, stopRunner, waitTurnDone } from './contract/fixture.ts';
+import { type ModelForwarder, startModelForwarder } from './contract/model-forwarder.ts';
 import { TestHub } from './contract/test-hub.ts';
 
-// Each message the runner writes to its CLI tells the model proxy that a call is coming
-// (`modelCallComing`), so the proxy can open the call's upstream connection while the CLI builds
-// it (credential-proxy.ts `prepareCall`; docs/DESIGN.md "Runner behaviour (serve)"). The runner
-// runs in this process with the real pi and the offline model, so the notice is seen in the same
-// tick as the write: before the CLI could have made the call.
+// The runner tells the model proxy that the CLI's next call is coming (`modelCallComing`) — after
+// a message, the last approval's answer, the last tool's result — so the proxy can open the call's
+// upstream connection while the CLI builds it (credential-proxy.ts `prepareCall`; docs/DESIGN.md
+// "Runner behaviour (serve)"). The runner runs in this process with the real pi and the offline
+// model, each notice recording how many Messages calls the model had by then: a message's and an
+// answer's notice come in the same tick as the write to the CLI, a result's as soon as pi printed
+// it, before pi sends the call.
 
 let hub: TestHub;
 let model: OfflineModel;
+let upstream: ModelForwarder;
 const dirs: string[] = [];
 beforeAll(async () => {
   hub = await TestHub.start();
   model = await startOfflineModel();
+  // Closing each connection after its answer, so every call after the first needs a new one.
+  upstream = await startModelForwarder(model.url, { closeConnections: true });
 });
 afterAll(async () => {
   await hub?.close();
   await model?.close();
+  upstream?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-describe('a message written to the CLI', () => {
-  test('is followed by modelCallComing, once per message, before its model call', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sy-model-call-'));
-    dirs.push(dir);
-    const session = await hub.newSession();
-    const loaded = loadServeConfig(
-      {
-        ...session.runnerEnv,
-        SWITCHYARD_BACKEND: 'pi',
-        SWITCHYARD_MODEL_URL: model.url,
-        SWITCHYARD_SHUTDOWN_DEADLINE: '2s',
+/** A runner for a new session, in this process, with pi; resolves with its notices' call counts. */
+async function startRunner(approvals: ApprovalMode) {
+  const dir = mkdtempSync(join(tmpdir(), 'sy-model-call-'));
+  dirs.push(dir);
+  const session = await hub.newSession();
+  session.approvals = approvals;
+  const loaded = loadServeConfig(
+    {
+      ...session.runnerEnv,
+      SWITCHYARD_BACKEND: 'pi',
+      SWITCHYARD_MODEL_URL: model.url,
+      SWITCHYARD_SHUTDOWN_DEADLINE: '2s',
+    },
+    dir,
+  );
+  if (!loaded.ok) throw new Error(loaded.error.message);
+  const sandbox = new Sandbox({ mode: 'none' });
+  // The model's Messages calls so far, each time the runner says a call is coming.
+  const callsBefore: number[] = [];
+  const runner = new SessionRunner({
+    config: loaded.value,
+    log: createLogger({ level: 'warn', write: () => undefined }),
+    capabilities: { guard: 'loaded', sandbox: 'none' },
+    launch: {
+      backend: 'pi',
+      executable: locateCli('pi'),
+      dirs: await makeCliDirs(join(dir, 'state'), join(dir, 'ws')),
+      model: { baseUrl: model.url, apiKey: 'offline-dummy-key' },
+      walls: {
+        guard: (backend) => sandbox.guardOption(backend),
+        prepare: (spec, paths) => sandbox.prepare(spec, paths),
       },
-      dir,
-    );
-    if (!loaded.ok) throw new Error(loaded.error.message);
-    const sandbox = new Sandbox({ mode: 'none' });
-    // The model's Messages calls so far, each time the runner says a call is coming.
-    const callsBefore: number[] = [];
-    const runner = new SessionRunner({
-      config: loaded.value,
-      log: createLogger({ level: 'warn', write: () => undefined }),
-      capabilities: { guard: 'loaded', sandbox: 'none' },
-      launch: {
-        backend: 'pi',
-        executable: locateCli('pi'),
-        dirs: await makeCliDirs(join(dir, 'state'), join(dir, 'ws')),
-        model: { baseUrl: model.url, apiKey: 'offline-dummy-key' },
-        walls: {
-          guard: (backend) => sandbox.guardOption(backend),
-          prepare: (spec, paths) => sandbox.prepare(spec, paths),
-        },
-        modelName: undefined,
-        retry: undefined,
-        baseEnv: { PATH: process.env.PATH },
-      },
-      modelCallComing: () => callsBefore.push(model.requests().filter((r) => r.path === '/v1/messages').length),
-    });
-    const exit = runner.run();
+      modelName: undefined,
+      retry: undefined,
+      baseEnv: { PATH: process.env.PATH },
+    },
+    modelCallComing: () => callsBefore.push(model.requests().filter((r) => r.path === '/v1/messages').length),
+  });
+  const exit = runner.run();
+  const stop = async () => {
+    runner.shutdown('signal');
+    await exit;
+  };
+  return { session, callsBefore, stop };
+}
+
+describe('the model call coming', () => {
+  test('is announced after each message written to the CLI, before its call', async () => {
+    const { session, callsBefore, stop } = await startRunner('auto');
     for (const text of ['first', 'second']) {
       const { messageId, reply } = await session.sendMessage(text);
       expect(reply, JSON.stringify(reply)).toMatchObject({ accepted: true });
       expect(await waitTurnDone(session, messageId)).not.toHaveProperty('error');
     }
     expect(callsBefore).toEqual([0, 1]);
-    runner.shutdown('signal');
-    await exit;
+    await stop();
+  });
+
+  test("is announced after the answer to an approval and after the tool's result, before their call", async () => {
+    const { session, callsBefore, stop } = await startRunner('ask');
+    model.reset();
+    model.enqueue({ tool: 'shell', command: 'true' }, { text: 'ran it' });
+    const { messageId, reply } = await session.sendMessage('run true');
+    expect(reply, JSON.stringify(reply)).toMatchObject({ accepted: true });
+    const asked = await session.waitFor(
+      () => session.events().find((e) => e.event.type === 'approval.request')?.event,
+      'the approval request',
+    );
+    if (asked.type !== 'approval.request') throw new Error('not an approval request');
+    expect(await session.decide(asked.approvalId, 'allow')).toMatchObject({ accepted: true });
+    expect(await waitTurnDone(session, messageId)).not.toHaveProperty('error');
+    expect(session.events().map((e) => e.event.type)).toContain('tool.result');
+    // The message's call, then the answer's and the result's: both before the second call.
+    expect(callsBefore).toEqual([0, 1, 1]);
+    await stop();
+  });
+});
+
+describe('in a serve process', () => {
+  test("the proxy opens the next call's connection when an approval is answered, and the call takes it", async () => {
+    let connections = 0;
+    const count = () => {
+      connections += 1;
+    };
+    upstream.server.on('connection', count);
+    const session = await hub.newSession();
+    session.approvals = 'ask';
+    const { runner, workspace, stateDir } = serveRunner(session, 'pi', upstream.url);
+    dirs.push(workspace, stateDir);
+    try {
+      // The tool waits for the test, so a connection opened meanwhile can only be the proxy's own.
+      const waitForRelease = 'while [ ! -e release ]; do sleep 0.05; done; echo released';
+      const { messageId } = await session.sendMessage(scripted('wiring', { tool: 'shell', command: waitForRelease }));
+      const asked = await session.waitFor(
+        () => session.events().find((e) => e.event.type === 'approval.request')?.event,
+        'the approval request',
+      );
+      if (asked.type !== 'approval.request') throw new Error('not an approval request');
+      // The tool call's answer came on a connection the upstream closed after it.
+      expect(connections).toBe(1);
+      const opened = once(upstream.server, 'connection', { signal: AbortSignal.timeout(15_000) }).then(
+        () => true,
+        () => false,
+      );
+      expect(await session.decide(asked.approvalId, 'allow')).toMatchObject({ accepted: true });
+      expect(await opened, 'a connection to the model opened while the tool waited').toBe(true);
+      writeFileSync(join(workspace, 'release'), '');
+      expect(await waitTurnDone(session, messageId)).not.toHaveProperty('error');
+      // The tool result's call went over the connection opened at the answer: no third one.
+      expect(session.events().find((e) => e.event.type === 'tool.result')?.event).toMatchObject({ isError: false });
+      expect(connections).toBe(2);
+    } finally {
+      upstream.server.off('connection', count);
+      await stopRunner(runner);
+    }
   });
 });

@@ -49,8 +49,9 @@ export interface CredentialProxy {
   /** From now on every call goes upstream (a no-op unless started with `answerLocally`). */
   forwardUpstream(): void;
   /**
-   * A call is coming within milliseconds (a message was just written to the CLI): its upstream
-   * connection is opened now unless one is free. Nothing while calls are answered locally.
+   * A call is coming within milliseconds (the runner wrote a message to the CLI, answered its
+   * approval, saw its tool's result): its upstream connection is opened now unless one is free.
+   * Nothing while calls are answered locally.
    */
   prepareCall(): void;
   close(): Promise<void>;
@@ -156,8 +157,8 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
     if (answerLocally) upstreamConnections.preconnect();
     answerLocally = false;
   };
-  // A free connection is closed after 5 s idle (upstream-agent.ts), so a person's next message
-  // after a pause would otherwise wait for a new one (TCP, and TLS to the provider).
+  // A free connection is closed after 5 s idle (upstream-agent.ts), so a call after a pause (a
+  // person's next message, a long tool run) would otherwise wait for a new one (TCP, and TLS).
   const prepareCall = () => {
     if (!answerLocally) upstreamConnections.preconnect();
   };

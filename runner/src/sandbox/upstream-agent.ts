@@ -4,8 +4,9 @@ import type { Duplex } from 'node:stream';
 // The credential proxy's connections to its one upstream: Node's keep-alive agent for the
 // upstream's protocol, which can open the next call's connection (TCP, and TLS for https) before
 // the call: at a pooled runner's claim (its first forwarded call is a session's first message) and
-// whenever a message is written to the CLI after the last connection idled out; without it such a
-// call would wait for that handshake (docs/DESIGN.md "Warm runner pool", "Runner behaviour (serve)").
+// whenever the runner announces a call (after a message, an approval's answer, a tool's result)
+// and the last connection idled out; without it such a call would wait for that handshake
+// (docs/DESIGN.md "Warm runner pool", "Runner behaviour (serve)").
 
 /** A connection opened ahead and not taken by then is closed: upstreams close idle ones too. */
 export const SPARE_MAX_AGE_MS = 3_000;

@@ -62,9 +62,10 @@ export interface SessionRunnerOptions {
    */
   forwardModelCalls?: () => void;
   /**
-   * A message was just written to the CLI, whose model call follows within milliseconds: the
-   * model proxy opens the call's upstream connection meanwhile (a free one was closed after 5 s
-   * idle, so a person's next message after a pause would wait for a new one).
+   * The CLI's model call follows within milliseconds (a message was written to it, its last
+   * approval answered, its last tool's result came back): the model proxy opens the call's
+   * upstream connection meanwhile. A free one is closed after 5 s idle, so a call after a pause —
+   * a person's next message, a long tool run, a person deciding — would wait for a new one.
    */
   modelCallComing?: () => void;
 }
@@ -378,8 +379,11 @@ export class SessionRunner {
         this.toCli(effect.gen, (p) => {
           p.sendUserMessage(effect.message);
           this.hops?.stdinWritten();
-          this.o.modelCallComing?.();
         });
+        return;
+      case 'model_call_coming':
+        // Behind whatever is written to the CLI before it: the call follows that.
+        this.toCli(effect.gen, () => this.o.modelCallComing?.());
         return;
       case 'cli_interrupt':
         this.toCli(effect.gen, (p) => p.interrupt());

@@ -116,8 +116,11 @@ export class TurnMachine {
       case 'interrupt':
         return this.interrupt(input.requestId);
       case 'approval_answered':
-        if (this.turn?.waiting.delete(input.approvalId) && !this.turn.ending && this.cli.state === 'ready')
+        if (this.turn?.waiting.delete(input.approvalId) && !this.turn.ending && this.cli.state === 'ready') {
           this.armStall();
+          // Approved, the tool runs first (often for milliseconds); refused, the CLI calls at once.
+          if (this.turn.waiting.size === 0) this.fx.push({ type: 'model_call_coming', gen: this.cli.gen });
+        }
         return;
       case 'guard':
         return this.guardResult(input.ok);
@@ -183,6 +186,7 @@ export class TurnMachine {
     this.clearTimer('idle');
     this.fx.push({ type: 'accepted', inReplyTo: messageId });
     this.fx.push({ type: 'write_message', gen: this.cli.gen, message });
+    this.fx.push({ type: 'model_call_coming', gen: this.cli.gen });
     if (this.cli.state === 'ready') this.armStall();
   }
 
@@ -222,8 +226,12 @@ export class TurnMachine {
         turn.waiting.add(event.approvalId);
         this.clearTimer('stall');
       } else if (event.type === 'tool.end') turn.runningTools.add(event.toolId);
-      else if (event.type === 'tool.result') turn.runningTools.delete(event.toolId);
-      else if (event.type === 'turn.retry' && !turn.ending && this.cli.state === 'ready') {
+      else if (event.type === 'tool.result') {
+        turn.runningTools.delete(event.toolId);
+        // With every result back, the CLI sends them to the model.
+        if (!turn.ending && turn.runningTools.size === 0 && turn.waiting.size === 0)
+          this.fx.push({ type: 'model_call_coming', gen: this.cli.gen });
+      } else if (event.type === 'turn.retry' && !turn.ending && this.cli.state === 'ready') {
         // The CLI waits out its own retry delay in silence; that is not a stall.
         this.setTimer('stall', (event.delayMs ?? 0) + this.t.stallMs);
       }

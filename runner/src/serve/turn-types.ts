@@ -85,6 +85,11 @@ export type MachineEffect =
   /** The CLI's stdin may be written (the readiness handshake first); never before the guard passed its self-test. */
   | { type: 'open_cli_input'; gen: number }
   | { type: 'write_message'; gen: number; message: UserMessage }
+  /**
+   * The CLI will call the model next, within its own few milliseconds: after a message, after the
+   * answer to the last approval it waited on, after the result of the last tool that ran.
+   */
+  | { type: 'model_call_coming'; gen: number }
   | { type: 'cli_interrupt'; gen: number }
   | { type: 'close_cli_input'; gen: number }
   /** SIGKILL to the CLI's whole process group. */

@@ -5,6 +5,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import {
+  type ApprovalDecision,
+  type ApprovalMode,
   HubToRunnerSchema,
   RUNNER_LINK_PING,
   RUNNER_LINK_PONG,
@@ -42,6 +44,8 @@ class TestSession implements ContractSession {
   acksPaused = false;
   /** Sent in every welcome when set (the edge always sends it; absent, the runner restores). */
   workspaceGeneration: number | undefined;
+  /** Sent in every welcome when set, as the edge sends the session's approval mode. */
+  approvals: ApprovalMode | undefined;
   /** While set, a hello is answered only when the hold is lifted (a hub slow to welcome). */
   welcomeHeld = false;
   private heldWelcome: (() => void) | undefined;
@@ -75,6 +79,11 @@ class TestSession implements ContractSession {
     const requestId = `i-${randomUUID()}`;
     await this.request({ type: 'interrupt', requestId });
     return this.waitReply(requestId);
+  }
+
+  async decide(approvalId: string, decision: ApprovalDecision): Promise<Reply> {
+    await this.request({ type: 'approval_decision', approvalId, decision });
+    return this.waitReply(approvalId);
   }
 
   async shutdown(reason = 'test'): Promise<void> {
@@ -240,6 +249,7 @@ class TestSession implements ContractSession {
         ackedSeq: high,
         ...(transcript && { transcript }),
         ...(this.workspaceGeneration !== undefined && { workspaceGeneration: this.workspaceGeneration }),
+        ...(this.approvals !== undefined && { approvals: this.approvals }),
       });
     if (this.welcomeHeld) this.heldWelcome = welcome;
     else welcome();
