@@ -2,9 +2,11 @@
 // (stream-client.cjs), a Node process, makes `calls` streaming Messages calls
 // one after another on one keep-alive connection and times each call's first text delta,
 // in-process: inside bubblewrap through the route (socat in the sandbox's network namespace, the
-// credential proxy's unix socket, the proxy) and on the host straight to the model. Two clients:
-// Node's http module and fetch (undici). The first call of each is left out (a fresh connection:
-// no delayed ACKs yet).
+// credential proxy's unix socket, the proxy) and on the host straight to the model. Three clients:
+// Node's http module and fetch (undici), and Node's http module opening a new connection for each
+// call, as both CLIs did for a call after a pause while the proxy closed their idle connection
+// after Node's 5 s (through the route: a new socat child and a new connection to the proxy each). The first call of each is left out (a fresh connection: no
+// delayed ACKs yet).
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +19,7 @@ import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 import { OFFLINE_MODEL_BIN, spawnUrlProcess } from '../url-process.ts';
 
-const CLIENTS = ['http', 'fetch'] as const;
+const CLIENTS = ['http', 'fetch', 'http-new'] as const;
 type Client = (typeof CLIENTS)[number];
 const STREAM_CLIENT = resolve(import.meta.dirname, 'stream-client.cjs');
 const PROMPT = `#offline ${JSON.stringify({ text: 'a b c d e f g h', chunks: 8, delayMs: 5 })}`;
@@ -55,7 +57,8 @@ export async function routeStream(calls: number): Promise<RouteStream> {
   const route = await startModelRoute('bubblewrap', model.url, undefined);
   const sandbox = new Sandbox({ mode: 'bubblewrap', guard: false });
   try {
-    const out: RouteStream = { route: { http: NaN, fetch: NaN }, direct: { http: NaN, fetch: NaN } };
+    const none = { http: NaN, fetch: NaN, 'http-new': NaN };
+    const out: RouteStream = { route: { ...none }, direct: { ...none } };
     for (const kind of CLIENTS) {
       const args = (base: string, key: string) => [client, base, key, kind, String(calls), PROMPT];
       const spec: SpawnSpec = {

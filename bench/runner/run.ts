@@ -397,7 +397,7 @@ async function printRouteAlone(): Promise<void> {
   );
   const st = await routeStream(ROUTE_RUNS + 1);
   console.log(
-    `(6) a streamed answer's first text delta, median of ${ROUTE_RUNS} calls on one keep-alive connection: Node's http client ${st.route.http.toFixed(2)} ms through the model route, ${st.direct.http.toFixed(2)} ms straight to the model; fetch ${st.route.fetch.toFixed(2)} / ${st.direct.fetch.toFixed(2)} ms`,
+    `(6) a streamed answer's first text delta, median of ${ROUTE_RUNS} calls on one keep-alive connection: Node's http client ${st.route.http.toFixed(2)} ms through the model route, ${st.direct.http.toFixed(2)} ms straight to the model; fetch ${st.route.fetch.toFixed(2)} / ${st.direct.fetch.toFixed(2)} ms; Node's http client on a new connection each call (as after a pause) ${st.route['http-new'].toFixed(2)} / ${st.direct['http-new'].toFixed(2)} ms`,
   );
   console.log('(7) a model call after a pause:');
   const upstream = spawnSync(process.execPath, [join(import.meta.dirname, 'upstream-connect.ts')], {

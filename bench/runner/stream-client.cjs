@@ -1,7 +1,9 @@
 // bench/runner (6)'s model client (model-route.ts): `calls` streaming Messages calls one after
-// another on one keep-alive connection, through Node's http module or fetch (undici); prints, as
-// JSON, each call's first text delta in ms after the call began (timed in this process).
-// argv: base URL, key, http|fetch, calls, prompt.
+// another on one keep-alive connection, through Node's http module or fetch (undici), or through
+// Node's http module on a new connection each (`http-new`: what both CLIs did for a call after a
+// pause while the proxy closed their idle connection after 5 s); prints, as JSON, each call's
+// first text delta in ms after the call began (timed here).
+// argv: base URL, key, http|fetch|http-new, calls, prompt.
 const [base, key, kind, calls, prompt] = process.argv.slice(2);
 const body = JSON.stringify({
   model: 'm',
@@ -14,11 +16,12 @@ const http = require('node:http');
 const agent = new http.Agent({ keepAlive: true });
 const hasDelta = (chunk) => String(chunk).includes('text_delta');
 
-const viaHttp = () =>
+const viaHttp = (fresh) =>
   new Promise((resolve, reject) => {
     const t0 = performance.now();
     let first = null;
-    const req = http.request(`${base}/v1/messages`, { method: 'POST', agent, headers }, (res) => {
+    const options = { method: 'POST', agent: fresh ? false : agent, headers };
+    const req = http.request(`${base}/v1/messages`, options, (res) => {
       res.on('data', (chunk) => {
         if (first === null && hasDelta(chunk)) first = performance.now() - t0;
       });
@@ -40,7 +43,8 @@ const viaFetch = async () => {
 
 (async () => {
   const out = [];
-  for (let i = 0; i < Number(calls); i++) out.push(await (kind === 'fetch' ? viaFetch() : viaHttp()));
+  for (let i = 0; i < Number(calls); i++)
+    out.push(await (kind === 'fetch' ? viaFetch() : viaHttp(kind === 'http-new')));
   agent.destroy();
   console.log(JSON.stringify(out));
 })();

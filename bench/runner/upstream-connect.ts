@@ -1,7 +1,7 @@
 // bench/runner/upstream-connect: what a model call after a pause waits for at the credential proxy.
-// The proxy closes a free upstream connection after 5 s idle (runner/src/sandbox/upstream-agent.ts)
-// and both CLIs open a new connection for a call after a pause, so a person's next message meets
-// no open connection to the provider: its call waits for TCP and TLS. The runner tells the proxy a
+// The proxy closes a free upstream connection after 5 s idle (runner/src/sandbox/upstream-agent.ts),
+// so a person's next message meets no open connection to the provider: its call waits for TCP and
+// TLS. The runner tells the proxy a
 // call is coming when it writes a message to the CLI (`prepareCall`), and the proxy opens the
 // connection while the CLI builds its call. Here the provider is a local https server (a key and
 // certificate made for the run with openssl, trusted through NODE_EXTRA_CA_CERTS), and the CLI is
@@ -88,7 +88,8 @@ async function measure(certs: string) {
   const upstream = `https://localhost:${(provider.address() as AddressInfo).port}`;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  // The CLI's call: a new connection to the proxy each time (as after a pause), the answer read whole.
+  // The CLI's call: a new connection to the proxy in every mode (the modes differ only upstream),
+  // the answer read whole.
   const call = (proxy: CredentialProxy) =>
     new Promise<void>((resolve, reject) => {
       const req = http.request(

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startCredentialProxy, type CredentialProxy } from '../src/sandbox/credential-proxy.ts';
@@ -91,6 +91,20 @@ describe('credential proxy', () => {
     }
     expect((await call('/v1/messages/count_tokens', { body: body('x') })).status).toBe(200);
     expect(model.requests().map((r) => r.path)).toEqual(['/v1/messages/count_tokens']);
+  });
+
+  it("keeps a CLI's idle connection for 10 minutes and says so, so a call after a pause reuses it", async () => {
+    const agent = new Agent({ keepAlive: true });
+    const answered = await new Promise<IncomingMessage>((resolve, reject) => {
+      const headers = { 'content-type': 'application/json', 'x-api-key': proxy.sessionKey };
+      request(`${proxy.url}/v1/messages`, { method: 'POST', agent, headers }, resolve)
+        .on('error', reject)
+        .end(body('kept'));
+    });
+    answered.resume();
+    // The hint both CLIs' clients go by (undici closes 2 s before it); Node's default says 5.
+    expect(answered.headers['keep-alive']).toBe('timeout=600');
+    agent.destroy();
   });
 
   it("answers claude's HEAD / itself", async () => {

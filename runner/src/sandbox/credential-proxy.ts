@@ -57,6 +57,14 @@ export interface CredentialProxy {
   close(): Promise<void>;
 }
 
+/**
+ * How long the proxy keeps a CLI's idle connection, and tells it so (`Keep-Alive: timeout=600`):
+ * undici's longest (pi keeps a connection until 2 s before the server's hint; claude until the
+ * server closes it). With Node's 5 s default each CLI opened a new connection for every call after
+ * a pause: under bubblewrap a new socat child and unix connection on the way of a person's message.
+ */
+export const CLI_KEEP_ALIVE_MS = 600_000;
+
 /** How much of a call answered locally is kept: only its `stream` and `model` fields, or its size, are read. */
 const LOCAL_BODY_MAX = 8 * 1024 * 1024;
 
@@ -151,6 +159,7 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
     req.pipe(out);
   });
   server.on('clientError', (_err, socket) => socket.destroy());
+  server.keepAliveTimeout = CLI_KEEP_ALIVE_MS;
 
   const forwardUpstream = () => {
     // The first forwarded call comes within milliseconds: its connection is opened now.
