@@ -8,20 +8,12 @@
 // medians, ms from each notice to the main call it announced arriving at the forwarder (claude's
 // side calls, without tools, are left out).
 // Run: node bench/runner/call-notice.ts [--turns 9] [--backends claude,pi]
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { BackendSchema, type Backend } from '@switchyard/protocol';
 import { startOfflineModel } from '@switchyard/offline-model';
-import { locateCli } from '../../runner/src/cli/locate.ts';
-import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
-import { loadServeConfig } from '../../runner/src/config.ts';
-import { createLogger } from '../../runner/src/log.ts';
-import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
-import { SessionRunner } from '../../runner/src/serve/session-runner.ts';
 import { scripted, waitTurnDone } from '../../runner/test/contract/fixture.ts';
+import { startInProcessRunner } from '../../runner/test/contract/in-process-runner.ts';
 import { startModelForwarder } from '../../runner/test/contract/model-forwarder.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
 import { median } from '../stats.ts';
@@ -57,36 +49,13 @@ const forwarder = await startModelForwarder(model.url, {
 const hub = await TestHub.start();
 
 async function measure(backend: Backend) {
-  const dir = mkdtempSync(join(tmpdir(), 'sy-call-notice-'));
-  const session = await hub.newSession();
-  session.approvals = 'ask';
-  const loaded = loadServeConfig(
-    { ...session.runnerEnv, SWITCHYARD_BACKEND: backend, SWITCHYARD_MODEL_URL: forwarder.url },
-    dir,
-  );
-  if (!loaded.ok) throw new Error(loaded.error.message);
-  const sandbox = new Sandbox({ mode: 'none' });
   const notices: number[] = [];
-  const runner = new SessionRunner({
-    config: loaded.value,
-    log: createLogger({ level: 'error', write: () => undefined }),
-    capabilities: { guard: 'loaded', sandbox: 'none' },
-    launch: {
-      backend,
-      executable: locateCli(backend),
-      dirs: await makeCliDirs(join(dir, 'state'), join(dir, 'ws')),
-      model: { baseUrl: forwarder.url, apiKey: 'offline-dummy-key' },
-      walls: {
-        guard: (b) => sandbox.guardOption(b),
-        prepare: (spec, paths) => sandbox.prepare(spec, paths),
-      },
-      modelName: undefined,
-      retry: undefined,
-      baseEnv: { PATH: process.env.PATH },
-    },
-    modelCallComing: () => notices.push(performance.now()),
+  const { session, stop } = await startInProcessRunner(hub, {
+    backend,
+    modelUrl: forwarder.url,
+    approvals: 'ask',
+    options: { modelCallComing: () => notices.push(performance.now()) },
   });
-  const exit = runner.run();
   const ahead = { message: [] as number[], answer: [] as number[], result: [] as number[], tool: [] as number[] };
   try {
     for (let turn = 0; turn <= turns; turn++) {
@@ -115,9 +84,7 @@ async function measure(backend: Backend) {
       ahead.tool.push(result - answer);
     }
   } finally {
-    runner.shutdown('signal');
-    await exit;
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
   return ahead;
 }

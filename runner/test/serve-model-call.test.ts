@@ -1,17 +1,11 @@
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ApprovalMode } from '@switchyard/protocol';
 import { type OfflineModel, startOfflineModel } from '@switchyard/offline-model';
-import { locateCli } from '../src/cli/locate.ts';
-import { makeCliDirs } from '../src/cli/spawn.ts';
-import { loadServeConfig } from '../src/config.ts';
-import { createLogger } from '../src/log.ts';
-import { Sandbox } from '../src/sandbox/sandbox.ts';
-import { SessionRunner } from '../src/serve/session-runner.ts';
 import { scripted, serveRunner, stopRunner, waitTurnDone } from './contract/fixture.ts';
+import { startInProcessRunner } from './contract/in-process-runner.ts';
 import { type ModelForwarder, startModelForwarder } from './contract/model-forwarder.ts';
 import { TestHub } from './contract/test-hub.ts';
 
@@ -40,49 +34,16 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A runner for a new session, in this process, with pi; resolves with its notices' call counts. */
+/** pi in a runner in this process; each notice records how many Messages calls the model had by then. */
 async function startRunner(approvals: ApprovalMode) {
-  const dir = mkdtempSync(join(tmpdir(), 'sy-model-call-'));
-  dirs.push(dir);
-  const session = await hub.newSession();
-  session.approvals = approvals;
-  const loaded = loadServeConfig(
-    {
-      ...session.runnerEnv,
-      SWITCHYARD_BACKEND: 'pi',
-      SWITCHYARD_MODEL_URL: model.url,
-      SWITCHYARD_SHUTDOWN_DEADLINE: '2s',
-    },
-    dir,
-  );
-  if (!loaded.ok) throw new Error(loaded.error.message);
-  const sandbox = new Sandbox({ mode: 'none' });
-  // The model's Messages calls so far, each time the runner says a call is coming.
   const callsBefore: number[] = [];
-  const runner = new SessionRunner({
-    config: loaded.value,
-    log: createLogger({ level: 'warn', write: () => undefined }),
-    capabilities: { guard: 'loaded', sandbox: 'none' },
-    launch: {
-      backend: 'pi',
-      executable: locateCli('pi'),
-      dirs: await makeCliDirs(join(dir, 'state'), join(dir, 'ws')),
-      model: { baseUrl: model.url, apiKey: 'offline-dummy-key' },
-      walls: {
-        guard: (backend) => sandbox.guardOption(backend),
-        prepare: (spec, paths) => sandbox.prepare(spec, paths),
-      },
-      modelName: undefined,
-      retry: undefined,
-      baseEnv: { PATH: process.env.PATH },
-    },
-    modelCallComing: () => callsBefore.push(model.requests().filter((r) => r.path === '/v1/messages').length),
+  const modelCallComing = () => callsBefore.push(model.requests().filter((r) => r.path === '/v1/messages').length);
+  const { session, stop } = await startInProcessRunner(hub, {
+    backend: 'pi',
+    modelUrl: model.url,
+    approvals,
+    options: { modelCallComing },
   });
-  const exit = runner.run();
-  const stop = async () => {
-    runner.shutdown('signal');
-    await exit;
-  };
   return { session, callsBefore, stop };
 }
 

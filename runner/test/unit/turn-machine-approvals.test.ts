@@ -1,16 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import type { AgentEvent } from '@switchyard/protocol';
-import { TurnMachine, type MachineEffect, type MachineInput } from '../../src/serve/turn-machine.ts';
-import { TIMINGS as T } from './turn-machine-fixtures.ts';
+import type { MachineEffect } from '../../src/serve/turn-machine.ts';
+import { readyMachine, TIMINGS as T } from './turn-machine-fixtures.ts';
 
 // The stall watchdog while the CLI waits for a person (DESIGN "Tool approvals").
 
 function busy() {
-  const m = new TurnMachine(T);
-  const run = (input: MachineInput) => m.handle(input);
-  run({ type: 'start' });
-  run({ type: 'linked' });
-  run({ type: 'cli_ready', gen: 1 });
+  const run = readyMachine();
   run({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
   return run;
 }

@@ -1,19 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import type { AgentEvent } from '@switchyard/protocol';
-import { TurnMachine, type MachineInput } from '../../src/serve/turn-machine.ts';
-import { effectsOf, TIMINGS as T } from './turn-machine-fixtures.ts';
+import type { MachineEffect, MachineInput } from '../../src/serve/turn-machine.ts';
+import { effectsOf, readyMachine } from './turn-machine-fixtures.ts';
 
 // When the machine says the CLI's next model call is coming (`model_call_coming`), so the model
 // proxy can open its upstream connection meanwhile (docs/DESIGN.md "Runner behaviour (serve)").
-
-function busy() {
-  const m = new TurnMachine(T);
-  const run = (input: MachineInput) => m.handle(input);
-  run({ type: 'start' });
-  run({ type: 'linked' });
-  run({ type: 'cli_ready', gen: 1 });
-  return run;
-}
 
 const event = (e: AgentEvent): MachineInput => ({ type: 'cli_event', gen: 1, event: e });
 const toolEnd = (toolId: string) => event({ type: 'tool.end', index: 0, toolId, name: 'Bash', input: {} });
@@ -28,11 +19,11 @@ const approvalRequest = (approvalId: string, toolId: string) =>
     input: {},
     expiresAt: '2026-11-30T20:00:00.000Z',
   });
-const announced = (fx: ReturnType<ReturnType<typeof busy>>) => effectsOf(fx, 'model_call_coming');
+const announced = (fx: MachineEffect[]) => effectsOf(fx, 'model_call_coming');
 
 describe('TurnMachine: the model call coming', () => {
   test('follows the message written to the CLI, for the same CLI', () => {
-    const run = busy();
+    const run = readyMachine();
     const fx = run({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
     const kinds = fx.map((e) => e.type);
     expect(kinds.indexOf('model_call_coming')).toBeGreaterThan(kinds.indexOf('write_message'));
@@ -40,7 +31,7 @@ describe('TurnMachine: the model call coming', () => {
   });
 
   test('comes with the last result of the tools that ran, not before', () => {
-    const run = busy();
+    const run = readyMachine();
     run({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
     run(toolEnd('a'));
     run(toolEnd('b'));
@@ -49,7 +40,7 @@ describe('TurnMachine: the model call coming', () => {
   });
 
   test('comes when the last approval waited on is answered, and again with its tool result', () => {
-    const run = busy();
+    const run = readyMachine();
     run({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
     run(toolEnd('t1'));
     run(approvalRequest('a1', 't1'));
@@ -65,7 +56,7 @@ describe('TurnMachine: the model call coming', () => {
   });
 
   test('not for a CLI the runner gave up on', () => {
-    const run = busy();
+    const run = readyMachine();
     run({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
     const fromAnEarlierCli = {
       type: 'cli_event',
@@ -77,7 +68,7 @@ describe('TurnMachine: the model call coming', () => {
   });
 
   test('not in a turn being interrupted', () => {
-    const run = busy();
+    const run = readyMachine();
     run({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
     run(toolEnd('t1'));
     run(approvalRequest('a1', 't1'));
