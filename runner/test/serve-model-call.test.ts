@@ -1,9 +1,12 @@
 import { once } from 'node:events';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type AddressInfo, connect, createServer as createTcpServer } from 'node:net';
+import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ApprovalMode } from '@switchyard/protocol';
 import { type OfflineModel, startOfflineModel } from '@switchyard/offline-model';
+import { startCredentialProxy } from '../src/sandbox/credential-proxy.ts';
 import { scripted, serveRunner, stopRunner, waitTurnDone } from './contract/fixture.ts';
 import { startInProcessRunner } from './contract/in-process-runner.ts';
 import { type ModelForwarder, startModelForwarder } from './contract/model-forwarder.ts';
@@ -16,6 +19,8 @@ import { TestHub } from './contract/test-hub.ts';
 // model, each notice recording how many Messages calls the model had by then: a message's and an
 // answer's notice come in the same tick as the write to the CLI, a result's as soon as pi printed
 // it, before pi sends the call.
+// And the other end of the way: the proxy keeps the CLI's own connection across a pause
+// (credential-proxy.ts `CLI_KEEP_ALIVE_MS`).
 
 let hub: TestHub;
 let model: OfflineModel;
@@ -115,6 +120,44 @@ describe('in a serve process', () => {
     } finally {
       upstream.server.off('connection', count);
       await stopRunner(runner);
+    }
+  });
+});
+
+describe("the CLI's connection to the credential proxy", () => {
+  test("outlasts a pause longer than pi keeps one under Node's default keep-alive", async () => {
+    const proxy = await startCredentialProxy({ upstream: model.url });
+    // Between pi and the proxy: a relay that counts pi's connections and passes everything on,
+    // each side's close included.
+    let connections = 0;
+    const relay = createTcpServer((fromCli) => {
+      connections += 1;
+      const toProxy = connect(Number(new URL(proxy.url).port), '127.0.0.1');
+      fromCli.pipe(toProxy).pipe(fromCli);
+      fromCli.on('error', () => toProxy.destroy());
+      toProxy.on('error', () => fromCli.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayUrl = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+    const { session, stop } = await startInProcessRunner(hub, {
+      backend: 'pi',
+      modelUrl: relayUrl,
+      apiKey: proxy.sessionKey,
+    });
+    try {
+      const first = await session.sendMessage('before the pause');
+      expect(await waitTurnDone(session, first.messageId)).not.toHaveProperty('error');
+      expect(connections).toBe(1);
+      // The pause is what is tested: told Node's default (5 s), pi closes an idle connection
+      // after 3 s, and its next call opens a new one.
+      await pause(4_000);
+      const second = await session.sendMessage('after the pause');
+      expect(await waitTurnDone(session, second.messageId)).not.toHaveProperty('error');
+      expect(connections, 'connections pi opened to the proxy').toBe(1);
+    } finally {
+      await stop();
+      relay.close();
+      await proxy.close();
     }
   });
 });

@@ -19,6 +19,8 @@ export async function startInProcessRunner(
   o: {
     backend: Backend;
     modelUrl: string;
+    /** What the CLI presents to `modelUrl` (a credential proxy's session key). */
+    apiKey?: string;
     approvals?: ApprovalMode;
     options?: Pick<SessionRunnerOptions, 'modelCallComing'>;
   },
@@ -45,7 +47,7 @@ export async function startInProcessRunner(
       backend: o.backend,
       executable: locateCli(o.backend),
       dirs: await makeCliDirs(join(dir, 'state'), join(dir, 'ws')),
-      model: { baseUrl: o.modelUrl, apiKey: 'offline-dummy-key' },
+      model: { baseUrl: o.modelUrl, apiKey: o.apiKey ?? 'offline-dummy-key' },
       walls: {
         guard: (backend) => sandbox.guardOption(backend),
         prepare: (spec, paths) => sandbox.prepare(spec, paths),
