@@ -7,6 +7,8 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 # The sandboxed CLI's model route: socat relays its model URL to the runner's credential proxy.
 command -v socat >/dev/null 2>&1 || need+=(socat)
+# setpriv starts that socat with a parent-death signal, so it dies with the CLI (Debian's util-linux).
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # Page tests drive Debian's Chromium (playwright-core cannot download its own browser here).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)

@@ -77,20 +77,22 @@ describe('wrapWithBwrap (pure)', () => {
       expect(i('--ro-bind-try', bound, bound), bound).toBeGreaterThan(0);
     expect(e).not.toContain('/etc/timezone');
   });
-  it('with a model route: the proxy socket bound in, socat read-only, the CLI started by the route script', () => {
+  it('with a model route: the proxy socket bound in, socat and setpriv read-only, the CLI started by the route script', () => {
     const m = wrapWithBwrap(spec, {
       ...layout,
-      model: { socket: '/h/model.sock', socat: '/x/socat' },
+      model: { socket: '/h/model.sock', socat: '/x/socat', setpriv: '/x/setpriv' },
     }).args;
     const i = (...seq: string[]) => m.findIndex((_, k) => seq.every((x, j) => m[k + j] === x));
     expect(m).toContain('--unshare-net');
     expect(i('--bind', '/h/model.sock', MODEL_SOCKET)).toBeGreaterThan(0);
     expect(i('--ro-bind', '/x/socat', '/x/socat')).toBeGreaterThan(0);
+    expect(i('--ro-bind', '/x/setpriv', '/x/setpriv')).toBeGreaterThan(0);
     expect(m.slice(m.indexOf('--') + 1)).toEqual([
       '/bin/sh',
       '-c',
       MODEL_ROUTE_SCRIPT,
       'sh',
+      '/x/setpriv',
       '/x/socat',
       '/opt/cli/bin/cli',
       '--x',

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
@@ -16,6 +16,7 @@ import {
   type Served,
 } from './contract/fixture.ts';
 import { runnerSuite } from './contract/suite.ts';
+import { until } from '../../test/helpers/poll.ts';
 import { TestHub } from './contract/test-hub.ts';
 
 // Failure paths a real CLI does not produce on demand, driven by a fake CLI
@@ -165,5 +166,39 @@ describe('serve with a misbehaving CLI', () => {
     const { messageId } = await session.sendMessage(slowText('late hub', 2, 10));
     expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
     await stopRunner(served.runner);
+  });
+});
+
+/** Processes whose command line names `path` (bubblewrap's carry each path they bind). */
+function processesNaming(path: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(path)) out.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return out;
+}
+
+describe('serve killed', () => {
+  const suite = runnerSuite(() => TestHub.start());
+
+  test("SIGKILL while its CLI's sandbox is starting: nothing of the sandbox outlives it", async () => {
+    // A fresh session spawns its CLI at once; the kill lands while bubblewrap sets up.
+    const session = await suite.hub.newSession();
+    const { runner, workspace } = serveRunner(session, 'pi', suite.model.url, { SWITCHYARD_FRESH_SESSION: '1' });
+    suite.track(runner);
+    await runner.waitForLog((l) => l.msg === 'cli started', 'the CLI started');
+    runner.kill('SIGKILL');
+    await runner.exited;
+    // bubblewrap's init names the workspace it binds; with the model route's relay left running it
+    // waited on it for good.
+    const left = await until('the sandbox gone', () => processesNaming(workspace).length === 0, 10_000).catch(() =>
+      processesNaming(workspace),
+    );
+    expect(left, 'processes of the sandbox left').toBe(true);
   });
 });

@@ -30,20 +30,22 @@ const MODEL_LISTENING = `0100007F:${MODEL_PORT.toString(16).toUpperCase().padSta
 
 /**
  * The sandbox's first process when the CLI has a model route, run by /bin/sh as
- * `sh -c MODEL_ROUTE_SCRIPT sh <socat> <command> [args...]`. It starts socat listening on the
- * namespace's MODEL_URL and relaying each connection to MODEL_SOCKET, waits until the listening
+ * `sh -c MODEL_ROUTE_SCRIPT sh <setpriv> <socat> <command> [args...]`. It starts socat listening on
+ * the namespace's MODEL_URL and relaying each connection to MODEL_SOCKET, waits until the listening
  * socket shows in /proc/net/tcp (so the CLI's first model call cannot race it; read by the shell
  * itself, no process per look), then becomes the CLI, bubblewrap's direct child as without a route.
  * socat: ~10 ms to start and ~5 MiB per session (a Node relay was ~110 ms and ~47 MiB). Its errors
  * go to the CLI's stderr; its stdin and stdout are not the CLI's pipes. `nodelay`: with Nagle on, a
  * write that follows one the CLI has not ACKed yet waits for the ACK, which a client delays by ~40 ms
  * on a reused connection (docs/DESIGN.md "The agent leaving the local sandbox through loopback
- * services", Cost).
+ * services", Cost). socat is started through setpriv with a parent-death signal: its parent is the
+ * shell that becomes the CLI, so it dies with the CLI. Otherwise it outlived a CLI whose runner was
+ * killed while bubblewrap was still setting up, and bubblewrap's init waited on it for good.
  */
 export const MODEL_ROUTE_SCRIPT = [
-  `"$1" TCP-LISTEN:${MODEL_PORT},bind=127.0.0.1,fork,nodelay UNIX-CONNECT:${MODEL_SOCKET} </dev/null >/dev/null &`,
+  `"$1" --pdeathsig KILL -- "$2" TCP-LISTEN:${MODEL_PORT},bind=127.0.0.1,fork,nodelay UNIX-CONNECT:${MODEL_SOCKET} </dev/null >/dev/null &`,
   'relay=$!',
-  'shift',
+  'shift 2',
   'listening() {',
   '  while read -r _ addr _ state _; do',
   `    [ "$addr $state" = "${MODEL_LISTENING}" ] && return 0`,
@@ -79,10 +81,11 @@ export interface BwrapLayout {
   /** The /etc entries to expose (ETC_ALLOW), by path, and what each is on this host. */
   etc: Record<string, HostEntry>;
   /**
-   * The model route: the credential proxy's unix socket on the host and the socat that relays
-   * MODEL_URL to it (bound read-only). Absent: no network at all.
+   * The model route: the credential proxy's unix socket on the host, the socat that relays
+   * MODEL_URL to it and the setpriv that ties socat's life to the CLI's (both bound read-only).
+   * Absent: no network at all.
    */
-  model?: { socket: string; socat: string };
+  model?: { socket: string; socat: string; setpriv: string };
 }
 
 /** System directories the CLIs and their shell tools need. /usr carries almost everything; the rest are usually symlinks into it. */
@@ -162,9 +165,13 @@ export function wrapWithBwrap(spec: SpawnSpec, layout: BwrapLayout): SpawnSpec {
   for (const path of layout.writable) a.push('--bind', path, path);
   for (const path of layout.readOnlyFiles) a.push('--ro-bind', path, path);
   const m = layout.model;
-  if (m) a.push('--ro-bind', m.socat, m.socat, '--dir', '/run/switchyard', '--bind', m.socket, MODEL_SOCKET);
+  if (m)
+    a.push(
+      ...['--ro-bind', m.socat, m.socat, '--ro-bind', m.setpriv, m.setpriv],
+      ...['--dir', '/run/switchyard', '--bind', m.socket, MODEL_SOCKET],
+    );
   a.push('--chdir', spec.cwd, '--');
-  if (m) a.push('/bin/sh', '-c', MODEL_ROUTE_SCRIPT, 'sh', m.socat);
+  if (m) a.push('/bin/sh', '-c', MODEL_ROUTE_SCRIPT, 'sh', m.setpriv, m.socat);
   a.push(spec.command, ...spec.args);
   return { ...spec, command: layout.bwrap, args: a };
 }

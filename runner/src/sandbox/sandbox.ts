@@ -72,7 +72,10 @@ export interface SandboxConfig {
   bwrap?: string;
   /** bubblewrap with a model route: the socat that relays the model URL inside the CLI's network namespace. */
   socat?: string;
-  /** Container mode: the util-linux setpriv that starts the CLI as `cliUid`. */
+  /**
+   * Container mode: the util-linux setpriv that starts the CLI as `cliUid`; bubblewrap with a model
+   * route: the one that starts socat with a parent-death signal.
+   */
   setpriv?: string;
   /** Container mode: the CLI's uid (its group is the runner's own gid, shared). */
   cliUid?: number;
@@ -136,10 +139,13 @@ export class Sandbox {
     }
   }
 
-  /** bubblewrap, and socat when the CLI gets a model route: each missing one is named. */
+  /** bubblewrap, and socat and setpriv when the CLI gets a model route: each missing one is named. */
   private async checkWallTools(modelRoute: boolean): Promise<void> {
     const needed = [{ path: this.bwrap, what: `bubblewrap (${this.bwrap})` }];
-    if (modelRoute) needed.push({ path: this.socat, what: `socat (${this.socat}, the model route's relay)` });
+    if (modelRoute) {
+      needed.push({ path: this.socat, what: `socat (${this.socat}, the model route's relay)` });
+      needed.push({ path: this.setpriv, what: `setpriv (${this.setpriv}, util-linux: ties the relay to the CLI)` });
+    }
     for (const { path, what } of needed) {
       try {
         await access(path, constants.X_OK);
@@ -181,7 +187,7 @@ export class Sandbox {
         readOnlyFiles: spec.files.map((f) => f.path),
         ...(await hostLayout()),
         ...(paths.modelSocket !== undefined && {
-          model: { socket: paths.modelSocket, socat: this.socat },
+          model: { socket: paths.modelSocket, socat: this.socat, setpriv: this.setpriv },
         }),
       });
     } else if (this.mode === 'container') {
