@@ -1,12 +1,12 @@
-// bench/runner (6): a streamed answer through the model route. The same client
-// (stream-client.cjs), a Node process, makes `calls` streaming Messages calls
-// one after another on one keep-alive connection and times each call's first text delta,
-// in-process: inside bubblewrap through the route (socat in the sandbox's network namespace, the
-// credential proxy's unix socket, the proxy) and on the host straight to the model. Three clients:
-// Node's http module and fetch (undici), and Node's http module opening a new connection for each
-// call, as both CLIs did for a call after a pause while the proxy closed their idle connection
-// after Node's 5 s (through the route: a new socat child and a new connection to the proxy each). The first call of each is left out (a fresh connection: no
-// delayed ACKs yet).
+// bench/runner (6): a streamed answer through the model route. The same client (stream-client.cjs),
+// a Node process, makes `calls` streaming Messages calls one after another on one keep-alive
+// connection and times each call's first text delta, in-process: inside bubblewrap through the
+// route (socat in the sandbox's network namespace, the credential proxy's unix socket, the proxy)
+// and on the host straight to the model. Three clients: Node's http module and fetch (undici), and
+// Node's http module opening a new connection for each call, as both CLIs did for a call after a
+// pause while the proxy closed their idle connection after Node's 5 s (through the route: a new
+// socat child and a new connection to the proxy each). The first call of each is left out (a fresh
+// connection: no delayed ACKs yet).
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

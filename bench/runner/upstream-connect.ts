@@ -2,8 +2,8 @@
 // The proxy closes a free upstream connection after 5 s idle (runner/src/sandbox/upstream-agent.ts),
 // so a person's next message meets no open connection to the provider: its call waits for TCP and
 // TLS. The runner tells the proxy a
-// call is coming when it writes a message to the CLI (`prepareCall`), and the proxy opens the
-// connection while the CLI builds its call. Here the provider is a local https server (a key and
+// call is coming when it writes a message to the CLI (and after an approval's answer and a tool's
+// result: `prepareCall`), and the proxy opens the connection while the CLI builds its call. Here the provider is a local https server (a key and
 // certificate made for the run with openssl, trusted through NODE_EXTRA_CA_CERTS), and the CLI is
 // a client that calls `--cli-ms` after the message was written (bare claude takes ~13 ms from its
 // stdin to its request, pi ~3 ms: bench/e2e). Per round, interleaved: the call with an open

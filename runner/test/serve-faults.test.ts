@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
@@ -15,6 +15,7 @@ import {
   waitTurnDone,
   type Served,
 } from './contract/fixture.ts';
+import { listProcs } from '../src/host/process-tree.ts';
 import { runnerSuite } from './contract/suite.ts';
 import { until } from '../../test/helpers/poll.ts';
 import { TestHub } from './contract/test-hub.ts';
@@ -171,16 +172,16 @@ describe('serve with a misbehaving CLI', () => {
 
 /** Processes whose command line names `path` (bubblewrap's carry each path they bind). */
 function processesNaming(path: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  const naming = (pid: number) => {
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(path)) out.push(Number(entry));
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path);
     } catch {
-      // exited while we looked
+      return false; // exited while we looked
     }
-  }
-  return out;
+  };
+  return listProcs()
+    .map((p) => p.pid)
+    .filter(naming);
 }
 
 describe('serve killed', () => {
@@ -196,9 +197,10 @@ describe('serve killed', () => {
     await runner.exited;
     // bubblewrap's init names the workspace it binds; with the model route's relay left running it
     // waited on it for good.
-    const left = await until('the sandbox gone', () => processesNaming(workspace).length === 0, 10_000).catch(() =>
-      processesNaming(workspace),
+    const gone = await until('the sandbox gone', () => processesNaming(workspace).length === 0, 10_000).then(
+      () => true,
+      () => false,
     );
-    expect(left, 'processes of the sandbox left').toBe(true);
+    expect(gone, `processes of the sandbox left: ${processesNaming(workspace).join(', ')}`).toBe(true);
   });
 });
