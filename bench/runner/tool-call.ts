@@ -5,28 +5,19 @@
 // has it run one shell tool (`true`). Timed in this process from the line that ends the tool's
 // call (`tool.end`) to the line with its result (`tool.result`): the guard's decision, the tool
 // itself and the CLI's own work around them. The two CLIs of a backend take their turns
-// alternately, so both see the same load. Also the hook's process alone against a bare
-// `node -e 0` (the floor of any hook written for node).
+// alternately, so both see the same load. bench/guard times claude's hook process by itself.
 // Run: node bench/runner/tool-call.ts [--turns 11] [--backends claude,pi]
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import {
-  adapterFor,
-  BackendSchema,
-  claudeHookCommand,
-  type AgentCodec,
-  type AgentEvent,
-  type Backend,
-} from '@switchyard/protocol';
+import { adapterFor, BackendSchema, type AgentCodec, type AgentEvent, type Backend } from '@switchyard/protocol';
 import { locateCli, readinessFor, type Readiness } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { scripted } from '../../runner/test/contract/fixture.ts';
 import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
-import { POLICY_VERSION, policyEnv } from '../../runner/src/sandbox/guard/policy.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
@@ -119,38 +110,6 @@ class Cli {
   }
 }
 
-/** The hook's process alone, as claude runs it (`/bin/sh -c` the command, the hook JSON on stdin). */
-function hookAlone(n: number): { hook: number; node: number } {
-  const sandbox = new Sandbox({ mode: 'none' });
-  const guard = sandbox.guardOption('claude');
-  if (!guard) throw new Error('tool-call bench: no claude guard');
-  const workspace = mkdtempSync(join(tmpdir(), 'sy-bench-hook-'));
-  const input = JSON.stringify({
-    hook_event_name: 'PreToolUse',
-    cwd: workspace,
-    tool_name: 'Bash',
-    tool_input: { command: 'true' },
-  });
-  const env = {
-    PATH: process.env.PATH ?? '',
-    ...policyEnv({ v: POLICY_VERSION, backend: 'claude', workspace, tools: ['Bash'] }),
-  };
-  const time = (command: string) => {
-    const t0 = performance.now();
-    const r = spawnSync('/bin/sh', ['-c', command], { input, env, encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`tool-call bench: \`${command}\` exited ${r.status}: ${r.stderr}`);
-    return performance.now() - t0;
-  };
-  const hook: number[] = [];
-  const node: number[] = [];
-  for (let i = 0; i < n; i++) {
-    hook.push(time(claudeHookCommand(guard)));
-    node.push(time(`'${process.execPath}' -e 0`));
-  }
-  rmSync(workspace, { recursive: true, force: true });
-  return { hook: median(hook), node: median(node) };
-}
-
 const model = await startOfflineModel();
 try {
   console.log(`bench/runner/tool-call: medians of ${turns} turns, ms from a tool call's end to its result`);
@@ -183,10 +142,6 @@ try {
       `${backend.padEnd(7)}  ${w.toFixed(1).padStart(17)}  ${g.toFixed(1).padStart(7)}  (+${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`,
     );
   }
-  const alone = hookAlone(turns);
-  console.log(
-    `claude's hook process alone (sh -c, the hook JSON on stdin): ${alone.hook.toFixed(1)} ms; node -e 0 the same way: ${alone.node.toFixed(1)} ms`,
-  );
 } finally {
   await model.close();
 }
