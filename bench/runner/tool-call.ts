@@ -94,7 +94,12 @@ class Cli {
   /** One turn that runs the shell tool once: ms from the call's end to its result. */
   async toolTurn(turn: number): Promise<number> {
     const end = this.next((e) => e.type === 'tool.end');
-    const result = this.next((e) => e.type === 'tool.result');
+    const result = this.next((e) => {
+      if (e.type !== 'tool.result') return false;
+      // A refused or failed call would time the refusal, not the tool.
+      if (e.isError) throw new Error(`tool-call bench: turn ${turn}: the tool failed: ${e.output}`);
+      return true;
+    });
     const done = this.next((e) => e.type === 'turn.done');
     this.child.stdin?.write(
       this.codec.encodeUserMessage({ text: scripted(`turn ${turn}`, { tool: 'shell', command: 'true' }) }),
@@ -139,7 +144,7 @@ try {
     const w = median(without);
     const g = median(withGuard);
     console.log(
-      `${backend.padEnd(7)}  ${w.toFixed(1).padStart(17)}  ${g.toFixed(1).padStart(7)}  (+${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`,
+      `${backend.padEnd(7)}  ${w.toFixed(1).padStart(17)}  ${g.toFixed(1).padStart(7)}  (${g >= w ? '+' : ''}${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`,
     );
   }
 } finally {
