@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -67,7 +67,13 @@ function run(step: (typeof SITTING)[number]): Promise<number> {
   const log = createWriteStream(join(out, `${step.name}.log`));
   log.write(head);
   process.stdout.write(`\n### ${step.name}: ${head}`);
-  const child = spawn(process.execPath, step.args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, step.args, {
+    cwd: ROOT,
+    // The tools the benches start (wrangler, the CLIs' `env node`) run on this Node too: started
+    // with another `node` first on PATH, wrangler refused it and the stack's benches stopped.
+    env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   for (const stream of [child.stdout, child.stderr]) {
     stream.on('data', (d: Buffer) => {
       process.stdout.write(d);
