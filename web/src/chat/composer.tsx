@@ -1,9 +1,10 @@
 // The message box. The draft is cleared only once the server accepted it (202): a refusal
 // (409 busy, 413 too large, a network error) keeps every character and image. A draft keeps
-// one clientMessageId until its text or images change, so resending after a network error
-// can never start a second turn.
-import { useEffect, useRef, useState } from 'preact/hooks';
+// one clientMessageId until its text or images change (draft-id.ts), so resending after a
+// network error can never start a second turn.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, call, isApiError } from '../api/client.ts';
+import { draftIds } from './draft-id.ts';
 import { type Attachment, bodyBytes, checkFiles, readAttachment } from './images.ts';
 import { formatBytes } from '../ui/format.ts';
 import { PaperclipIcon } from '../ui/icons.tsx';
@@ -36,14 +37,10 @@ export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, o
   const [error, setError] = useState<string | null>(null);
   const [sending, setSending] = useState(false);
   const [stopping, setStopping] = useState(false);
-  const clientMessageId = useRef<string>(crypto.randomUUID());
+  const ids = useMemo(() => draftIds(), []);
   const fileInput = useRef<HTMLInputElement>(null);
   const box = useRef<HTMLTextAreaElement>(null);
 
-  // A changed draft is a different message.
-  useEffect(() => {
-    clientMessageId.current = crypto.randomUUID();
-  }, [text, images]);
   useEffect(() => {
     if (!running) setStopping(false);
   }, [running]);
@@ -108,11 +105,12 @@ export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, o
           params: { path: { id: sessionId } },
           body: {
             text,
-            clientMessageId: clientMessageId.current,
+            clientMessageId: ids.idFor(text, images),
             ...(images.length > 0 && { images: images.map((i) => ({ mediaType: i.mediaType, data: i.data })) }),
           },
         }),
       );
+      ids.sent();
       onSent(r.messageId, text);
       for (const i of images) URL.revokeObjectURL(i.previewUrl);
       setText('');
