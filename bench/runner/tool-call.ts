@@ -1,23 +1,22 @@
 // bench/runner/tool-call: what the tool-call guard adds to each tool call. claude's guard is a
 // PreToolUse command hook, a new node process per call (protocol/src/claude/spawn.ts); pi's is an
-// extension loaded into pi's own process. Each CLI is spawned directly (no runner, no bubblewrap,
-// no model route: the guard alone), with and without its guard, and each turn the offline model
-// has it run one shell tool (`true`). Timed in this process from the line that ends the tool's
-// call (`tool.end`) to the line with its result (`tool.result`): the guard's decision, the tool
+// extension loaded into pi's own process. Each CLI is spawned as the runner spawns it, but by this
+// process (no runner around it, no bubblewrap, no model route: the guard alone), with and without
+// its guard, and each turn the offline model has it run one shell tool (`true`). Timed in this process from the event that ends the tool's
+// call (`tool.end`) to the one with its result (`tool.result`): the guard's decision, the tool
 // itself and the CLI's own work around them. The two CLIs of a backend take their turns
 // alternately, so both see the same load. bench/guard times claude's hook process by itself.
 // Run: node bench/runner/tool-call.ts [--turns 11] [--backends claude,pi]
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { adapterFor, BackendSchema, type AgentCodec, type AgentEvent, type Backend } from '@switchyard/protocol';
-import { locateCli, readinessFor, type Readiness } from '@switchyard/runner/cli';
+import { adapterFor, BackendSchema, type AgentEvent, type Backend } from '@switchyard/protocol';
+import { CliProcess, locateCli, readinessFor } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { scripted } from '../../runner/test/contract/fixture.ts';
-import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
+import { cliSpawnSpec, makeCliDirs } from '../../runner/src/cli/spawn.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
@@ -31,59 +30,50 @@ if (!Number.isInteger(turns) || turns < 1 || backends.some((b) => !b.success)) {
   process.exit(2);
 }
 
-/** One CLI on stdio, its stdout decoded into events as lines arrive, each stamped on arrival. */
+/**
+ * One CLI spawned as the runner spawns it (cliSpawnSpec, CliProcess), its events stamped as they
+ * are parsed from its stdout.
+ */
 class Cli {
   private waiters: Array<{ pred: (e: AgentEvent) => boolean; resolve: (at: number) => void }> = [];
-  private readonly ready: Promise<void>;
-  readonly child: ChildProcess;
-  private readonly codec: AgentCodec;
-  private constructor(child: ChildProcess, codec: AgentCodec, readiness: Readiness) {
-    this.child = child;
-    this.codec = codec;
-    let onReady: () => void = () => undefined;
-    this.ready = new Promise((resolve) => {
-      onReady = resolve;
-    });
-    let buf = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      const at = performance.now();
-      buf += d.toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      for (const line of lines) {
-        if (readiness.isReady(line, undefined)) onReady();
-        for (const event of codec.parse(line)) {
-          if (readiness.isReady(undefined, event)) onReady();
-          const met = this.waiters.filter((w) => w.pred(event));
-          this.waiters = this.waiters.filter((w) => !met.includes(w));
-          for (const w of met) w.resolve(at);
-        }
-        for (const input of codec.takeInput()) child.stdin?.write(input);
-      }
-    });
-    for (const line of [...codec.initLines(), ...readiness.lines]) child.stdin?.write(line);
+  private proc: CliProcess | undefined;
+
+  private onEvent(event: AgentEvent): void {
+    const at = performance.now();
+    const met = this.waiters.filter((w) => w.pred(event));
+    this.waiters = this.waiters.filter((w) => !met.includes(w));
+    for (const w of met) w.resolve(at);
   }
 
   static async start(backend: Backend, model: OfflineModel, dir: string, guard: boolean): Promise<Cli> {
-    const dirs = await makeCliDirs(dir);
     const sandbox = new Sandbox({ mode: 'none', guard });
-    let spec = adapterFor(backend).spawnSpec({
+    const spec = await cliSpawnSpec({
+      backend,
       executable: locateCli(backend),
-      ...dirs,
-      modelBaseUrl: model.url,
-      modelApiKey: 'bench',
+      dirs: await makeCliDirs(dir),
+      model: { baseUrl: model.url, apiKey: 'bench' },
+      walls: { guard: (b) => sandbox.guardOption(b), prepare: (sp, paths) => sandbox.prepare(sp, paths) },
+      modelName: undefined,
+      retry: undefined,
       baseEnv: process.env,
-      guard: sandbox.guardOption(backend),
     });
-    spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: undefined });
-    mkdirSync(spec.cwd, { recursive: true });
-    for (const f of spec.files) {
-      mkdirSync(dirname(f.path), { recursive: true });
-      writeFileSync(f.path, f.content);
-    }
-    const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'ignore'] });
-    const cli = new Cli(child, adapterFor(backend).createCodec(), readinessFor(backend));
-    await cli.ready;
+    const cli = new Cli();
+    const readiness = readinessFor(backend);
+    let onReady: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => {
+      onReady = resolve;
+    });
+    cli.proc = await CliProcess.start(spec, adapterFor(backend).createCodec(), {
+      onEvent: (event) => {
+        if (readiness.isReady(undefined, event)) onReady();
+        cli.onEvent(event);
+      },
+      onLine: (direction, line) => {
+        if (direction === 'out' && readiness.isReady(line, undefined)) onReady();
+      },
+    });
+    for (const line of readiness.lines) cli.proc.writeControl(line);
+    await ready;
     return cli;
   }
 
@@ -101,17 +91,15 @@ class Cli {
       return true;
     });
     const done = this.next((e) => e.type === 'turn.done');
-    this.child.stdin?.write(
-      this.codec.encodeUserMessage({ text: scripted(`turn ${turn}`, { tool: 'shell', command: 'true' }) }),
-    );
+    this.proc?.sendUserMessage({ text: scripted(`turn ${turn}`, { tool: 'shell', command: 'true' }) });
     const [endAt, resultAt] = await Promise.all([end, result]);
     await done;
     return resultAt - endAt;
   }
 
   async stop(): Promise<void> {
-    this.child.stdin?.end();
-    if (this.child.exitCode === null) await new Promise((r) => this.child.on('close', r));
+    this.proc?.closeInput();
+    await this.proc?.exited;
   }
 }
 
