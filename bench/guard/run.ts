@@ -2,7 +2,8 @@
 // new process before every tool call and waits for its answer, so its start-up is latency on
 // every call. The command is run as claude runs it (/bin/sh -c, the policy in the environment,
 // the hook input on stdin), for a call the guard blocks, with and without the strip-cache preload
-// (runner/bin/strip-cache-preload.js), interleaved, and beside a bare `node -e 0` (Node's floor).
+// (runner/bin/strip-cache-preload.js) and as the one-file build the image's bundle runs
+// (runner/scripts/build-bundle.ts), interleaved, and beside a bare `node -e 0` (Node's floor).
 // Each also runs inside bubblewrap as the local sandbox lays it out (where claude, and so its hook,
 // runs under `npm start`): there bubblewrap's own start is in every figure, so the hook's share is
 // its time over `node -e 0` under bubblewrap.
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { claudeHookCommand } from '@switchyard/protocol';
 import { policyEnv } from '../../runner/src/sandbox/guard/policy.ts';
+import { buildClaudeHook } from '../../runner/scripts/build-bundle.ts';
 import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
@@ -44,18 +46,24 @@ function timed(command: string, args: string[], expectCode: number): Promise<num
   });
 }
 
+const dir = mkdtempSync(join(tmpdir(), 'sy-bench-guard-'));
+const hookBuild = await buildClaudeHook(join(dir, 'hook', 'claude-hook.cjs'));
 const scripts = {
   'bare node -e 0': { script: `'${process.execPath}' -e 0`, code: 0 },
   'hook, no preload (before)': { script: claudeHookCommand({ ...guard, preload: undefined }), code: 2 },
-  'hook, strip-cache preload (now)': { script: claudeHookCommand(guard), code: 2 },
+  'hook, strip-cache preload (from source)': { script: claudeHookCommand(guard), code: 2 },
+  'hook, one-file build (the image)': {
+    script: claudeHookCommand({ ...guard, file: hookBuild, preload: undefined }),
+    code: 2,
+  },
 };
 
 // The sandbox's bubblewrap command for a shell script: prepared once for the hook (the sandbox
 // refuses a spec that does not load the guard), the script swapped in for each row.
-const dir = mkdtempSync(join(tmpdir(), 'sy-bench-guard-'));
 const dirs = await makeCliDirs(dir);
-const hookScript = scripts['hook, strip-cache preload (now)'].script;
-const wrapped = await new Sandbox({ mode: 'bubblewrap' }).prepare(
+const hookScript = scripts['hook, one-file build (the image)'].script;
+// The build's directory is bound read-only beside the guard's and the preload's.
+const wrapped = await new Sandbox({ mode: 'bubblewrap', claudeHook: hookBuild }).prepare(
   { command: '/bin/sh', args: ['-c', hookScript], env, cwd: dirs.workspace, files: [] },
   { backend: 'claude', ...dirs },
 );
@@ -79,6 +87,6 @@ for (const where of ['', ', in bubblewrap']) {
   const floor = at('bare node -e 0');
   for (const name of Object.keys(scripts))
     console.log(
-      `  ${`${name}${where}`.padEnd(50)} ${at(name).toFixed(1)} ms (${(at(name) / before).toFixed(2)}x before; +${(at(name) - floor).toFixed(1)} ms over node -e 0)`,
+      `  ${`${name}${where}`.padEnd(58)} ${at(name).toFixed(1)} ms (${(at(name) / before).toFixed(2)}x before; +${(at(name) - floor).toFixed(1)} ms over node -e 0)`,
     );
 }

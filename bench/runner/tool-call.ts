@@ -4,8 +4,10 @@
 // process (no runner around it, no bubblewrap, no model route: the guard alone), with and without
 // its guard, and each turn the offline model has it run one shell tool (`true`). Timed in this process from the event that ends the tool's
 // call (`tool.end`) to the one with its result (`tool.result`): the guard's decision, the tool
-// itself and the CLI's own work around them. The two CLIs of a backend take their turns
-// alternately, so both see the same load. bench/guard times claude's hook process by itself.
+// itself and the CLI's own work around them. claude's hook is timed both as the runner runs it from
+// source (the TypeScript entry) and from the bundle the image runs (its one-file build,
+// runner/scripts/build-bundle.ts). The CLIs of a backend take their turns in rotation, so all see
+// the same load. bench/guard times claude's hook process by itself.
 // Run: node bench/runner/tool-call.ts [--turns 11] [--backends claude,pi]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +18,7 @@ import { adapterFor, BackendSchema, type AgentEvent, type Backend } from '@switc
 import { CliProcess, locateCli, readinessFor } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { scripted } from '../../runner/test/contract/fixture.ts';
+import { buildClaudeHook } from '../../runner/scripts/build-bundle.ts';
 import { cliSpawnSpec, makeCliDirs } from '../../runner/src/cli/spawn.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
@@ -45,8 +48,8 @@ class Cli {
     for (const w of met) w.resolve(at);
   }
 
-  static async start(backend: Backend, model: OfflineModel, dir: string, guard: boolean): Promise<Cli> {
-    const sandbox = new Sandbox({ mode: 'none', guard });
+  static async start(backend: Backend, model: OfflineModel, dir: string, variant: Variant): Promise<Cli> {
+    const sandbox = new Sandbox({ mode: 'none', guard: variant.guard, claudeHook: variant.claudeHook });
     const spec = await cliSpawnSpec({
       backend,
       executable: locateCli(backend),
@@ -103,38 +106,47 @@ class Cli {
   }
 }
 
+interface Variant {
+  guard: boolean;
+  /** claude: the hook's one-file build instead of its TypeScript entry. */
+  claudeHook?: string | undefined;
+}
+
 const model = await startOfflineModel();
+const scratch = mkdtempSync(join(tmpdir(), 'sy-bench-tool-'));
 try {
+  const hookBuild = await buildClaudeHook(join(scratch, 'hook', 'claude-hook.cjs'));
   console.log(`bench/runner/tool-call: medians of ${turns} turns, ms from a tool call's end to its result`);
-  console.log('backend  without the guard  with it  (the guard adds)');
+  console.log('backend  without the guard  with it (from source)  with it (the image: one-file hook)');
   for (const parsed of backends) {
     if (!parsed.success) continue;
     const backend = parsed.data;
-    const dir = mkdtempSync(join(tmpdir(), 'sy-bench-tool-'));
-    const bare = await Cli.start(backend, model, join(dir, 'bare'), false);
-    const guarded = await Cli.start(backend, model, join(dir, 'guarded'), true);
-    const without: number[] = [];
-    const withGuard: number[] = [];
+    const variants: Variant[] = [{ guard: false }, { guard: true }];
+    if (backend === 'claude') variants.push({ guard: true, claudeHook: hookBuild });
+    const dir = join(scratch, backend);
+    const clis: Cli[] = [];
+    const times: number[][] = variants.map(() => []);
     try {
+      for (const [i, variant] of variants.entries())
+        clis.push(await Cli.start(backend, model, join(dir, `${i}`), variant));
       // Turn 0 is each CLI's first (its code loaded on first use); left out.
       for (let turn = 0; turn <= turns; turn++) {
-        const a = await bare.toolTurn(turn);
-        const b = await guarded.toolTurn(turn);
-        if (turn === 0) continue;
-        without.push(a);
-        withGuard.push(b);
+        for (const [i, cli] of clis.entries()) {
+          const ms = await cli.toolTurn(turn);
+          if (turn > 0) times[i]?.push(ms);
+        }
       }
     } finally {
-      await bare.stop();
-      await guarded.stop();
-      rmSync(dir, { recursive: true, force: true });
+      for (const cli of clis) await cli.stop();
     }
-    const w = median(without);
-    const g = median(withGuard);
-    console.log(
-      `${backend.padEnd(7)}  ${w.toFixed(1).padStart(17)}  ${g.toFixed(1).padStart(7)}  (${g >= w ? '+' : ''}${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`,
-    );
+    const [w = Number.NaN, ...guarded] = times.map(median);
+    const cell = (g: number | undefined, width: number) =>
+      g === undefined
+        ? '—'.padStart(width)
+        : `${g.toFixed(1)} (${g >= w ? '+' : ''}${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`.padStart(width);
+    console.log(`${backend.padEnd(7)}  ${w.toFixed(1).padStart(17)}  ${cell(guarded[0], 21)}  ${cell(guarded[1], 34)}`);
   }
 } finally {
   await model.close();
+  rmSync(scratch, { recursive: true, force: true });
 }

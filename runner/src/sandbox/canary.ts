@@ -20,7 +20,7 @@ import { cliSpawnSpec, makeCliDirs } from '../cli/spawn.ts';
 import { policyEnv, POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
 import { DENY_PREFIX } from './guard/rules.ts';
 import { startModelRoute } from './model-proxy.ts';
-import { GUARD_ENTRY, type Sandbox } from './sandbox.ts';
+import type { Sandbox } from './sandbox.ts';
 
 export type CanaryResult = { ok: true } | { ok: false; problem: string };
 
@@ -83,7 +83,7 @@ async function claudeHookBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<
 }
 
 async function piExtensionBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<CanaryResult> {
-  const file = join(sandbox.guardDir, GUARD_ENTRY.pi);
+  const file = sandbox.guardEntry('pi');
   const saved = process.env[POLICY_ENV];
   try {
     process.env[POLICY_ENV] = JSON.stringify(policy);

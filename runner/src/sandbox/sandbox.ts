@@ -16,6 +16,7 @@ import {
   type SpawnOptions,
   type SpawnSpec,
 } from '@switchyard/protocol';
+import { BUNDLED_CLAUDE_HOOK } from './bundled-hook.ts';
 import { ETC_ALLOW, SYSTEM_PATHS, wrapWithBwrap, type HostEntry } from './bwrap.ts';
 import { policyEnv, type GuardPolicy } from './guard/policy.ts';
 import { CLI_UID, missingRunnerCaps, wrapWithUidDrop } from './uid-drop.ts';
@@ -32,11 +33,11 @@ const GUARD_FILES = [
   'sensitive-paths.ts',
 ] as const;
 
-export const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
+const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
 
 /**
- * Preloaded into the processes that load the guard as TypeScript: claude's hook, a new node process
- * for every tool call (~70 ms and ~25 MiB less per call), and pi, which imports its extension
+ * Preloaded into the processes that load the guard as TypeScript: claude's hook from source, a new
+ * node process for every tool call (~70 ms and ~25 MiB less per call), and pi, which imports its extension
  * natively (docs/DESIGN.md "The guard"). It serves the guard's modules from the strip cache, so
  * neither loads Node's TypeScript stripper. A preload that cannot load fails the hook, which
  * blocks the call, or pi, which then does not start.
@@ -67,6 +68,12 @@ export interface SandboxConfig {
   guard?: boolean;
   /** Tests point this at a broken copy to prove the fail-closed paths. */
   guardDir?: string;
+  /**
+   * A one-file build of claude's hook (runner/scripts/build-bundle.ts) that claude runs instead of
+   * the TypeScript entry in `guardDir`; `undefined` given: the entry. Left out: the bundle's own
+   * build when the runner runs from the bundle and `guardDir` is left out too, else the entry.
+   */
+  claudeHook?: string | undefined;
   /** The node that runs claude's hook; the runner's own by default. */
   node?: string;
   bwrap?: string;
@@ -99,6 +106,7 @@ export class Sandbox {
   readonly mode: SandboxMode;
   readonly guardEnabled: boolean;
   readonly guardDir: string;
+  private readonly claudeHook: string | undefined;
   private readonly node: string;
   private readonly bwrap: string;
   private readonly socat: string;
@@ -109,6 +117,8 @@ export class Sandbox {
     this.mode = config.mode;
     this.guardEnabled = config.guard ?? true;
     this.guardDir = config.guardDir ?? GUARD_DIR;
+    this.claudeHook =
+      'claudeHook' in config ? config.claudeHook : config.guardDir === undefined ? BUNDLED_CLAUDE_HOOK : undefined;
     this.node = config.node ?? process.execPath;
     this.bwrap = config.bwrap ?? '/usr/bin/bwrap';
     this.socat = config.socat ?? '/usr/bin/socat';
@@ -116,17 +126,27 @@ export class Sandbox {
     this.cliUid = config.cliUid ?? CLI_UID;
   }
 
-  /** For SpawnOptions.guard. */
+  /** The file the CLI loads its guard from: the entry in the guard directory, or claude's hook build. */
+  guardEntry(backend: Backend): string {
+    return backend === 'claude' && this.claudeHook !== undefined
+      ? this.claudeHook
+      : join(this.guardDir, GUARD_ENTRY[backend]);
+  }
+
+  /** For SpawnOptions.guard. A one-file build of the hook is plain JavaScript: no preload. */
   guardOption(backend: Backend): SpawnOptions['guard'] {
-    return this.guardEnabled
-      ? { file: join(this.guardDir, GUARD_ENTRY[backend]), node: this.node, preload: GUARD_PRELOAD }
-      : undefined;
+    if (!this.guardEnabled) return undefined;
+    const file = this.guardEntry(backend);
+    return backend === 'claude' && this.claudeHook !== undefined
+      ? { file, node: this.node }
+      : { file, node: this.node, preload: GUARD_PRELOAD };
   }
 
   /** Throws SandboxError naming the first guard file that cannot be read. */
   async checkGuardFiles(): Promise<void> {
-    for (const name of GUARD_FILES) {
-      const file = join(this.guardDir, name);
+    const files = GUARD_FILES.map((name) => join(this.guardDir, name));
+    if (this.claudeHook !== undefined) files.push(this.claudeHook);
+    for (const file of files) {
       try {
         await access(file, constants.R_OK);
         if (!(await stat(file)).isFile()) throw new Error('not a regular file');
@@ -168,7 +188,7 @@ export class Sandbox {
     let out: SpawnSpec = spec;
     if (this.guardEnabled) {
       await this.checkGuardFiles();
-      const expected = join(this.guardDir, GUARD_ENTRY[paths.backend]);
+      const expected = this.guardEntry(paths.backend);
       const flat = [...spec.args, ...spec.files.map((f) => f.content)].join('\n');
       if (!flat.includes(expected))
         throw new SandboxError(
@@ -246,6 +266,7 @@ export class Sandbox {
       roots.push(installRoot(f));
     }
     if (this.guardEnabled) roots.push(this.guardDir, dirname(GUARD_PRELOAD));
+    if (this.guardEnabled && this.claudeHook !== undefined) roots.push(dirname(this.claudeHook));
     return roots.filter((r) => !SYSTEM_PATHS.some((s) => r === s || r.startsWith(`${s}/`)));
   }
 }
