@@ -2,14 +2,16 @@
 // PreToolUse command hook, a new node process per call (protocol/src/claude/spawn.ts); pi's is an
 // extension loaded into pi's own process. Each CLI is spawned as the runner spawns it, but by this
 // process (no runner around it, no bubblewrap, no model route: the guard alone), with and without
-// its guard, and each turn the offline model has it run one shell tool (`true`). Timed in this process from the event that ends the tool's
+// its guard, and each turn the offline model has it run one tool: a shell command (`true`) or a
+// read of a file in its workspace (claude meets its hook on every call but an allowed shell call,
+// protocol/src/claude/spawn.ts claudeHookMatcher). Timed in this process from the event that ends the tool's
 // call (`tool.end`) to the one with its result (`tool.result`): the guard's decision, the tool
 // itself and the CLI's own work around them. claude's hook is timed both as the runner runs it from
 // source (the TypeScript entry) and from the bundle the image runs (its one-file build,
 // runner/scripts/build-bundle.ts). The CLIs of a backend take their turns in rotation, so all see
 // the same load. bench/guard times claude's hook process by itself.
 // Run: node bench/runner/tool-call.ts [--turns 11] [--backends claude,pi]
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -40,6 +42,8 @@ if (!Number.isInteger(turns) || turns < 1 || backends.some((b) => !b.success)) {
 class Cli {
   private waiters: Array<{ pred: (e: AgentEvent) => boolean; resolve: (at: number) => void }> = [];
   private proc: CliProcess | undefined;
+  /** A file in the CLI's workspace, for the read. */
+  private note = '';
 
   private onEvent(event: AgentEvent): void {
     const at = performance.now();
@@ -50,10 +54,11 @@ class Cli {
 
   static async start(backend: Backend, model: OfflineModel, dir: string, variant: Variant): Promise<Cli> {
     const sandbox = new Sandbox({ mode: 'none', guard: variant.guard, claudeHook: variant.claudeHook });
+    const dirs = await makeCliDirs(dir);
     const spec = await cliSpawnSpec({
       backend,
       executable: locateCli(backend),
-      dirs: await makeCliDirs(dir),
+      dirs,
       model: { baseUrl: model.url, apiKey: 'bench' },
       walls: { guard: (b) => sandbox.guardOption(b), prepare: (sp, paths) => sandbox.prepare(sp, paths) },
       modelName: undefined,
@@ -61,6 +66,8 @@ class Cli {
       baseEnv: process.env,
     });
     const cli = new Cli();
+    cli.note = join(dirs.workspace, 'note.txt');
+    writeFileSync(cli.note, 'a note\n');
     const readiness = readinessFor(backend);
     let onReady: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => {
@@ -84,8 +91,8 @@ class Cli {
     return new Promise((resolve) => this.waiters.push({ pred, resolve }));
   }
 
-  /** One turn that runs the shell tool once: ms from the call's end to its result. */
-  async toolTurn(turn: number): Promise<number> {
+  /** One turn that runs the tool once: ms from the call's end to its result. */
+  async toolTurn(turn: number, tool: Tool): Promise<number> {
     const end = this.next((e) => e.type === 'tool.end');
     const result = this.next((e) => {
       if (e.type !== 'tool.result') return false;
@@ -94,7 +101,8 @@ class Cli {
       return true;
     });
     const done = this.next((e) => e.type === 'turn.done');
-    this.proc?.sendUserMessage({ text: scripted(`turn ${turn}`, { tool: 'shell', command: 'true' }) });
+    const script = tool === 'shell' ? { tool, command: 'true' } : { tool, path: this.note };
+    this.proc?.sendUserMessage({ text: scripted(`turn ${turn}`, script) });
     const [endAt, resultAt] = await Promise.all([end, result]);
     await done;
     return resultAt - endAt;
@@ -105,6 +113,8 @@ class Cli {
     await this.proc?.exited;
   }
 }
+
+type Tool = 'shell' | 'read';
 
 interface Variant {
   guard: boolean;
@@ -117,7 +127,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'sy-bench-tool-'));
 try {
   const hookBuild = await buildClaudeHook(join(scratch, 'hook', 'claude-hook.cjs'));
   console.log(`bench/runner/tool-call: medians of ${turns} turns, ms from a tool call's end to its result`);
-  console.log('backend  without the guard  with it (from source)  with it (the image: one-file hook)');
+  console.log('backend  tool   without the guard  with it (from source)          with it (the image: one-file hook)');
   for (const parsed of backends) {
     if (!parsed.success) continue;
     const backend = parsed.data;
@@ -125,26 +135,31 @@ try {
     if (backend === 'claude') variants.push({ guard: true, claudeHook: hookBuild });
     const dir = join(scratch, backend);
     const clis: Cli[] = [];
-    const times: number[][] = variants.map(() => []);
+    const tools: Tool[] = ['shell', 'read'];
+    const times = tools.map(() => variants.map((): number[] => []));
     try {
       for (const [i, variant] of variants.entries())
         clis.push(await Cli.start(backend, model, join(dir, `${i}`), variant));
       // Turn 0 is each CLI's first (its code loaded on first use); left out.
-      for (let turn = 0; turn <= turns; turn++) {
-        for (const [i, cli] of clis.entries()) {
-          const ms = await cli.toolTurn(turn);
-          if (turn > 0) times[i]?.push(ms);
-        }
-      }
+      for (let turn = 0; turn <= turns; turn++)
+        for (const [t, tool] of tools.entries())
+          for (const [i, cli] of clis.entries()) {
+            const ms = await cli.toolTurn(turn, tool);
+            if (turn > 0) times[t]?.[i]?.push(ms);
+          }
     } finally {
       for (const cli of clis) await cli.stop();
     }
-    const [w = Number.NaN, ...guarded] = times.map(median);
-    const cell = (g: number | undefined, width: number) =>
-      g === undefined
-        ? '—'.padStart(width)
-        : `${g.toFixed(1)} (${g >= w ? '+' : ''}${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`.padStart(width);
-    console.log(`${backend.padEnd(7)}  ${w.toFixed(1).padStart(17)}  ${cell(guarded[0], 21)}  ${cell(guarded[1], 34)}`);
+    for (const [t, tool] of tools.entries()) {
+      const [w = Number.NaN, ...guarded] = (times[t] ?? []).map(median);
+      const cell = (g: number | undefined, width: number) =>
+        g === undefined
+          ? '—'.padStart(width)
+          : `${g.toFixed(1)} (${g >= w ? '+' : ''}${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`.padStart(width);
+      console.log(
+        `${backend.padEnd(7)}  ${tool.padEnd(5)}  ${w.toFixed(1).padStart(17)}  ${cell(guarded[0], 29)}  ${cell(guarded[1], 34)}`,
+      );
+    }
   }
 } finally {
   await model.close();

@@ -81,6 +81,29 @@ describe('spawnSpec arguments', () => {
     expect(a).not.toContain('--dangerously-skip-permissions');
   });
 
+  it("claude's guard hook meets every tool call but a shell call in mode auto when the shell is allowed", () => {
+    const matcher = (o: { allowedTools?: string[]; approvals?: 'auto' | 'ask' }) => {
+      const spec = adapterFor('claude').spawnSpec({ ...base, ...o, guard: { file: '/g/hook.ts', node: '/n/node' } });
+      const settingsPath = spec.args[spec.args.indexOf('--settings') + 1];
+      return JSON.parse(spec.files.find((f) => f.path === settingsPath)?.content ?? '{}').hooks.PreToolUse[0].matcher;
+    };
+    expect(matcher({})).toBe('^(?!Bash$)');
+    expect(matcher({ allowedTools: ['Read', 'Bash'], approvals: 'auto' })).toBe('^(?!Bash$)');
+    // Not on the list: the hook refuses the shell. Mode ask: the hook turns every allow into "ask".
+    expect(matcher({ allowedTools: ['Read', 'Write'] })).toBe('.*');
+    expect(matcher({ allowedTools: ['Read', 'Bash'], approvals: 'ask' })).toBe('.*');
+    // claude's matching (2.1.197: a matcher that is not a plain list of names is a regular
+    // expression tested against the tool's name): only Bash itself is left out.
+    const re = new RegExp(matcher({}));
+    expect(['Bash', 'Read', 'bash', 'BashOutput', 'mcp__x__Bash', ''].filter((name) => re.test(name))).toEqual([
+      'Read',
+      'bash',
+      'BashOutput',
+      'mcp__x__Bash',
+      '',
+    ]);
+  });
+
   it('claude one-shot persists no session', () => {
     expect(adapterFor('claude').spawnSpec({ ...base, oneShot: true }).args).toContain('--no-session-persistence');
   });

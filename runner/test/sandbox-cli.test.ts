@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
 import { CliProcess } from '../src/cli/cli-process.ts';
 import { locateCli } from '../src/cli/locate.ts';
-import { startOfflineModel } from '@switchyard/offline-model';
+import { type Script, startOfflineModel } from '@switchyard/offline-model';
 import { guardSelfTest, runGuardCanary } from '../src/sandbox/canary.ts';
 import { startModelRoute } from '../src/sandbox/model-proxy.ts';
 import { GUARD_DIR, Sandbox } from '../src/sandbox/sandbox.ts';
@@ -115,6 +115,23 @@ describe('claude with a broken guard fails closed', () => {
   });
 });
 
+describe('claude meets its guard hook on every call but an allowed shell call (approval mode auto)', () => {
+  // The guard does not parse shell, so claude is not made to start a hook process per shell call
+  // (protocol/src/claude/spawn.ts claudeHookMatcher). Every other call still meets it.
+  // A command that starts with a file: URL is one the hook refuses (its rule for every string of
+  // every call); run, the shell just fails to find that command and goes on.
+  it('a shell command the hook would refuse runs; a read outside the workspace is refused', async () => {
+    const r = await drive('claude', new Sandbox({ mode: 'bubblewrap' }), {
+      before: [{ tool: 'shell', command: 'file:///etc/hostname 2>/dev/null; echo shell-ran-unhooked' }],
+    });
+    expect(r.results.length).toBe(3);
+    expect(r.results[0]).toMatchObject({ isError: false, output: expect.stringContaining('shell-ran-unhooked') });
+    expect(r.results[1]).toMatchObject({ isError: true, output: expect.stringContaining('switchyard guard:') });
+    expect(r.all).not.toContain(r.outsideToken);
+    expect(r.all).toContain(r.insideToken);
+  });
+});
+
 describe('pi with a broken guard never starts', () => {
   it.each([
     ['rules.ts with a syntax error', 'rules.ts', 'export const = ;', /Failed to load extension .*pi-extension\.ts/],
@@ -182,11 +199,14 @@ describe('the runner refuses to spawn without the guard', () => {
   });
 });
 
-/** Two scripted reads (outside, then inside the workspace) against a CLI spawned with this sandbox's guard. */
+/**
+ * Two scripted reads (outside, then inside the workspace) against a CLI spawned with this sandbox's
+ * guard, after the tool calls in `before`.
+ */
 async function drive(
   backend: Backend,
   sandbox: Sandbox,
-  o: { skipPrepareChecks?: boolean; noPolicy?: boolean; env?: Record<string, string> },
+  o: { skipPrepareChecks?: boolean; noPolicy?: boolean; env?: Record<string, string>; before?: Script[] },
 ) {
   const dir = mkdtempSync(join(root, `${backend}-`));
   const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cfg') };
@@ -197,6 +217,7 @@ async function drive(
   writeFileSync(join(dirs.workspace, 'inside.txt'), insideToken);
   const model = await startOfflineModel();
   model.enqueue(
+    ...(o.before ?? []),
     { tool: 'read', path: join(dir, 'outside.txt') },
     { tool: 'read', path: join(dirs.workspace, 'inside.txt') },
     { text: 'done' },

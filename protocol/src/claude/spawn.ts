@@ -6,6 +6,20 @@ export const CLAUDE_HOOK_ASK_FLAG = '--ask';
 
 export const CLAUDE_DEFAULT_TOOLS = ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'];
 
+/**
+ * The tool calls claude runs the guard hook for: every one, except a shell call in approval mode
+ * auto when the shell is on the session's list. The guard does not parse shell (the OS wall bounds
+ * it), so for `Bash` it checks the allow-list, which such a call passes by construction, and the
+ * `file:` URL rule, which means nothing to a shell that can read any file it sees without one: a
+ * new process per shell call (~80–100 ms) that decides nothing. In mode ask every call meets it
+ * (it turns an allow into "ask"). claude (2.1.197) tests a matcher that is not a plain list of
+ * names as a regular expression against the tool's name and its aliases (Bash has none), so a tool
+ * it does not know still meets the hook (docs/DESIGN.md "The guard").
+ */
+export function claudeHookMatcher(tools: readonly string[], approvals: 'auto' | 'ask'): string {
+  return approvals === 'auto' && tools.includes('Bash') ? '^(?!Bash$)' : '.*';
+}
+
 export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
   const o = SpawnOptionsSchema.parse(input);
   const tools = o.allowedTools ?? CLAUDE_DEFAULT_TOOLS;
@@ -44,7 +58,9 @@ export function claudeSpawnSpec(input: SpawnOptions): SpawnSpec {
     files.push({
       path: settingsPath,
       content: JSON.stringify({
-        hooks: { PreToolUse: [{ matcher: '.*', hooks: [{ type: 'command', command }] }] },
+        hooks: {
+          PreToolUse: [{ matcher: claudeHookMatcher(tools, o.approvals), hooks: [{ type: 'command', command }] }],
+        },
       }),
     });
     args.push('--settings', settingsPath);
