@@ -12,8 +12,9 @@
 // node_modules and the strip cache are found where they are in a checkout or in the image's /app.
 //
 // claude's tool-call guard hook is built too, into one CommonJS file of its own
-// (runner/dist/guard/claude-hook.cjs), and the bundle runs that instead of the TypeScript entry:
-// claude starts the hook as a new process before every tool call (runner/src/sandbox/bundled-hook.ts).
+// (runner/dist/guard/claude-hook.cjs), and the bundle's runner gives claude that instead of the
+// TypeScript entry: claude starts the hook as a new process before most tool calls
+// (runner/src/sandbox/bundled-hook.ts).
 // Usage: node runner/scripts/build-bundle.ts   (prints the bundle's path)
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';

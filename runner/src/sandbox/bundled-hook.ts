@@ -1,5 +1,5 @@
 // Which build of claude's hook the runner hands claude, which starts it as a new process before
-// every tool call. From source (tests, the local host, `npm start`) there is none: the hook is the
+// every tool call that meets it. From source (tests, the local host, `npm start`) there is none: the hook is the
 // TypeScript entry in the guard directory, loaded through the strip cache. The bundle the image
 // runs replaces this module (runner/scripts/build-bundle.ts) with the path of the one-file
 // CommonJS build of that same entry, made in the same build beside the bundle: one file, no ES

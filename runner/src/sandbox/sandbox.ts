@@ -37,10 +37,10 @@ const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi
 
 /**
  * Preloaded into the processes that load the guard as TypeScript: claude's hook from source, a new
- * node process for every tool call (~70 ms and ~25 MiB less per call), and pi, which imports its extension
- * natively (docs/DESIGN.md "The guard"). It serves the guard's modules from the strip cache, so
- * neither loads Node's TypeScript stripper. A preload that cannot load fails the hook, which
- * blocks the call, or pi, which then does not start.
+ * node process for every tool call that meets it (~70 ms and ~25 MiB less per call), and pi, which
+ * imports its extension natively (docs/DESIGN.md "The guard"). It serves the guard's modules from
+ * the strip cache, so neither loads Node's TypeScript stripper. A preload that cannot load fails
+ * the hook, which blocks the call, or pi, which then does not start.
  */
 const GUARD_PRELOAD = fileURLToPath(new URL('../../bin/strip-cache-preload.js', import.meta.url));
 
@@ -137,9 +137,7 @@ export class Sandbox {
   guardOption(backend: Backend): SpawnOptions['guard'] {
     if (!this.guardEnabled) return undefined;
     const file = this.guardEntry(backend);
-    return backend === 'claude' && this.claudeHook !== undefined
-      ? { file, node: this.node }
-      : { file, node: this.node, preload: GUARD_PRELOAD };
+    return file === this.claudeHook ? { file, node: this.node } : { file, node: this.node, preload: GUARD_PRELOAD };
   }
 
   /** Throws SandboxError naming the first guard file that cannot be read. */
