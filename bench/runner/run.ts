@@ -34,8 +34,8 @@
 //       one client process each way (model-route.ts).
 //   (7) a model call after a pause against an https provider, with and without the runner's
 //       notice that a call is coming (upstream-connect.ts, its own process).
-//   (8) a tool call with and without the tool-call guard, the CLI alone (tool-call.ts, its own
-//       process; not with --route).
+//   (8) a shell call and a read with and without the tool-call guard (for claude also the hook as
+//       the image runs it), the CLI alone (tool-call.ts, its own process; not with --route).
 // Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) to (7) only]
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -488,7 +488,7 @@ for (const backend of ['pi', 'claude'] as const) {
   console.log('');
 }
 await printRouteAlone();
-console.log('(8) a tool call, with and without the guard:');
+console.log('(8) a shell call and a read, with and without the guard:');
 const toolCall = spawnSync(process.execPath, [join(import.meta.dirname, 'tool-call.ts')], { stdio: 'inherit' });
 if (toolCall.status !== 0) throw new Error(`bench/runner/tool-call.ts exited ${toolCall.status}`);
 await hub.close();
