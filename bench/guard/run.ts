@@ -20,8 +20,13 @@ import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 20;
-const guard = new Sandbox({ mode: 'none' }).guardOption('claude');
-if (guard === undefined) throw new Error('the guard is enabled by default');
+/** claude's guard option as the runner gives it, from source or with the one-file hook. */
+function claudeGuard(claudeHook?: string) {
+  const option = new Sandbox({ mode: 'none', claudeHook }).guardOption('claude');
+  if (option === undefined) throw new Error('the guard is enabled by default');
+  return option;
+}
+const guard = claudeGuard();
 const input = JSON.stringify({
   hook_event_name: 'PreToolUse',
   tool_name: 'Read',
@@ -53,7 +58,7 @@ const scripts = {
   'hook, no preload (before)': { script: claudeHookCommand({ ...guard, preload: undefined }), code: 2 },
   'hook, strip-cache preload (from source)': { script: claudeHookCommand(guard), code: 2 },
   'hook, one-file build (the image)': {
-    script: claudeHookCommand({ ...guard, file: hookBuild, preload: undefined }),
+    script: claudeHookCommand(claudeGuard(hookBuild)),
     code: 2,
   },
 };

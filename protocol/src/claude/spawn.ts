@@ -16,7 +16,7 @@ export const CLAUDE_DEFAULT_TOOLS = ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'G
  * names as a regular expression against the tool's name and its aliases (Bash has none), so a tool
  * it does not know still meets the hook (docs/DESIGN.md "The guard").
  */
-export function claudeHookMatcher(tools: readonly string[], approvals: 'auto' | 'ask'): string {
+function claudeHookMatcher(tools: readonly string[], approvals: 'auto' | 'ask'): string {
   return approvals === 'auto' && tools.includes('Bash') ? '^(?!Bash$)' : '.*';
 }
 

@@ -70,8 +70,8 @@ export interface SandboxConfig {
   guardDir?: string;
   /**
    * A one-file build of claude's hook (runner/scripts/build-bundle.ts) that claude runs instead of
-   * the TypeScript entry in `guardDir`; `undefined` given: the entry. Left out: the bundle's own
-   * build when the runner runs from the bundle and `guardDir` is left out too, else the entry.
+   * the TypeScript entry in `guardDir`. By default the bundle's own build when the runner runs from
+   * the bundle and `guardDir` is left out too; none from source.
    */
   claudeHook?: string | undefined;
   /** The node that runs claude's hook; the runner's own by default. */
@@ -117,8 +117,7 @@ export class Sandbox {
     this.mode = config.mode;
     this.guardEnabled = config.guard ?? true;
     this.guardDir = config.guardDir ?? GUARD_DIR;
-    this.claudeHook =
-      'claudeHook' in config ? config.claudeHook : config.guardDir === undefined ? BUNDLED_CLAUDE_HOOK : undefined;
+    this.claudeHook = config.claudeHook ?? (config.guardDir === undefined ? BUNDLED_CLAUDE_HOOK : undefined);
     this.node = config.node ?? process.execPath;
     this.bwrap = config.bwrap ?? '/usr/bin/bwrap';
     this.socat = config.socat ?? '/usr/bin/socat';
