@@ -83,8 +83,16 @@ class Cli {
       },
     });
     for (const line of readiness.lines) cli.proc.writeControl(line);
-    await ready;
+    await cli.unlessExited(ready);
     return cli;
+  }
+
+  /** `p`, or an error naming the CLI's exit if it exits first: a CLI that dies stops the bench. */
+  private unlessExited<T>(p: Promise<T>): Promise<T> {
+    const exited = this.proc?.exited.then((exit): never => {
+      throw new Error(`tool-call bench: the CLI exited (${exit.code ?? exit.signal}): ${exit.stderrHead.trim()}`);
+    });
+    return exited === undefined ? p : Promise.race([p, exited]);
   }
 
   private next(pred: (e: AgentEvent) => boolean): Promise<number> {
@@ -103,8 +111,8 @@ class Cli {
     const done = this.next((e) => e.type === 'turn.done');
     const script = tool === 'shell' ? { tool, command: 'true' } : { tool, path: this.note };
     this.proc?.sendUserMessage({ text: scripted(`turn ${turn}`, script) });
-    const [endAt, resultAt] = await Promise.all([end, result]);
-    await done;
+    const [endAt, resultAt] = await this.unlessExited(Promise.all([end, result]));
+    await this.unlessExited(done);
     return resultAt - endAt;
   }
 
