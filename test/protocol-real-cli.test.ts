@@ -27,8 +27,12 @@ afterEach(async () => {
   model.reset();
 });
 
-async function cli(backend: Backend, opts: Parameters<typeof startCli>[2] = {}): Promise<Harness> {
-  const h = await startCli(backend, model.url, opts);
+async function cli(
+  backend: Backend,
+  opts: Parameters<typeof startCli>[2] = {},
+  checkTool?: Parameters<typeof startCli>[3],
+): Promise<Harness> {
+  const h = await startCli(backend, model.url, opts, checkTool);
   open.push(h);
   return h;
 }
@@ -108,12 +112,14 @@ describe.each(['claude', 'pi'] as const)('%s against the offline model', (backen
   });
 
   it('a tool call a guard blocks: an error result with the guard reason, nothing written', async () => {
-    const guardFile = join(
-      import.meta.dirname,
-      'fixtures',
-      backend === 'claude' ? 'standin-guard-claude.mjs' : 'standin-guard-pi.ts',
-    );
-    const h = await cli(backend, { guard: { file: guardFile, node: process.execPath } });
+    // A stand-in for the real guard (its own module): it blocks every write. claude's hooks are
+    // answered by the host; pi loads an extension.
+    const h =
+      backend === 'claude'
+        ? await cli(backend, { guard: 'runner' }, (call) =>
+            call.tool === 'Write' ? { allow: false, reason: `stand-in guard blocked ${call.tool}` } : { allow: true },
+          )
+        : await cli(backend, { guard: { file: join(import.meta.dirname, 'fixtures', 'standin-guard-pi.ts') } });
     h.proc.sendUserMessage({ text: directive({ tool: 'write', path: 'blocked.txt', content: 'nope' }) });
     const turn = await h.turn(1);
     const result = turn.find((e) => e.type === 'tool.result');

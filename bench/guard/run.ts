@@ -1,97 +1,132 @@
-// bench/guard: what claude's guard hook costs per tool call. claude starts the hook command as a
-// new process before every tool call and waits for its answer, so its start-up is latency on
-// every call. The command is run as claude runs it (/bin/sh -c, the policy in the environment,
-// the hook input on stdin), for a call the guard blocks, with and without the strip-cache preload
-// (runner/bin/strip-cache-preload.js) and as the one-file build the image's bundle runs
-// (runner/scripts/build-bundle.ts), interleaved, and beside a bare `node -e 0` (Node's floor).
-// Each also runs inside bubblewrap as the local sandbox lays it out (where claude, and so its hook,
-// runs under `npm start`): there bubblewrap's own start is in every figure, so the hook's share is
-// its time over `node -e 0` under bubblewrap.
+// bench/guard: what claude's guard costs per tool call. The runner answers claude's PreToolUse
+// hooks itself, over claude's control protocol (protocol/src/claude/tool-hooks.ts): a decision is
+// the codec parsing claude's `hook_callback` line, the rules' lstat/readlink calls on the call's
+// paths as the CLI sees them (runner/src/sandbox/cli-view.ts), and the answer line. Timed here
+// through the codec as the runner arms it (Sandbox.prepare's check), for a read inside the
+// workspace (allowed) and one outside (refused): in the runner's own view (the container, no wall)
+// and through /proc/<pid>/root of a real bubblewrap sandbox. Beside them, in the same run, a bare
+// `node -e 0` started as a process: the least the command hook claude used to start before each
+// call could cost (Node's own start), which is what the runner's answer replaced.
 // Run: npm run bench -- guard   (or node bench/guard/run.ts [--runs N])
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { claudeHookCommand } from '@switchyard/protocol';
-import { policyEnv } from '../../runner/src/sandbox/guard/policy.ts';
-import { buildClaudeHook } from '../../runner/scripts/build-bundle.ts';
+import { adapterFor, ClaudeCodec, GUARD_CALLBACK_ID } from '@switchyard/protocol';
 import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
-import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
+import { Sandbox, type SandboxMode } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 20;
-/** claude's guard option as the runner gives it, from source or with the one-file hook. */
-function claudeGuard(claudeHook?: string) {
-  const option = new Sandbox({ mode: 'none', claudeHook }).guardOption('claude');
-  if (option === undefined) throw new Error('the guard is enabled by default');
-  return option;
+/** Decisions per timed sample: one takes microseconds, below the clock's useful resolution. */
+const BATCH = 200;
+
+const dir = mkdtempSync(join(tmpdir(), 'sy-bench-guard-'));
+const dirs = await makeCliDirs(dir);
+writeFileSync(join(dirs.workspace, 'note.txt'), 'a note\n');
+
+/** A codec armed as CliProcess arms it, for a CLI process `pid` under `mode`. */
+async function armed(mode: SandboxMode, pid: number): Promise<ClaudeCodec> {
+  const spec = adapterFor('claude').spawnSpec({
+    executable: { command: '/bin/true' },
+    ...dirs,
+    modelBaseUrl: 'http://127.0.0.1:9',
+    modelApiKey: 'bench',
+    guard: 'runner',
+  });
+  const prepared = await new Sandbox({ mode }).prepare(spec, { backend: 'claude', ...dirs });
+  const { toolHooks, checkTool } = prepared;
+  if (toolHooks === undefined || checkTool === undefined) throw new Error('bench/guard: the spec is not guarded');
+  const codec = new ClaudeCodec();
+  codec.checkToolCalls(toolHooks, (call) => checkTool(call, pid));
+  return codec;
 }
-const guard = claudeGuard();
-const input = JSON.stringify({
-  hook_event_name: 'PreToolUse',
-  tool_name: 'Read',
-  tool_input: { file_path: '/proc/self/environ' },
-  cwd: tmpdir(),
-});
-const env = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  ...policyEnv({ v: 1, backend: 'claude', workspace: tmpdir(), tools: ['Read'] }),
+
+const hookLine = (file_path: string) =>
+  JSON.stringify({
+    type: 'control_request',
+    request_id: 'bench',
+    request: {
+      subtype: 'hook_callback',
+      callback_id: GUARD_CALLBACK_ID,
+      input: { hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path }, cwd: dirs.workspace },
+    },
+  });
+const calls = {
+  'read inside (allowed)': hookLine(join(dirs.workspace, 'note.txt')),
+  'read outside (refused)': hookLine('/etc/passwd'),
 };
 
-/** ms from spawn to exit of `command args`; the hook must block (exit 2). */
-function timed(command: string, args: string[], expectCode: number): Promise<number> {
+/** µs per decision, parse to answer line; checks the answer is the expected one. */
+function decide(codec: ClaudeCodec, line: string, allowed: boolean): number {
+  const t0 = performance.now();
+  for (let i = 0; i < BATCH; i++) {
+    codec.parse(line);
+    const [answer] = codec.takeInput();
+    if (i === 0 && (answer?.includes('"permissionDecision":"deny"') ?? true) === allowed)
+      throw new Error(`bench/guard: unexpected answer ${answer}`);
+  }
+  return ((performance.now() - t0) * 1000) / BATCH;
+}
+
+/** ms from spawn to exit of a bare `node -e 0`. */
+function nodeStart(): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(command, args, { env, stdio: ['pipe', 'ignore', 'ignore'] });
-    child.stdin.end(input);
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
     child.on('error', reject);
-    child.on('close', (code) =>
-      code === expectCode ? resolve(performance.now() - t0) : reject(new Error(`${args.at(-1)}: exit ${code}`)),
-    );
+    child.on('close', () => resolve(performance.now() - t0));
   });
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'sy-bench-guard-'));
-const hookBuild = await buildClaudeHook(join(dir, 'hook', 'claude-hook.cjs'));
-const scripts = {
-  'bare node -e 0': { script: `'${process.execPath}' -e 0`, code: 0 },
-  'hook, no preload (before)': { script: claudeHookCommand({ ...guard, preload: undefined }), code: 2 },
-  'hook, strip-cache preload (from source)': { script: claudeHookCommand(guard), code: 2 },
-  'hook, one-file build (the image)': {
-    script: claudeHookCommand(claudeGuard(hookBuild)),
-    code: 2,
+// A process in a bubblewrap sandbox laid out as the runner lays one out for a CLI: the view.
+const sandboxed = await new Sandbox({ mode: 'bubblewrap', guard: false }).prepare(
+  {
+    command: '/bin/sh',
+    args: ['-c', 'echo ready; exec sleep 600'],
+    env: { PATH: '/usr/bin:/bin' },
+    cwd: dirs.workspace,
+    files: [],
   },
-};
-
-// The sandbox's bubblewrap command for a shell script: prepared once for the hook (the sandbox
-// refuses a spec that does not load the guard), the script swapped in for each row.
-const dirs = await makeCliDirs(dir);
-const hookScript = scripts['hook, one-file build (the image)'].script;
-// The build's directory is bound read-only beside the guard's and the preload's.
-const wrapped = await new Sandbox({ mode: 'bubblewrap', claudeHook: hookBuild }).prepare(
-  { command: '/bin/sh', args: ['-c', hookScript], env, cwd: dirs.workspace, files: [] },
   { backend: 'claude', ...dirs },
 );
-const inBwrap = (script: string) => [...wrapped.args.slice(0, -1), script];
-
-const rows = Object.entries(scripts).flatMap(([name, { script, code }]) => [
-  { name, command: '/bin/sh', args: ['-c', script], code },
-  { name: `${name}, in bubblewrap`, command: wrapped.command, args: inBwrap(script), code },
-]);
-const times = new Map<string, number[]>(rows.map((r) => [r.name, []]));
-// The first run of each fills the strip cache, as the image's build does.
-for (const { command, args, code } of rows) await timed(command, args, code);
-for (let i = 0; i < runs; i++)
-  for (const { name, command, args, code } of rows) times.get(name)?.push(await timed(command, args, code));
-rmSync(dir, { recursive: true, force: true });
-
-console.log(`bench/guard — claude's guard hook per tool call, a blocked call, medians of ${runs}, interleaved`);
-for (const where of ['', ', in bubblewrap']) {
-  const at = (name: string) => median(times.get(`${name}${where}`) ?? []);
-  const before = at('hook, no preload (before)');
-  const floor = at('bare node -e 0');
-  for (const name of Object.keys(scripts))
+// Its own process group, killed whole at the end (bubblewrap and what runs inside).
+const sleeper = spawn(sandboxed.command, sandboxed.args, {
+  cwd: sandboxed.cwd,
+  env: sandboxed.env,
+  stdio: ['ignore', 'pipe', 'inherit'],
+  detached: true,
+});
+try {
+  await new Promise((resolve) => sleeper.stdout.once('data', resolve));
+  const views = {
+    'the runner’s own view': await armed('none', process.pid),
+    'a bubblewrap sandbox’s view': await armed('bubblewrap', sleeper.pid ?? 0),
+  };
+  const times = new Map<string, number[]>();
+  const push = (name: string, v: number) => times.set(name, [...(times.get(name) ?? []), v]);
+  for (let i = 0; i <= runs; i++) {
+    for (const [view, codec] of Object.entries(views))
+      for (const [call, line] of Object.entries(calls)) {
+        const us = decide(codec, line, call.includes('allowed'));
+        if (i > 0) push(`${call}, ${view}`, us);
+      }
+    const ms = await nodeStart();
+    if (i > 0) push('node -e 0', ms);
+  }
+  const floor = median(times.get('node -e 0') ?? []);
+  console.log(
+    `bench/guard — claude's guard per tool call, medians of ${runs} (each of ${BATCH} decisions), interleaved`,
+  );
+  for (const [name, values] of times) {
+    if (name === 'node -e 0') continue;
+    const us = median(values);
     console.log(
-      `  ${`${name}${where}`.padEnd(58)} ${at(name).toFixed(1)} ms (${(at(name) / before).toFixed(2)}x before; +${(at(name) - floor).toFixed(1)} ms over node -e 0)`,
+      `  ${name.padEnd(52)} ${us.toFixed(1)} µs a decision (${((floor * 1000) / us).toFixed(0)}x less than node -e 0)`,
     );
+  }
+  console.log(`  ${'node -e 0 (a command hook’s floor)'.padEnd(52)} ${floor.toFixed(1)} ms`);
+} finally {
+  if (sleeper.pid !== undefined) process.kill(-sleeper.pid, 'SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
 }

@@ -159,7 +159,7 @@ async function bareTurns(backend: 'claude' | 'pi', modelUrl: string) {
     const h = await startCli(backend, modelUrl);
     try {
       // Ready first, as a pooled CLI is: the first message must not wait for the CLI's start.
-      const readiness = readinessFor(backend);
+      const readiness = readinessFor(backend, {});
       for (const line of readiness.lines) h.proc.writeControl(line);
       await until(
         `the bare ${backend} CLI ready`,

@@ -99,7 +99,7 @@ async function spawnReady(backend: Backend, spec: SpawnSpec) {
     writeFileSync(f.path, f.content);
   }
   const codec = adapterFor(backend).createCodec();
-  const readiness = readinessFor(backend);
+  const readiness = readinessFor(backend, spec);
   const t0 = now();
   const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'ignore'] });
   const ready = lineWhere(

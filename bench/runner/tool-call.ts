@@ -1,15 +1,13 @@
-// bench/runner/tool-call: what the tool-call guard adds to each tool call. claude's guard is a
-// PreToolUse command hook, a new node process per call (protocol/src/claude/spawn.ts); pi's is an
-// extension loaded into pi's own process. Each CLI is spawned as the runner spawns it, but by this
-// process (no runner around it, no bubblewrap, no model route: the guard alone), with and without
-// its guard, and each turn the offline model has it run one tool: a shell command (`true`) or a
-// read of a file in its workspace (claude meets its hook on every call but an allowed shell call,
-// protocol/src/claude/spawn.ts claudeHookMatcher). Timed in this process from the event that ends the tool's
+// bench/runner/tool-call: what the tool-call guard adds to each tool call. claude's guard is the
+// runner's answer to its PreToolUse hooks over claude's control protocol (protocol/src/claude/
+// tool-hooks.ts); pi's is an extension loaded into pi's own process. Each CLI is spawned as the
+// runner spawns it, but by this process (no runner around it, no bubblewrap, no model route: the
+// guard alone), with and without its guard, and each turn the offline model has it run one tool: a
+// shell command (`true`) or a read of a file in its workspace (claude's hooks meet every call but
+// an allowed shell call, toolHooksFor). Timed in this process from the event that ends the tool's
 // call (`tool.end`) to the one with its result (`tool.result`): the guard's decision, the tool
-// itself and the CLI's own work around them. claude's hook is timed both as the runner runs it from
-// source (the TypeScript entry) and from the bundle the image runs (its one-file build,
-// runner/scripts/build-bundle.ts). The CLIs of a backend take their turns in rotation, so all see
-// the same load. bench/guard times claude's hook process by itself.
+// itself and the CLI's own work around them. The CLIs of a backend take their turns in rotation,
+// so both see the same load. bench/guard times the decision by itself.
 // Run: node bench/runner/tool-call.ts [--turns 11] [--backends claude,pi]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,11 +15,11 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { adapterFor, BackendSchema, type AgentEvent, type Backend } from '@switchyard/protocol';
-import { CliProcess, locateCli, readinessFor } from '@switchyard/runner/cli';
+import { locateCli, type CliProcess } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { scripted } from '../../runner/test/contract/fixture.ts';
-import { buildClaudeHook } from '../../runner/scripts/build-bundle.ts';
 import { cliSpawnSpec, makeCliDirs } from '../../runner/src/cli/spawn.ts';
+import { startReady } from '../../runner/src/cli/start-ready.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
 
@@ -52,8 +50,8 @@ class Cli {
     for (const w of met) w.resolve(at);
   }
 
-  static async start(backend: Backend, model: OfflineModel, dir: string, variant: Variant): Promise<Cli> {
-    const sandbox = new Sandbox({ mode: 'none', guard: variant.guard, claudeHook: variant.claudeHook });
+  static async start(backend: Backend, model: OfflineModel, dir: string, guard: boolean): Promise<Cli> {
+    const sandbox = new Sandbox({ mode: 'none', guard });
     const dirs = await makeCliDirs(dir);
     const spec = await cliSpawnSpec({
       backend,
@@ -68,22 +66,15 @@ class Cli {
     const cli = new Cli();
     cli.note = join(dirs.workspace, 'note.txt');
     writeFileSync(cli.note, 'a note\n');
-    const readiness = readinessFor(backend);
-    let onReady: () => void = () => undefined;
-    const ready = new Promise<void>((resolve) => {
-      onReady = resolve;
-    });
-    cli.proc = await CliProcess.start(spec, adapterFor(backend).createCodec(), {
-      onEvent: (event) => {
-        if (readiness.isReady(undefined, event)) onReady();
-        cli.onEvent(event);
-      },
-      onLine: (direction, line) => {
-        if (direction === 'out' && readiness.isReady(line, undefined)) onReady();
-      },
-    });
-    for (const line of readiness.lines) cli.proc.writeControl(line);
-    await cli.unlessExited(ready);
+    const started = await startReady(
+      backend,
+      spec,
+      adapterFor(backend).createCodec(),
+      { onEvent: (event) => cli.onEvent(event) },
+      60_000,
+    );
+    if (!started.ok) throw new Error(`tool-call bench: ${started.problem}`);
+    cli.proc = started.proc;
     return cli;
   }
 
@@ -124,30 +115,21 @@ class Cli {
 
 type Tool = 'shell' | 'read';
 
-interface Variant {
-  guard: boolean;
-  /** claude: the hook's one-file build instead of its TypeScript entry. */
-  claudeHook?: string | undefined;
-}
-
 const model = await startOfflineModel();
 const scratch = mkdtempSync(join(tmpdir(), 'sy-bench-tool-'));
 try {
-  const hookBuild = await buildClaudeHook(join(scratch, 'hook', 'claude-hook.cjs'));
   console.log(`bench/runner/tool-call: medians of ${turns} turns, ms from a tool call's end to its result`);
-  console.log('backend  tool   without the guard  with it (from source)          with it (the image: one-file hook)');
+  console.log('backend  tool   without the guard  with it');
   for (const parsed of backends) {
     if (!parsed.success) continue;
     const backend = parsed.data;
-    const variants: Variant[] = [{ guard: false }, { guard: true }];
-    if (backend === 'claude') variants.push({ guard: true, claudeHook: hookBuild });
+    const variants = [false, true];
     const dir = join(scratch, backend);
     const clis: Cli[] = [];
     const tools: Tool[] = ['shell', 'read'];
     const times = tools.map(() => variants.map((): number[] => []));
     try {
-      for (const [i, variant] of variants.entries())
-        clis.push(await Cli.start(backend, model, join(dir, `${i}`), variant));
+      for (const [i, guard] of variants.entries()) clis.push(await Cli.start(backend, model, join(dir, `${i}`), guard));
       // Turn 0 is each CLI's first (its code loaded on first use); left out.
       for (let turn = 0; turn <= turns; turn++)
         for (const [t, tool] of tools.entries())
@@ -159,14 +141,9 @@ try {
       for (const cli of clis) await cli.stop();
     }
     for (const [t, tool] of tools.entries()) {
-      const [w = Number.NaN, ...guarded] = (times[t] ?? []).map(median);
-      const cell = (g: number | undefined, width: number) =>
-        g === undefined
-          ? '—'.padStart(width)
-          : `${g.toFixed(1)} (${g >= w ? '+' : ''}${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`.padStart(width);
-      console.log(
-        `${backend.padEnd(7)}  ${tool.padEnd(5)}  ${w.toFixed(1).padStart(17)}  ${cell(guarded[0], 29)}  ${cell(guarded[1], 34)}`,
-      );
+      const [w = Number.NaN, g = Number.NaN] = (times[t] ?? []).map(median);
+      const cell = `${g.toFixed(1)} (${g >= w ? '+' : ''}${(g - w).toFixed(1)} ms, ${(g / w).toFixed(2)}x)`;
+      console.log(`${backend.padEnd(7)}  ${tool.padEnd(5)}  ${w.toFixed(1).padStart(17)}  ${cell}`);
     }
   }
 } finally {

@@ -41,12 +41,13 @@ export const SpawnOptionsSchema = z.object({
   /** Backend-specific tool names; absent means the adapter's default set. */
   allowedTools: z.array(z.string().min(1)).optional(),
   /**
-   * Absolute path of the guard module, the node binary that runs it for claude's hook, and a module
-   * that node preloads (`--import`) before it: the runner's strip cache, so each hook process
-   * starts without Node's TypeScript stripper.
+   * The tool-call guard. pi: the absolute path of the guard extension and a module node preloads
+   * (`--import`) into pi (the runner's strip cache, so pi loads the guard without Node's TypeScript
+   * stripper). claude: `runner`, the runner answers claude's tool-call hooks itself over the
+   * control protocol (`SpawnSpec.toolHooks`).
    */
   guard: z
-    .object({ file: z.string().min(1), node: z.string().min(1), preload: z.string().min(1).optional() })
+    .union([z.literal('runner'), z.object({ file: z.string().min(1), preload: z.string().min(1).optional() })])
     .optional(),
   /** The runner's environment; only allow-listed names are copied. */
   // Copied first: zod rejects exotic objects such as Node's process.env.
@@ -68,9 +69,34 @@ export interface SpawnSpec {
   args: string[];
   env: Record<string, string>;
   cwd: string;
-  /** Files the runner must write before spawning (CLI config, hooks). */
+  /** Files the runner must write before spawning (CLI config). */
   files: Array<{ path: string; content: string; mode?: number }>;
+  /**
+   * claude with the guard: the hooks its readiness handshake registers, whose calls the codec
+   * answers with the check the runner attaches (`AgentCodec.checkToolCalls`).
+   */
+  toolHooks?: ToolHooks;
 }
+
+/** Which of claude's tool calls meet the guard, and whether an allowed one then asks a person. */
+export interface ToolHooks {
+  /** claude's hook matcher (a regular expression over the tool's name and aliases). */
+  matcher: string;
+  /** Approval mode ask: a call the guard allows is answered "ask" instead of left to run. */
+  ask: boolean;
+}
+
+/** A tool call as the guard sees it: the CLI's tool name, its input and the CLI's cwd. */
+export interface ToolCall {
+  tool: string;
+  input: unknown;
+  cwd: string | undefined;
+}
+
+export type ToolVerdict = { allow: true } | { allow: false; reason: string };
+
+/** Decides one tool call synchronously; a throw is a deny. */
+export type ToolCheck = (call: ToolCall) => ToolVerdict;
 
 /** A decided approval as the codec writes it to the CLI. */
 export interface ApprovalAnswerLine {
@@ -103,6 +129,11 @@ export interface AgentCodec {
    * no longer waits for it (answered, cancelled by an interrupt, or never asked).
    */
   encodeApproval(answer: ApprovalAnswerLine): string | undefined;
+  /**
+   * claude: answer the CLI's tool-call hooks with `check` from now on (`SpawnSpec.toolHooks`).
+   * Until then, and in a codec without it, every hook call is refused.
+   */
+  checkToolCalls?(hooks: ToolHooks, check: ToolCheck): void;
   /** True between an accepted user message and its turn.done. */
   readonly turnOpen: boolean;
   /** The CLI's own session handle for resuming (claude session id, pi session file). */

@@ -17,8 +17,3 @@ export function allowListedEnv(
   if (env.PATH === undefined) env.PATH = '/usr/local/bin:/usr/bin:/bin';
   return { ...env, ...extra };
 }
-
-/** POSIX shell single-quoting, for the one place a command line is a string (claude hooks). */
-export function shellQuote(arg: string): string {
-  return `'${arg.replaceAll("'", `'\\''`)}'`;
-}

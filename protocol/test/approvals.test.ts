@@ -20,7 +20,7 @@ const spawnBase: SpawnOptions = {
   configDir: '/w/cfg',
   modelBaseUrl: 'http://127.0.0.1:9999',
   modelApiKey: 'dummy-key',
-  guard: { file: '/g/claude-hook.ts', node: '/n/node' },
+  guard: 'runner',
 };
 
 describe('tool kinds', () => {
@@ -104,21 +104,20 @@ describe('events and wire frames', () => {
 });
 
 describe('claude spawn in approval mode ask', () => {
-  it('auto: the allow-list runs without prompts; the hook is the plain guard', () => {
+  it('auto: the allow-list runs without prompts; the guard allows without asking', () => {
     const spec = adapterFor('claude').spawnSpec(spawnBase);
     expect(spec.args).toContain('--allowedTools');
     expect(spec.args).not.toContain('--permission-prompt-tool');
-    expect(spec.files[0]?.content).not.toContain('--ask');
+    expect(spec.toolHooks?.ask).toBe(false);
   });
 
-  it('ask: claude asks over stdio and the guard hook answers "ask" for what it allows', () => {
+  it('ask: claude asks over stdio and the guard answers "ask" for what it allows', () => {
     const spec = adapterFor('claude').spawnSpec({ ...spawnBase, approvals: 'ask' });
     expect(spec.args).not.toContain('--allowedTools');
     const i = spec.args.indexOf('--permission-prompt-tool');
     expect(spec.args[i + 1]).toBe('stdio');
-    const command = JSON.parse(spec.files[0]?.content ?? '{}').hooks.PreToolUse[0].hooks[0].command;
-    // The guard still runs first, and still fails closed.
-    expect(command).toBe("'/n/node' '/g/claude-hook.ts' --ask || exit 2");
+    // The guard still decides first, on every call.
+    expect(spec.toolHooks).toEqual({ matcher: '.*', ask: true });
   });
 });
 
@@ -175,7 +174,7 @@ describe('claude codec: can_use_tool', () => {
     codec.parse(JSON.stringify({ type: 'control_cancel_request', request_id: canUseTool.request_id }));
     expect(codec.encodeApproval({ approvalId: canUseTool.request_id, decision: 'allow' })).toBeUndefined();
     expect(
-      codec.parse(JSON.stringify({ type: 'control_request', request_id: 'h1', request: { subtype: 'hook_callback' } })),
+      codec.parse(JSON.stringify({ type: 'control_request', request_id: 'h1', request: { subtype: 'mcp_message' } })),
     ).toEqual([]);
     const [reply] = codec.takeInput();
     expect(JSON.parse(reply ?? '')).toMatchObject({

@@ -51,14 +51,14 @@ describe('spawnSpec environment', () => {
 });
 
 describe('spawnSpec arguments', () => {
-  it('claude: stream-json both ways, resume, model, tools, guard hook through --settings', () => {
+  it('claude: stream-json both ways, resume, model, tools, the guard as hooks the runner answers', () => {
     const spec = adapterFor('claude').spawnSpec({
       ...base,
       model: 'm1',
       resume: 'abc-123',
       allowedTools: ['Read', 'Bash'],
       appendSystemPrompt: 'be brief',
-      guard: { file: "/g/it's guard.ts", node: '/n/node' },
+      guard: 'runner',
     });
     const a = spec.args;
     expect(a.slice(0, 7)).toEqual([
@@ -75,26 +75,26 @@ describe('spawnSpec arguments', () => {
     expect(a[a.indexOf('--model') + 1]).toBe('m1');
     expect(a[a.indexOf('--tools') + 1]).toBe('Read,Bash');
     expect(a[a.indexOf('--append-system-prompt') + 1]).toBe('be brief');
-    const settingsPath = a[a.indexOf('--settings') + 1];
-    const settings = JSON.parse(spec.files.find((f) => f.path === settingsPath)?.content ?? '{}');
-    expect(settings.hooks.PreToolUse[0].hooks[0].command).toBe(`'/n/node' '/g/it'\\''s guard.ts' || exit 2`);
+    expect(spec.toolHooks).toEqual({ matcher: '^(?!Bash$)', ask: false });
+    // No settings file: nothing but the handshake registers hooks, and no settings source counts.
+    expect(a).not.toContain('--settings');
+    expect(a[a.indexOf('--setting-sources') + 1]).toBe('');
+    expect(spec.files).toEqual([]);
     expect(a).not.toContain('--dangerously-skip-permissions');
+    expect(adapterFor('claude').spawnSpec(base).toolHooks).toBeUndefined();
   });
 
-  it("claude's guard hook meets every tool call but a shell call in mode auto when the shell is allowed", () => {
-    const matcher = (o: { allowedTools?: string[]; approvals?: 'auto' | 'ask' }) => {
-      const spec = adapterFor('claude').spawnSpec({ ...base, ...o, guard: { file: '/g/hook.ts', node: '/n/node' } });
-      const settingsPath = spec.args[spec.args.indexOf('--settings') + 1];
-      return JSON.parse(spec.files.find((f) => f.path === settingsPath)?.content ?? '{}').hooks.PreToolUse[0].matcher;
-    };
-    expect(matcher({})).toBe('^(?!Bash$)');
-    expect(matcher({ allowedTools: ['Read', 'Bash'], approvals: 'auto' })).toBe('^(?!Bash$)');
-    // Not on the list: the hook refuses the shell. Mode ask: the hook turns every allow into "ask".
-    expect(matcher({ allowedTools: ['Read', 'Write'] })).toBe('.*');
-    expect(matcher({ allowedTools: ['Read', 'Bash'], approvals: 'ask' })).toBe('.*');
+  it("claude's guard hooks meet every tool call but a shell call in mode auto when the shell is allowed", () => {
+    const hooks = (o: { allowedTools?: string[]; approvals?: 'auto' | 'ask' }) =>
+      adapterFor('claude').spawnSpec({ ...base, ...o, guard: 'runner' }).toolHooks;
+    expect(hooks({})).toEqual({ matcher: '^(?!Bash$)', ask: false });
+    expect(hooks({ allowedTools: ['Read', 'Bash'], approvals: 'auto' })?.matcher).toBe('^(?!Bash$)');
+    // Not on the list: the guard refuses the shell. Mode ask: the guard turns every allow into "ask".
+    expect(hooks({ allowedTools: ['Read', 'Write'] })?.matcher).toBe('.*');
+    expect(hooks({ allowedTools: ['Read', 'Bash'], approvals: 'ask' })).toEqual({ matcher: '.*', ask: true });
     // claude's matching (2.1.197: a matcher that is not a plain list of names is a regular
     // expression tested against the tool's name): only Bash itself is left out.
-    const re = new RegExp(matcher({}));
+    const re = new RegExp(hooks({})?.matcher ?? '');
     expect(['Bash', 'Read', 'bash', 'BashOutput', 'mcp__x__Bash', ''].filter((name) => re.test(name))).toEqual([
       'Read',
       'bash',
@@ -112,7 +112,7 @@ describe('spawnSpec arguments', () => {
     const fresh = adapterFor('pi').spawnSpec({
       ...base,
       executable: { command: 'node', prefixArgs: ['/pi/cli.js'] },
-      guard: { file: '/g/guard.ts', node: 'node' },
+      guard: { file: '/g/guard.ts' },
     });
     expect(fresh.command).toBe('node');
     expect(fresh.args[0]).toBe('/pi/cli.js');
@@ -123,6 +123,8 @@ describe('spawnSpec arguments', () => {
     const resumed = adapterFor('pi').spawnSpec({ ...base, resume: '/w/cfg/sessions/s.jsonl' });
     expect(resumed.args[resumed.args.indexOf('--session') + 1]).toBe('/w/cfg/sessions/s.jsonl');
     expect(adapterFor('pi').spawnSpec({ ...base, oneShot: true }).args).toContain('--no-session');
+    // pi's guard runs in pi: nothing outside answers for it.
+    expect(() => adapterFor('pi').spawnSpec({ ...base, guard: 'runner' })).toThrow(/extension/);
   });
 
   it('rejects bad options with the field named', () => {

@@ -10,11 +10,6 @@
 // `import.meta.url`/`import.meta.dirname` in the bundled sources is rewritten to the source file's
 // own location relative to the bundle: the guard module, the CLIs under
 // node_modules and the strip cache are found where they are in a checkout or in the image's /app.
-//
-// claude's tool-call guard hook is built too, into one CommonJS file of its own
-// (runner/dist/guard/claude-hook.cjs), and the bundle's runner gives claude that instead of the
-// TypeScript entry: claude starts the hook as a new process before most tool calls
-// (runner/src/sandbox/bundled-hook.ts).
 // Usage: node runner/scripts/build-bundle.ts   (prints the bundle's path)
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
@@ -22,9 +17,6 @@ import { build, type Plugin } from 'esbuild';
 
 const RUNNER_DIR = join(import.meta.dirname, '..');
 export const BUNDLE_FILE = join(RUNNER_DIR, 'dist', 'switchyard-runner.mjs');
-const CLAUDE_HOOK_ENTRY = join(RUNNER_DIR, 'src', 'sandbox', 'guard', 'claude-hook.ts');
-/** Where the bundle finds its build of claude's hook, relative to the bundle's directory. */
-const CLAUDE_HOOK_IN_DIST = 'guard/claude-hook.cjs';
 
 /** `path` relative to the bundle, as an import specifier or a `new URL` base. */
 const fromBundle = (path: string) => relative(dirname(BUNDLE_FILE), path).split('\\').join('/');
@@ -77,39 +69,6 @@ const hostOutside: Plugin = {
   },
 };
 
-/** In the bundle, the runner hands claude the hook built beside it (runner/src/sandbox/bundled-hook.ts). */
-const bundledHook: Plugin = {
-  name: 'bundled-claude-hook',
-  setup(b) {
-    b.onLoad({ filter: /[\\/]runner[\\/]src[\\/]sandbox[\\/]bundled-hook\.ts$/ }, () => ({
-      contents: [
-        "import { fileURLToPath } from 'node:url';",
-        `export const BUNDLED_CLAUDE_HOOK = fileURLToPath(new URL(${JSON.stringify(`./${CLAUDE_HOOK_IN_DIST}`)}, import.meta.url));`,
-      ].join('\n'),
-      loader: 'ts',
-    }));
-  },
-};
-
-/**
- * claude's hook as one CommonJS file: what it imports (the rules, the policy, the path resolver)
- * inlined, nothing minified, so the file claude runs reads as its sources. Its rules are still
- * imported inside the hook's own try, so a failure to evaluate them blocks the call.
- */
-export async function buildClaudeHook(outfile: string, entry = CLAUDE_HOOK_ENTRY): Promise<string> {
-  await build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node22',
-    legalComments: 'none',
-    logLevel: 'warning',
-  });
-  return outfile;
-}
-
 export async function buildBundle(): Promise<string> {
   // Chunk names carry a hash: an earlier build's chunks would otherwise stay beside the new ones.
   await rm(dirname(BUNDLE_FILE), { recursive: true, force: true });
@@ -129,7 +88,7 @@ export async function buildBundle(): Promise<string> {
     minifyWhitespace: true,
     minifySyntax: true,
     legalComments: 'none',
-    plugins: [englishOnly, bundledHook, ownLocation, hostOutside],
+    plugins: [englishOnly, ownLocation, hostOutside],
     logLevel: 'warning',
     // ws is CommonJS and requires Node's builtins; an ES module has no `require` of its own.
     banner: {
@@ -142,7 +101,6 @@ export async function buildBundle(): Promise<string> {
       ].join('\n'),
     },
   });
-  await buildClaudeHook(join(dirname(BUNDLE_FILE), CLAUDE_HOOK_IN_DIST));
   return BUNDLE_FILE;
 }
 

@@ -1,4 +1,5 @@
 import type { Backend, Capabilities, SpawnOptions, SpawnSpec } from '@switchyard/protocol';
+import type { PreparedSpawn } from './cli/spawn.ts';
 import { runnerError, type Result } from './errors.ts';
 import { type CanaryResult, guardSelfTest } from './sandbox/canary.ts';
 import { Sandbox, SandboxError, sandboxModeFrom, type SessionPaths } from './sandbox/sandbox.ts';
@@ -12,14 +13,14 @@ import { Sandbox, SandboxError, sandboxModeFrom, type SessionPaths } from './san
  */
 export interface SandboxSetup {
   capabilities: Capabilities;
-  /** For the adapter's spawnSpec (claude PreToolUse hook / pi -e extension). */
+  /** For the adapter's spawnSpec (claude: the runner answers its hooks; pi: its -e extension). */
   guard(backend: Backend): SpawnOptions['guard'];
   /**
-   * The last step before every spawn: policy into the CLI's environment, the
-   * bubblewrap wrap. Throws (naming the file or the reason) when the guard is
+   * The last step before every spawn: policy into the CLI's environment (pi) or the check that
+   * answers its hooks (claude), the bubblewrap wrap. Throws (naming the file or the reason) when the guard is
    * missing or failed its self-test: the CLI is then never started.
    */
-  prepare(spec: SpawnSpec, paths: SessionPaths): Promise<SpawnSpec>;
+  prepare(spec: SpawnSpec, paths: SessionPaths): Promise<PreparedSpawn>;
   sandbox: Sandbox;
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
   adapterFor,
+  type AgentCodec,
   type AgentEvent,
   type Backend,
   type ErrorInfo,
@@ -11,9 +12,10 @@ import {
   type Usage,
 } from '@switchyard/protocol';
 import { sandboxSetup } from './capabilities.ts';
-import { CliProcess } from './cli/cli-process.ts';
+import type { CliProcess } from './cli/cli-process.ts';
 import { locateCli } from './cli/locate.ts';
-import { type CliLaunch, cliSpawnSpec, makeCliDirs } from './cli/spawn.ts';
+import { type CliLaunch, cliSpawnSpec, makeCliDirs, type PreparedSpawn } from './cli/spawn.ts';
+import { startReady } from './cli/start-ready.ts';
 import type { CommonConfig } from './config.ts';
 import { messageOf, runnerError } from './errors.ts';
 import { startModelAccess } from './sandbox/model-proxy.ts';
@@ -80,11 +82,7 @@ export async function runOnce(o: OnceOptions): Promise<OnceResult> {
   }
 }
 
-async function drive(
-  spec: Parameters<typeof CliProcess.start>[0],
-  codec: Parameters<typeof CliProcess.start>[1],
-  o: OnceOptions,
-): Promise<OnceResult> {
+async function drive(spec: PreparedSpawn, codec: AgentCodec, o: OnceOptions): Promise<OnceResult> {
   let done: EventOf<'turn.done'> | undefined;
   let lastAssistantText: string | undefined;
   let deltas = '';
@@ -104,11 +102,9 @@ async function drive(
       answered();
     }
   };
-  try {
-    proc = await CliProcess.start(spec, codec, { onEvent });
-  } catch (err) {
-    return failed(runnerError('cli_spawn_failed', `cannot start the CLI: ${messageOf(err)}`));
-  }
+  const started = await startReady(o.backend, spec, codec, { onEvent }, o.timeoutMs);
+  if (!started.ok) return failed(runnerError('cli_spawn_failed', started.problem));
+  proc = started.proc;
   let timedOut = false;
   const timeout = setTimeout(() => {
     timedOut = true;

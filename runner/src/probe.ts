@@ -1,12 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adapterFor, type AgentEvent, type Backend, type Capabilities } from '@switchyard/protocol';
+import { adapterFor, type Backend, type Capabilities } from '@switchyard/protocol';
 import { sandboxSetup, type SandboxSetup } from './capabilities.ts';
-import { CliProcess } from './cli/cli-process.ts';
 import { locateCli } from './cli/locate.ts';
 import { cliSpawnSpec, makeCliDirs } from './cli/spawn.ts';
-import { readinessFor } from './cli/readiness.ts';
+import { startReady } from './cli/start-ready.ts';
 import type { CommonConfig } from './config.ts';
 import { messageOf } from './errors.ts';
 import type { Result } from './errors.ts';
@@ -102,9 +101,20 @@ async function probeOne(
       },
       { oneShot: true },
     );
-    const problem = await handshake(backend, spec, adapterFor(backend).createCodec());
-    if (problem) report.problems.push(problem);
-    else report.configValid = true;
+    // Started with the real configuration and stopped once it answered its readiness handshake.
+    const started = await startReady(
+      backend,
+      spec,
+      adapterFor(backend).createCodec(),
+      { onEvent: () => {} },
+      READY_TIMEOUT_MS,
+    );
+    if (started.ok) {
+      started.proc.closeInput();
+      started.proc.kill('SIGKILL');
+      await started.proc.exited;
+      report.configValid = true;
+    } else report.problems.push(started.problem);
   } catch (err) {
     report.problems.push(`configuration rejected: ${messageOf(err)}`);
   } finally {
@@ -119,45 +129,4 @@ async function probeOne(
   }
   report.usable = report.installed && report.configValid && report.credentials.present && report.problems.length === 0;
   return report;
-}
-
-/** Starts the CLI with the real configuration and waits for its readiness answer; returns a problem or undefined. */
-async function handshake(
-  backend: Backend,
-  spec: Parameters<typeof CliProcess.start>[0],
-  codec: Parameters<typeof CliProcess.start>[1],
-): Promise<string | undefined> {
-  const readiness = readinessFor(backend);
-  let ready!: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  const errors: string[] = [];
-  const onEvent = (e: AgentEvent) => {
-    if (e.type === 'error') errors.push(e.message);
-    if (readiness.isReady(undefined, e)) ready();
-  };
-  let proc: CliProcess;
-  try {
-    proc = await CliProcess.start(spec, codec, {
-      onEvent,
-      onLine: (dir, line) => dir === 'out' && readiness.isReady(line, undefined) && ready(),
-    });
-  } catch (err) {
-    return `cannot start the CLI: ${messageOf(err)}`;
-  }
-  for (const line of readiness.lines) proc.writeControl(line);
-  let timer: NodeJS.Timeout | undefined;
-  const outcome = await Promise.race([
-    isReady.then(() => 'ready' as const),
-    proc.exited.then(() => 'exited' as const),
-    new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), READY_TIMEOUT_MS))),
-  ]);
-  clearTimeout(timer);
-  proc.closeInput();
-  proc.kill('SIGKILL');
-  const exit = await proc.exited;
-  if (outcome === 'ready') return undefined;
-  const stderr = exit.stderrHead.trim().split('\n', 1)[0] ?? '';
-  if (outcome === 'timeout')
-    return `the CLI did not answer its readiness handshake within ${READY_TIMEOUT_MS / 1000} s`;
-  return `the CLI exited during startup${stderr ? `: ${stderr}` : errors[0] ? `: ${errors[0]}` : ''}`;
 }

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { buildBundle } from '../scripts/build-bundle.ts';
 import { scripted, serveRunner, stopRunner, tempDir, textOf, waitReady, waitTurnDone } from './contract/fixture.ts';
@@ -44,7 +44,7 @@ describe('runner bundle', () => {
   for (const backend of ['claude', 'pi'] as const) {
     test(`serve from the bundle with ${backend}: the guard passed its self-test, a tool call runs in the sandbox, one outside the workspace is refused`, async () => {
       const session = await suite.hub.newSession();
-      const { runner, workspace, stateDir } = serveRunner(session, backend, suite.model.url, {}, { entry: bundle });
+      const { runner, workspace } = serveRunner(session, backend, suite.model.url, {}, { entry: bundle });
       try {
         await waitReady(session);
         // `loaded` is only said after the guard blocked the self-test's canary (runner/src/sandbox/canary.ts).
@@ -58,13 +58,8 @@ describe('runner bundle', () => {
         expect((await waitTurnDone(session, messageId)).stopReason).toBe('end_turn');
         expect(readFileSync(join(workspace, 'proof.txt'), 'utf8').trim()).toBe('bundle-ran');
         expect(textOf(session, messageId).length).toBeGreaterThan(0);
-        if (backend === 'claude') {
-          // claude runs the hook the bundle was built with: one CommonJS file beside the bundle.
-          const settings = readFileSync(join(stateDir, 'cli', 'switchyard-settings.json'), 'utf8');
-          expect(settings).toContain(join(dirname(bundle), 'guard', 'claude-hook.cjs'));
-          expect(settings).not.toContain('--import');
-        }
-        // The attack, through the real CLI and the hook it was given: a read outside the workspace.
+        // The attack, through the real CLI and the guard the bundle's runner answers it with: a read
+        // outside the workspace.
         const denied = await session.sendMessage(scripted('bundle-guard', { tool: 'read', path: '/etc/hostname' }));
         expect((await waitTurnDone(session, denied.messageId)).stopReason).toBe('end_turn');
         expect(textOf(session, denied.messageId)).toMatch(

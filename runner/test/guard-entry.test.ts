@@ -1,18 +1,17 @@
-import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { adapterFor, ClaudeCodec, GUARD_CALLBACK_ID } from '@switchyard/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildClaudeHook } from '../scripts/build-bundle.ts';
-import { policyEnv, POLICY_ENV, type GuardPolicy } from '../src/sandbox/guard/policy.ts';
+import { POLICY_ENV, type GuardPolicy } from '../src/sandbox/guard/policy.ts';
 import switchyardGuard from '../src/sandbox/guard/pi-extension.ts';
-import { GUARD_DIR } from '../src/sandbox/sandbox.ts';
+import { Sandbox } from '../src/sandbox/sandbox.ts';
 
-// The two entry points as the CLIs run them. claude's hook is a process whose
-// exit code is the decision, and any exit but 0 or 2 FAILS OPEN in claude:
-// these tests pin that the hook (as the adapter's command runs it) only ever
-// exits 0 for an allowed call and 2 for everything else, both as the TypeScript
-// entry (from source) and as the one-file build the bundle runs (runner/scripts/build-bundle.ts).
+// The guard's two entry points as the CLIs meet them. claude's: the runner answers each hook
+// call claude sends over its control protocol with the check Sandbox.prepare attaches, and claude
+// RUNS a call whose answer is an error or no decision, so these tests pin that a call is allowed
+// only when the rules allow it and refused, with a reason, in every other case. pi's: the
+// extension's tool_call handler.
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), 'sy-hook-')));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -20,155 +19,81 @@ const ws = join(root, 'ws');
 mkdirSync(ws);
 writeFileSync(join(ws, 'ok.txt'), 'ok');
 const policy: GuardPolicy = { v: 1, backend: 'claude', workspace: ws, tools: ['Read', 'Write', 'Bash'] };
-const hookBuilds = [
-  ['the TypeScript entry', join(GUARD_DIR, 'claude-hook.ts')],
-  ['the one-file build', await buildClaudeHook(join(root, 'build', 'claude-hook.cjs'))],
-] as const;
 
-/** Runs the hook exactly as claude does: /bin/sh -c "<node> <file> || exit 2", hook JSON on stdin. */
-function runHook(
-  stdin: string | Buffer,
-  env: Record<string, string> = policyEnv(policy),
-  file = join(GUARD_DIR, 'claude-hook.ts'),
-) {
-  const command = `'${process.execPath}' '${file}' || exit 2`;
-  return new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
-    const child = spawn('/bin/sh', ['-c', command], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stdin.on('error', () => {});
-    child.stdin.end(stdin);
-    child.on('close', (code) => resolve({ code, stderr, stdout }));
+/** A claude codec armed the way CliProcess arms it, from the spec Sandbox.prepare returns. */
+async function armedCodec(): Promise<ClaudeCodec> {
+  const spec = adapterFor('claude').spawnSpec({
+    executable: { command: '/bin/true' },
+    workspace: ws,
+    home: join(root, 'home'),
+    configDir: join(root, 'cfg'),
+    modelBaseUrl: 'http://127.0.0.1:9',
+    modelApiKey: 'k',
+    allowedTools: policy.tools,
+    guard: 'runner',
   });
+  const prepared = await new Sandbox({ mode: 'none' }).prepare(spec, {
+    backend: 'claude',
+    workspace: ws,
+    home: join(root, 'home'),
+    configDir: join(root, 'cfg'),
+    tools: policy.tools,
+  });
+  const { toolHooks, checkTool } = prepared;
+  if (toolHooks === undefined || checkTool === undefined) throw new Error('the spec is not guarded');
+  const codec = new ClaudeCodec();
+  codec.checkToolCalls(toolHooks, (call) => checkTool(call, process.pid));
+  return codec;
 }
 
-const hookInput = (tool_name: unknown, tool_input: unknown, extra: object = {}) =>
-  JSON.stringify({ session_id: 's', cwd: ws, hook_event_name: 'PreToolUse', tool_name, tool_input, ...extra });
-
-describe.each(hookBuilds)('claude hook, %s: exit 0 allows, exit 2 blocks with the reason on stderr', (_, file) => {
-  it('allows a read inside the workspace with no output at all', async () => {
-    expect(await runHook(hookInput('Read', { file_path: join(ws, 'ok.txt') }), undefined, file)).toEqual({
-      code: 0,
-      stderr: '',
-      stdout: '',
-    });
+/** claude's hook call for this tool and input; the codec's answer as claude reads it. */
+function ask(codec: ClaudeCodec, tool_name: unknown, tool_input: unknown) {
+  const line = JSON.stringify({
+    type: 'control_request',
+    request_id: 'r1',
+    request: {
+      subtype: 'hook_callback',
+      callback_id: GUARD_CALLBACK_ID,
+      input: { session_id: 's', cwd: ws, hook_event_name: 'PreToolUse', tool_name, tool_input },
+    },
   });
-  it('blocks a read outside it, naming why', async () => {
-    const r = await runHook(hookInput('Read', { file_path: '/etc/passwd' }), undefined, file);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(
+  expect(codec.parse(line)).toEqual([]);
+  const [answer, ...more] = codec.takeInput();
+  expect(more).toEqual([]);
+  const response = JSON.parse(answer ?? '').response;
+  expect(response.subtype).toBe('success');
+  return response.response as { hookSpecificOutput?: { permissionDecision: string; permissionDecisionReason: string } };
+}
+
+describe("claude's guard, answered by the runner: no decision allows, a deny carries the reason", () => {
+  it('allows a read inside the workspace with no decision at all', async () => {
+    expect(ask(await armedCodec(), 'Read', { file_path: join(ws, 'ok.txt') })).toEqual({});
+  });
+  it('refuses a read outside it, naming why', async () => {
+    const answer = ask(await armedCodec(), 'Read', { file_path: '/etc/passwd' });
+    expect(answer.hookSpecificOutput?.permissionDecision).toBe('deny');
+    expect(answer.hookSpecificOutput?.permissionDecisionReason).toMatch(
       /^switchyard guard: Read: \/etc\/passwd resolves to \/etc\/passwd, outside the session workspace/,
     );
   });
   it('lets the shell through to the OS wall', async () => {
-    expect((await runHook(hookInput('Bash', { command: 'ls' }), undefined, file)).code).toBe(0);
+    expect(ask(await armedCodec(), 'Bash', { command: 'ls' })).toEqual({});
   });
 });
 
-describe.each(hookBuilds)('claude hook, %s, never fails open', (_, file) => {
-  const cases: Array<[string, string | Buffer, Record<string, string>?]> = [
-    ['empty stdin', ''],
-    ['not JSON', 'hello'],
-    ['a JSON array', '[1,2]'],
-    ['a JSON string', '"Read"'],
-    ['null', 'null'],
-    ['no tool_name', JSON.stringify({ tool_input: {} })],
-    ['tool_name not a string', hookInput(7, {})],
-    ['tool_input a string', hookInput('Read', '/etc/passwd')],
-    ['path not a string', hookInput('Read', { file_path: ['/etc/passwd'] })],
-    ['deeply nested input', hookInput('Write', JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`))],
-    ['invalid UTF-8', Buffer.from([0xff, 0xfe, 0x7b, 0x00])],
-    ['tool off the allow-list', hookInput('WebFetch', { url: 'https://example.com' })],
-    ['policy missing', hookInput('Read', { file_path: join(ws, 'ok.txt') }), {}],
-    ['policy not JSON', hookInput('Read', { file_path: join(ws, 'ok.txt') }), { [POLICY_ENV]: '{' }],
-    [
-      'policy for a workspace that does not exist',
-      hookInput('Read', { file_path: '/nope/x' }),
-      policyEnv({ ...policy, workspace: '/nope' }),
-    ],
+describe("claude's guard, answered by the runner, never lets a malformed call through", () => {
+  const cases: Array<[string, unknown, unknown, RegExp]> = [
+    ['tool_name not a string', 7, {}, /no tool_name/],
+    ['tool_input a string', 'Read', '/etc/passwd', /^switchyard guard: /],
+    ['path not a string', 'Read', { file_path: ['/etc/passwd'] }, /^switchyard guard: /],
+    ['deeply nested input', 'Write', JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`), /nested too deeply/],
+    ['tool off the allow-list', 'WebFetch', { url: 'https://example.com' }, /allow-list/],
+    ['a path that does not exist outside', 'Read', { file_path: '/nope/x' }, /outside/],
   ];
-  it('deeply nested input is refused as such', async () => {
-    const r = await runHook(
-      hookInput('Write', JSON.parse(`${'{"a":'.repeat(500)}1${'}'.repeat(500)}`)),
-      undefined,
-      file,
-    );
-    expect(r).toMatchObject({ code: 2, stderr: expect.stringMatching(/nested too deeply/) });
-  });
-  it.each(cases)('%s → exit 2', async (_name, stdin, env) => {
-    const r = await runHook(stdin, env, file);
-    expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/^switchyard guard: /);
-  });
-
-  it('a huge input is refused, not crashed on', async () => {
-    const big = hookInput('Write', { file_path: join(ws, 'big.txt'), content: 'x'.repeat(17 * 1024 * 1024) });
-    const r = await runHook(big, undefined, file);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/too large/);
-  });
-});
-
-describe('claude hook: a broken guard install blocks instead of crashing open', () => {
-  const copy = join(root, 'guard-copy');
-  const fresh = () => {
-    rmSync(copy, { recursive: true, force: true });
-    cpSync(GUARD_DIR, copy, { recursive: true });
-  };
-  const allowedCall = hookInput('Read', { file_path: join(ws, 'ok.txt') });
-  it('control: the intact copy allows', async () => {
-    fresh();
-    expect((await runHook(allowedCall, undefined, join(copy, 'claude-hook.ts'))).code).toBe(0);
-  });
-  it('rules.ts missing → 2', async () => {
-    fresh();
-    rmSync(join(copy, 'rules.ts'));
-    const r = await runHook(allowedCall, undefined, join(copy, 'claude-hook.ts'));
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/switchyard guard: internal error.*rules\.ts/);
-  });
-  it('rules.ts with a syntax error → 2', async () => {
-    fresh();
-    writeFileSync(join(copy, 'rules.ts'), 'export const = ;');
-    expect((await runHook(allowedCall, undefined, join(copy, 'claude-hook.ts'))).code).toBe(2);
-  });
-  it('rules.ts that throws at load → 2', async () => {
-    fresh();
-    writeFileSync(join(copy, 'rules.ts'), "throw new Error('load-time bomb');");
-    const r = await runHook(allowedCall, undefined, join(copy, 'claude-hook.ts'));
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/load-time bomb/);
-  });
-  it("built into one file, rules that throw at load still → 2 (evaluated inside the hook's try)", async () => {
-    fresh();
-    writeFileSync(join(copy, 'rules.ts'), "throw new Error('load-time bomb');");
-    const built = await buildClaudeHook(join(root, 'build-bomb', 'claude-hook.cjs'), join(copy, 'claude-hook.ts'));
-    const r = await runHook(allowedCall, undefined, built);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/switchyard guard: internal error.*load-time bomb/);
-  });
-  it('the hook file itself has a syntax error (node exits 1): `|| exit 2` blocks', async () => {
-    fresh();
-    writeFileSync(join(copy, 'claude-hook.ts'), 'this is not javascript (');
-    const r = await runHook(allowedCall, undefined, join(copy, 'claude-hook.ts'));
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/SyntaxError/);
-  });
-  it('the hook file is missing → 2', async () => {
-    expect((await runHook(allowedCall, undefined, join(copy, 'gone.ts'))).code).toBe(2);
-  });
-  it('and without `|| exit 2`, a crashing hook would exit 1: why the suffix exists', async () => {
-    fresh();
-    writeFileSync(join(copy, 'claude-hook.ts'), 'this is not javascript (');
-    const child = spawn(process.execPath, [join(copy, 'claude-hook.ts')], { stdio: ['pipe', 'ignore', 'ignore'] });
-    child.stdin.end(allowedCall);
-    const code = await new Promise((r) => child.on('close', r));
-    expect(code).toBe(1);
+  it.each(cases)('%s → deny', async (_name, tool, input, reason) => {
+    const answer = ask(await armedCodec(), tool, input);
+    expect(answer.hookSpecificOutput?.permissionDecision).toBe('deny');
+    expect(answer.hookSpecificOutput?.permissionDecisionReason).toMatch(reason);
   });
 });
 

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { SpawnSpec } from '@switchyard/protocol';
+import { PI_DEFAULT_TOOLS, type SpawnSpec } from '@switchyard/protocol';
 import { MODEL_ROUTE_SCRIPT, MODEL_SOCKET, MODEL_URL, wrapWithBwrap, type BwrapLayout } from '../src/sandbox/bwrap.ts';
 import { startModelRoute } from '../src/sandbox/model-proxy.ts';
 import { startOfflineModel } from '@switchyard/offline-model';
@@ -123,40 +123,49 @@ describe('Sandbox.prepare fails closed', () => {
     home: join(root, 'h'),
     configDir: join(root, 'c'),
   };
-  const guarded = (sb: Sandbox): SpawnSpec => ({
-    ...spec,
-    files: [{ path: '/c/s.json', content: `'node' '${sb.guardOption('claude')?.file}'` }],
-  });
+  // claude's spec with the guard: hooks its handshake registers and the runner answers.
+  const guarded = (): SpawnSpec => ({ ...spec, toolHooks: { matcher: '.*', ask: false } });
 
   it('names the guard file that is missing, and spawns nothing', async () => {
     const dir = join(root, 'guard-missing');
     mkdirSync(dir);
     writeFileSync(join(dir, 'claude-hook.ts'), '');
     const sb = new Sandbox({ mode: 'container', guardDir: dir });
-    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(
+    await expect(sb.prepare(guarded(), paths)).rejects.toThrow(
       new RegExp(`guard file ${dir}/pi-extension.ts is missing or unreadable`),
     );
-    await expect(sb.prepare(guarded(sb), paths)).rejects.toBeInstanceOf(SandboxError);
+    await expect(sb.prepare(guarded(), paths)).rejects.toBeInstanceOf(SandboxError);
   });
   it('refuses a spec that does not load the guard', async () => {
     const sb = new Sandbox({ mode: 'container' });
-    await expect(sb.prepare(spec, paths)).rejects.toThrow(/does not load the guard/);
+    await expect(sb.prepare(spec, paths)).rejects.toThrow(/registers no guard hooks for claude/);
+    await expect(sb.prepare(spec, { ...paths, backend: 'pi' })).rejects.toThrow(
+      new RegExp(`does not load the guard ${sb.piExtension}`),
+    );
   });
   it('refuses to run without bubblewrap when bubblewrap is the wall', async () => {
     const sb = new Sandbox({ mode: 'bubblewrap', bwrap: '/nonexistent/bwrap' });
-    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(
+    await expect(sb.prepare(guarded(), paths)).rejects.toThrow(
       /bubblewrap \(\/nonexistent\/bwrap\) is not installed; run scripts\/setup-system.sh/,
     );
   });
-  it('puts the policy in the environment', async () => {
+  it("puts pi's policy in its environment; claude gets the check that answers its hooks instead", async () => {
     const sb = new Sandbox({ mode: 'none' });
-    const out = await sb.prepare(guarded(sb), paths);
-    expect(JSON.parse(out.env.SWITCHYARD_GUARD_POLICY ?? '')).toEqual({
+    const pi = await sb.prepare({ ...spec, args: ['-e', sb.piExtension] }, { ...paths, backend: 'pi' });
+    expect(JSON.parse(pi.env.SWITCHYARD_GUARD_POLICY ?? '')).toEqual({
       v: 1,
-      backend: 'claude',
+      backend: 'pi',
       workspace: paths.workspace,
-      tools: ['Read', 'Write', 'Edit', 'Bash', 'Glob', 'Grep'],
+      tools: PI_DEFAULT_TOOLS,
     });
+    expect(pi.checkTool).toBeUndefined();
+    const claude = await sb.prepare(guarded(), paths);
+    expect(claude.env.SWITCHYARD_GUARD_POLICY).toBeUndefined();
+    mkdirSync(paths.workspace, { recursive: true });
+    const read = (file_path: string) =>
+      claude.checkTool?.({ tool: 'Read', input: { file_path }, cwd: paths.workspace }, process.pid);
+    expect(read(join(paths.workspace, 'a.txt'))).toEqual({ allow: true });
+    expect(read('/etc/passwd')).toMatchObject({ allow: false, reason: expect.stringMatching(/outside/) });
   });
   it('container mode refuses without the runner capabilities or setpriv, and as root', async () => {
     const sb = new Sandbox({ mode: 'container', setpriv: '/nonexistent/setpriv' });
@@ -168,8 +177,8 @@ describe('Sandbox.prepare fails closed', () => {
         : uid === 0 || uid === 10002
           ? /must run as its own non-root uid/
           : /setpriv \(\/nonexistent\/setpriv, util-linux\) is not installed/;
-    await expect(sb.prepare(guarded(sb), paths)).rejects.toThrow(expected);
-    await expect(sb.prepare(guarded(sb), paths)).rejects.toBeInstanceOf(SandboxError);
+    await expect(sb.prepare(guarded(), paths)).rejects.toThrow(expected);
+    await expect(sb.prepare(guarded(), paths)).rejects.toBeInstanceOf(SandboxError);
   });
   it('reads the runner capabilities from /proc/self/status', async () => {
     expect(await missingRunnerCaps('CapEff:\t00000000000000e2\n')).toEqual([]);
@@ -213,6 +222,10 @@ describe('Sandbox.prepare fails closed', () => {
   });
 });
 
+/** `node -e` with a shell script as its argument: runs it, exits with its status. */
+const RUN_SCRIPT =
+  "process.exit(require('node:child_process').spawnSync('/bin/sh', ['-c', process.argv[1]], { stdio: 'inherit' }).status ?? 1)";
+
 // The real thing: a shell under the layout the runner gives a CLI.
 describe('under bubblewrap for real', () => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'sy-bwrap-')));
@@ -227,13 +240,16 @@ describe('under bubblewrap for real', () => {
   async function sh(script: string, guard = false, modelSocket?: string, socat?: string) {
     const sb = new Sandbox({ mode: 'bubblewrap', guard, ...(socat !== undefined && { socat }) });
     const s: SpawnSpec = {
-      command: '/bin/sh',
-      args: ['-c', script],
+      // With the guard, shaped as pi's spawn is (node, naming the guard's extension), so the sandbox
+      // binds what it gives pi; node then runs the script.
+      ...(guard
+        ? { command: process.execPath, args: ['-e', RUN_SCRIPT, script, sb.piExtension] }
+        : { command: '/bin/sh', args: ['-c', script] }),
       env: { PATH: '/usr/bin:/bin' },
       cwd: d.workspace,
-      files: [{ path: join(d.configDir, 'settings.json'), content: String(sb.guardOption('claude')?.file) }],
+      files: [{ path: join(d.configDir, 'settings.json'), content: '{"hooks":"ours"}' }],
     };
-    const w = await sb.prepare(s, { backend: 'claude', ...d, modelSocket });
+    const w = await sb.prepare(s, { backend: guard ? 'pi' : 'claude', ...d, modelSocket });
     return new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawn(w.command, w.args, { cwd: w.cwd, env: w.env, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
@@ -293,12 +309,12 @@ describe('under bubblewrap for real', () => {
   });
   it("the guard's TypeScript is served from the strip cache inside too: Node's stripper is never loaded", async () => {
     const guard = new Sandbox({ mode: 'bubblewrap' }).guardOption('pi');
-    if (guard?.preload === undefined) throw new Error('no guard preload');
+    if (typeof guard !== 'object' || guard.preload === undefined) throw new Error('no guard preload');
     // Once outside, so the cache holds this checkout's guard whatever ran before.
     const load = `import(${JSON.stringify(guard.file)}).then(() => console.log("amaro=" + process.moduleLoadList.some((m) => m.includes("amaro"))))`;
-    const outside = spawnSync(guard.node, ['--import', guard.preload, '-e', load], { encoding: 'utf8' });
+    const outside = spawnSync(process.execPath, ['--import', guard.preload, '-e', load], { encoding: 'utf8' });
     expect(outside.stdout.trim(), outside.stderr).toMatch(/^amaro=(true|false)$/);
-    const r = await sh(`${guard.node} --import ${guard.preload} -e '${load}'`, true);
+    const r = await sh(`${process.execPath} --import ${guard.preload} -e '${load}'`, true);
     expect(r.out.trim()).toBe('amaro=false');
   });
   it('the guard and the CLI install are visible read-only', async () => {

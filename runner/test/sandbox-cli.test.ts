@@ -6,13 +6,15 @@ import {
   readFileSync,
   realpathSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
-import { CliProcess } from '../src/cli/cli-process.ts';
+import type { PreparedSpawn } from '../src/cli/spawn.ts';
+import { startReady } from '../src/cli/start-ready.ts';
 import { locateCli } from '../src/cli/locate.ts';
 import { type Script, startOfflineModel } from '@switchyard/offline-model';
 import { guardSelfTest, runGuardCanary } from '../src/sandbox/canary.ts';
@@ -48,26 +50,18 @@ describe.each(['claude', 'pi'] as const)('%s: the guard canary', (backend) => {
       }),
     ).toEqual({ ok: true });
   });
-
-  it('the self-test at runner start passes with the real guard, and fails with a broken one', async () => {
-    expect(await guardSelfTest(new Sandbox({ mode: 'container' }))).toEqual({ ok: true });
-    const dir = brokenGuard(`selftest-${backend}`, 'rules.ts', "throw new Error('broken on purpose');");
-    const result = await guardSelfTest(new Sandbox({ mode: 'container', guardDir: dir }));
-    expect(result).toMatchObject({
-      ok: false,
-      problem: expect.stringMatching(/guard hook .* did not block|does not load/),
-    });
-  });
 });
 
-describe('the self-test at runner start covers the backends the runner may start', () => {
-  it('a broken claude hook fails a claude runner’s self-test, not a pi runner’s; a broken pi extension the other way round', async () => {
-    const hook = brokenGuard('selftest-scope-hook', 'claude-hook.ts', 'process.exit(0);');
-    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: hook }), ['pi'])).toEqual({ ok: true });
-    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: hook }), ['claude'])).toMatchObject({
-      ok: false,
-      problem: expect.stringMatching(/guard hook .* did not block/),
-    });
+describe('the self-test at runner start', () => {
+  it('passes with the real guard, and fails with a broken pi extension', async () => {
+    expect(await guardSelfTest(new Sandbox({ mode: 'container' }))).toEqual({ ok: true });
+    const dir = brokenGuard('selftest-pi', 'rules.ts', "throw new Error('broken on purpose');");
+    const result = await guardSelfTest(new Sandbox({ mode: 'container', guardDir: dir }));
+    expect(result).toMatchObject({ ok: false, problem: expect.stringMatching(/does not load/) });
+  });
+
+  it('covers the backends the runner may start: a broken pi extension fails a pi runner’s, not a claude runner’s', async () => {
+    // claude's hooks are answered with the runner's own rules, not with what pi loads from the guard's directory.
     const ext = brokenGuard('selftest-scope-ext', 'pi-extension.ts', 'export default 1;');
     expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: ext }), ['claude'])).toEqual({ ok: true });
     expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: ext }), ['pi'])).toMatchObject({
@@ -75,52 +69,37 @@ describe('the self-test at runner start covers the backends the runner may start
       problem: expect.stringMatching(/no default export/),
     });
     // Both, as the probe asks: either one broken fails it.
-    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: hook }))).toMatchObject({ ok: false });
+    expect(await guardSelfTest(new Sandbox({ mode: 'container', guardDir: ext }))).toMatchObject({ ok: false });
   });
 });
 
-describe('claude with a broken guard fails closed', () => {
-  it.each([
-    [
-      'rules.ts throws at load',
-      'rules.ts',
-      "throw new Error('broken on purpose');",
-      /internal error.*broken on purpose/,
-    ],
-    ['rules.ts missing (passes no file check: the hook is what is tested)', 'rules.ts', null, /internal error/],
-    ['the hook itself has a syntax error: `|| exit 2`', 'claude-hook.ts', 'this is not javascript (', /SyntaxError/],
-  ])('%s: every tool call is refused, nothing leaks', async (_name, file, content, reason) => {
-    const dir = brokenGuard(`claude-${file}-${content === null ? 'gone' : 'bad'}`, file, content);
-    // Sandbox.prepare would refuse a missing file; spawn around it to see what claude itself does.
-    const sandbox = new Sandbox({ mode: 'none', guardDir: dir });
-    const r = await drive('claude', sandbox, { skipPrepareChecks: true });
+describe("claude's guard, answered by the runner, fails closed", () => {
+  it('a check that throws: every tool call is refused, nothing leaks', async () => {
+    const r = await drive('claude', new Sandbox({ mode: 'none' }), {
+      checkTool: () => {
+        throw new Error('broken on purpose');
+      },
+    });
     expect(r.results.length).toBe(2);
-    for (const res of r.results) expect(res).toMatchObject({ isError: true, output: expect.stringMatching(reason) });
+    for (const res of r.results)
+      expect(res).toMatchObject({ isError: true, output: expect.stringMatching(/internal error.*broken on purpose/) });
     expect(r.all).not.toContain(r.outsideToken);
     expect(r.all).not.toContain(r.insideToken);
   });
 
-  it('the canary reports it instead of claiming the guard is loaded', async () => {
-    const dir = brokenGuard('claude-canary', 'rules.ts', "throw new Error('broken on purpose');");
-    const result = await runGuardCanary({
-      backend: 'claude',
-      executable: locateCli('claude'),
-      sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }),
-      baseEnv,
-    });
-    expect(result).toMatchObject({
-      ok: false,
-      problem: expect.stringMatching(/also refused a read inside the workspace/),
-    });
+  it('a spec with hooks but nothing to answer them: claude is not started', async () => {
+    await expect(drive('claude', new Sandbox({ mode: 'none' }), { skipPrepareChecks: true })).rejects.toThrow(
+      /guard hooks have nothing to answer them/,
+    );
   });
 });
 
-describe('claude meets its guard hook on every call but an allowed shell call (approval mode auto)', () => {
-  // The guard does not parse shell, so claude is not made to start a hook process per shell call
-  // (protocol/src/claude/spawn.ts claudeHookMatcher). Every other call still meets it.
-  // A command that starts with a file: URL is one the hook refuses (its rule for every string of
+describe('claude meets its guard on every call but an allowed shell call (approval mode auto)', () => {
+  // The guard does not parse shell, so claude's shell calls are not sent to it
+  // (protocol/src/claude/tool-hooks.ts toolHooksFor). Every other call still meets it.
+  // A command that starts with a file: URL is one the guard refuses (its rule for every string of
   // every call); run, the shell just fails to find that command and goes on.
-  it('a shell command the hook would refuse runs; a read outside the workspace is refused', async () => {
+  it('a shell command the guard would refuse runs; a read outside the workspace is refused', async () => {
     const r = await drive('claude', new Sandbox({ mode: 'bubblewrap' }), {
       before: [{ tool: 'shell', command: 'file:///etc/hostname 2>/dev/null; echo shell-ran-unhooked' }],
     });
@@ -129,6 +108,26 @@ describe('claude meets its guard hook on every call but an allowed shell call (a
     expect(r.results[1]).toMatchObject({ isError: true, output: expect.stringContaining('switchyard guard:') });
     expect(r.all).not.toContain(r.outsideToken);
     expect(r.all).toContain(r.insideToken);
+  });
+});
+
+describe("claude's guard decides on the files the sandboxed CLI sees, not the runner's", () => {
+  // Under bubblewrap the CLI's /tmp is its own. A link at the same path on the host that points into
+  // the workspace must not make the runner allow a path that, in the sandbox, leads elsewhere.
+  it("a path through a link in the sandbox's /tmp is refused where the host's link would have allowed it", async () => {
+    const name = `sy-view-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    const hostLink = join('/tmp', name);
+    const dirs = await drive('claude', new Sandbox({ mode: 'bubblewrap' }), {
+      before: [{ tool: 'shell', command: `ln -s /etc /tmp/${name} && echo linked-in-sandbox` }],
+      reads: (d) => [join(hostLink, 'hostname'), join(d.workspace, 'inside.txt')],
+      setup: (d) => symlinkSync(d.workspace, hostLink),
+    }).finally(() => rmSync(hostLink, { force: true }));
+    expect(dirs.results[0]).toMatchObject({ isError: false, output: expect.stringContaining('linked-in-sandbox') });
+    expect(dirs.results[1]).toMatchObject({
+      isError: true,
+      output: expect.stringMatching(/switchyard guard: Read: .* resolves to \/etc\/hostname, outside/),
+    });
+    expect(dirs.all).toContain(dirs.insideToken);
   });
 });
 
@@ -200,13 +199,22 @@ describe('the runner refuses to spawn without the guard', () => {
 });
 
 /**
- * Two scripted reads (outside, then inside the workspace) against a CLI spawned with this sandbox's
- * guard, after the tool calls in `before`.
+ * Two scripted reads (outside, then inside the workspace, unless `reads` names others) against a
+ * CLI spawned with this sandbox's guard, after the tool calls in `before`. `checkTool` stands in
+ * for the check the sandbox attaches (claude).
  */
 async function drive(
   backend: Backend,
   sandbox: Sandbox,
-  o: { skipPrepareChecks?: boolean; noPolicy?: boolean; env?: Record<string, string>; before?: Script[] },
+  o: {
+    skipPrepareChecks?: boolean;
+    noPolicy?: boolean;
+    env?: Record<string, string>;
+    before?: Script[];
+    checkTool?: PreparedSpawn['checkTool'];
+    reads?: (dirs: { workspace: string; outside: string }) => string[];
+    setup?: (dirs: { workspace: string }) => void;
+  },
 ) {
   const dir = mkdtempSync(join(root, `${backend}-`));
   const dirs = { workspace: join(dir, 'ws'), home: join(dir, 'home'), configDir: join(dir, 'cfg') };
@@ -215,48 +223,54 @@ async function drive(
   const insideToken = `INSIDE-${Math.random()}`;
   writeFileSync(join(dir, 'outside.txt'), outsideToken);
   writeFileSync(join(dirs.workspace, 'inside.txt'), insideToken);
+  o.setup?.(dirs);
+  const reads = o.reads?.({ workspace: dirs.workspace, outside: join(dir, 'outside.txt') }) ?? [
+    join(dir, 'outside.txt'),
+    join(dirs.workspace, 'inside.txt'),
+  ];
   const model = await startOfflineModel();
-  model.enqueue(
-    ...(o.before ?? []),
-    { tool: 'read', path: join(dir, 'outside.txt') },
-    { tool: 'read', path: join(dirs.workspace, 'inside.txt') },
-    { text: 'done' },
-  );
+  model.enqueue(...(o.before ?? []), ...reads.map((path) => ({ tool: 'read' as const, path })), { text: 'done' });
   const adapter = adapterFor(backend);
   const route = await startModelRoute(sandbox.mode, model.url, undefined);
-  let spec = adapter.spawnSpec({
-    executable: locateCli(backend),
-    ...dirs,
-    modelBaseUrl: route.baseUrl,
-    modelApiKey: route.apiKey,
-    oneShot: true,
-    guard: sandbox.guardOption(backend),
-    baseEnv,
-  });
-  if (!o.noPolicy)
-    spec = {
-      ...spec,
-      env: { ...spec.env, SWITCHYARD_GUARD_POLICY: JSON.stringify(sandbox.policy({ backend, ...dirs })) },
-    };
-  if (!o.skipPrepareChecks) spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: route.socketPath });
-  if (o.env) spec = { ...spec, env: { ...spec.env, ...o.env } };
-  const events: AgentEvent[] = [];
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
-  const proc = await CliProcess.start(spec, adapter.createCodec(), {
-    onEvent: (e) => {
+  try {
+    let spec: PreparedSpawn = adapter.spawnSpec({
+      executable: locateCli(backend),
+      ...dirs,
+      modelBaseUrl: route.baseUrl,
+      modelApiKey: route.apiKey,
+      oneShot: true,
+      guard: sandbox.guardOption(backend),
+      baseEnv,
+    });
+    if (!o.noPolicy)
+      spec = {
+        ...spec,
+        env: { ...spec.env, SWITCHYARD_GUARD_POLICY: JSON.stringify(sandbox.policy({ backend, ...dirs })) },
+      };
+    if (!o.skipPrepareChecks) spec = await sandbox.prepare(spec, { backend, ...dirs, modelSocket: route.socketPath });
+    if (o.env) spec = { ...spec, env: { ...spec.env, ...o.env } };
+    if (o.checkTool) spec = { ...spec, checkTool: o.checkTool };
+    const events: AgentEvent[] = [];
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    const onEvent = (e: AgentEvent) => {
       events.push(e);
       if (e.type === 'turn.done') done();
-    },
-  });
-  proc.sendUserMessage({ text: 'go' });
-  await Promise.race([finished, proc.exited]);
-  proc.closeInput();
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
-  const exit = await proc.exited;
-  clearTimeout(timer);
-  await route.close();
-  await model.close();
-  const results = events.filter((e): e is Extract<AgentEvent, { type: 'tool.result' }> => e.type === 'tool.result');
-  return { results, exit, all: JSON.stringify(events), outsideToken, insideToken };
+    };
+    const started = await startReady(backend, spec, adapter.createCodec(), { onEvent }, 60_000);
+    // pi without a policy exits before it reads a command: that exit is the result.
+    if (!started.ok && !o.noPolicy) throw new Error(started.problem);
+    const proc = started.ok ? started.proc : undefined;
+    proc?.sendUserMessage({ text: 'go' });
+    await Promise.race([finished, proc?.exited]);
+    proc?.closeInput();
+    const timer = setTimeout(() => proc?.kill('SIGKILL'), 5000);
+    const exit = started.ok ? await started.proc.exited : started.exit;
+    clearTimeout(timer);
+    const results = events.filter((e): e is Extract<AgentEvent, { type: 'tool.result' }> => e.type === 'tool.result');
+    return { results, exit, all: JSON.stringify(events), outsideToken, insideToken };
+  } finally {
+    await route.close();
+    await model.close();
+  }
 }

@@ -13,8 +13,9 @@ import { groupMembers } from './contract/runner-process.ts';
 import { TestHub } from './contract/test-hub.ts';
 
 // A fresh session's real claude is spawned before the guard's self-test starts (docs/DESIGN.md
-// "The guard"). Here the hook is broken on purpose, so the self-test fails after the CLI process
-// exists. Everything written to the CLI's stdin is recorded by a `tee` in front of it.
+// "The guard"). Here the self-test is run against a copy of the guard with a file missing, so it
+// fails after the CLI process (spawned with the intact guard) exists. Everything written to the
+// CLI's stdin is recorded by a `tee` in front of it.
 
 let hub: TestHub;
 const dirs: string[] = [];
@@ -32,8 +33,9 @@ describe('claude started during a failing guard self-test', () => {
     dirs.push(dir);
     const guardDir = join(dir, 'guard');
     cpSync(GUARD_DIR, guardDir, { recursive: true });
-    writeFileSync(join(guardDir, 'claude-hook.ts'), 'process.exit(0);');
-    const sandbox = new Sandbox({ mode: 'none', guardDir });
+    rmSync(join(guardDir, 'sensitive-paths.ts'));
+    const sandbox = new Sandbox({ mode: 'none' });
+    const broken = new Sandbox({ mode: 'none', guardDir });
     const stdinLog = join(dir, 'stdin.log');
     writeFileSync(stdinLog, '');
 
@@ -47,7 +49,7 @@ describe('claude started during a failing guard self-test', () => {
     });
     const selfTest = (): Promise<CanaryResult> => {
       calls.push({ cliStarted: pids.length > 0 });
-      const result = guardSelfTest(sandbox, ['claude']).then((r) => {
+      const result = guardSelfTest(broken, ['claude']).then((r) => {
         failed = !r.ok;
         return r;
       });

@@ -1,8 +1,15 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adapterFor, type AgentCodec, type AgentEvent, type Backend, type SpawnOptions } from '@switchyard/protocol';
-import { CliProcess, locateCli } from '@switchyard/runner/cli';
+import {
+  adapterFor,
+  type AgentCodec,
+  type AgentEvent,
+  type Backend,
+  type SpawnOptions,
+  type ToolCheck,
+} from '@switchyard/protocol';
+import { CliProcess, locateCli, readinessFor } from '@switchyard/runner/cli';
 
 export interface Harness {
   backend: Backend;
@@ -18,8 +25,16 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** Spawns the pinned real CLI through the adapter's spawn spec, recording every event. */
-export async function startCli(backend: Backend, modelUrl: string, opts: Partial<SpawnOptions> = {}): Promise<Harness> {
+/**
+ * Spawns the pinned real CLI through the adapter's spawn spec, recording every event. With
+ * `checkTool`, claude's guard hooks are registered and answered with it (`guard: 'runner'`).
+ */
+export async function startCli(
+  backend: Backend,
+  modelUrl: string,
+  opts: Partial<SpawnOptions> = {},
+  checkTool?: ToolCheck,
+): Promise<Harness> {
   const root = mkdtempSync(join(tmpdir(), `sy-${backend}-`));
   const dirs = { root, workspace: join(root, 'ws'), home: join(root, 'home'), config: join(root, 'cfg') };
   for (const d of [dirs.workspace, dirs.home, dirs.config]) mkdirSync(d, { recursive: true });
@@ -39,15 +54,24 @@ export async function startCli(backend: Backend, modelUrl: string, opts: Partial
   const events: AgentEvent[] = [];
   const stdout: string[] = [];
   const waiters = new Set<() => void>();
-  const proc = await CliProcess.start(spec, codec, {
+  const readiness = readinessFor(backend, spec);
+  let ready: () => void = () => undefined;
+  const isReady = new Promise<void>((resolve) => (ready = resolve));
+  const proc = await CliProcess.start({ ...spec, ...(checkTool !== undefined && { checkTool }) }, codec, {
     onEvent: (e) => {
       events.push(e);
+      if (readiness.isReady(undefined, e)) ready();
       for (const w of waiters) w();
     },
     onLine: (dir, line) => {
-      if (dir === 'out') stdout.push(line);
+      if (dir !== 'out') return;
+      stdout.push(line);
+      if (readiness.isReady(line, undefined)) ready();
     },
   });
+  proc.handshake(readiness);
+  // claude's hooks count from its answer on: a message written before could meet none.
+  if (spec.toolHooks !== undefined) await Promise.race([isReady, proc.exited]);
   proc.exited.then(() => {
     for (const w of waiters) w();
   });

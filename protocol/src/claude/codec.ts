@@ -1,4 +1,4 @@
-import type { AgentCodec, ApprovalAnswerLine, CliExit, UserMessage } from '../adapter.ts';
+import type { AgentCodec, ApprovalAnswerLine, CliExit, ToolCheck, ToolHooks, UserMessage } from '../adapter.ts';
 import { ApprovalIdSchema, DEFAULT_APPROVAL_TIMEOUT_SECONDS, DEFAULT_DENY_MESSAGE, toolKind } from '../approvals.ts';
 import { TurnTracker } from '../codec-base.ts';
 import {
@@ -11,6 +11,7 @@ import {
 } from '../events.ts';
 import { arr, head, isObj, nonNegInt, num, obj, str, type Obj } from '../json-fields.ts';
 import { controlError, interruptLine, textBlocks } from './input-lines.ts';
+import { answerHookCallback } from './tool-hooks.ts';
 import { classifyProviderError, parseProviderErrorText, type ProviderErrorFacts } from '../provider-errors.ts';
 
 interface OpenBlock {
@@ -38,6 +39,8 @@ export class ClaudeCodec implements AgentCodec {
   private readonly asking = new Map<string, Record<string, unknown>>();
   /** This turn's last provider failure as claude reported it (api_retry, synthetic error message). */
   private providerFacts: ProviderErrorFacts = {};
+  /** What answers claude's tool-call hooks (tool-hooks.ts); none: every hook call is refused. */
+  private toolGuard: { hooks: ToolHooks; check: ToolCheck } | undefined;
 
   get turnOpen(): boolean {
     return this.turn.turnOpen;
@@ -48,6 +51,10 @@ export class ClaudeCodec implements AgentCodec {
 
   initLines(): string[] {
     return [];
+  }
+
+  checkToolCalls(hooks: ToolHooks, check: ToolCheck): void {
+    this.toolGuard = { hooks, check };
   }
 
   encodeUserMessage(m: UserMessage): string {
@@ -114,13 +121,18 @@ export class ClaudeCodec implements AgentCodec {
   /**
    * `--permission-prompt-tool stdio` (approval mode `ask`), verified on 2.1.197:
    * `{"type":"control_request","request_id","request":{"subtype":"can_use_tool","tool_name",
-   * "input","tool_use_id",...}}`, answered by encodeApproval. Any other request subtype is
-   * answered with an error at once so claude never waits on something the runner cannot do.
+   * "input","tool_use_id",...}}`, answered by encodeApproval. A `hook_callback` is the guard's
+   * (tool-hooks.ts), answered at once. Any other request subtype is answered with an error at
+   * once so claude never waits on something the runner cannot do.
    */
   private controlRequest(msg: Obj): AgentEvent[] {
     const requestId = str(msg, 'request_id');
     const request = obj(msg, 'request');
     if (requestId === undefined || request === undefined) return [];
+    if (str(request, 'subtype') === 'hook_callback') {
+      this.turn.queueInput(answerHookCallback(requestId, request, this.toolGuard));
+      return [];
+    }
     if (str(request, 'subtype') !== 'can_use_tool' || !ApprovalIdSchema.safeParse(requestId).success) {
       this.turn.queueInput(controlError(requestId, `unsupported control request ${String(request.subtype)}`));
       return [];

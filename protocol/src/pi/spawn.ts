@@ -8,6 +8,10 @@ export const PI_DEFAULT_MODEL = 'claude-sonnet-4-5';
 
 export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
   const o = SpawnOptionsSchema.parse(input);
+  // pi's guard runs in its own process: nothing answers for it from outside.
+  if (o.guard === 'runner')
+    throw new Error("pi loads its guard as an extension: guard must name the file, not 'runner'");
+  const guard = o.guard;
   const model = o.model ?? PI_DEFAULT_MODEL;
   const tools = o.allowedTools ?? PI_DEFAULT_TOOLS;
   const args = [
@@ -29,7 +33,7 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
     '--tools',
     tools.join(','),
   ];
-  if (o.guard) args.push('-e', o.guard.file);
+  if (guard) args.push('-e', guard.file);
   if (o.oneShot) args.push('--no-session');
   else if (o.resume) args.push('--session', o.resume);
   else args.push('--session-dir', `${o.configDir}/sessions`);
@@ -69,7 +73,7 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
       PI_TELEMETRY: '0',
       // The guard extension asks a person after its own checks (DESIGN "Tool approvals").
       ...(o.approvals === 'ask' && { [PI_APPROVAL_ENV]: 'ask' }),
-      ...(o.guard && guardLoading(o.guard)),
+      ...(guard && guardLoading(guard)),
     }),
     cwd: o.workspace,
     files: [
@@ -86,7 +90,7 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
  * read-only strip cache through the preload) and keeps no cache: a fallback transform is slow,
  * never stale and never someone else's. docs/DESIGN.md "The guard".
  */
-function guardLoading(guard: NonNullable<SpawnOptions['guard']>): Record<string, string> {
+function guardLoading(guard: Exclude<SpawnOptions['guard'], 'runner' | undefined>): Record<string, string> {
   return {
     JITI_TRY_NATIVE: 'true',
     JITI_FS_CACHE: 'false',

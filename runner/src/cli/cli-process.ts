@@ -8,10 +8,11 @@ import {
   type AgentEvent,
   type ApprovalAnswerLine,
   type CliExit,
-  type SpawnSpec,
   type UserMessage,
 } from '@switchyard/protocol';
 import { killGroup } from '../process-group.ts';
+import type { Readiness } from './readiness.ts';
+import type { PreparedSpawn } from './spawn.ts';
 
 /** How much of the CLI's stderr is kept: its head is what explains a failure. */
 const STDERR_KEEP = 8 * 1024;
@@ -38,11 +39,19 @@ export class CliProcess {
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly codec: AgentCodec;
   private readonly handlers: CliProcessHandlers;
+  /** A CLI whose guard its handshake registers (claude) takes no message before the handshake. */
+  private handshaken: boolean;
 
-  private constructor(child: ChildProcessWithoutNullStreams, codec: AgentCodec, handlers: CliProcessHandlers) {
+  private constructor(
+    child: ChildProcessWithoutNullStreams,
+    codec: AgentCodec,
+    handlers: CliProcessHandlers,
+    guardedByHandshake: boolean,
+  ) {
     this.child = child;
     this.codec = codec;
     this.handlers = handlers;
+    this.handshaken = !guardedByHandshake;
     if (child.pid === undefined) throw new Error('CLI process has no pid');
     this.pid = child.pid;
     const splitter = new JsonlSplitter();
@@ -87,7 +96,15 @@ export class CliProcess {
     });
   }
 
-  static async start(spec: SpawnSpec, codec: AgentCodec, handlers: CliProcessHandlers): Promise<CliProcess> {
+  /**
+   * Spawns the CLI. A spec with the guard's tool-call hooks is refused unless it comes with the
+   * check that answers them (the sandbox's, `SpawnWalls.prepare`) and a codec that can: claude
+   * runs whatever call nobody answers for.
+   */
+  static async start(spec: PreparedSpawn, codec: AgentCodec, handlers: CliProcessHandlers): Promise<CliProcess> {
+    const { toolHooks, checkTool } = spec;
+    if (toolHooks !== undefined && (checkTool === undefined || codec.checkToolCalls === undefined))
+      throw new Error("the CLI's guard hooks have nothing to answer them; it is not started without its guard");
     for (const file of spec.files) await writeConfigFile(file);
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
@@ -99,7 +116,10 @@ export class CliProcess {
       child.once('spawn', resolve);
       child.once('error', reject);
     });
-    const proc = new CliProcess(child, codec, handlers);
+    const proc = new CliProcess(child, codec, handlers, toolHooks !== undefined);
+    // Before any of its output is parsed: the check looks at the files through this process.
+    if (toolHooks !== undefined && checkTool !== undefined)
+      codec.checkToolCalls?.(toolHooks, (call) => checkTool(call, proc.pid));
     for (const line of codec.initLines()) proc.write(line);
     return proc;
   }
@@ -109,7 +129,14 @@ export class CliProcess {
   }
 
   sendUserMessage(message: UserMessage): void {
+    if (!this.handshaken) throw new Error("a message to the CLI before its handshake registered the guard's hooks");
     this.write(this.codec.encodeUserMessage(message));
+  }
+
+  /** The readiness handshake's lines (readiness.ts): for claude, what registers the guard's hooks. */
+  handshake(readiness: Readiness): void {
+    for (const line of readiness.lines) this.write(line);
+    this.handshaken = true;
   }
 
   interrupt(): void {

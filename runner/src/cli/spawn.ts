@@ -5,7 +5,14 @@
 // and the guard canary all spawn through here, so the probe checks what serve will start.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { adapterFor, type Backend, type SpawnOptions, type SpawnSpec } from '@switchyard/protocol';
+import {
+  adapterFor,
+  type Backend,
+  type SpawnOptions,
+  type SpawnSpec,
+  type ToolCall,
+  type ToolVerdict,
+} from '@switchyard/protocol';
 import { StepFailure } from '../errors.ts';
 import { projectConfigRefusal } from '../sandbox/project-config.ts';
 import type { SessionPaths } from '../sandbox/sandbox.ts';
@@ -18,11 +25,17 @@ export interface CliDirs {
   configDir: string;
 }
 
+/**
+ * A spec ready to spawn. `checkTool` answers the guard's tool-call hooks (`toolHooks`, claude): it
+ * decides one call by what is at its paths as the CLI sees them, hence the CLI's process id.
+ */
+export type PreparedSpawn = SpawnSpec & { checkTool?: (call: ToolCall, cliPid: number) => ToolVerdict };
+
 /** The two walls as a spawn needs them: `SandboxSetup` (capabilities.ts), or a bare Sandbox's. */
 export interface SpawnWalls {
   guard(backend: Backend): SpawnOptions['guard'];
   /** Throws, naming why, when the CLI must not start (the guard missing or failing its self-test). */
-  prepare(spec: SpawnSpec, paths: SessionPaths): Promise<SpawnSpec>;
+  prepare(spec: SpawnSpec, paths: SessionPaths): Promise<PreparedSpawn>;
 }
 
 /** What is the same for every CLI one runner command starts. */
@@ -64,7 +77,7 @@ type FixedOptions = Pick<
  * The spec to start one CLI with. Rejects when the workspace holds configuration the CLI would
  * read at start, the adapter refuses the options or the sandbox the spawn.
  */
-export async function cliSpawnSpec(launch: CliLaunch, choices: SpawnChoices = {}): Promise<SpawnSpec> {
+export async function cliSpawnSpec(launch: CliLaunch, choices: SpawnChoices = {}): Promise<PreparedSpawn> {
   const { backend, dirs, model } = launch;
   const refused = await projectConfigRefusal(backend, dirs.workspace);
   if (refused !== null) throw new StepFailure(refused);

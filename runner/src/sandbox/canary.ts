@@ -1,35 +1,34 @@
 // Proof that the guard is really there. A sandbox that silently fails to load
 // looks exactly like one that works until something tries to escape, so:
-//  - guardSelfTest(): cheap, at every runner start. claude's hook is run as
-//    claude runs it and must block a canary call (exit 2, our reason); pi's
+//  - guardSelfTest(): cheap, at every runner start. The check the runner
+//    answers claude's hooks with must refuse a canary call (our reason); pi's
 //    extension is loaded with a stand-in API and its handler must block.
 //  - runGuardCanary(): for `probe`. The real CLI, under the runner's real
 //    sandbox, driven by the in-process offline model to read a canary file
 //    outside the workspace. The guard must refuse it with its own reason and
 //    the canary's content must not come back.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { adapterFor, claudeHookCommand, type AgentEvent, type Backend } from '@switchyard/protocol';
-import { CliProcess } from '../cli/cli-process.ts';
+import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
+import type { CliProcess } from '../cli/cli-process.ts';
 import type { CliExecutable } from '../cli/locate.ts';
 import { cliSpawnSpec, makeCliDirs } from '../cli/spawn.ts';
-import { policyEnv, POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
-import { DENY_PREFIX } from './guard/rules.ts';
+import { startReady } from '../cli/start-ready.ts';
+import { POLICY_ENV, type GuardPolicy } from './guard/policy.ts';
+import { nodeFs } from './guard/resolve.ts';
+import { decide, DENY_PREFIX } from './guard/rules.ts';
 import { startModelRoute } from './model-proxy.ts';
 import type { Sandbox } from './sandbox.ts';
 
 export type CanaryResult = { ok: true } | { ok: false; problem: string };
 
-const SELF_TEST_TIMEOUT_MS = 20_000;
-
 /**
- * The entry point of each backend given loads under this runner and blocks a call outside the
- * workspace. A serve runner holds one backend's CLI, so it tests that backend's only: the other
- * one (claude's hook is a Node process of its own) is never loaded by it.
+ * The guard of each backend given refuses a call outside the workspace under this runner. A serve
+ * runner holds one backend's CLI, so it tests that backend's only: a claude runner never loads
+ * pi's extension.
  */
 export async function guardSelfTest(
   sandbox: Sandbox,
@@ -42,48 +41,26 @@ export async function guardSelfTest(
   }
   const workspace = await realpath(tmpdir());
   if (backends.includes('claude')) {
-    const claude = await claudeHookBlocks(sandbox, { v: 1, backend: 'claude', workspace, tools: ['Read'] });
+    const claude = claudeCheckBlocks({ v: 1, backend: 'claude', workspace, tools: ['Read'] });
     if (!claude.ok) return claude;
   }
   if (!backends.includes('pi')) return { ok: true };
   return piExtensionBlocks(sandbox, { v: 1, backend: 'pi', workspace, tools: ['read'] });
 }
 
-async function claudeHookBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<CanaryResult> {
-  const guard = sandbox.guardOption('claude');
-  if (!guard) return { ok: false, problem: 'the guard is disabled' };
-  const input = JSON.stringify({
-    hook_event_name: 'PreToolUse',
-    tool_name: 'Read',
-    tool_input: { file_path: '/proc/self/environ' },
-    cwd: policy.workspace,
-  });
-  const command = claudeHookCommand(guard);
-  return new Promise((resolve) => {
-    const child = spawn('/bin/sh', ['-c', command], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...policyEnv(policy) },
-      stdio: ['pipe', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), SELF_TEST_TIMEOUT_MS);
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.stdin.on('error', () => {});
-    child.stdin.end(input);
-    child.on('error', (err) => resolve({ ok: false, problem: `cannot run the claude guard hook: ${err.message}` }));
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (code === 2 && stderr.startsWith(DENY_PREFIX)) resolve({ ok: true });
-      else
-        resolve({
-          ok: false,
-          problem: `the claude guard hook ${guard.file} did not block the canary (exit ${code}): ${stderr.trim().slice(0, 300)}`,
-        });
-    });
-  });
+/** The rules the runner answers claude's hooks with (Sandbox.prepare's check), as loaded in this process. */
+function claudeCheckBlocks(policy: GuardPolicy): CanaryResult {
+  const decision = decide(
+    { tool: 'Read', input: { file_path: '/proc/self/environ' }, cwd: policy.workspace },
+    policy,
+    nodeFs(),
+  );
+  if (!decision.allow && decision.reason.startsWith(DENY_PREFIX)) return { ok: true };
+  return { ok: false, problem: 'the guard the runner answers claude with did not refuse the canary' };
 }
 
 async function piExtensionBlocks(sandbox: Sandbox, policy: GuardPolicy): Promise<CanaryResult> {
-  const file = sandbox.guardEntry('pi');
+  const file = sandbox.piExtension;
   const saved = process.env[POLICY_ENV];
   try {
     process.env[POLICY_ENV] = JSON.stringify(policy);
@@ -122,6 +99,7 @@ export interface CanaryOptions {
 /** The real CLI, the real sandbox, one scripted read of a file outside the workspace. */
 export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
   if (!o.sandbox.guardEnabled) return { ok: false, problem: 'the guard is disabled' };
+  const timeoutMs = o.timeoutMs ?? 60_000;
   const root = await realpath(await mkdtemp(join(tmpdir(), 'switchyard-canary-')));
   // Only `probe` drives the canary: serve does not load the offline model.
   const { startOfflineModel } = await import('@switchyard/offline-model');
@@ -161,18 +139,26 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
     const events: AgentEvent[] = [];
     let done!: () => void;
     const turnDone = new Promise<void>((r) => (done = r));
-    proc = await CliProcess.start(spec, adapterFor(o.backend).createCodec(), {
-      onEvent: (e) => {
-        events.push(e);
-        if (e.type === 'turn.done') done();
+    const started = await startReady(
+      o.backend,
+      spec,
+      adapterFor(o.backend).createCodec(),
+      {
+        onEvent: (e) => {
+          events.push(e);
+          if (e.type === 'turn.done') done();
+        },
       },
-    });
+      timeoutMs,
+    );
+    if (!started.ok) return { ok: false, problem: started.problem };
+    proc = started.proc;
     proc.sendUserMessage({ text: 'Switchyard guard canary: read the file you are asked to read.' });
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       turnDone.then(() => 'done' as const),
       proc.exited.then(() => 'exited' as const),
-      new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), o.timeoutMs ?? 60_000))),
+      new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs))),
     ]);
     clearTimeout(timer);
     const seen = JSON.stringify(events);

@@ -1,10 +1,12 @@
 // The runner's seam to both walls. The runner asks for `guardOption(backend)`
-// when it builds SpawnOptions (the adapter turns it into claude's hook or pi's
-// -e), then passes the adapter's SpawnSpec through `prepare()` right before
-// spawning: it refuses (throws, naming the file) when a guard file is missing
-// or unreadable, puts the session's guard policy into the CLI's environment,
-// and wraps the spec in bubblewrap when that is the OS wall (in the container:
-// in setpriv, to run the CLI under its own uid; uid-drop.ts).
+// when it builds SpawnOptions (the adapter turns it into claude's tool-call
+// hooks, which the runner answers, or pi's -e), then passes the adapter's
+// SpawnSpec through `prepare()` right before spawning: it refuses (throws,
+// naming the file) when a guard file is missing or unreadable or the spec
+// would start the CLI unguarded, gives claude's spec the check that answers
+// its hooks and pi's environment the session's guard policy, and wraps the
+// spec in bubblewrap when that is the OS wall (in the container: in setpriv,
+// to run the CLI under its own uid; uid-drop.ts).
 import { constants } from 'node:fs';
 import { access, chmod, lstat, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
@@ -16,31 +18,22 @@ import {
   type SpawnOptions,
   type SpawnSpec,
 } from '@switchyard/protocol';
-import { BUNDLED_CLAUDE_HOOK } from './bundled-hook.ts';
+import type { PreparedSpawn } from '../cli/spawn.ts';
 import { ETC_ALLOW, SYSTEM_PATHS, wrapWithBwrap, type HostEntry } from './bwrap.ts';
+import { cliFsView } from './cli-view.ts';
 import { policyEnv, type GuardPolicy } from './guard/policy.ts';
+import { decide } from './guard/rules.ts';
 import { CLI_UID, missingRunnerCaps, wrapWithUidDrop } from './uid-drop.ts';
 
-/** Where the guard module lives; the runner ships it, the CLI loads it from here (never a copy). */
+/** Where the guard module lives; the runner ships it, pi loads it from here (never a copy). */
 export const GUARD_DIR = join(dirname(fileURLToPath(import.meta.url)), 'guard');
-/** Every file the guard loads. All must be readable before a CLI is spawned. */
-const GUARD_FILES = [
-  'claude-hook.ts',
-  'pi-extension.ts',
-  'rules.ts',
-  'policy.ts',
-  'resolve.ts',
-  'sensitive-paths.ts',
-] as const;
-
-const GUARD_ENTRY: Record<Backend, string> = { claude: 'claude-hook.ts', pi: 'pi-extension.ts' };
+/** Every file pi's guard extension loads. All must be readable before a CLI is spawned. */
+const GUARD_FILES = ['pi-extension.ts', 'rules.ts', 'policy.ts', 'resolve.ts', 'sensitive-paths.ts'] as const;
 
 /**
- * Preloaded into the processes that load the guard as TypeScript: claude's hook from source, a new
- * node process for every tool call that meets it (~70 ms and ~25 MiB less per call), and pi, which
- * imports its extension natively (docs/DESIGN.md "The guard"). It serves the guard's modules from
- * the strip cache, so neither loads Node's TypeScript stripper. A preload that cannot load fails
- * the hook, which blocks the call, or pi, which then does not start.
+ * Preloaded into pi, which imports its guard extension natively (docs/DESIGN.md "The guard"). It
+ * serves the guard's modules from the strip cache, so pi does not load Node's TypeScript
+ * stripper. A preload that cannot load fails pi, which then does not start.
  */
 const GUARD_PRELOAD = fileURLToPath(new URL('../../bin/strip-cache-preload.js', import.meta.url));
 
@@ -66,16 +59,8 @@ export interface SandboxConfig {
   mode: SandboxMode;
   /** The tool-call guard. Off only in tests' control runs. */
   guard?: boolean;
-  /** Tests point this at a broken copy to prove the fail-closed paths. */
+  /** pi's guard extension's directory. Tests point this at a broken copy to prove the fail-closed paths. */
   guardDir?: string;
-  /**
-   * A one-file build of claude's hook (runner/scripts/build-bundle.ts) that claude runs instead of
-   * the TypeScript entry in `guardDir`. By default the bundle's own build when the runner runs from
-   * the bundle and `guardDir` is left out too; none from source.
-   */
-  claudeHook?: string | undefined;
-  /** The node that runs claude's hook; the runner's own by default. */
-  node?: string;
   bwrap?: string;
   /** bubblewrap with a model route: the socat that relays the model URL inside the CLI's network namespace. */
   socat?: string;
@@ -106,8 +91,6 @@ export class Sandbox {
   readonly mode: SandboxMode;
   readonly guardEnabled: boolean;
   readonly guardDir: string;
-  private readonly claudeHook: string | undefined;
-  private readonly node: string;
   private readonly bwrap: string;
   private readonly socat: string;
   private readonly setpriv: string;
@@ -117,33 +100,26 @@ export class Sandbox {
     this.mode = config.mode;
     this.guardEnabled = config.guard ?? true;
     this.guardDir = config.guardDir ?? GUARD_DIR;
-    this.claudeHook = config.claudeHook ?? (config.guardDir === undefined ? BUNDLED_CLAUDE_HOOK : undefined);
-    this.node = config.node ?? process.execPath;
     this.bwrap = config.bwrap ?? '/usr/bin/bwrap';
     this.socat = config.socat ?? '/usr/bin/socat';
     this.setpriv = config.setpriv ?? '/usr/bin/setpriv';
     this.cliUid = config.cliUid ?? CLI_UID;
   }
 
-  /** The file the CLI loads its guard from: the entry in the guard directory, or claude's hook build. */
-  guardEntry(backend: Backend): string {
-    return backend === 'claude' && this.claudeHook !== undefined
-      ? this.claudeHook
-      : join(this.guardDir, GUARD_ENTRY[backend]);
+  /** The extension pi loads its guard from. */
+  get piExtension(): string {
+    return join(this.guardDir, 'pi-extension.ts');
   }
 
-  /** For SpawnOptions.guard. A one-file build of the hook is plain JavaScript: no preload. */
+  /** For SpawnOptions.guard: claude's hooks are the runner's to answer; pi loads the extension. */
   guardOption(backend: Backend): SpawnOptions['guard'] {
     if (!this.guardEnabled) return undefined;
-    const file = this.guardEntry(backend);
-    return file === this.claudeHook ? { file, node: this.node } : { file, node: this.node, preload: GUARD_PRELOAD };
+    return backend === 'claude' ? 'runner' : { file: this.piExtension, preload: GUARD_PRELOAD };
   }
 
   /** Throws SandboxError naming the first guard file that cannot be read. */
   async checkGuardFiles(): Promise<void> {
-    const files = GUARD_FILES.map((name) => join(this.guardDir, name));
-    if (this.claudeHook !== undefined) files.push(this.claudeHook);
-    for (const file of files) {
+    for (const file of GUARD_FILES.map((name) => join(this.guardDir, name))) {
       try {
         await access(file, constants.R_OK);
         if (!(await stat(file)).isFile()) throw new Error('not a regular file');
@@ -181,18 +157,28 @@ export class Sandbox {
   }
 
   /** The last step before spawning. Fails closed: every problem throws and nothing is spawned. */
-  async prepare(spec: SpawnSpec, paths: SessionPaths): Promise<SpawnSpec> {
+  async prepare(spec: SpawnSpec, paths: SessionPaths): Promise<PreparedSpawn> {
     let out: SpawnSpec = spec;
+    let checkTool: PreparedSpawn['checkTool'];
     if (this.guardEnabled) {
       await this.checkGuardFiles();
-      const expected = this.guardEntry(paths.backend);
-      const flat = [...spec.args, ...spec.files.map((f) => f.content)].join('\n');
-      if (!flat.includes(expected))
-        throw new SandboxError(
-          'guard_missing',
-          `the spawn spec does not load the guard ${expected}; pass guardOption() to the adapter`,
-        );
-      out = { ...out, env: { ...out.env, ...policyEnv(this.policy(paths)) } };
+      const policy = this.policy(paths);
+      if (paths.backend === 'claude') {
+        if (spec.toolHooks === undefined)
+          throw new SandboxError(
+            'guard_missing',
+            'the spawn spec registers no guard hooks for claude; pass guardOption() to the adapter',
+          );
+        const mode = this.mode;
+        checkTool = (call, cliPid) => decide(call, policy, cliFsView(mode, cliPid));
+      } else {
+        if (!spec.args.includes(this.piExtension))
+          throw new SandboxError(
+            'guard_missing',
+            `the spawn spec does not load the guard ${this.piExtension}; pass guardOption() to the adapter`,
+          );
+        out = { ...out, env: { ...out.env, ...policyEnv(policy) } };
+      }
     }
     if (this.mode === 'bubblewrap') {
       await this.checkWallTools(paths.modelSocket !== undefined);
@@ -200,7 +186,7 @@ export class Sandbox {
         bwrap: this.bwrap,
         uid: process.getuid?.() ?? 0,
         writable: [paths.workspace, paths.home, paths.configDir],
-        readOnly: await this.readOnlyRoots(spec),
+        readOnly: await this.readOnlyRoots(spec, paths.backend),
         readOnlyFiles: spec.files.map((f) => f.path),
         ...(await hostLayout()),
         ...(paths.modelSocket !== undefined && {
@@ -210,7 +196,7 @@ export class Sandbox {
     } else if (this.mode === 'container') {
       out = await this.dropUid(out, paths);
     }
-    return out;
+    return checkTool === undefined ? out : { ...out, checkTool };
   }
 
   /**
@@ -249,9 +235,9 @@ export class Sandbox {
     return wrapWithUidDrop({ ...spec, files }, { setpriv: this.setpriv, uid: this.cliUid, gid });
   }
 
-  /** What the CLI must see read-only: its installation (the whole node_modules it lives in), node, the guard. */
-  private async readOnlyRoots(spec: SpawnSpec): Promise<string[]> {
-    const files = [spec.command, ...spec.args.slice(0, 1), this.node];
+  /** What the CLI must see read-only: its installation (the whole node_modules it lives in), node, pi's guard. */
+  private async readOnlyRoots(spec: SpawnSpec, backend: Backend): Promise<string[]> {
+    const files = [spec.command, ...spec.args.slice(0, 1)];
     const roots: string[] = [];
     for (const f of files) {
       if (!f.startsWith('/')) continue;
@@ -262,8 +248,7 @@ export class Sandbox {
       }
       roots.push(installRoot(f));
     }
-    if (this.guardEnabled) roots.push(this.guardDir, dirname(GUARD_PRELOAD));
-    if (this.guardEnabled && this.claudeHook !== undefined) roots.push(dirname(this.claudeHook));
+    if (this.guardEnabled && backend === 'pi') roots.push(this.guardDir, dirname(GUARD_PRELOAD));
     return roots.filter((r) => !SYSTEM_PATHS.some((s) => r === s || r.startsWith(`${s}/`)));
   }
 }

@@ -1,6 +1,7 @@
-import type { AgentCodec, AgentEvent, Backend, CliExit, ErrorInfo, SpawnSpec } from '@switchyard/protocol';
+import type { AgentCodec, AgentEvent, Backend, CliExit, ErrorInfo } from '@switchyard/protocol';
 import { CliProcess } from '../cli/cli-process.ts';
-import { readinessFor } from '../cli/readiness.ts';
+import { type Readiness, readinessFor } from '../cli/readiness.ts';
+import type { PreparedSpawn } from '../cli/spawn.ts';
 import type { WarmUpStep } from '../cli/warm-up.ts';
 import { messageOf, StepFailure } from '../errors.ts';
 
@@ -53,16 +54,17 @@ export class CliSlot {
     gen: number,
     backend: Backend,
     codec: AgentCodec,
-    spec: Promise<SpawnSpec>,
+    spec: Promise<PreparedSpawn>,
     h: CliSlotHandlers,
     warmUp: WarmUpStep[] = [],
   ): CliSlot {
     const slot = new CliSlot(gen, codec, warmUp.length > 0);
-    const readiness = readinessFor(backend);
+    // Made from the spec (claude's registers the guard's hooks), so known once the spawn starts.
+    let readiness: Readiness | undefined;
     // The handshake, then the warm-up (cli/warm-up.ts); ready once the last step is answered.
     const handshake: WarmUpStep = {
       lines: () => [],
-      answer: (line, event) => (readiness.isReady(line, event) ? 'done' : undefined),
+      answer: (line, event) => (readiness?.isReady(line, event) === true ? 'done' : undefined),
     };
     const steps = [handshake, ...warmUp];
     let step = 0;
@@ -91,7 +93,9 @@ export class CliSlot {
     slot.spawned = (async () => {
       let proc: CliProcess;
       try {
-        proc = await CliProcess.start(await spec, codec, {
+        const prepared = await spec;
+        readiness = readinessFor(backend, prepared);
+        proc = await CliProcess.start(prepared, codec, {
           ...(h.onStdoutChunk !== undefined && { onStdoutChunk: h.onStdoutChunk }),
           onLine: (direction, line) => {
             if (direction !== 'out') return;
@@ -119,7 +123,7 @@ export class CliSlot {
     })();
     // The handshake is the first input, so it waits for open() like every other.
     slot.pending.push((p) => {
-      for (const line of readiness.lines) p.writeControl(line);
+      if (readiness !== undefined) p.handshake(readiness);
     });
     return slot;
   }

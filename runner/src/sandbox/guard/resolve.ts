@@ -81,11 +81,22 @@ export function resolveReal(absolute: string, fs: FsView): Resolution {
   return { ok: true, path: `/${stack.join('/')}`, exists: missing === 0 };
 }
 
+/** This process's own view of the filesystem. */
 export function nodeFs(): FsView {
+  return rootedFs('');
+}
+
+/**
+ * The filesystem as seen from `root`, a directory this process reaches (`/proc/<pid>/root`: what a
+ * process in another mount namespace sees). resolveReal walks links itself and hands lstat only
+ * components it resolved, so nothing below `root` is followed by the kernel, and an absolute link
+ * stays under `root`.
+ */
+export function rootedFs(root: string): FsView {
   return {
     lstat(path) {
       try {
-        const st = lstatSync(path);
+        const st = lstatSync(root + path);
         if (st.isSymbolicLink()) return 'symlink';
         if (st.isDirectory()) return 'dir';
         if (st.isFile()) return 'file';
@@ -96,6 +107,6 @@ export function nodeFs(): FsView {
         throw err;
       }
     },
-    readlink: (path) => readlinkSync(path),
+    readlink: (path) => readlinkSync(root + path),
   };
 }
