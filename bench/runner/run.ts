@@ -34,8 +34,8 @@
 //       one client process each way (model-route.ts).
 //   (7) a model call after a pause against an https provider, with and without the runner's
 //       notice that a call is coming (upstream-connect.ts, its own process).
-//   (8) a shell call and a read with and without the tool-call guard (for claude also the hook as
-//       the image runs it), the CLI alone (tool-call.ts, its own process; not with --route).
+//   (8) a shell call and a read with and without the tool-call guard, the CLI alone
+//       (tool-call.ts, its own process; not with --route).
 // Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) to (7) only]
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -312,7 +312,7 @@ async function viaRunner(
     );
     const mem = procMemory(served.runner.pid);
     const heap = await processReport(served.runner.pid, report);
-    // The CLI's spawn (claude's guard self-test is a /bin/sh of its own), as the runner's preload saw it.
+    // The CLI's spawn, as the runner's preload saw it (a /bin/sh is none of the CLI's).
     const cli = heap.spawns.find((s) => s.file !== '/bin/sh');
     if (cli) spawnedMs.push(cli.at - t0Wall);
     memory.push({ ...mem, heap, ...(variant.settle && { settled: await settledMemory(served.runner.pid) }) });

@@ -35,19 +35,19 @@ export class CliSlot {
   /** Nothing is written to the CLI (not even the readiness handshake) until open(). */
   private inputOpen = false;
   /**
-   * While a warm-up runs the CLI's input is the warm-up's, and what the CLI says is hidden: a
-   * message written then would be answered unheard. What the machine writes waits here, in
-   * order, and goes to the CLI once it is ready.
+   * Until the CLI is ready, what the machine writes waits here, in order, and goes to the CLI
+   * then: before the handshake is answered claude's guard hooks may not be registered yet
+   * (readiness.ts), and while a warm-up runs the CLI's input is the warm-up's and what it says is
+   * hidden (a message written then would be answered unheard).
    */
-  private warmingUp: boolean;
-  private afterWarmUp: Array<(p: CliProcess) => void> = [];
+  private holding = true;
+  private held: Array<(p: CliProcess) => void> = [];
   /** Resolves once the spawn is over, whether the process started or not. */
   spawned: Promise<void> = Promise.resolve();
 
-  private constructor(gen: number, codec: AgentCodec, warmingUp: boolean) {
+  private constructor(gen: number, codec: AgentCodec) {
     this.gen = gen;
     this.codec = codec;
-    this.warmingUp = warmingUp;
   }
 
   static start(
@@ -58,7 +58,7 @@ export class CliSlot {
     h: CliSlotHandlers,
     warmUp: WarmUpStep[] = [],
   ): CliSlot {
-    const slot = new CliSlot(gen, codec, warmUp.length > 0);
+    const slot = new CliSlot(gen, codec);
     // Made from the spec (claude's registers the guard's hooks), so known once the spawn starts.
     let readiness: Readiness | undefined;
     // The handshake, then the warm-up (cli/warm-up.ts); ready once the last step is answered.
@@ -75,13 +75,13 @@ export class CliSlot {
       if (answer === 'refused') refused += 1;
       step += 1;
       // Up with a message already waiting: a warm-up now would only delay its answer.
-      const skip = step === 1 && slot.afterWarmUp.length > 0;
+      const skip = step === 1 && slot.held.length > 0;
       const next = skip ? undefined : steps[step];
       if (next === undefined) {
         slot.ready = true;
         // Ready first (the model proxy forwards from then on), then what waited is written.
         h.onReady({ steps: step - 1, refused });
-        slot.endWarmUp();
+        slot.release();
         return;
       }
       if (step === 1) h.onWarmingUp?.();
@@ -152,15 +152,15 @@ export class CliSlot {
 
   run(op: (p: CliProcess) => void): void {
     if (this.killed) return;
-    if (this.warmingUp) this.afterWarmUp.push(op);
+    if (this.holding) this.held.push(op);
     else if (this.proc && this.inputOpen) op(this.proc);
     else this.pending.push(op);
   }
 
-  private endWarmUp(): void {
-    this.warmingUp = false;
-    const held = this.afterWarmUp;
-    this.afterWarmUp = [];
+  private release(): void {
+    this.holding = false;
+    const held = this.held;
+    this.held = [];
     for (const op of held) this.run(op);
   }
 
@@ -168,7 +168,7 @@ export class CliSlot {
   kill(): void {
     this.killed = true;
     this.pending = [];
-    this.afterWarmUp = [];
+    this.held = [];
     this.proc?.kill('SIGKILL');
   }
 }
