@@ -129,7 +129,7 @@ describe('Sandbox.prepare fails closed', () => {
   it('names the guard file that is missing, and spawns nothing', async () => {
     const dir = join(root, 'guard-missing');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'claude-hook.ts'), '');
+    writeFileSync(join(dir, 'rules.ts'), '');
     const sb = new Sandbox({ mode: 'container', guardDir: dir });
     await expect(sb.prepare(guarded(), paths)).rejects.toThrow(
       new RegExp(`guard file ${dir}/pi-extension.ts is missing or unreadable`),

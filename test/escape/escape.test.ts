@@ -156,7 +156,7 @@ async function runConfig(backend: Backend, config: ConfigName): Promise<void> {
     runnerPid: runner.pid ?? -1,
     secrets,
     canary,
-    settingsFile: join(host.dirs.configDir, backend === 'claude' ? 'switchyard-settings.json' : 'settings.json'),
+    settingsFile: join(host.dirs.configDir, 'settings.json'),
     tag: `${backend}-${config.split(' ')[0]}-${r}`,
   };
   const session = await startSession(backend, CONFIGS[config], host.dirs, {

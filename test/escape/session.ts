@@ -2,8 +2,8 @@
 // are the runner's own code (Sandbox, credential proxy, the adapters'
 // environment allow-list); turning one off is exactly what the runner would do
 // without it, so a control run shows what that wall is holding back.
-import { adapterFor, type AgentEvent, type Backend, type SpawnSpec } from '@switchyard/protocol';
-import { CliProcess, locateCli } from '@switchyard/runner/cli';
+import { adapterFor, type AgentEvent, type Backend } from '@switchyard/protocol';
+import { locateCli, type PreparedSpawn, startReady } from '@switchyard/runner/cli';
 import { startModelRoute, Sandbox } from '@switchyard/runner/sandbox';
 
 export interface Walls {
@@ -64,7 +64,7 @@ export async function startSession(
   // Under bubblewrap the CLI has a network namespace of its own: the proxy's socket is its only way to a model.
   const proxy = walls.proxy ? await startModelRoute(sandbox.mode, o.modelUrl, o.realKey) : undefined;
   const adapter = adapterFor(backend);
-  let spec: SpawnSpec = adapter.spawnSpec({
+  let spec: PreparedSpawn = adapter.spawnSpec({
     executable: locateCli(backend),
     ...dirs,
     modelBaseUrl: proxy?.baseUrl ?? o.modelUrl,
@@ -84,18 +84,27 @@ export async function startSession(
     for (const w of waiters) w();
   };
   const codec = adapter.createCodec();
-  const proc = await CliProcess.start(spec, codec, {
-    onEvent: (e) => {
-      events.push(e);
-      wake();
-    },
-    onLine: (dir, line) => {
-      if (dir === 'out') {
-        stdout.push(line);
+  // Ready first: claude's handshake is what registers its guard's hooks.
+  const started = await startReady(
+    backend,
+    spec,
+    codec,
+    {
+      onEvent: (e) => {
+        events.push(e);
         wake();
-      }
+      },
+      onLine: (dir, line) => {
+        if (dir === 'out') {
+          stdout.push(line);
+          wake();
+        }
+      },
     },
-  });
+    90_000,
+  );
+  if (!started.ok) throw new Error(`${backend}: ${started.problem}`);
+  const proc = started.proc;
   void proc.exited.then(wake);
 
   const until = (done: () => boolean, what: string, timeoutMs: number) =>

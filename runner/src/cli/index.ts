@@ -3,3 +3,5 @@
 export { CliProcess, type CliProcessHandlers } from './cli-process.ts';
 export { type CliExecutable, locateCli } from './locate.ts';
 export { type Readiness, readinessFor } from './readiness.ts';
+export type { PreparedSpawn } from './spawn.ts';
+export { type StartReady, startReady } from './start-ready.ts';
