@@ -69,9 +69,12 @@ export async function startCli(
       if (readiness.isReady(line, undefined)) ready();
     },
   });
-  proc.handshake(readiness);
-  // claude's hooks count from its answer on: a message written before could meet none.
-  if (spec.toolHooks !== undefined) await Promise.race([isReady, proc.exited]);
+  // A guarded claude's hooks come with its handshake, and count from its answer on. Unguarded,
+  // the CLI gets no handshake here: the benches that use this harness time the bare CLI.
+  if (spec.toolHooks !== undefined) {
+    proc.handshake(readiness);
+    await Promise.race([isReady, proc.exited]);
+  }
   proc.exited.then(() => {
     for (const w of waiters) w();
   });
