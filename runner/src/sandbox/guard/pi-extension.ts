@@ -1,5 +1,6 @@
-// pi's guard extension, loaded with `--no-extensions -e <this file>` (pi
-// compiles it with jiti). The same rules as claude's hook (rules.ts).
+// pi's guard extension, loaded with `--no-extensions -e <this file>` (pi loads
+// it through jiti, which imports it natively). The same rules the runner
+// answers claude's hooks with (rules.ts).
 //
 // Fail closed: a policy that is missing or invalid throws here, at load, and
 // pi 0.73 exits 1 with `Failed to load extension "<this file>": ...` before it

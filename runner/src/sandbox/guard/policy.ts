@@ -1,9 +1,9 @@
-// The per-session policy the guard enforces. The runner puts it, as JSON, in
-// the CLI's environment (SWITCHYARD_GUARD_POLICY): claude hands its own
-// environment to every hook process, and pi's extension reads it once at
-// load. Nothing the agent runs can change the environment of the CLI process
-// that spawns the hook or hosts the extension, so the policy needs no file
-// that would have to be protected from the agent.
+// The per-session policy the guard enforces. For claude it stays in the
+// runner, which answers claude's hooks. For pi the runner puts it, as JSON, in
+// pi's environment (SWITCHYARD_GUARD_POLICY), which the extension reads once at
+// load. Nothing the agent runs can change the environment of the process that
+// hosts the extension, so the policy needs no file that would have to be
+// protected from the agent.
 
 export const POLICY_ENV = 'SWITCHYARD_GUARD_POLICY';
 export const POLICY_VERSION = 1;

@@ -5,7 +5,8 @@
 // there to follow yet), which is what a later `mkdir -p` + write would do.
 //
 // Pure over an FsView so rules can be tested against a fake tree; nodeFs()
-// is the real one. Node builtins only (loaded inside both CLIs).
+// is this process's view, rootedFs() another mount namespace's (the runner
+// deciding for claude under bubblewrap). Node builtins only (loaded inside pi).
 import { lstatSync, readlinkSync } from 'node:fs';
 
 export type Entry = 'dir' | 'file' | 'symlink' | 'missing' | 'other';

@@ -1,6 +1,7 @@
 // The guard's decisions: one tool call in, allow or deny-with-reason out.
-// Pure given an FsView (resolve.ts); the same code runs in claude's hook and
-// pi's extension. Anything unexpected denies: decide() never throws.
+// Pure given an FsView (resolve.ts); the same code decides in the runner for
+// claude's hooks and in pi's extension. Anything unexpected denies: decide()
+// never throws.
 //
 // What it checks, in order:
 //  1. the tool is on the session's allow-list;

@@ -3,8 +3,8 @@
 // test keeps the two in step. Matching is on path segments, case-sensitive
 // except where noted, so `my.envelope` or `.sshrc-notes` do not match.
 //
-// This module is loaded by both CLIs (claude's hook under Node's type
-// stripping, pi's extension through jiti): node builtins only, no enums.
+// This module is loaded by the runner (claude's guard) and by pi (its extension,
+// under Node's type stripping): node builtins only, no enums.
 
 export interface SensitivePattern {
   /** Stable name, quoted in DESIGN.md. */
