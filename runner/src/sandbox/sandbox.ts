@@ -27,7 +27,10 @@ import { CLI_UID, missingRunnerCaps, wrapWithUidDrop } from './uid-drop.ts';
 
 /** Where the guard module lives; the runner ships it, pi loads it from here (never a copy). */
 export const GUARD_DIR = join(dirname(fileURLToPath(import.meta.url)), 'guard');
-/** Every file pi's guard extension loads. All must be readable before a CLI is spawned. */
+/**
+ * The guard module's files, which pi's extension loads. All must be readable before any CLI is
+ * spawned: an install missing one is broken, whichever CLI it starts.
+ */
 const GUARD_FILES = ['pi-extension.ts', 'rules.ts', 'policy.ts', 'resolve.ts', 'sensitive-paths.ts'] as const;
 
 /**
