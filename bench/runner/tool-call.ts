@@ -1,12 +1,12 @@
 // bench/runner/tool-call: what the tool-call guard adds to each tool call. claude's guard is the
-// runner's answer to its PreToolUse hooks over claude's control protocol (protocol/src/claude/
-// tool-hooks.ts); pi's is an extension loaded into pi's own process. Each CLI is spawned as the
-// runner spawns it, but by this process (no runner around it, no bubblewrap, no model route: the
-// guard alone), with and without its guard, and each turn the offline model has it run one tool: a
-// shell command (`true`) or a read of a file in its workspace (claude's hooks meet every call but
-// an allowed shell call, toolHooksFor). Timed in this process from the event that ends the tool's
-// call (`tool.end`) to the one with its result (`tool.result`): the guard's decision, the tool
-// itself and the CLI's own work around them. The CLIs of a backend take their turns in rotation,
+// runner's answer to its PreToolUse hooks over claude's control protocol
+// (protocol/src/claude/tool-hooks.ts); pi's is an extension loaded into pi's own process. Each CLI
+// is spawned as the runner spawns it, but by this process (no runner around it, no bubblewrap, no
+// model route: the guard alone), with and without its guard, and each turn the offline model has
+// it run one tool: a shell command (`true`) or a read of a file in its workspace (claude's hooks
+// meet every call but an allowed shell call, toolHooksFor). Timed in this process from the event
+// that ends the tool's call (`tool.end`) to the one with its result (`tool.result`): the guard's
+// decision, the tool itself and the CLI's own work around them. The CLIs of a backend take their turns in rotation,
 // so both see the same load. bench/guard times the decision by itself.
 // Run: node bench/runner/tool-call.ts [--turns 11] [--backends claude,pi]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

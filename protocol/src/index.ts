@@ -15,7 +15,7 @@ export * from './launch-env.ts';
 export * from './provider-errors.ts';
 export { INHERITED_ENV, allowListedEnv } from './env.ts';
 export { claudeTranscriptPath, CLAUDE_DEFAULT_TOOLS } from './claude/spawn.ts';
-export { GUARD_CALLBACK_ID, initializeHooks, toolHooksFor } from './claude/tool-hooks.ts';
+export { GUARD_CALLBACK_ID, initializeHooks } from './claude/tool-hooks.ts';
 export { PI_DEFAULT_TOOLS, PI_DEFAULT_MODEL } from './pi/spawn.ts';
 export { PI_APPROVAL_CONFIRM_TITLE, PI_APPROVAL_DENY_REASON_TITLE, PI_APPROVAL_ENV } from './pi/approval.ts';
 export { ClaudeCodec } from './claude/codec.ts';
