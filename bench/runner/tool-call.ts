@@ -6,8 +6,8 @@
 // it run one tool: a shell command (`true`) or a read of a file in its workspace (claude's hooks
 // meet every call but an allowed shell call, toolHooksFor). Timed in this process from the event
 // that ends the tool's call (`tool.end`) to the one with its result (`tool.result`): the guard's
-// decision, the tool itself and the CLI's own work around them. The CLIs of a backend take their turns in rotation,
-// so both see the same load. bench/guard times the decision by itself.
+// decision, the tool itself and the CLI's own work around them. The CLIs of a backend take their
+// turns in rotation, so both see the same load. bench/guard times the decision by itself.
 // Run: node bench/runner/tool-call.ts [--turns 11] [--backends claude,pi]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
