@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adapterFor, ClaudeCodec, GUARD_CALLBACK_ID } from '@switchyard/protocol';
+import { guardArming } from '../../runner/src/cli/cli-process.ts';
 import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
 import { Sandbox, type SandboxMode } from '../../runner/src/sandbox/sandbox.ts';
 import { median } from '../stats.ts';
@@ -35,10 +36,9 @@ async function armed(mode: SandboxMode, pid: number): Promise<ClaudeCodec> {
     guard: 'runner',
   });
   const prepared = await new Sandbox({ mode }).prepare(spec, { backend: 'claude', ...dirs });
-  const { toolHooks, checkTool } = prepared;
-  if (toolHooks === undefined || checkTool === undefined) throw new Error('bench/guard: the spec is not guarded');
+  if (prepared.toolHooks === undefined) throw new Error('bench/guard: the spec is not guarded');
   const codec = new ClaudeCodec();
-  codec.checkToolCalls(toolHooks, (call) => checkTool(call, pid));
+  guardArming(prepared, codec)(pid);
   return codec;
 }
 

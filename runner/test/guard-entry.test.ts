@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adapterFor, ClaudeCodec, GUARD_CALLBACK_ID } from '@switchyard/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
+import { guardArming } from '../src/cli/cli-process.ts';
 import { POLICY_ENV, type GuardPolicy } from '../src/sandbox/guard/policy.ts';
 import switchyardGuard from '../src/sandbox/guard/pi-extension.ts';
 import { Sandbox } from '../src/sandbox/sandbox.ts';
@@ -20,7 +21,7 @@ mkdirSync(ws);
 writeFileSync(join(ws, 'ok.txt'), 'ok');
 const policy: GuardPolicy = { v: 1, backend: 'claude', workspace: ws, tools: ['Read', 'Write', 'Bash'] };
 
-/** A claude codec armed the way CliProcess arms it, from the spec Sandbox.prepare returns. */
+/** A claude codec armed as CliProcess arms it, from the spec Sandbox.prepare returns. */
 async function armedCodec(): Promise<ClaudeCodec> {
   const spec = adapterFor('claude').spawnSpec({
     executable: { command: '/bin/true' },
@@ -39,10 +40,9 @@ async function armedCodec(): Promise<ClaudeCodec> {
     configDir: join(root, 'cfg'),
     tools: policy.tools,
   });
-  const { toolHooks, checkTool } = prepared;
-  if (toolHooks === undefined || checkTool === undefined) throw new Error('the spec is not guarded');
+  if (prepared.toolHooks === undefined) throw new Error('the spec is not guarded');
   const codec = new ClaudeCodec();
-  codec.checkToolCalls(toolHooks, (call) => checkTool(call, process.pid));
+  guardArming(prepared, codec)(process.pid);
   return codec;
 }
 

@@ -96,15 +96,9 @@ export class CliProcess {
     });
   }
 
-  /**
-   * Spawns the CLI. A spec with the guard's tool-call hooks is refused unless it comes with the
-   * check that answers them (the sandbox's, `SpawnWalls.prepare`) and a codec that can: claude
-   * runs whatever call nobody answers for.
-   */
+  /** Spawns the CLI; refuses a spec whose guard hooks nothing would answer (`guardArming`). */
   static async start(spec: PreparedSpawn, codec: AgentCodec, handlers: CliProcessHandlers): Promise<CliProcess> {
-    const { toolHooks, checkTool } = spec;
-    if (toolHooks !== undefined && (checkTool === undefined || codec.checkToolCalls === undefined))
-      throw new Error("the CLI's guard hooks have nothing to answer them; it is not started without its guard");
+    const armGuard = guardArming(spec, codec);
     for (const file of spec.files) await writeConfigFile(file);
     const child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
@@ -116,10 +110,9 @@ export class CliProcess {
       child.once('spawn', resolve);
       child.once('error', reject);
     });
-    const proc = new CliProcess(child, codec, handlers, toolHooks !== undefined);
+    const proc = new CliProcess(child, codec, handlers, spec.toolHooks !== undefined);
     // Before any of its output is parsed: the check looks at the files through this process.
-    if (toolHooks !== undefined && checkTool !== undefined)
-      codec.checkToolCalls?.(toolHooks, (call) => checkTool(call, proc.pid));
+    armGuard(proc.pid);
     for (const line of codec.initLines()) proc.write(line);
     return proc;
   }
@@ -169,6 +162,21 @@ export class CliProcess {
     this.handlers.onLine?.('in', line.replace(/\n$/, ''));
     if (this.child.stdin.writable) this.child.stdin.write(line);
   }
+}
+
+/**
+ * How `codec` comes to answer the guard's hooks of `spec` (claude) once the CLI has a pid: with the
+ * sandbox's check, which looks at the files through that process. Throws, before anything is
+ * spawned, when the spec has hooks and nothing to answer them: claude runs whatever call nobody
+ * answers for.
+ */
+export function guardArming(spec: PreparedSpawn, codec: AgentCodec): (cliPid: number) => void {
+  const { toolHooks, checkTool } = spec;
+  if (toolHooks === undefined) return () => {};
+  if (checkTool === undefined || codec.checkToolCalls === undefined)
+    throw new Error("the CLI's guard hooks have nothing to answer them; it is not started without its guard");
+  const answer = codec.checkToolCalls.bind(codec);
+  return (cliPid) => answer(toolHooks, (call) => checkTool(call, cliPid));
 }
 
 /**
