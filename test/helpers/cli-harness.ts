@@ -9,7 +9,7 @@ import {
   type SpawnOptions,
   type ToolCheck,
 } from '@switchyard/protocol';
-import { CliProcess, locateCli, readinessFor } from '@switchyard/runner/cli';
+import { CliProcess, locateCli, startReady } from '@switchyard/runner/cli';
 
 export interface Harness {
   backend: Backend;
@@ -54,26 +54,25 @@ export async function startCli(
   const events: AgentEvent[] = [];
   const stdout: string[] = [];
   const waiters = new Set<() => void>();
-  const readiness = readinessFor(backend, spec);
-  let ready: () => void = () => undefined;
-  const isReady = new Promise<void>((resolve) => (ready = resolve));
-  const proc = await CliProcess.start({ ...spec, ...(checkTool !== undefined && { checkTool }) }, codec, {
-    onEvent: (e) => {
+  const handlers = {
+    onEvent: (e: AgentEvent) => {
       events.push(e);
-      if (readiness.isReady(undefined, e)) ready();
       for (const w of waiters) w();
     },
-    onLine: (dir, line) => {
-      if (dir !== 'out') return;
-      stdout.push(line);
-      if (readiness.isReady(line, undefined)) ready();
+    onLine: (dir: 'in' | 'out', line: string) => {
+      if (dir === 'out') stdout.push(line);
     },
-  });
-  // A guarded claude's hooks come with its handshake, and count from its answer on. Unguarded,
-  // the CLI gets no handshake here: the benches that use this harness time the bare CLI.
+  };
+  const prepared = { ...spec, ...(checkTool !== undefined && { checkTool }) };
+  let proc: CliProcess;
   if (spec.toolHooks !== undefined) {
-    proc.handshake(readiness);
-    await Promise.race([isReady, proc.exited]);
+    // A guarded claude's hooks come with its handshake, and count from its answer on.
+    const started = await startReady(backend, prepared, codec, handlers, 30_000);
+    if (!started.ok) throw new Error(`${backend}: ${started.problem}`);
+    proc = started.proc;
+  } else {
+    // Unguarded, the CLI gets no handshake here: the benches that use this harness time the bare CLI.
+    proc = await CliProcess.start(prepared, codec, handlers);
   }
   proc.exited.then(() => {
     for (const w of waiters) w();
