@@ -121,6 +121,20 @@ export class CliProcess {
     return this.exitInfo === undefined;
   }
 
+  /** Whichever comes first: `wanted`, the CLI's exit, or `timeoutMs`. */
+  async firstOf(wanted: Promise<unknown>, timeoutMs: number): Promise<'done' | 'exited' | 'timeout'> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        wanted.then(() => 'done' as const),
+        this.exited.then(() => 'exited' as const),
+        new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs))),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   sendUserMessage(message: UserMessage): void {
     if (!this.handshaken) throw new Error("a message to the CLI before its handshake registered the guard's hooks");
     this.write(this.codec.encodeUserMessage(message));

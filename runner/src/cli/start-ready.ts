@@ -40,14 +40,8 @@ export async function startReady(
     return { ok: false, problem: `cannot start the CLI: ${messageOf(err)}` };
   }
   proc.handshake(readiness);
-  let timer: NodeJS.Timeout | undefined;
-  const outcome = await Promise.race([
-    isReady.then(() => 'ready' as const),
-    proc.exited.then(() => 'exited' as const),
-    new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs))),
-  ]);
-  clearTimeout(timer);
-  if (outcome === 'ready') return { ok: true, proc };
+  const outcome = await proc.firstOf(isReady, timeoutMs);
+  if (outcome === 'done') return { ok: true, proc };
   proc.closeInput();
   proc.kill('SIGKILL');
   const exit = await proc.exited;

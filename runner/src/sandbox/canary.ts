@@ -154,13 +154,7 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
     if (!started.ok) return { ok: false, problem: started.problem };
     proc = started.proc;
     proc.sendUserMessage({ text: 'Switchyard guard canary: read the file you are asked to read.' });
-    let timer: NodeJS.Timeout | undefined;
-    const outcome = await Promise.race([
-      turnDone.then(() => 'done' as const),
-      proc.exited.then(() => 'exited' as const),
-      new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs))),
-    ]);
-    clearTimeout(timer);
+    const outcome = await proc.firstOf(turnDone, timeoutMs);
     const seen = JSON.stringify(events);
     if (seen.includes(token))
       return { ok: false, problem: `the guard let the canary read through: ${o.backend} read ${canaryFile}` };
