@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveInGroups } from '@switchyard/runner/host';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, sendMessage, offline } from '../helpers/e2e-harness.ts';
+import { E2eHarness, offlineRequests, sendMessage, offline } from '../helpers/e2e-harness.ts';
 import { Api, textOf, until, type SseEvent, type SseStream } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -104,17 +104,6 @@ async function runnerOf(sessionId: string) {
     },
     60_000,
   );
-}
-
-async function offlineRequests(): Promise<Array<{ body: unknown; response?: { mainTurn?: boolean } }>> {
-  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, {
-    headers: { authorization: `Bearer ${stack.offlineControlToken}` },
-  });
-  const j = (await r.json()) as unknown;
-  return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{
-    body: unknown;
-    response?: { mainTurn?: boolean };
-  }>;
 }
 
 /** The behaviours every backend must show. */
@@ -362,7 +351,7 @@ function backendSuite(backend: 'claude' | 'pi') {
       await expectDone(sse, m3, 'end_turn', TURN_MS);
       expect(sse.events.filter((e) => e.event === 'turn.done' && e.data.messageId === m2)).toHaveLength(1);
       expect(sse.events.filter((e) => e.event === 'turn.done')).toHaveLength(3);
-      const reqs = (await offlineRequests()).map((r) => JSON.stringify(r.body));
+      const reqs = (await offlineRequests(stack)).map((r) => JSON.stringify(r.body));
       const turn3 = reqs.filter((b) => b.includes(marker) && !b.includes('<session>'));
       expect(turn3.length, 'the offline model saw turn 3').toBeGreaterThan(0);
       expect(turn3.at(-1), 'turn 3 request carries turn 1 text').toContain(`remember the word ${word}`);

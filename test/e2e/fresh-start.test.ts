@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, liveTask, sendMessage, offline, turnSaved } from '../helpers/e2e-harness.ts';
+import { E2eHarness, liveTask, requestWith, sendMessage, offline, turnSaved } from '../helpers/e2e-harness.ts';
 import { type Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -29,16 +29,6 @@ function logOf(task: { logPath: string }): Array<{ msg?: string; resume?: boolea
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as { msg?: string; resume?: boolean });
-}
-
-async function userTextsOfRequestFor(marker: string): Promise<string> {
-  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, {
-    headers: { authorization: `Bearer ${stack.offlineControlToken}` },
-  });
-  const j = (await r.json()) as unknown;
-  const all = (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{ body: unknown }>;
-  const hit = all.find((q) => JSON.stringify(q.body).includes(marker));
-  return JSON.stringify(hit?.body ?? '');
 }
 
 function freshSuite(backend: 'claude' | 'pi') {
@@ -83,7 +73,7 @@ function freshSuite(backend: 'claude' | 'pi') {
       expect(secondLog.some((l) => l.msg === 'transcript restored')).toBe(true);
       expect(secondLog.some((l) => l.msg === 'starting the CLI' && l.resume === true)).toBe(true);
       // The model's request for turn 2 carries turn 1; the file is in the new runner's workspace.
-      expect(await userTextsOfRequestFor(marker2)).toContain(marker1);
+      expect(await requestWith(stack, marker2)).toContain(marker1);
       const results = sse
         .ofMessage(m2)
         .filter((e) => e.event === 'tool.result')

@@ -12,6 +12,29 @@ export function offline(script: Record<string, unknown>, prefix = ''): string {
   return `${prefix}\n#offline ${JSON.stringify(script)}`;
 }
 
+/** What the stack's offline model was asked so far, oldest first (its control API). */
+export async function offlineRequests(
+  stack: Pick<Stack, 'offlineModelUrl' | 'offlineControlToken'>,
+): Promise<Array<{ body: unknown; response?: { mainTurn?: boolean } }>> {
+  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, {
+    headers: { authorization: `Bearer ${stack.offlineControlToken}` },
+  });
+  const j = (await r.json()) as unknown;
+  return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{
+    body: unknown;
+    response?: { mainTurn?: boolean };
+  }>;
+}
+
+/** The body of the offline model's first request that mentions `marker`, as JSON text ('""' if none). */
+export async function requestWith(
+  stack: Pick<Stack, 'offlineModelUrl' | 'offlineControlToken'>,
+  marker: string,
+): Promise<string> {
+  const hit = (await offlineRequests(stack)).find((q) => JSON.stringify(q.body).includes(marker));
+  return JSON.stringify(hit?.body ?? '');
+}
+
 /** Waits for the turn's end and for the workspace.saved that follows it (the turn's files are durable then). */
 export async function turnSaved(
   s: SseStream,

@@ -9,7 +9,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
-import { liveTask } from '../helpers/e2e-harness.ts';
+import { liveTask, offlineRequests } from '../helpers/e2e-harness.ts';
 import { until } from '../helpers/poll.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
@@ -121,14 +121,6 @@ async function assistantTexts(page: Page): Promise<string[]> {
 async function sessionTurnFinished(id: string): Promise<true | undefined> {
   const r = await admin.call<{ turn: unknown }>('GET', `/api/sessions/${id}`);
   return r.status === 200 && r.body.turn === null ? true : undefined;
-}
-
-async function offlineRequests(): Promise<Array<{ body: unknown }>> {
-  const r = await fetch(`${stack.offlineModelUrl}/_offline/requests`, {
-    headers: { authorization: `Bearer ${stack.offlineControlToken}` },
-  });
-  const j = (await r.json()) as unknown;
-  return (Array.isArray(j) ? j : (j as { requests: unknown[] }).requests) as Array<{ body: unknown }>;
 }
 
 // Long enough that a reload or a network cut lands mid-answer: 40 deltas, 150 ms apart.
@@ -524,7 +516,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await send(page, `What is in this image? ${marker}`);
     await turnsDone(page, 1);
     expect(await page.getByRole('list', { name: 'Attached images' }).count()).toBe(0);
-    const sent = (await offlineRequests()).find((r) => JSON.stringify(r.body).includes(marker));
+    const sent = (await offlineRequests(stack)).find((r) => JSON.stringify(r.body).includes(marker));
     expect(JSON.stringify(sent?.body)).toContain(png);
     expect(errors).toEqual([]);
   });
