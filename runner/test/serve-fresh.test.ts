@@ -43,6 +43,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
 
   test('its CLI is spawned before the runner dials the hub and is ready before the hub welcomes it; the first message is answered by that CLI', async () => {
     const session = await suite.hub.newSession();
+    session.workspaceGeneration = 0;
     suite.hub.faults.holdWelcome(session.sessionId, true);
     // The runner's child processes as it dials in: its spawn is synchronous, so a CLI spawned
     // before the dial is among them (docs/DESIGN.md "Runner behaviour (serve)": the link's
@@ -197,7 +198,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(session.violations()).toEqual([]);
   });
 
-  test("the session's files land before the first message reaches a CLI that was up before the welcome", async () => {
+  test('files in the welcome: the CLI started before it is replaced, and the first message waits for the files', async () => {
     const session = await suite.hub.newSession();
     session.workspaceGeneration = 1;
     // The store answers the runner's pull only once the runner has taken the message, and then
@@ -215,11 +216,26 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
         }, HOLD_MS),
       );
     try {
-      start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_BENCH_HOPS: '1' });
-      await waitReady(session);
+      // The welcome waits until the early CLI is up, so it has named a conversation of its own (pi's
+      // answer to get_state), as a pooled runner's has.
+      suite.hub.faults.holdWelcome(session.sessionId, true);
+      const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_BENCH_HOPS: '1' });
+      await runner.waitForLog((l) => l.msg === 'cli ready', 'the early CLI ready');
+      suite.hub.faults.holdWelcome(session.sessionId, false);
+      // The CLI's start looks at the workspace (claude's git status): its successor starts with the files.
+      await runner.waitForLog((l) => l.msg === 'replacing the CLI started before the welcome', 'the replacement');
       const m = await session.sendMessage(uniq('files-first'));
       took();
       expect((await waitTurnDone(session, m.messageId)).stopReason).toBe('end_turn');
+      const started = runner.logs.filter((l) => l.msg === 'starting the CLI').map((l) => Date.parse(String(l.t)));
+      expect(started).toHaveLength(2);
+      // The replaced CLI's conversation is forgotten: its successor does not try to resume it.
+      const codes = session.events().flatMap((e) => (e.event.type === 'error' ? [e.event.code] : []));
+      expect(codes).toEqual(['workspace_restore_failed']);
+      expect(runner.logs.filter((l) => l.msg === 'starting the CLI').map((l) => l.resume)).toEqual([false, false]);
+      expect(started[1], "the second CLI's start against the store's answer").toBeGreaterThanOrEqual(
+        answeredAt - HOLD_MS / 4,
+      );
       const stdin = session.events().find((e) => e.messageId === m.messageId && e.hops?.stdin !== undefined)
         ?.hops?.stdin;
       // Slack for two processes' clocks; a message written before the answer is HOLD_MS early.

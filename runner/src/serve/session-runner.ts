@@ -288,9 +288,15 @@ export class SessionRunner {
         },
         () => undefined,
       );
-      // What a CLI started before the welcome (prewarm) cannot have: it is replaced. Files are not
-      // on the list: they land before any message reaches a CLI (cliInput).
-      const restore = transcript !== undefined || this.repository !== undefined || this.approvals !== 'auto';
+      // A CLI started before the welcome (prewarm) is kept only when the welcome brings nothing:
+      // else it is replaced by one started after the restore, as a cold runner starts its CLI. A
+      // transcript, a clone or approval hooks it cannot take on; files would land before any
+      // message reaches it (cliInput), but after its start had looked at the workspace.
+      const restore =
+        transcript !== undefined ||
+        this.repository !== undefined ||
+        this.approvals !== 'auto' ||
+        welcome.workspaceGeneration !== 0;
       this.dispatch({ type: 'linked', restore });
       // The runner's own start is over once it is linked, restored and its CLI spawned; what is
       // left is the CLI's own start, when no message can reach it: the moment to give back the
@@ -392,6 +398,8 @@ export class SessionRunner {
         this.toCli(effect.gen, (p) => p.closeInput());
         return;
       case 'kill_cli': {
+        // A pooled CLI's warm-up named a conversation of its own; the restore (if any) names the session's.
+        if (effect.discard) this.resumeHandle = undefined;
         const slot = this.slots.get(effect.gen);
         this.o.log.warn('killing the CLI process group', { gen: effect.gen, pid: slot?.pid });
         slot?.kill();
@@ -501,8 +509,9 @@ export class SessionRunner {
         },
         onOutput: () => this.dispatch({ type: 'cli_output', gen }),
         onEvent: (event) => {
-          // Track the newest handle as it appears (claude names its session at init).
-          if (codec.resumeHandle !== undefined) this.resumeHandle = codec.resumeHandle;
+          // Track the newest handle as it appears (claude names its session at init); a replaced
+          // CLI's late lines must not bring back the handle its discard forgot.
+          if (codec.resumeHandle !== undefined && gen === this.machine.cliGen) this.resumeHandle = codec.resumeHandle;
           hops?.eventParsed(event);
           this.dispatch({ type: 'cli_event', gen, event });
         },

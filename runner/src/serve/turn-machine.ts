@@ -104,7 +104,7 @@ export class TurnMachine {
           // Started before the welcome, it cannot resume the transcript, run in the clone or ask for
           // approvals. It has seen no message (none is taken before the welcome), so nothing is lost.
           this.fx.push({ type: 'log', level: 'info', msg: 'replacing the CLI started before the welcome' });
-          this.fx.push({ type: 'kill_cli', gen: this.cli.gen });
+          this.fx.push({ type: 'kill_cli', gen: this.cli.gen, discard: true });
           this.cli.state = 'none';
         }
         if (this.cli.state === 'none') this.spawnCli();

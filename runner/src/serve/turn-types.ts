@@ -92,8 +92,11 @@ export type MachineEffect =
   | { type: 'model_call_coming'; gen: number }
   | { type: 'cli_interrupt'; gen: number }
   | { type: 'close_cli_input'; gen: number }
-  /** SIGKILL to the CLI's whole process group. */
-  | { type: 'kill_cli'; gen: number }
+  /**
+   * SIGKILL to the CLI's whole process group. `discard`: its conversation was never the session's
+   * (a CLI started before the welcome, replaced): the runner forgets its resume handle.
+   */
+  | { type: 'kill_cli'; gen: number; discard?: true }
   | { type: 'emit'; event: AgentEvent; messageId?: string }
   | { type: 'accepted'; inReplyTo: string; duplicate?: boolean }
   | { type: 'reject'; inReplyTo: string; error: ErrorInfo }

@@ -49,7 +49,7 @@ describe('turn machine: a fresh session CLI started before the welcome', () => {
     for (const ready of [true, false]) {
       const m = prewarmed(ready);
       const linked = m.handle({ type: 'linked', restore: true });
-      expect(of(linked, 'kill_cli')).toEqual([{ type: 'kill_cli', gen: 1 }]);
+      expect(of(linked, 'kill_cli')).toEqual([{ type: 'kill_cli', gen: 1, discard: true }]);
       expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
       // Killed before the spawn, so the old group is gone before the new CLI reads the restored files.
       expect(linked.findIndex((e) => e.type === 'kill_cli')).toBeLessThan(
