@@ -76,4 +76,25 @@ describe('EcsLauncher.startPooled', () => {
     });
     await launcher.stop(ref as string, 'test over');
   });
+
+  it("carries the local stack's loopback clone switch, which a claiming session's repository needs", async () => {
+    await clearRequests();
+    const launcher = ecsLauncherFromEnv(VARS);
+    const ref = await launcher.startPooled?.({
+      poolUrl: 'ws://127.0.0.1:9/internal/runner/pool',
+      poolToken: 'syr1.pool-token-for-test.mac',
+      backend: 'pi',
+      runnerId: '01JF6Q000000000000000POOL2',
+      model: null,
+      limits: { idleMs: 900_000, maxLifetimeMs: 28_800_000 },
+      repositoryAllowLoopback: true,
+    });
+    const [run] = await requests();
+    const body = run?.body as { overrides: { containerOverrides: Array<{ environment: unknown[] }> } };
+    expect(body.overrides.containerOverrides[0]?.environment).toContainEqual({
+      name: 'SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK',
+      value: '1',
+    });
+    await launcher.stop(ref as string, 'test over');
+  });
 });

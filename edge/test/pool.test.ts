@@ -17,7 +17,7 @@ import {
   type FakeClock,
   type TestApp,
 } from './helpers.ts';
-import { createSession, FakeLauncher, FakeRunner, postMessage } from './hub-helpers.ts';
+import { createSession, FakeLauncher, FakeRunner, launchAndConnect, postMessage } from './hub-helpers.ts';
 
 // The warm runner pool in workerd: the real coordinator Durable Object, the real session hubs and
 // routes, a launcher that records pooled starts, and scripted pooled runners that dial the real
@@ -78,6 +78,16 @@ class FakePooledRunner {
   }
 }
 
+/** What a runner stores after a turn (a claude conversation of one gzipped line). */
+const TRANSCRIPT = {
+  backend: 'claude' as const,
+  resumeId: 'abc.jsonl',
+  encoding: 'gzip+base64' as const,
+  data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==',
+  sha256: 'a'.repeat(64),
+  bytes: 5,
+};
+
 /** A pool of one claude runner, connected and idle. */
 async function oneIdlePooled(): Promise<FakePooledRunner[]> {
   await setPool({ claude: 1 });
@@ -92,13 +102,18 @@ function asUser() {
 }
 
 /** The claimed runner dials the session's hub with the claim's token, as it does after a claim. */
-async function dialHub(claimed: FakePooledRunner, claim: PoolClaim, sessionId: string): Promise<FakeRunner> {
+async function dialHub(
+  claimed: FakePooledRunner,
+  claim: PoolClaim,
+  sessionId: string,
+  lastSeq = 0,
+): Promise<FakeRunner> {
   const runner = await FakeRunner.connect(ctx.app, {
     token: claim.runnerToken,
     sessionId,
     runnerId: claimed.request.runnerId,
   });
-  runner.hello(sessionId);
+  runner.hello(sessionId, { lastSeq });
   await runner.waitFor('welcome');
   return runner;
 }
@@ -328,20 +343,81 @@ describe('warm runner pool', () => {
     expect(only.claims[0]?.sessionId).not.toBe(cold?.sessionId);
   });
 
-  it('a session with files uploaded before its first message launches cold, leaving the pooled runner idle', async () => {
-    const pooled = await oneIdlePooled();
+  it('a launch with something to restore takes a pooled runner too; its message follows the welcome, which brings what to restore', async () => {
+    // Files put in before the first message, approval mode ask, a repository still to clone: each
+    // session claims a pooled runner with no message in the claim (the runner replaces its CLI).
+    await setPool({ claude: 3 });
+    const pooled = await connectPooled(new Set());
+    await until('three idle pooled runners', async () => (await idleCount()) === 3);
     const hubCtx = asUser();
-    const sessionId = await createSession(hubCtx, ctx.user);
+    const create = async (body: Record<string, unknown>) => {
+      const r = await call<{ id: string }>(ctx.app, 'POST', '/api/sessions', { token: ctx.user, body });
+      expect(r.status, r.text).toBe(201);
+      return r.body.id;
+    };
+    const files = await create({});
     const put = await ctx.app.request(
-      `http://localhost/api/sessions/${sessionId}/files/notes.txt`,
+      `http://localhost/api/sessions/${files}/files/notes.txt`,
       { method: 'PUT', headers: { Authorization: `Bearer ${ctx.user}` }, body: 'read me first' },
       env,
     );
     expect(put.status).toBe(201);
-    expect((await postMessage(hubCtx, sessionId, 'use the notes')).status).toBe(202);
-    await until('a cold launch', () => ctx.launcher.startsFor(sessionId).length === 1);
-    expect(pooled[0]?.claims).toEqual([]);
-    expect(await idleCount()).toBe(1);
+    const ask = await create({ approvals: 'ask' });
+    const repo = await create({ repository: { url: 'https://git.example.org/acme/widgets.git' } });
+    const welcomes = [];
+    for (const sessionId of [files, ask, repo]) {
+      expect((await postMessage(hubCtx, sessionId, `hello ${sessionId}`)).status).toBe(202);
+      const claimed = await until('the claim', () => pooled.find((p) => p.claims[0]?.sessionId === sessionId));
+      const claim = claimed.claims[0] as PoolClaim;
+      expect(claim.first).toBeUndefined();
+      expect(ctx.launcher.startsFor(sessionId)).toEqual([]);
+      const runner = await dialHub(claimed, claim, sessionId);
+      welcomes.push(runner.of('welcome')[0]);
+      expect((await runner.waitFor('user_message')).message.text).toBe(`hello ${sessionId}`);
+      runner.close();
+    }
+    expect(welcomes.map((w) => w?.workspaceGeneration)).toEqual([1, 0, 0]);
+    expect(welcomes.map((w) => w?.approvals ?? 'auto')).toEqual(['auto', 'ask', 'auto']);
+    expect(welcomes.map((w) => w?.repository?.url)).toEqual([
+      undefined,
+      undefined,
+      'https://git.example.org/acme/widgets.git',
+    ]);
+  });
+
+  it('a stopped session takes a pooled runner for its next message; the welcome brings its transcript to resume', async () => {
+    const hubCtx = asUser();
+    const sessionId = await createSession(hubCtx, ctx.user);
+    // The first launch is cold (no pool yet); its runner stores a transcript and stops.
+    const { runner: first } = await launchAndConnect(hubCtx, sessionId);
+    const um = await first.waitFor('user_message');
+    first.send({ type: 'accepted', inReplyTo: um.messageId });
+    first.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
+    first.seq += 1;
+    first.send({ type: 'transcript', seq: first.seq, transcript: TRANSCRIPT });
+    await first.waitAck(first.seq);
+    first.send({ type: 'bye', reason: 'idle', lastSeq: first.seq });
+    await until('the session at rest', async () => {
+      const r = await call<{ state: string }>(ctx.app, 'GET', `/api/sessions/${sessionId}`, { token: ctx.user });
+      return r.body.state === 'stopped';
+    });
+    first.close();
+
+    const pooled = await oneIdlePooled();
+    expect((await postMessage(hubCtx, sessionId, 'and again')).status).toBe(202);
+    const claimed = pooled[0] as FakePooledRunner;
+    const claim = await until('the claim', () => claimed.claims[0]);
+    expect(claim.sessionId).toBe(sessionId);
+    expect(claim.first).toBeUndefined();
+    expect(ctx.launcher.startsFor(sessionId)).toHaveLength(1);
+    // A real pooled runner's first frame, its CLI's session.init from the handshake, precedes the hello.
+    const runner = await dialHub(claimed, claim, sessionId, 1);
+    expect(runner.of('welcome')[0]?.transcript).toMatchObject({
+      resumeId: TRANSCRIPT.resumeId,
+      sha256: TRANSCRIPT.sha256,
+    });
+    expect((await runner.waitFor('user_message')).message.text).toBe('and again');
+    runner.close();
   });
 
   it('a claim straight at the coordinator is atomic: concurrent claims for one idle runner give it once', async () => {

@@ -77,6 +77,8 @@ export const PoolLaunchEnvSchema = z.strictObject({
   SWITCHYARD_IDLE_TIMEOUT: z.string().regex(/^\d+ms$/),
   SWITCHYARD_MAX_LIFETIME: z.string().regex(/^\d+ms$/),
   SWITCHYARD_MODEL: z.string().optional(),
+  /** As for a session's launch (launch-env.ts): a claim may bring a repository to clone. */
+  SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: z.literal('1').optional(),
 });
 export type PoolLaunchEnv = z.infer<typeof PoolLaunchEnvSchema>;
 
@@ -91,6 +93,8 @@ export interface PoolLaunchEnvInput {
   idleMs: number;
   maxLifetimeMs: number;
   model: string | null;
+  /** The deployment lets repositories be cloned from loopback hosts (the local stack only). */
+  repositoryAllowLoopback?: boolean;
 }
 
 /** The launch environment of one pooled runner, validated. */
@@ -103,6 +107,7 @@ export function poolLaunchEnvironment(r: PoolLaunchEnvInput): PoolLaunchEnv {
     SWITCHYARD_IDLE_TIMEOUT: `${Math.round(r.idleMs)}ms`,
     SWITCHYARD_MAX_LIFETIME: `${Math.round(r.maxLifetimeMs)}ms`,
     ...(r.model !== null && { SWITCHYARD_MODEL: r.model }),
+    ...(r.repositoryAllowLoopback === true && { SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: '1' }),
   });
 }
 

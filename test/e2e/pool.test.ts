@@ -3,9 +3,10 @@
 // CLIs. The host simulates a provisioning delay, so a cold launch is visibly slower; nothing here
 // measures it (that is bench/e2e/pool.ts): a session's runner counts as pooled by its identity
 // (the pooled runner id and the task tagged `switchyard:pool`), never by timing.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, offline } from '../helpers/e2e-harness.ts';
+import { E2eHarness, offline, requestWith, sendMessage, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
 import { type Api, textOf, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -80,10 +81,75 @@ async function firstTurn(sessionId: string, text: string) {
   return { ...runner, messageId: r.body.messageId };
 }
 
-async function taskTags(ref: string): Promise<Record<string, string>> {
+async function hostTask(ref: string) {
   const task = (await stack.runners()).find((t) => t.taskArn === ref);
   if (task === undefined) throw new Error(`no host task ${ref}`);
-  return task.tags;
+  return task;
+}
+
+async function taskTags(ref: string): Promise<Record<string, string>> {
+  return (await hostTask(ref)).tags;
+}
+
+function logOf(task: { logPath: string }): Array<{ msg?: string; resume?: boolean }> {
+  return readFileSync(task.logPath, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg?: string; resume?: boolean });
+}
+
+async function runnerOf(sessionId: string): Promise<{ ref: string; runnerId: string }> {
+  const detail = await admin.call<{ runner: { ref: string | null; runnerId: string | null } | null }>(
+    'GET',
+    `/api/sessions/${sessionId}`,
+  );
+  const runner = detail.body.runner;
+  if (runner?.ref == null || runner.runnerId === null) throw new Error('the session has no runner');
+  return { ref: runner.ref, runnerId: runner.runnerId };
+}
+
+/**
+ * A session that stopped takes a pooled runner for its next message: no provisioning wait, and
+ * the runner replaces its prewarmed CLI with one that resumes the conversation, files in place.
+ */
+async function resumedTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
+  const id = await session();
+  const sse = await admin.events(id);
+  h.streams.add(sse);
+  const marker1 = `kept-${backend}-${Date.now()}`;
+  const m1 = await sendMessage(
+    admin,
+    id,
+    offline({ tool: 'write', path: 'kept.txt', content: `${marker1}\n` }, `remember ${marker1}`),
+  );
+  expect((await turnSaved(sse, m1, TURN_MS)).done.data.stopReason).toBe('end_turn');
+  const first = await runnerOf(id);
+  const firstTask = await hostTask(first.ref);
+  // The runner stops (as ECS stops a task): transcript and files durable, the session at rest.
+  process.kill(firstTask.pid as number, 'SIGTERM');
+  await until(
+    'the session at rest',
+    async () => (await admin.call<{ state: string }>('GET', `/api/sessions/${id}`)).body.state === 'stopped',
+    60_000,
+  );
+  const pooled = await idle(backend, (await pool()).sizes[backend]);
+
+  const marker2 = `recall-${backend}-${Date.now()}`;
+  const m2 = await sendMessage(admin, id, offline({ tool: 'shell', command: 'cat kept.txt' }, `recall ${marker2}`));
+  expect((await sse.turnDone(m2, TURN_MS)).data.stopReason).toBe('end_turn');
+  const second = await runnerOf(id);
+  expect(pooled.map((r) => r.id)).toContain(second.runnerId);
+  expect((await taskTags(second.ref))['switchyard:pool']).toBe(second.runnerId);
+  const log = logOf(await hostTask(second.ref));
+  const said = log.map((l) => l.msg);
+  expect(said).toContain('replacing the CLI started before the welcome');
+  expect(said).toContain('transcript restored');
+  expect(log.some((l) => l.msg === 'starting the CLI' && l.resume === true)).toBe(true);
+  // The model's request for the second message carries the first; the file is in the workspace.
+  expect(await requestWith(stack, marker2)).toContain(marker1);
+  expect(toolOutput(sse, m2)).toContain(marker1);
+  // Its live runner would count against the user's cap in the tests that follow.
+  expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
 }
 
 describe('warm runner pool (real runners, real CLIs)', () => {
@@ -139,6 +205,12 @@ describe('warm runner pool (real runners, real CLIs)', () => {
   );
 
   it(
+    'claude: a stopped session takes a pooled runner for its next message and resumes the conversation',
+    dumpOnFail(() => resumedTakesPooled('claude')),
+    FILL_MS + 3 * TURN_MS,
+  );
+
+  it(
     'a pooled runner whose CLI dies while it waits leaves the pool and is replaced',
     dumpOnFail(async () => {
       const [victim] = await idle('claude', 2);
@@ -184,11 +256,13 @@ describe('warm runner pool (real runners, real CLIs)', () => {
       const id = await session();
       const runner = await firstTurn(id, 'pi warm start');
       expect(runner.runnerId).toBe(pi[0]?.id);
+      expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
+      await resumedTakesPooled('pi');
 
       await setPool({ claude: 0, pi: 0 });
       await until('an empty pool', async () => (await pool()).runners.length === 0, 60_000);
       await admin.call('PUT', '/api/admin/settings', { llmBackend: 'claude' });
     }),
-    2 * FILL_MS + TURN_MS,
+    3 * FILL_MS + 4 * TURN_MS,
   );
 });

@@ -6,7 +6,7 @@ import {
   type UserMessage,
 } from '@switchyard/protocol';
 import type { Launcher } from '../launchers/launcher.ts';
-import { claimPooledRunner, mayUsePool } from '../pool/claim.ts';
+import { claimPooledRunner, nothingToRestore } from '../pool/claim.ts';
 import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { repositoryAllowLoopback } from '../sessions/repository-policy.ts';
 import { HubApprovals } from './approvals.ts';
@@ -205,15 +205,15 @@ export class HubCore {
         this.failLaunch(launch.id, `RUNNER_TOKEN_SECRET is not configured (at least ${MIN_SECRET_LENGTH} characters)`);
         return;
       }
-      const workspaceEmpty = new WorkspaceLedger(this.ctx.storage).generation === 0;
-      // The queued message rides with a claim, so the pooled CLI starts on it while the runner dials.
+      const fresh = nothingToRestore(this.meta, new WorkspaceLedger(this.ctx.storage).generation === 0);
+      // With nothing to restore the queued message rides with a claim, so the pooled CLI starts on
+      // it while the runner dials.
       const turn = this.meta.turn;
-      const body = turn !== null && !turn.sent ? this.log.messageBody(turn.messageId) : null;
+      const body = fresh && turn !== null && !turn.sent ? this.log.messageBody(turn.messageId) : null;
       // A warm pooled runner if one fits; otherwise a cold launch (docs/DESIGN.md "Warm runner pool").
       const pooled = await claimPooledRunner(this.env, this.meta, {
         hubUrl: launch.hubUrl,
         runnerToken,
-        workspaceEmpty,
         ...(turn !== null && body !== null && { first: { messageId: turn.messageId, message: body } }),
       });
       if (pooled?.firstSent === true && turn !== null) sentWithClaim = turn.messageId;
@@ -229,9 +229,9 @@ export class HubCore {
           limits: { idleMs: this.meta.limits.idleMs, maxLifetimeMs: this.meta.limits.maxLifetimeMs },
           ...(session.repository !== undefined &&
             repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
-          // What makes a launch poolable is what lets a cold runner start its CLI before the welcome;
-          // with no message waiting (started ahead), that CLI takes its first turn meanwhile too.
-          ...(mayUsePool(this.meta, workspaceEmpty) && {
+          // With nothing to restore a cold runner starts its CLI before the welcome; with no message
+          // waiting (started ahead), that CLI takes its first turn meanwhile too.
+          ...(fresh && {
             fresh: true,
             ...(this.meta.turn === null && { warmUp: true }),
           }),

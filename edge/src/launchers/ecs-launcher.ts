@@ -135,6 +135,7 @@ export class EcsLauncher implements Launcher {
       idleMs: request.limits.idleMs,
       maxLifetimeMs: request.limits.maxLifetimeMs,
       model: request.model,
+      ...(request.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
     });
     const environment = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
     const input = this.runTaskInput(undefined, environment, STARTED_BY_POOL, request.runnerId.slice(0, 64), [

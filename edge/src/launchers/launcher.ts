@@ -111,6 +111,8 @@ export interface PoolLaunchRequest {
   model: string | null;
   /** The session limits current at launch; the runner counts them from its claim. */
   limits: { idleMs: number; maxLifetimeMs: number };
+  /** As `LaunchRequest.repositoryAllowLoopback`: the session that claims it may clone a repository. */
+  repositoryAllowLoopback?: boolean;
 }
 
 /** How the Worker and the hub obtain a launcher: built per call from the bindings/vars. */

@@ -3,16 +3,19 @@ import type { Meta } from '../hub/lifecycle.ts';
 import { poolCoordinator } from './config.ts';
 
 // The session hub's side of the warm runner pool (docs/DESIGN.md "Warm runner pool"): before it
-// launches a runner, a hub asks the coordinator for a pooled one. Only a session with nothing to
-// restore may take one: a pooled runner's CLI is already running a fresh conversation, so a
-// transcript could not be resumed; in approval mode `ask` the CLI must be started with the
-// approval hook, which a pooled CLI was not; and files a person put into the durable workspace
-// before the first message must be in place before a CLI sees that message, which a cold runner
-// guarantees (it pulls them before it spawns its CLI) and a prewarmed one cannot. A session started
-// from a repository never takes one either: its clone must be in place before the CLI starts.
+// launches a runner, a hub asks the coordinator for a pooled one. Any launch may take one, a
+// resumed session's too: a pooled runner is a cold runner already past provisioning and its own
+// start. Whatever the welcome brings (a transcript to resume, files, a repository to clone,
+// approval mode `ask`) replaces its prewarmed CLI with one started after the restore, exactly as a
+// cold runner starts its CLI; so the first message rides with the claim only when there is
+// nothing to restore.
 
-/** Whether this launch may take a pooled runner (pure). `workspaceEmpty`: no file was ever committed. */
-export function mayUsePool(meta: Pick<Meta, 'session' | 'transcript'>, workspaceEmpty: boolean): boolean {
+/**
+ * The launch has nothing to restore (pure): no transcript, no file ever committed to the durable
+ * workspace (`workspaceEmpty`), no repository, approval mode `auto`. A CLI started before the
+ * welcome can then take the first message as it is.
+ */
+export function nothingToRestore(meta: Pick<Meta, 'session' | 'transcript'>, workspaceEmpty: boolean): boolean {
   const session = meta.session;
   if (session === null) return false;
   return (
@@ -40,13 +43,15 @@ export async function claimPooledRunner(
   launch: {
     hubUrl: string;
     runnerToken: string;
-    workspaceEmpty: boolean;
-    /** The queued first message, handed to the runner with the claim when it is small enough. */
+    /**
+     * The queued first message, handed to the runner with the claim when it is small enough; only
+     * with nothing to restore (the runner gives it to its prewarmed CLI before the welcome).
+     */
     first?: { messageId: string; message: UserMessage };
   },
 ): Promise<PooledClaim | null> {
   const session = meta.session;
-  if (session === null || !mayUsePool(meta, launch.workspaceEmpty) || env.POOL_COORDINATOR === undefined) return null;
+  if (session === null || env.POOL_COORDINATOR === undefined) return null;
   try {
     return await poolCoordinator(env).claim({
       backend: session.backend,

@@ -15,6 +15,7 @@ import { readSettings } from '../settings/store.ts';
 import { nextPoolDeadline, pickForClaim, planPool, type PooledRunner, type PoolTarget } from './plan.ts';
 import { POOL_TOKEN_SCOPE, poolMaxAgeMs, poolUrlFrom } from './config.ts';
 import { runnerHubUrl } from '../runner-link/hub-url.ts';
+import { repositoryAllowLoopback } from '../sessions/repository-policy.ts';
 
 // The warm runner pool's coordinator (docs/DESIGN.md "Warm runner pool"): one Durable Object per
 // deployment (name "pool"). It keeps the pooled runners' records and their sockets, launches and
@@ -325,6 +326,7 @@ export class PoolCoordinator extends DurableObject<Env> {
                 runnerId: id,
                 model: want.model,
                 limits,
+                ...(repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
               });
               if (this.#runners.get(id) === runner) runner.ref = ref;
               // Retired while the launcher answered: it must not linger.

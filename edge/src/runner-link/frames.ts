@@ -172,8 +172,10 @@ export class RunnerFrames {
     if (hello.lastSeq < held) {
       return this.protocolError(ws, `hello.lastSeq ${hello.lastSeq} is below what the hub holds (${held})`);
     }
+    // A runner new to the hub gets the conversation to resume. Its hello may count frames already
+    // (a CLI started before the welcome announces itself with session.init): not a conversation.
     let transcript: Transcript | undefined;
-    if (known === null && hello.lastSeq === 0 && this.#hub.meta.transcript !== null) {
+    if (known === null && this.#hub.meta.transcript !== null) {
       transcript = await readTranscript(this.#hub.env.TRANSCRIPTS, session.id, session.backend);
     }
     const token = await this.#hub.mint(launch, { kind: 'credential', runnerId: hello.runnerId });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mayUsePool } from '../../src/pool/claim.ts';
+import { nothingToRestore } from '../../src/pool/claim.ts';
 import { nextPoolDeadline, pickForClaim, planPool, type PooledRunner, type PoolTarget } from '../../src/pool/plan.ts';
 
 const target = (over: Partial<PoolTarget> = {}): PoolTarget => ({
@@ -133,17 +133,16 @@ describe('nextPoolDeadline', () => {
   });
 });
 
-describe('mayUsePool', () => {
+describe('nothingToRestore', () => {
   const session = { id: 's', userId: 'u', backend: 'claude' as const, title: null, createdAt: 0 };
-  it('only a session with nothing to restore (no transcript, no workspace files) and approvals auto', () => {
-    expect(mayUsePool({ session, transcript: null }, true)).toBe(true);
-    expect(mayUsePool({ session: { ...session, approvals: 'ask' }, transcript: null }, true)).toBe(false);
+  it('only a session with no transcript, no workspace files, no repository and approvals auto', () => {
+    expect(nothingToRestore({ session, transcript: null }, true)).toBe(true);
+    expect(nothingToRestore({ session: { ...session, approvals: 'ask' }, transcript: null }, true)).toBe(false);
     const transcript = { key: 'k', sha256: 'x', bytes: 1, resumeId: 'r', storedAt: 0 };
-    expect(mayUsePool({ session, transcript }, true)).toBe(false);
-    expect(mayUsePool({ session, transcript: null }, false)).toBe(false);
-    expect(mayUsePool({ session: null, transcript: null }, true)).toBe(false);
-    // A repository is cloned before the CLI starts, which a prewarmed CLI has already done.
+    expect(nothingToRestore({ session, transcript }, true)).toBe(false);
+    expect(nothingToRestore({ session, transcript: null }, false)).toBe(false);
+    expect(nothingToRestore({ session: null, transcript: null }, true)).toBe(false);
     const repository = { url: 'https://git.example.org/r.git' };
-    expect(mayUsePool({ session: { ...session, repository }, transcript: null }, true)).toBe(false);
+    expect(nothingToRestore({ session: { ...session, repository }, transcript: null }, true)).toBe(false);
   });
 });
