@@ -3,11 +3,19 @@
 // offline model: the edge marks the first launch fresh, its runner answers the first message; once
 // that runner has stopped, the next launch is not fresh and its runner resumes the conversation
 // (the model sees turn 1) with the session's files in its workspace.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, liveTask, requestWith, sendMessage, offline, turnSaved } from '../helpers/e2e-harness.ts';
+import {
+  E2eHarness,
+  liveTask,
+  requestWith,
+  runnerLog,
+  sendMessage,
+  offline,
+  turnSaved,
+} from '../helpers/e2e-harness.ts';
 import { type Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -23,13 +31,6 @@ beforeAll(async () => {
 }, STACK_READY_MS);
 
 afterAll(() => h.stop(), 120_000);
-
-function logOf(task: { logPath: string }): Array<{ msg?: string; resume?: boolean }> {
-  return readFileSync(task.logPath, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as { msg?: string; resume?: boolean });
-}
 
 function freshSuite(backend: 'claude' | 'pi') {
   it(
@@ -50,7 +51,7 @@ function freshSuite(backend: 'claude' | 'pi') {
       );
       expect((await turnSaved(sse, m1, TURN_MS)).done.data.stopReason).toBe('end_turn');
       const first = await liveTask(stack, id);
-      const firstLog = logOf(first);
+      const firstLog = runnerLog(first);
       expect(firstLog.some((l) => l.msg === 'fresh session: starting the CLI while the hub link comes up')).toBe(true);
       // One CLI: the early one answered (no replacement, no second start).
       expect(firstLog.filter((l) => l.msg === 'cli started')).toHaveLength(1);
@@ -68,7 +69,7 @@ function freshSuite(backend: 'claude' | 'pi') {
       const m2 = await sendMessage(admin, id, offline({ tool: 'shell', command: 'cat kept.txt' }, `recall ${marker2}`));
       expect((await sse.turnDone(m2, TURN_MS)).data.stopReason).toBe('end_turn');
       const second = await liveTask(stack, id, first.taskArn);
-      const secondLog = logOf(second);
+      const secondLog = runnerLog(second);
       expect(secondLog.some((l) => l.msg?.startsWith('fresh session') === true)).toBe(false);
       expect(secondLog.some((l) => l.msg === 'transcript restored')).toBe(true);
       expect(secondLog.some((l) => l.msg === 'starting the CLI' && l.resume === true)).toBe(true);

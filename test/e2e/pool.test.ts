@@ -3,10 +3,17 @@
 // CLIs. The host simulates a provisioning delay, so a cold launch is visibly slower; nothing here
 // measures it (that is bench/e2e/pool.ts): a session's runner counts as pooled by its identity
 // (the pooled runner id and the task tagged `switchyard:pool`), never by timing.
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { E2eHarness, offline, requestWith, sendMessage, toolOutput, turnSaved } from '../helpers/e2e-harness.ts';
+import {
+  E2eHarness,
+  offline,
+  requestWith,
+  runnerLog,
+  sendMessage,
+  toolOutput,
+  turnSaved,
+} from '../helpers/e2e-harness.ts';
 import { type Api, textOf, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
@@ -91,13 +98,6 @@ async function taskTags(ref: string): Promise<Record<string, string>> {
   return (await hostTask(ref)).tags;
 }
 
-function logOf(task: { logPath: string }): Array<{ msg?: string; resume?: boolean }> {
-  return readFileSync(task.logPath, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as { msg?: string; resume?: boolean });
-}
-
 async function runnerOf(sessionId: string): Promise<{ ref: string; runnerId: string }> {
   const detail = await admin.call<{ runner: { ref: string | null; runnerId: string | null } | null }>(
     'GET',
@@ -140,7 +140,7 @@ async function resumedTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
   const second = await runnerOf(id);
   expect(pooled.map((r) => r.id)).toContain(second.runnerId);
   expect((await taskTags(second.ref))['switchyard:pool']).toBe(second.runnerId);
-  const log = logOf(await hostTask(second.ref));
+  const log = runnerLog(await hostTask(second.ref));
   const said = log.map((l) => l.msg);
   expect(said).toContain('replacing the CLI started before the welcome');
   expect(said).toContain('transcript restored');

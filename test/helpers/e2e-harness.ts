@@ -2,6 +2,7 @@
 // logged in to it, the service log's tail appended to a failing test's message, and the SSE streams
 // and sessions a test opened, closed and deleted afterwards (a stream left open keeps the edge busy;
 // a live runner per session counts against maxLiveRunnersPerUser).
+import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { Stack, StackOptions } from '../../scripts/start.ts';
 import { Api, type SseEvent, type SseStream, until } from './sse-client.ts';
@@ -10,6 +11,14 @@ import { startTestStack, type TestStack } from './test-stack.ts';
 /** A prompt carrying an `#offline` script: the offline model answers with the script, not by default. */
 export function offline(script: Record<string, unknown>, prefix = ''): string {
   return `${prefix}\n#offline ${JSON.stringify(script)}`;
+}
+
+/** A runner task's JSON log lines (the host writes each task's stderr to `logPath`). */
+export function runnerLog(task: { logPath: string }): Array<{ msg?: string; resume?: boolean }> {
+  return readFileSync(task.logPath, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg?: string; resume?: boolean });
 }
 
 /** What the stack's offline model was asked so far, oldest first (its control API). */
