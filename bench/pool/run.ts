@@ -7,6 +7,10 @@
 //   cold first: the first message of a new session with no pool (size 0): provisioning + runner
 //               start + CLI start + the turn.
 //   pooled first: the first message of a new session while the pool holds an idle runner.
+//   resumed (cold, pooled): the next message of a session whose runner stopped (as ECS stops an
+//               idle task), so the runner restores the transcript and the files and starts its CLI
+//               resuming it: with no pool it waits for provisioning, with one it takes a pooled
+//               runner, which replaces its prewarmed CLI (docs/DESIGN.md "Warm runner pool").
 //   started ahead (pooled, cold): POST /start as the web app sends it at the first keystroke,
 //               the runner `ready`, then the first message: start → ready (the typing time it
 //               takes to hide the launch) and POST → first text.delta after it.
@@ -139,6 +143,20 @@ async function startedThenSent(stack: Stack, api: Api, backend: string, text: st
   return { first, warmUpSteps: ready?.warmUp?.steps ?? 0 };
 }
 
+/** Stops the session's runner as ECS stops a task (SIGTERM) and waits for the session to be at rest. */
+async function stopRunnerOf(stack: Stack, api: Api, sessionId: string): Promise<void> {
+  const detail = await api.call<{ runner: { ref: string | null } | null }>('GET', `/api/sessions/${sessionId}`);
+  const ref = detail.body.runner?.ref;
+  const task = (await stack.runners()).find((t) => t.taskArn === ref);
+  if (task?.pid == null) throw new Error(`no live runner task for session ${sessionId}`);
+  process.kill(task.pid, 'SIGTERM');
+  await until(
+    'the session at rest',
+    async () => (await api.call<{ state: string }>('GET', `/api/sessions/${sessionId}`)).body.state === 'stopped',
+    TURN_MS,
+  );
+}
+
 async function idlePooled(api: Api, backend: string, n: number): Promise<void> {
   await until(
     `${n} idle pooled ${backend} runner(s)`,
@@ -231,6 +249,8 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
   const sentAtOnce: Array<{ first: number; warmUpSteps: number }> = [];
   const straightWarm: number[] = [];
   const straightPooled: number[] = [];
+  const resumedCold: number[] = [];
+  const resumedPooled: number[] = [];
   try {
     // Cold first messages and warm turns (no pool).
     await api.call('PUT', '/api/admin/runner-pool', { claude: 0, pi: 0 });
@@ -238,6 +258,8 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
       const s = await newSession(api, backend);
       cold.push(await firstDelta(api, s.id, `cold ${i}`, s.sse));
       for (let j = 0; j < 2; j++) warm.push(await firstDelta(api, s.id, `warm ${i}.${j}`, s.sse, undefined, warmHops));
+      await stopRunnerOf(stack, api, s.id);
+      resumedCold.push(await firstDelta(api, s.id, `resumed cold ${i}`, s.sse));
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
     }
@@ -249,6 +271,9 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
       let postedAt = 0;
       pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse, (t) => (postedAt = t), pooledHops));
       steps.push(pooledSteps(stack, s.id, postedAt));
+      await stopRunnerOf(stack, api, s.id);
+      await idlePooled(api, backend, 1);
+      resumedPooled.push(await firstDelta(api, s.id, `resumed pooled ${i}`, s.sse));
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
     }
@@ -281,6 +306,13 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
   console.log(
     `  bare CLI: first message ${f0(bare.first)} ms, later ${f0(bare.later)} ms = ${(bare.first / bare.later).toFixed(2)}x on its own; ` +
       `a pooled runner's CLI takes that first turn before the claim; a pooled first message costs +${f0(p - w)} ms over a warm turn`,
+  );
+  const rc = median(resumedCold);
+  const rp = median(resumedPooled);
+  console.log(
+    `  resumed (the next message after the runner stopped): cold ${f0(rc)} ms = ${(rc / w).toFixed(1)}x, ` +
+      `pooled ${f0(rp)} ms = ${(rp / w).toFixed(1)}x a warm turn; cold/pooled ${(rc / rp).toFixed(1)}x   ` +
+      `[cold ${resumedCold.map(f0).join(', ')}; pooled ${resumedPooled.map(f0).join(', ')}]`,
   );
   const ahead = (xs: Array<{ toReady: number; first: number }>) => {
     const first = median(xs.map((x) => x.first));
