@@ -138,8 +138,9 @@ export async function runPooled(
     return ExitCode.usage;
   }
   log.redact(claimed.value.runnerToken);
-  // A pooled runner is only claimed by a session's first launch with nothing to restore (no
-  // transcript): the CLI it started is that session's conversation from its first message on.
+  // Any launch may claim it. With nothing to restore the claim carries the first message and the
+  // CLI it started is the session's conversation from then on; otherwise the welcome brings what
+  // to restore and the CLI is replaced by one started after it (docs/DESIGN.md "Warm runner pool").
   const first = result.claim.first;
   log.info('pooled runner claimed', { sessionId: claimed.value.sessionId, firstMessage: first !== undefined });
   // Until now the model proxy answered the CLI's warm-up itself; the session's calls go upstream.
@@ -152,10 +153,10 @@ export async function runPooled(
 
 /**
  * The turn machine's inputs for a first message that came with the claim (pure). The session is
- * linked in all but the socket: a pooled runner is claimed only with nothing to restore, no
- * approval hook to add and an empty workspace (edge/src/pool/claim.ts), which is all a welcome
- * could still bring before a message may reach the CLI. So the prewarmed CLI takes the message
- * now, while the hub link comes up.
+ * linked in all but the socket: a claim carries the message only with nothing to restore, no
+ * approval hook to add and an empty workspace (edge/src/pool/claim.ts `nothingToRestore`), which
+ * is all a welcome could still bring before a message may reach the CLI. So the prewarmed CLI
+ * takes the message now, while the hub link comes up.
  */
 export function firstMessageInputs(first: NonNullable<PoolClaim['first']>): MachineInput[] {
   return [{ type: 'linked' }, { type: 'user_message', messageId: first.messageId, message: first.message }];

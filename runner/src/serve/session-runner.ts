@@ -398,7 +398,8 @@ export class SessionRunner {
         this.toCli(effect.gen, (p) => p.closeInput());
         return;
       case 'kill_cli': {
-        // A pooled CLI's warm-up named a conversation of its own; the restore (if any) names the session's.
+        // The replaced CLI named a conversation of its own (pi at its handshake, a pooled CLI at its
+        // warm-up); the restore, if any, names the session's.
         if (effect.discard) this.resumeHandle = undefined;
         const slot = this.slots.get(effect.gen);
         this.o.log.warn('killing the CLI process group', { gen: effect.gen, pid: slot?.pid });

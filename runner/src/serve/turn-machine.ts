@@ -101,8 +101,9 @@ export class TurnMachine {
         if (this.phase !== 'starting') return;
         this.phase = 'running';
         if (input.restore && (this.cli.state === 'starting' || this.cli.state === 'ready')) {
-          // Started before the welcome, it cannot resume the transcript, run in the clone or ask for
-          // approvals. It has seen no message (none is taken before the welcome), so nothing is lost.
+          // Started before the welcome, it cannot resume the transcript, run in the clone, ask for
+          // approvals or have started with the files. It has seen no message (none is taken before
+          // the welcome), so nothing is lost, and its own conversation is dropped with it.
           this.fx.push({ type: 'log', level: 'info', msg: 'replacing the CLI started before the welcome' });
           this.fx.push({ type: 'kill_cli', gen: this.cli.gen, discard: true });
           this.cli.state = 'none';
