@@ -211,6 +211,41 @@ describe('warm runner pool (real runners, real CLIs)', () => {
   );
 
   it(
+    'claude: a session in approval mode ask takes a pooled runner, and its write waits for a person',
+    dumpOnFail(async () => {
+      const size = Math.max((await pool()).sizes.claude, 1);
+      await setPool({ claude: size });
+      const pooled = await idle('claude', size);
+      const created = await admin.call<{ id: string }>('POST', '/api/sessions', { approvals: 'ask' });
+      expect(created.status, created.text).toBe(201);
+      const id = created.body.id;
+      const sse = await admin.events(id);
+      h.streams.add(sse);
+      const m = await sendMessage(admin, id, offline({ tool: 'write', path: 'asked.txt', content: 'ASKED' }, 'go'));
+      // The prewarmed CLI, whose hooks do not ask, was replaced: the write is put to a person first.
+      const first = await sse.waitFor(
+        'an approval request or a tool result',
+        (e) => (e.event === 'approval.request' || e.event === 'tool.result') && e.data.messageId === m,
+        TURN_MS,
+      );
+      expect(first.event, sse.summary()).toBe('approval.request');
+      const runner = await runnerOf(id);
+      expect(pooled.map((r) => r.id)).toContain(runner.runnerId);
+      const r = await admin.call('POST', `/api/sessions/${id}/approvals/${String(first.data.approvalId)}`, {
+        decision: 'deny',
+      });
+      expect(r.status, r.text).toBe(200);
+      expect((await sse.turnDone(m, TURN_MS)).data.stopReason).toBe('end_turn');
+      expect(toolOutput(sse, m)).not.toContain('ASKED');
+      expect(runnerLog(await hostTask(runner.ref)).map((l) => l.msg)).toContain(
+        'replacing the CLI started before the welcome',
+      );
+      expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
+    }),
+    FILL_MS + 2 * TURN_MS,
+  );
+
+  it(
     'a pooled runner whose CLI dies while it waits leaves the pool and is replaced',
     dumpOnFail(async () => {
       const [victim] = await idle('claude', 2);
