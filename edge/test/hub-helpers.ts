@@ -6,6 +6,7 @@ import {
   type AgentEvent,
   type HubToRunner,
   type RunnerToHub,
+  type Transcript,
 } from '@switchyard/protocol';
 import type { z } from 'zod';
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
@@ -242,6 +243,41 @@ export class FakeRunner {
       // closed
     }
   }
+}
+
+/** What a runner stores after a turn: a claude conversation of one gzipped line. */
+export function transcriptFixture(resumeId = 'abc.jsonl'): Transcript {
+  return {
+    backend: 'claude',
+    resumeId,
+    encoding: 'gzip+base64',
+    data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==',
+    sha256: 'a'.repeat(64),
+    bytes: 5,
+  };
+}
+
+/**
+ * The runner answers the turn, stores `transcript` and stops as an idle runner does; resolves once
+ * the session is at rest (its next message launches a new runner, which resumes).
+ */
+export async function endWithTranscript(
+  ctx: HubTestContext,
+  sessionId: string,
+  runner: FakeRunner,
+  transcript: Transcript = transcriptFixture(),
+): Promise<void> {
+  const um = await runner.waitFor('user_message');
+  runner.send({ type: 'accepted', inReplyTo: um.messageId });
+  runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
+  runner.seq += 1;
+  runner.send({ type: 'transcript', seq: runner.seq, transcript });
+  await runner.waitAck(runner.seq);
+  runner.send({ type: 'bye', reason: 'idle', lastSeq: runner.seq });
+  await until('the session at rest', async () => {
+    const r = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sessionId}`, { token: ctx.token });
+    return r.body.state === 'stopped';
+  });
 }
 
 /** Launch (by posting a message) and connect a fake runner that says hello and gets welcome. */

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
-import { RUNNER_LINK_PING, RunnerCloseCode, type Transcript } from '@switchyard/protocol';
+import { RUNNER_LINK_PING, RunnerCloseCode } from '@switchyard/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mintRunnerToken, verifyRunnerToken } from '../src/runner-link/token.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
@@ -15,6 +15,7 @@ import {
   postMessage,
   SseReader,
   statusStates,
+  transcriptFixture,
   until,
   type ErrorResponse,
   type HubTestContext,
@@ -71,17 +72,6 @@ async function linkDroppedAfterThreeEvents() {
   runner.ws.close(1001, 'going away');
   await until('the hub to see the link down', async () => (await snapshot(ctx, sid)).runner?.connected === false);
   return { ctx, sid, mid, token, runner };
-}
-
-function transcriptFixture(resumeId = 'abc.jsonl'): Transcript {
-  return {
-    backend: 'claude',
-    resumeId,
-    encoding: 'gzip+base64',
-    data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==',
-    sha256: 'a'.repeat(64),
-    bytes: 5,
-  };
 }
 
 describe('runner link: hello, welcome, sequencing', () => {

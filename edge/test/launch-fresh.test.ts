@@ -4,12 +4,12 @@ import type { Session } from '../src/sessions/schemas.ts';
 import {
   call,
   createSession,
+  endWithTranscript,
   FakeRunner,
   hubContext,
   launchAndConnect,
   postMessage,
   until,
-  type SessionDetail,
 } from './hub-helpers.ts';
 import { req } from './workspace-helpers.ts';
 
@@ -40,28 +40,7 @@ describe('LaunchRequest.fresh', () => {
     // A message waits for this runner: its CLI takes that message first, no warm-up before it.
     expect(launch.warmUp).toBeUndefined();
     expect(EcsLauncher.containerEnvironment(launch).map((e) => e.name)).not.toContain('SWITCHYARD_WARM_UP');
-    const um = await runner.waitFor('user_message');
-    runner.send({ type: 'accepted', inReplyTo: um.messageId });
-    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
-    runner.seq += 1;
-    runner.send({
-      type: 'transcript',
-      seq: runner.seq,
-      transcript: {
-        backend: 'claude',
-        resumeId: 'abc.jsonl',
-        encoding: 'gzip+base64',
-        data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==',
-        sha256: 'a'.repeat(64),
-        bytes: 5,
-      },
-    });
-    await runner.waitAck(2);
-    runner.send({ type: 'bye', reason: 'idle', lastSeq: 2 });
-    await until('stopped', async () => {
-      const r = await call<SessionDetail>(ctx.app, 'GET', `/api/sessions/${sid}`, { token: ctx.token });
-      return r.body.state === 'stopped';
-    });
+    await endWithTranscript(ctx, sid, runner);
     expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
     const second = await until('second launch', () => ctx.launcher.startsFor(sid)[1]);
     expect(second.fresh).toBeUndefined();

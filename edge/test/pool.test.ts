@@ -17,7 +17,15 @@ import {
   type FakeClock,
   type TestApp,
 } from './helpers.ts';
-import { createSession, FakeLauncher, FakeRunner, launchAndConnect, postMessage } from './hub-helpers.ts';
+import {
+  createSession,
+  endWithTranscript,
+  FakeLauncher,
+  FakeRunner,
+  launchAndConnect,
+  postMessage,
+  transcriptFixture,
+} from './hub-helpers.ts';
 
 // The warm runner pool in workerd: the real coordinator Durable Object, the real session hubs and
 // routes, a launcher that records pooled starts, and scripted pooled runners that dial the real
@@ -77,16 +85,6 @@ class FakePooledRunner {
     );
   }
 }
-
-/** What a runner stores after a turn (a claude conversation of one gzipped line). */
-const TRANSCRIPT = {
-  backend: 'claude' as const,
-  resumeId: 'abc.jsonl',
-  encoding: 'gzip+base64' as const,
-  data: 'H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==',
-  sha256: 'a'.repeat(64),
-  bytes: 5,
-};
 
 /** A pool of one claude runner, connected and idle. */
 async function oneIdlePooled(): Promise<FakePooledRunner[]> {
@@ -390,17 +388,7 @@ describe('warm runner pool', () => {
     const sessionId = await createSession(hubCtx, ctx.user);
     // The first launch is cold (no pool yet); its runner stores a transcript and stops.
     const { runner: first } = await launchAndConnect(hubCtx, sessionId);
-    const um = await first.waitFor('user_message');
-    first.send({ type: 'accepted', inReplyTo: um.messageId });
-    first.events([{ type: 'turn.done', stopReason: 'end_turn' }], um.messageId);
-    first.seq += 1;
-    first.send({ type: 'transcript', seq: first.seq, transcript: TRANSCRIPT });
-    await first.waitAck(first.seq);
-    first.send({ type: 'bye', reason: 'idle', lastSeq: first.seq });
-    await until('the session at rest', async () => {
-      const r = await call<{ state: string }>(ctx.app, 'GET', `/api/sessions/${sessionId}`, { token: ctx.user });
-      return r.body.state === 'stopped';
-    });
+    await endWithTranscript(hubCtx, sessionId, first);
     first.close();
 
     const pooled = await oneIdlePooled();
@@ -412,10 +400,7 @@ describe('warm runner pool', () => {
     expect(ctx.launcher.startsFor(sessionId)).toHaveLength(1);
     // A real pooled runner's first frame, its CLI's session.init from the handshake, precedes the hello.
     const runner = await dialHub(claimed, claim, sessionId, 1);
-    expect(runner.of('welcome')[0]?.transcript).toMatchObject({
-      resumeId: TRANSCRIPT.resumeId,
-      sha256: TRANSCRIPT.sha256,
-    });
+    expect(runner.of('welcome')[0]?.transcript).toEqual(transcriptFixture());
     expect((await runner.waitFor('user_message')).message.text).toBe('and again');
     runner.close();
   });
