@@ -45,6 +45,7 @@ import { readinessFor } from '@switchyard/runner/cli';
 import { parseDuration } from '../../runner/src/config.ts';
 import { startCli } from '../../test/helpers/cli-harness.ts';
 import { OFFLINE_MODEL_BIN, spawnUrlProcess } from '../url-process.ts';
+import { stopSessionRunner } from '../../test/helpers/runner-tasks.ts';
 import { Api, until } from '../../test/helpers/sse-client.ts';
 import { median } from '../stats.ts';
 
@@ -141,20 +142,6 @@ async function startedThenSent(stack: Stack, api: Api, backend: string, text: st
   await s.sse.close();
   await api.call('DELETE', `/api/sessions/${s.id}`);
   return { first, warmUpSteps: ready?.warmUp?.steps ?? 0 };
-}
-
-/** Stops the session's runner as ECS stops a task (SIGTERM) and waits for the session to be at rest. */
-async function stopRunnerOf(stack: Stack, api: Api, sessionId: string): Promise<void> {
-  const detail = await api.call<{ runner: { ref: string | null } | null }>('GET', `/api/sessions/${sessionId}`);
-  const ref = detail.body.runner?.ref;
-  const task = (await stack.runners()).find((t) => t.taskArn === ref);
-  if (task?.pid == null) throw new Error(`no live runner task for session ${sessionId}`);
-  process.kill(task.pid, 'SIGTERM');
-  await until(
-    'the session at rest',
-    async () => (await api.call<{ state: string }>('GET', `/api/sessions/${sessionId}`)).body.state === 'stopped',
-    TURN_MS,
-  );
 }
 
 async function idlePooled(api: Api, backend: string, n: number): Promise<void> {
@@ -258,7 +245,7 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
       const s = await newSession(api, backend);
       cold.push(await firstDelta(api, s.id, `cold ${i}`, s.sse));
       for (let j = 0; j < 2; j++) warm.push(await firstDelta(api, s.id, `warm ${i}.${j}`, s.sse, undefined, warmHops));
-      await stopRunnerOf(stack, api, s.id);
+      await stopSessionRunner(stack, api, s.id, TURN_MS);
       resumedCold.push(await firstDelta(api, s.id, `resumed cold ${i}`, s.sse));
       await s.sse.close();
       await api.call('DELETE', `/api/sessions/${s.id}`);
@@ -271,7 +258,7 @@ async function benchBackend(stack: Stack, api: Api, direct: Api, backend: 'claud
       let postedAt = 0;
       pooled.push(await firstDelta(api, s.id, `pooled ${i}`, s.sse, (t) => (postedAt = t), pooledHops));
       steps.push(pooledSteps(stack, s.id, postedAt));
-      await stopRunnerOf(stack, api, s.id);
+      await stopSessionRunner(stack, api, s.id, TURN_MS);
       await idlePooled(api, backend, 1);
       resumedPooled.push(await firstDelta(api, s.id, `resumed pooled ${i}`, s.sse));
       await s.sse.close();

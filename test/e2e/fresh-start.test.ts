@@ -16,7 +16,8 @@ import {
   offline,
   turnSaved,
 } from '../helpers/e2e-harness.ts';
-import { type Api, until } from '../helpers/sse-client.ts';
+import type { Api } from '../helpers/sse-client.ts';
+import { stopSessionRunner } from '../helpers/runner-tasks.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
@@ -58,12 +59,7 @@ function freshSuite(backend: 'claude' | 'pi') {
       expect(firstLog.some((l) => l.msg === 'replacing the CLI started before the welcome')).toBe(false);
 
       // The runner stops (as ECS stops a task): bye, transcript and files durable, the session at rest.
-      process.kill(first.pid as number, 'SIGTERM');
-      await until(
-        'the session at rest',
-        async () => (await admin.call<{ state: string }>('GET', `/api/sessions/${id}`)).body.state === 'stopped',
-        60_000,
-      );
+      await stopSessionRunner(stack, admin, id, 60_000);
 
       const marker2 = `second-${backend}-${Date.now()}`;
       const m2 = await sendMessage(admin, id, offline({ tool: 'shell', command: 'cat kept.txt' }, `recall ${marker2}`));

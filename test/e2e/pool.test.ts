@@ -15,6 +15,7 @@ import {
   turnSaved,
 } from '../helpers/e2e-harness.ts';
 import { type Api, textOf, until } from '../helpers/sse-client.ts';
+import { stopSessionRunner } from '../helpers/runner-tasks.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
@@ -78,14 +79,7 @@ async function firstTurn(sessionId: string, text: string) {
   const done = await sse.turnDone(r.body.messageId, TURN_MS);
   expect(done.data.stopReason).toBe('end_turn');
   expect(textOf(sse.ofMessage(r.body.messageId))).toContain(`echo: ${text}`);
-  const detail = await admin.call<{ runner: { ref: string | null; runnerId: string | null } | null }>(
-    'GET',
-    `/api/sessions/${sessionId}`,
-  );
-  expect(detail.status).toBe(200);
-  const runner = detail.body.runner;
-  if (runner === null || runner.ref === null) throw new Error('the session has no runner');
-  return { ...runner, messageId: r.body.messageId };
+  return { ...(await runnerOf(sessionId)), messageId: r.body.messageId };
 }
 
 async function hostTask(ref: string) {
@@ -123,15 +117,8 @@ async function resumedTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
     offline({ tool: 'write', path: 'kept.txt', content: `${marker1}\n` }, `remember ${marker1}`),
   );
   expect((await turnSaved(sse, m1, TURN_MS)).done.data.stopReason).toBe('end_turn');
-  const first = await runnerOf(id);
-  const firstTask = await hostTask(first.ref);
   // The runner stops (as ECS stops a task): transcript and files durable, the session at rest.
-  process.kill(firstTask.pid as number, 'SIGTERM');
-  await until(
-    'the session at rest',
-    async () => (await admin.call<{ state: string }>('GET', `/api/sessions/${id}`)).body.state === 'stopped',
-    60_000,
-  );
+  await stopSessionRunner(stack, admin, id, 60_000);
   const pooled = await idle(backend, (await pool()).sizes[backend]);
 
   const marker2 = `recall-${backend}-${Date.now()}`;
