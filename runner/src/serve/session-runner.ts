@@ -279,7 +279,8 @@ export class SessionRunner {
       this.repository = welcome.repository;
       const transcript = welcome.transcript;
       // A workspace nothing was ever stored in: no round trip to the store before the first message.
-      const files = welcome.workspaceGeneration === 0 ? Promise.resolve() : this.workspace.pull().then(() => undefined);
+      const hasFiles = welcome.workspaceGeneration !== 0;
+      const files = hasFiles ? this.workspace.pull().then(() => undefined) : Promise.resolve();
       this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
       this.restored = false;
       this.restoring.then(
@@ -293,10 +294,7 @@ export class SessionRunner {
       // transcript, a clone or approval hooks it cannot take on; files would land before any
       // message reaches it (cliInput), but after its start had looked at the workspace.
       const restore =
-        transcript !== undefined ||
-        this.repository !== undefined ||
-        this.approvals !== 'auto' ||
-        welcome.workspaceGeneration !== 0;
+        transcript !== undefined || this.repository !== undefined || this.approvals !== 'auto' || hasFiles;
       this.dispatch({ type: 'linked', restore });
       // The runner's own start is over once it is linked, restored and its CLI spawned; what is
       // left is the CLI's own start, when no message can reach it: the moment to give back the
