@@ -3,6 +3,7 @@
 // for a pooled runner: the pool's dial-in environment, no session and no runner token.
 import { describe, expect, inject, it } from 'vitest';
 import { ecsLauncherFromEnv } from '../src/launchers/ecs-launcher.ts';
+import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
 
 const { url: HOST_URL, recorderUrl } = inject('launcherHost');
 
@@ -24,18 +25,21 @@ const VARS = {
   RUNNER_PROBE: 'host',
 };
 
+/** One pooled launch as the coordinator asks for it. */
+const POOLED: PoolLaunchRequest = {
+  poolUrl: 'ws://127.0.0.1:9/internal/runner/pool',
+  poolToken: 'syr1.pool-token-for-test.mac',
+  backend: 'claude',
+  runnerId: '01JF6Q000000000000000POOL1',
+  model: null,
+  limits: { idleMs: 900_000, maxLifetimeMs: 28_800_000 },
+};
+
 describe('EcsLauncher.startPooled', () => {
   it('sends one signed RunTask with the pool environment, tagged as pooled, idempotent on the runner id', async () => {
     await clearRequests();
     const launcher = ecsLauncherFromEnv(VARS);
-    const ref = await launcher.startPooled?.({
-      poolUrl: 'ws://127.0.0.1:9/internal/runner/pool',
-      poolToken: 'syr1.pool-token-for-test.mac',
-      backend: 'claude',
-      runnerId: '01JF6Q000000000000000POOL1',
-      model: null,
-      limits: { idleMs: 900_000, maxLifetimeMs: 28_800_000 },
-    });
+    const ref = await launcher.startPooled?.(POOLED);
     expect(ref).toMatch(/^arn:aws:ecs:eu-central-1:000000000000:task\/switchyard-local\/[0-9a-f]{32}$/);
     const [run, ...rest] = await requests();
     expect(rest).toEqual([]);
@@ -81,12 +85,8 @@ describe('EcsLauncher.startPooled', () => {
     await clearRequests();
     const launcher = ecsLauncherFromEnv(VARS);
     const ref = await launcher.startPooled?.({
-      poolUrl: 'ws://127.0.0.1:9/internal/runner/pool',
-      poolToken: 'syr1.pool-token-for-test.mac',
-      backend: 'pi',
+      ...POOLED,
       runnerId: '01JF6Q000000000000000POOL2',
-      model: null,
-      limits: { idleMs: 900_000, maxLifetimeMs: 28_800_000 },
       repositoryAllowLoopback: true,
     });
     const [run] = await requests();
