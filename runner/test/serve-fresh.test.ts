@@ -162,7 +162,12 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     expect(session.violations()).toEqual([]);
   });
 
-  test('a welcome that brings a transcript anyway: the early CLI is replaced by one that resumes it', async () => {
+  // pi reloads onto what the welcome restored (switch_session); claude is replaced by a new CLI.
+  const restored = backend === 'pi' ? 'reloaded' : 'replaced';
+  const ruleSaid =
+    backend === 'pi' ? 'reloading the CLI started before the welcome' : 'replacing the CLI started before the welcome';
+
+  test(`a welcome that brings a transcript anyway: the early CLI is ${restored} and resumes it`, async () => {
     const session = await suite.hub.newSession();
     const a = start(session);
     await waitReady(session);
@@ -181,24 +186,44 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     await b.runner.waitForLog((l) => l.msg === 'cli started', 'the early CLI');
     const [early] = b.runner.cliPids();
     suite.hub.faults.holdWelcome(session.sessionId, false);
-    await b.runner.waitForLog((l) => l.msg === 'transcript restored', 'transcript restored');
-    await b.runner.waitForLog((l) => l.msg === 'replacing the CLI started before the welcome', 'the replacement');
-    expect(await waitGroupGone(early as number)).toBe(true);
-    await b.runner.waitForLog(
-      (l) => l.msg === 'starting the CLI' && l.resume === true,
-      'a CLI started with the resume arguments',
-    );
+    // Sent at once: it reaches the runner while the transcript is restored and the CLI reloads or
+    // starts, and must wait for the conversation (pi would run a prompt beside its switch).
     const marker2 = uniq('banana');
     const t2 = await session.sendMessage(marker2);
+    await b.runner.waitForLog((l) => l.msg === 'transcript restored', 'transcript restored');
+    await b.runner.waitForLog((l) => l.msg === ruleSaid, `the early CLI ${restored}`);
+    if (backend === 'claude') {
+      expect(await waitGroupGone(early as number)).toBe(true);
+      await b.runner.waitForLog(
+        (l) => l.msg === 'starting the CLI' && l.resume === true,
+        'a CLI started with the resume arguments',
+      );
+    } else {
+      await b.runner.waitForLog((l) => l.msg === 'reloading the CLI' && l.resume === true, 'the reload onto it');
+    }
     expect((await waitTurnDone(session, t2.messageId)).stopReason).toBe('end_turn');
     expect(JSON.stringify((requestFor(marker2)?.body as { messages: unknown[] } | undefined)?.messages)).toContain(
       marker1,
     );
+    if (backend === 'pi') {
+      // One CLI for the second runner, the early one; it went on in the session's own conversation
+      // (the same pi session, its transcript the same file) and said so.
+      expect(b.runner.logs.filter((l) => l.msg === 'cli started')).toHaveLength(1);
+      expect(b.runner.cliPids()).toEqual([early]);
+      const inits = session.events().flatMap((e) => (e.event.type === 'session.init' ? [e.event.cliSessionId] : []));
+      expect(inits.at(-1)).toBe(inits[0]);
+      const second = session.hellos().at(-1)?.runnerId;
+      const uploaded = await session.waitFor(
+        () => session.transcripts().find((t) => t.runnerId === second),
+        "the second runner's transcript",
+      );
+      expect(uploaded.transcript.resumeId).toBe(session.transcripts()[0]?.transcript.resumeId);
+    }
     await stopRunner(b.runner);
     expect(session.violations()).toEqual([]);
   });
 
-  test('files in the welcome: the CLI started before it is replaced, and the first message waits for the files', async () => {
+  test(`files in the welcome: the CLI started before it is ${restored}, and the first message waits for the files`, async () => {
     const session = await suite.hub.newSession();
     session.workspaceGeneration = 1;
     // The store answers the runner's pull only once the runner has taken the message, and then
@@ -222,24 +247,34 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
       const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_BENCH_HOPS: '1' });
       await runner.waitForLog((l) => l.msg === 'cli ready', 'the early CLI ready');
       suite.hub.faults.holdWelcome(session.sessionId, false);
-      // The CLI's start looks at the workspace (claude's git status): its successor starts with the files.
-      await runner.waitForLog((l) => l.msg === 'replacing the CLI started before the welcome', 'the replacement');
+      // The CLI's start looks at the workspace (claude's git status, pi's context files): its
+      // successor starts, or pi reloads, with the files.
+      await runner.waitForLog((l) => l.msg === ruleSaid, `the early CLI ${restored}`);
       const m = await session.sendMessage(uniq('files-first'));
       took();
       expect((await waitTurnDone(session, m.messageId)).stopReason).toBe('end_turn');
       const starts = runner.logs.filter((l) => l.msg === 'starting the CLI');
-      // The replaced CLI's conversation is forgotten: its successor does not try to resume it.
-      expect(starts.map((l) => l.resume)).toEqual([false, false]);
+      // The replaced CLI's conversation is forgotten: its successor does not try to resume it; a
+      // reloaded pi starts a new conversation over the files.
+      const after = backend === 'pi' ? runner.logs.find((l) => l.msg === 'reloading the CLI') : starts[1];
+      expect(starts.map((l) => l.resume)).toEqual(backend === 'pi' ? [false] : [false, false]);
+      expect(after?.resume).toBe(false);
       const codes = session.events().flatMap((e) => (e.event.type === 'error' ? [e.event.code] : []));
       expect(codes).toEqual(['workspace_restore_failed']);
       expect(
-        Date.parse(String(starts[1]?.t)),
-        "the second CLI's start against the store's answer",
+        Date.parse(String(after?.t)),
+        "the second CLI's start (pi: its reload) against the store's answer",
       ).toBeGreaterThanOrEqual(answeredAt - HOLD_MS / 4);
       const stdin = session.events().find((e) => e.messageId === m.messageId && e.hops?.stdin !== undefined)
         ?.hops?.stdin;
       // Slack for two processes' clocks; a message written before the answer is HOLD_MS early.
       expect(stdin, "the stdin write against the store's answer").toBeGreaterThan(answeredAt - HOLD_MS / 4);
+      if (backend === 'pi') {
+        // The message waited for the reload too (pi would run a prompt beside new_session): it is
+        // written once the reloaded CLI is ready again, a clock this process shares with the log.
+        const reloaded = runner.logs.filter((l) => l.msg === 'cli ready').at(1);
+        expect(stdin, 'the stdin write against the reload').toBeGreaterThanOrEqual(Date.parse(String(reloaded?.t)));
+      }
     } finally {
       suite.hub.http = undefined;
     }

@@ -54,19 +54,32 @@ export function warmUpFor(backend: Backend, codec: AgentCodec): WarmUpStep[] {
       answer: (_line, event) =>
         event?.type !== 'turn.done' ? undefined : event.error === undefined ? 'done' : 'refused',
     },
-    {
-      lines: () => [`${JSON.stringify({ id, type: 'new_session' })}\n`],
-      answer: (line) => {
-        const msg = line?.includes(id) ? jsonValue(line) : undefined;
-        if (fieldOf(msg, 'type') !== 'response' || fieldOf(msg, 'id') !== id) return undefined;
-        return fieldOf(msg, 'success') === true ? 'done' : 'refused';
-      },
-    },
-    {
-      lines: () => codec.initLines(),
-      answer: (_line, event) => (event?.type === 'session.init' ? 'done' : undefined),
-    },
+    piCommand(`${id}-new`, { type: 'new_session' }),
+    piSessionNamed(codec),
   ];
+}
+
+/** A pi RPC command, answered by the `response` with its id (`success` true, or refused). */
+export function piCommand(id: string, command: { type: string } & Record<string, unknown>): WarmUpStep {
+  return {
+    lines: () => [`${JSON.stringify({ id, ...command })}\n`],
+    answer: (line) => {
+      const msg = line?.includes(id) ? jsonValue(line) : undefined;
+      if (fieldOf(msg, 'type') !== 'response' || fieldOf(msg, 'id') !== id) return undefined;
+      return fieldOf(msg, 'success') === true ? 'done' : 'refused';
+    },
+  };
+}
+
+/**
+ * pi's `get_state`, answered by the `session.init` the codec makes of it: the session file it
+ * names is the transcript from then on (the codec's resume handle).
+ */
+export function piSessionNamed(codec: AgentCodec): WarmUpStep {
+  return {
+    lines: () => codec.initLines(),
+    answer: (_line, event) => (event?.type === 'session.init' ? 'done' : undefined),
+  };
 }
 
 /** A claude `control_request`; its `control_response` is taken when it succeeded and `taken` says so. */

@@ -9,6 +9,7 @@ import {
   AgentEventSchema,
   RunnerToHubSchema,
   WIRE_PROTOCOL_VERSION,
+  type AgentCodec,
   type AgentEvent,
   type ApprovalMode,
   type ByeReason,
@@ -25,7 +26,9 @@ import type WebSocket from 'ws';
 import type { CliProcess } from '../cli/cli-process.ts';
 import { ExitCode, messageOf, StepFailure } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { warmUpFor } from '../cli/warm-up.ts';
+import { piReloadSteps } from '../cli/reload.ts';
+import { warmUpFor, type WarmUpStep } from '../cli/warm-up.ts';
+import { projectConfigRefusal } from '../sandbox/project-config.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
 import { HopStamps } from './hop-stamps.ts';
@@ -34,6 +37,7 @@ import { compactHeap } from './heap-compaction.ts';
 import { QuietTrigger } from './quiet-trigger.ts';
 import { collectTranscript, restoreTranscript, transcriptFile, waitForQuietFile } from './transcript.ts';
 import { TurnMachine, type MachineEffect, type MachineInput, type TimerName } from './turn-machine.ts';
+import { welcomeRestore } from './welcome-rule.ts';
 import { WorkspaceClient, workspaceBaseUrl } from '../workspace/client.ts';
 import { WorkspaceSync } from '../workspace/sync.ts';
 import { cloneRepository } from '../workspace/clone.ts';
@@ -111,6 +115,8 @@ export class SessionRunner {
   /** A user message has reached a CLI (or a transcript was restored): there is a conversation to lose. */
   private conversationStarted = false;
   private restoring: Promise<void> = Promise.resolve();
+  /** The welcome's transcript, restored: the handle to resume (undefined: none, or it failed). */
+  private welcomeResume: Promise<string | undefined> = Promise.resolve(undefined);
   /**
    * Input to the CLIs (messages, interrupts, closing stdin), in order and never before the first
    * welcome's restore is done: a CLI started before the welcome sees no message before the
@@ -281,7 +287,8 @@ export class SessionRunner {
       // A workspace nothing was ever stored in: no round trip to the store before the first message.
       const hasFiles = welcome.workspaceGeneration !== 0;
       const files = hasFiles ? this.workspace.pull().then(() => undefined) : Promise.resolve();
-      this.restoring = transcript ? Promise.all([this.restore(transcript), files]).then(() => undefined) : files;
+      this.welcomeResume = transcript ? this.restore(transcript) : Promise.resolve(undefined);
+      this.restoring = Promise.all([this.welcomeResume, files]).then(() => undefined);
       this.restored = false;
       this.restoring.then(
         () => {
@@ -289,13 +296,15 @@ export class SessionRunner {
         },
         () => undefined,
       );
-      // A CLI started before the welcome (prewarm) is kept only when the welcome brings nothing:
-      // else it is replaced by one started after the restore, as a cold runner starts its CLI. A
-      // transcript, a clone or approval hooks it cannot take on; files would land before any
-      // message reaches it (cliInput), but after its start had looked at the workspace.
-      const restore =
-        transcript !== undefined || this.repository !== undefined || this.approvals !== 'auto' || hasFiles;
-      this.dispatch({ type: 'linked', restore });
+      // A CLI started before the welcome (prewarm) is kept as it is only when the welcome brings
+      // nothing; else it is reloaded onto what was restored or replaced (welcome-rule.ts).
+      const restore = welcomeRestore(this.o.config.backend, {
+        transcript: transcript !== undefined,
+        files: hasFiles,
+        repository: this.repository !== undefined,
+        approvals: this.approvals,
+      });
+      this.dispatch({ type: 'linked', ...(restore !== undefined && { restore }) });
       // The runner's own start is over once it is linked, restored and its CLI spawned; what is
       // left is the CLI's own start, when no message can reach it: the moment to give back the
       // start's garbage. A CLI already up (a pooled one, or one quicker than the hub) may be taking
@@ -311,20 +320,22 @@ export class SessionRunner {
     if (this.lastStatus) this.link.send(this.lastStatus);
   }
 
+  /** Puts the welcome's transcript where the CLI resumes it; resolves with its handle, or undefined. */
   private async restore(
     transcript: NonNullable<Extract<HubToRunner, { type: 'welcome' }>['transcript']>,
-  ): Promise<void> {
+  ): Promise<string | undefined> {
     const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.launch.dirs);
     if (restored.ok) {
       this.resumeHandle = restored.value;
       this.conversationStarted = true;
       this.lastUploadSha = transcript.sha256;
       this.o.log.info('transcript restored', { bytes: transcript.bytes, resumeId: transcript.resumeId });
-    } else {
-      // Loud, not silent: the conversation starts over and the session says why.
-      this.o.log.error('transcript restore failed', { code: restored.error.code, message: restored.error.message });
-      this.emit({ type: 'error', ...restored.error });
+      return restored.value;
     }
+    // Loud, not silent: the conversation starts over and the session says why.
+    this.o.log.error('transcript restore failed', { code: restored.error.code, message: restored.error.message });
+    this.emit({ type: 'error', ...restored.error });
+    return undefined;
   }
 
   private onRequest(request: HubRequest): void {
@@ -402,6 +413,30 @@ export class SessionRunner {
         const slot = this.slots.get(effect.gen);
         this.o.log.warn('killing the CLI process group', { gen: effect.gen, pid: slot?.pid });
         slot?.kill();
+        return;
+      }
+      case 'reload_cli': {
+        const slot = this.slots.get(effect.gen);
+        if (slot === undefined) return;
+        slot.holdForReload();
+        this.reloadSteps(effect.gen, slot.codec).then(
+          (steps) =>
+            slot.reloadWith(steps, () =>
+              this.failReload(effect.gen, slot, {
+                code: 'cli_reload_failed',
+                message: "the CLI refused to take on the session's conversation",
+                retryable: true,
+              }),
+            ),
+          (err: unknown) =>
+            this.failReload(
+              effect.gen,
+              slot,
+              err instanceof StepFailure
+                ? err.info
+                : { code: 'cli_reload_failed', message: `cannot reload the CLI: ${messageOf(err)}`, retryable: true },
+            ),
+        );
         return;
       }
       case 'emit':
@@ -533,6 +568,29 @@ export class SessionRunner {
       warmUp,
     );
     this.slots.set(gen, slot);
+  }
+
+  /**
+   * What a reload writes, once the welcome's restore is done: the same checks as a spawn after it
+   * (the clone, then the workspace's CLI configuration), then the steps onto the restored
+   * transcript or a new conversation. Rejects with what the spawn would have failed with.
+   */
+  private async reloadSteps(gen: number, codec: AgentCodec): Promise<WarmUpStep[]> {
+    const resume = await this.welcomeResume;
+    await this.restoring;
+    await this.cloneIfPending();
+    const refused = await projectConfigRefusal(this.o.config.backend, this.o.launch.dirs.workspace);
+    if (refused !== null) throw new StepFailure(refused);
+    this.o.log.info('reloading the CLI', { gen, resume: resume !== undefined });
+    return piReloadSteps(codec, resume);
+  }
+
+  /** A reload that cannot be done ends the CLI as a failed start would: the next message starts one. */
+  private failReload(gen: number, slot: CliSlot, error: ErrorInfo): void {
+    if (this.slots.get(gen) !== slot) return;
+    this.o.log.error('cli reload failed', { gen, message: error.message });
+    slot.kill();
+    this.dispatch({ type: 'cli_spawn_failed', gen, error });
   }
 
   /**

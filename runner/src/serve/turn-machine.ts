@@ -100,7 +100,14 @@ export class TurnMachine {
       case 'linked':
         if (this.phase !== 'starting') return;
         this.phase = 'running';
-        if (input.restore && (this.cli.state === 'starting' || this.cli.state === 'ready')) {
+        if (input.restore === 'reload' && (this.cli.state === 'starting' || this.cli.state === 'ready')) {
+          // It has seen no message (none is taken before the welcome): it takes on the transcript
+          // and the files now, and is ready again once it has.
+          this.fx.push({ type: 'log', level: 'info', msg: 'reloading the CLI started before the welcome' });
+          this.fx.push({ type: 'reload_cli', gen: this.cli.gen });
+          this.cli.state = 'starting';
+          this.setTimer('cli_start', this.t.cliStartMs);
+        } else if (input.restore === 'replace' && (this.cli.state === 'starting' || this.cli.state === 'ready')) {
           // Started before the welcome, it cannot resume the transcript, run in the clone, ask for
           // approvals or have started with the files. It has seen no message (none is taken before
           // the welcome), so nothing is lost, and its own conversation is dropped with it.

@@ -9,6 +9,7 @@ import type {
   RunnerStatus,
   UserMessage,
 } from '@switchyard/protocol';
+import type { WelcomeRestore } from './welcome-rule.ts';
 
 export interface MachineTimings {
   /** After the CLI's own interrupt, how long the turn may take to end before the group is killed. */
@@ -50,10 +51,10 @@ export type MachineInput =
   | { type: 'start' }
   /**
    * The hub link is up for the first time and any transcript is being restored. `restore`: the
-   * welcome brought what a CLI must be started with (a transcript to resume, a repository to clone
-   * first, approval mode `ask`); a CLI started before it (prewarm) is replaced. Absent: nothing.
+   * welcome brought what a CLI started before it (prewarm) did not start with (welcome-rule.ts);
+   * that CLI is reloaded onto it (pi) or replaced. Absent: nothing to restore.
    */
-  | { type: 'linked'; restore?: boolean }
+  | { type: 'linked'; restore?: WelcomeRestore }
   /**
    * Start the CLI now, before the welcome: a pooled runner (no session yet) or a runner launched
    * for a session with nothing to restore (SWITCHYARD_FRESH_SESSION).
@@ -97,6 +98,12 @@ export type MachineEffect =
    * (a CLI started before the welcome, replaced): the runner forgets its resume handle.
    */
   | { type: 'kill_cli'; gen: number; discard?: true }
+  /**
+   * The CLI started before the welcome takes on what it restored without a restart
+   * (cli/reload.ts); it takes no input meanwhile and reports `cli_ready` again when done, or the
+   * runner reports `cli_spawn_failed` (it is killed) when the reload cannot be done.
+   */
+  | { type: 'reload_cli'; gen: number }
   | { type: 'emit'; event: AgentEvent; messageId?: string }
   | { type: 'accepted'; inReplyTo: string; duplicate?: boolean }
   | { type: 'reject'; inReplyTo: string; error: ErrorInfo }

@@ -6,7 +6,7 @@ import { TIMINGS as T, effectsOf as of } from './turn-machine-fixtures.ts';
 
 // A runner launched for a fresh session starts its CLI before the welcome (turn machine input
 // `prewarm`, docs/DESIGN.md "Runner behaviour (serve)"); the welcome still decides: one that brings
-// something to restore replaces that CLI with one started after the restore.
+// something to restore reloads that CLI onto it (pi) or replaces it with one started after it.
 
 function prewarmed(ready: boolean): TurnMachine {
   const m = new TurnMachine(T);
@@ -26,7 +26,7 @@ describe('turn machine: the CLI as a hello reports it', () => {
     expect(m.cliAtHello).toBe('starting');
     m.handle({ type: 'cli_ready', gen: 1 });
     expect(m.cliAtHello).toBe('running');
-    m.handle({ type: 'linked', restore: false });
+    m.handle({ type: 'linked' });
     m.handle({ type: 'cli_exit', gen: 1, exit: { code: 1, signal: null, stderrHead: '' } });
     // Died between turns: the next message starts it again (the hub shows the session ready or idle).
     expect(m.cliAtHello).toBe('stopped');
@@ -37,7 +37,7 @@ describe('turn machine: a fresh session CLI started before the welcome', () => {
   test('a welcome with nothing to restore keeps it: no second spawn, no kill, the first message goes to it', () => {
     for (const ready of [true, false]) {
       const m = prewarmed(ready);
-      const linked = m.handle({ type: 'linked', restore: false });
+      const linked = m.handle({ type: 'linked' });
       expect(of(linked, 'spawn_cli')).toEqual([]);
       expect(of(linked, 'kill_cli')).toEqual([]);
       const fx = m.handle({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
@@ -48,7 +48,7 @@ describe('turn machine: a fresh session CLI started before the welcome', () => {
   test('a welcome that brings something to restore replaces it (ready or still starting), and the message goes to the new one', () => {
     for (const ready of [true, false]) {
       const m = prewarmed(ready);
-      const linked = m.handle({ type: 'linked', restore: true });
+      const linked = m.handle({ type: 'linked', restore: 'replace' });
       expect(of(linked, 'kill_cli')).toEqual([{ type: 'kill_cli', gen: 1, discard: true }]);
       expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
       // Killed before the spawn, so the old group is gone before the new CLI reads the restored files.
@@ -71,18 +71,57 @@ describe('turn machine: a fresh session CLI started before the welcome', () => {
     }
   });
 
+  test('a welcome to reload onto holds it (ready or still starting): no kill, no spawn, ready again when the reload is', () => {
+    for (const ready of [true, false]) {
+      const m = prewarmed(ready);
+      const linked = m.handle({ type: 'linked', restore: 'reload' });
+      expect(of(linked, 'reload_cli')).toEqual([{ type: 'reload_cli', gen: 1 }]);
+      expect(of(linked, 'kill_cli')).toEqual([]);
+      expect(of(linked, 'spawn_cli')).toEqual([]);
+      // A reload that never ends is a start that never ends.
+      expect(of(linked, 'set_timer').map((t) => t.name)).toContain('cli_start');
+      expect(linked.filter((e) => e.type === 'status').at(-1)).toEqual({
+        type: 'status',
+        status: { type: 'status', state: 'ready', cli: 'starting' },
+      });
+      // A message meanwhile goes to that CLI (its slot holds it until the reload is answered).
+      const fx = m.handle({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
+      expect(of(fx, 'spawn_cli')).toEqual([]);
+      expect(of(fx, 'write_message')).toEqual([{ type: 'write_message', gen: 1, message: { text: 'hi' } }]);
+      expect(of(m.handle({ type: 'cli_ready', gen: 1 }), 'set_timer').map((t) => t.name)).toContain('stall');
+    }
+  });
+
+  test('a reload that cannot be done ends that CLI as a failed start; the next message starts a new one', () => {
+    const m = prewarmed(true);
+    m.handle({ type: 'linked', restore: 'reload' });
+    m.handle({ type: 'user_message', messageId: 'm1', message: { text: 'hi' } });
+    const error = { code: 'workspace_cli_config', message: 'the workspace holds .pi/x', retryable: false };
+    const failed = m.handle({ type: 'cli_spawn_failed', gen: 1, error });
+    expect(of(failed, 'emit').map((e) => e.event)).toContainEqual({
+      type: 'turn.done',
+      stopReason: 'error',
+      error,
+    });
+    const next = m.handle({ type: 'user_message', messageId: 'm2', message: { text: 'again' } });
+    expect(of(next, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
+  });
+
   test('without a prewarm a welcome with something to restore spawns once and kills nothing', () => {
-    const m = new TurnMachine(T);
-    m.handle({ type: 'start' });
-    const linked = m.handle({ type: 'linked', restore: true });
-    expect(of(linked, 'kill_cli')).toEqual([]);
-    expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 1 }]);
+    for (const restore of ['replace', 'reload'] as const) {
+      const m = new TurnMachine(T);
+      m.handle({ type: 'start' });
+      const linked = m.handle({ type: 'linked', restore });
+      expect(of(linked, 'kill_cli')).toEqual([]);
+      expect(of(linked, 'reload_cli')).toEqual([]);
+      expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 1 }]);
+    }
   });
 
   test('a prewarmed CLI that died before the welcome is started again by it', () => {
     const m = prewarmed(false);
     m.handle({ type: 'cli_exit', gen: 1, exit: { code: 1, signal: null, stderrHead: 'boom' } });
-    const linked = m.handle({ type: 'linked', restore: false });
+    const linked = m.handle({ type: 'linked' });
     expect(of(linked, 'kill_cli')).toEqual([]);
     expect(of(linked, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
   });
