@@ -10,7 +10,8 @@
 //   resumed (cold, pooled): the next message of a session whose runner stopped (as ECS stops an
 //               idle task), so the runner restores the transcript and the files and starts its CLI
 //               resuming it: with no pool it waits for provisioning, with one it takes a pooled
-//               runner, which replaces its prewarmed CLI (docs/DESIGN.md "Warm runner pool").
+//               runner, which replaces its prewarmed CLI (claude) or reloads it onto the restored
+//               conversation (pi) (docs/DESIGN.md "Warm runner pool").
 //   started ahead (pooled, cold): POST /start as the web app sends it at the first keystroke,
 //               the runner `ready`, then the first message: start → ready (the typing time it
 //               takes to hide the launch) and POST → first text.delta after it.

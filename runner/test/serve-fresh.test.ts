@@ -247,7 +247,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
       const { runner } = start(session, { SWITCHYARD_FRESH_SESSION: '1', SWITCHYARD_BENCH_HOPS: '1' });
       await runner.waitForLog((l) => l.msg === 'cli ready', 'the early CLI ready');
       suite.hub.faults.holdWelcome(session.sessionId, false);
-      // The CLI's start looks at the workspace (claude's git status, pi's context files): its
+      // The CLI's start looks at the workspace (claude's git status, pi's .pi/): its
       // successor starts, or pi reloads, with the files.
       await runner.waitForLog((l) => l.msg === ruleSaid, `the early CLI ${restored}`);
       const m = await session.sendMessage(uniq('files-first'));

@@ -18,7 +18,7 @@ export interface WelcomeBrings {
 /**
  * Undefined when the welcome brings nothing, and the early CLI serves as it is. Otherwise: a
  * transcript to resume, files its start did not see (claude's start looks at the workspace, pi
- * reads its context files), a repository to clone, approval mode `ask` (a spawn-time setting of
+ * reads its `.pi/`), a repository to clone, approval mode `ask` (a spawn-time setting of
  * the guard for both CLIs). pi builds its runtime again on a session switch, so it reloads onto
  * the first three; claude's conversation and start are fixed, so it is replaced, as is a pi that
  * must ask.
