@@ -153,6 +153,36 @@ describe('serve with a misbehaving CLI', () => {
     await stopRunner(second.runner);
   });
 
+  test('a pi started before the welcome refuses to switch onto the restored conversation: ended as a failed start, and the next message starts one resuming it', async () => {
+    const first = await start(fake('normal'));
+    await waitReady(first.session);
+    const t1 = await first.session.sendMessage(slowText('before', 2, 10));
+    expect((await waitTurnDone(first.session, t1.messageId)).stopReason).toBe('end_turn');
+    await first.session.waitFor(() => first.session.transcripts().length > 0, 'the transcript of turn 1');
+    await stopRunner(first.runner);
+    // The fake answers switch_session `unsupported`, as a pi that cannot load the file would fail it.
+    first.session.workspaceGeneration = 0;
+    suite.hub.faults.holdWelcome(first.session.sessionId, true);
+    const second = serveRunner(first.session, 'pi', suite.model.url, {
+      ...fake('normal'),
+      SWITCHYARD_FRESH_SESSION: '1',
+    });
+    suite.track(second.runner);
+    await second.runner.waitForLog((l) => l.msg === 'cli ready', 'the early CLI ready');
+    const [early] = second.runner.cliPids();
+    suite.hub.faults.holdWelcome(first.session.sessionId, false);
+    const refused = await first.session.sendMessage(slowText('during', 2, 10));
+    expect(await waitTurnDone(first.session, refused.messageId)).toMatchObject({
+      stopReason: 'error',
+      error: { code: 'cli_reload_failed', retryable: true },
+    });
+    expect(await waitGroupGone(early as number)).toBe(true);
+    const again = await first.session.sendMessage(slowText('after', 2, 10));
+    expect((await waitTurnDone(first.session, again.messageId)).stopReason).toBe('end_turn');
+    expect(second.runner.logs.filter((l) => l.msg === 'starting the CLI').map((l) => l.resume)).toEqual([false, true]);
+    await stopRunner(second.runner);
+  });
+
   test('the hub is down at first: the runner retries with backoff and serves once it is up', async () => {
     const session = await suite.hub.newSession();
     suite.hub.faults.refuse(session.sessionId, true);
