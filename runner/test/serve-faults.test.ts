@@ -161,7 +161,6 @@ describe('serve with a misbehaving CLI', () => {
     await first.session.waitFor(() => first.session.transcripts().length > 0, 'the transcript of turn 1');
     await stopRunner(first.runner);
     // The fake answers switch_session `unsupported`, as a pi that cannot load the file would fail it.
-    first.session.workspaceGeneration = 0;
     suite.hub.faults.holdWelcome(first.session.sessionId, true);
     const second = serveRunner(first.session, 'pi', suite.model.url, {
       ...fake('normal'),

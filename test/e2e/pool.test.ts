@@ -14,6 +14,7 @@ import {
   toolOutput,
   turnSaved,
 } from '../helpers/e2e-harness.ts';
+import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { type Api, textOf, until } from '../helpers/sse-client.ts';
 import { stopSessionRunner } from '../helpers/runner-tasks.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
@@ -32,12 +33,17 @@ const h = new E2eHarness();
 const { dumpOnFail } = h;
 let stack: Stack;
 let admin: Api;
+let git: GitServer;
 
 beforeAll(async () => {
+  git = await startGitServer();
   ({ stack, admin } = await h.start('pool', { provisionDelayMs: PROVISION_DELAY_MS }));
 }, STACK_READY_MS + 60_000);
 
-afterAll(() => h.stop(), 120_000);
+afterAll(async () => {
+  await h.stop();
+  await git?.stop();
+}, 120_000);
 
 async function pool(): Promise<PoolStatus> {
   const r = await admin.call<PoolStatus>('GET', '/api/admin/runner-pool');
@@ -147,6 +153,29 @@ async function resumedTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
   expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
 }
 
+/**
+ * A new session from a repository takes a pooled runner: the welcome names the repository, and
+ * the runner clones it before its CLI takes the first message (claude replaced, pi reloaded).
+ */
+async function repositoryTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
+  const pooled = await idle(backend, (await pool()).sizes[backend]);
+  const created = await admin.call<{ id: string }>('POST', '/api/sessions', { repository: { url: git.url } });
+  expect(created.status, created.text).toBe(201);
+  const id = created.body.id;
+  const sse = await admin.events(id);
+  h.streams.add(sse);
+  const m = await sendMessage(admin, id, offline({ tool: 'shell', command: 'cat src/greeting.txt' }, 'read the clone'));
+  expect((await sse.turnDone(m, TURN_MS)).data.stopReason).toBe('end_turn');
+  expect(toolOutput(sse, m)).toContain('hello from main');
+  const runner = await runnerOf(id);
+  expect(pooled.map((r) => r.id)).toContain(runner.runnerId);
+  const said = runnerLog(await hostTask(runner.ref)).map((l) => l.msg);
+  expect(said).toContain(
+    backend === 'pi' ? 'reloading the CLI started before the welcome' : 'replacing the CLI started before the welcome',
+  );
+  expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
+}
+
 describe('warm runner pool (real runners, real CLIs)', () => {
   it(
     'size 0 is the default: no pooled runner, the first message launches cold',
@@ -203,6 +232,12 @@ describe('warm runner pool (real runners, real CLIs)', () => {
     'claude: a stopped session takes a pooled runner for its next message and resumes the conversation',
     dumpOnFail(() => resumedTakesPooled('claude')),
     FILL_MS + 3 * TURN_MS,
+  );
+
+  it(
+    'claude: a session from a repository takes a pooled runner, which clones it before the first message',
+    dumpOnFail(() => repositoryTakesPooled('claude')),
+    FILL_MS + TURN_MS,
   );
 
   it(
@@ -288,11 +323,12 @@ describe('warm runner pool (real runners, real CLIs)', () => {
       expect(runner.runnerId).toBe(pi[0]?.id);
       expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
       await resumedTakesPooled('pi');
+      await repositoryTakesPooled('pi');
 
       await setPool({ claude: 0, pi: 0 });
       await until('an empty pool', async () => (await pool()).runners.length === 0, 60_000);
       await admin.call('PUT', '/api/admin/settings', { llmBackend: 'claude' });
     }),
-    3 * FILL_MS + 4 * TURN_MS,
+    4 * FILL_MS + 5 * TURN_MS,
   );
 });
