@@ -576,8 +576,8 @@ export class SessionRunner {
    * transcript or a new conversation. Rejects with what the spawn would have failed with.
    */
   private async reloadSteps(gen: number, codec: AgentCodec): Promise<WarmUpStep[]> {
-    const resume = await this.welcomeResume;
     await this.restoring;
+    const resume = await this.welcomeResume;
     await this.cloneIfPending();
     const refused = await projectConfigRefusal(this.o.config.backend, this.o.launch.dirs.workspace);
     if (refused !== null) throw new StepFailure(refused);
