@@ -108,6 +108,13 @@ async function runnerOf(sessionId: string): Promise<{ ref: string; runnerId: str
   return { ref: runner.ref, runnerId: runner.runnerId };
 }
 
+/** What the runner logs when the welcome's rule takes its prewarmed CLI: claude replaced, pi reloaded. */
+function earlyCliSaid(backend: 'claude' | 'pi'): string {
+  return backend === 'pi'
+    ? 'reloading the CLI started before the welcome'
+    : 'replacing the CLI started before the welcome';
+}
+
 /**
  * A session that stopped takes a pooled runner for its next message: no provisioning wait, and
  * the runner replaces its prewarmed CLI with one that resumes the conversation (claude), or
@@ -137,12 +144,11 @@ async function resumedTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
   const log = runnerLog(await hostTask(second.ref));
   const said = log.map((l) => l.msg);
   expect(said).toContain('transcript restored');
+  expect(said).toContain(earlyCliSaid(backend));
   if (backend === 'claude') {
-    expect(said).toContain('replacing the CLI started before the welcome');
     expect(log.some((l) => l.msg === 'starting the CLI' && l.resume === true)).toBe(true);
   } else {
     // One CLI, the prewarmed one, switched onto the restored conversation.
-    expect(said).toContain('reloading the CLI started before the welcome');
     expect(log.some((l) => l.msg === 'reloading the CLI' && l.resume === true)).toBe(true);
     expect(log.filter((l) => l.msg === 'cli started')).toHaveLength(1);
   }
@@ -170,9 +176,7 @@ async function repositoryTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
   const runner = await runnerOf(id);
   expect(pooled.map((r) => r.id)).toContain(runner.runnerId);
   const said = runnerLog(await hostTask(runner.ref)).map((l) => l.msg);
-  expect(said).toContain(
-    backend === 'pi' ? 'reloading the CLI started before the welcome' : 'replacing the CLI started before the welcome',
-  );
+  expect(said).toContain(earlyCliSaid(backend));
   expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
 }
 
@@ -267,9 +271,7 @@ describe('warm runner pool (real runners, real CLIs)', () => {
       expect(r.status, r.text).toBe(200);
       expect((await sse.turnDone(m, TURN_MS)).data.stopReason).toBe('end_turn');
       expect(toolOutput(sse, m)).not.toContain('ASKED');
-      expect(runnerLog(await hostTask(runner.ref)).map((l) => l.msg)).toContain(
-        'replacing the CLI started before the welcome',
-      );
+      expect(runnerLog(await hostTask(runner.ref)).map((l) => l.msg)).toContain(earlyCliSaid('claude'));
       expect((await admin.call('DELETE', `/api/sessions/${id}`)).status).toBe(204);
     }),
     FILL_MS + 2 * TURN_MS,

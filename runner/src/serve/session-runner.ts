@@ -419,23 +419,12 @@ export class SessionRunner {
         const slot = this.slots.get(effect.gen);
         if (slot === undefined) return;
         slot.holdForReload();
+        const failed = (error: ErrorInfo) => this.failReload(effect.gen, slot, error);
         this.reloadSteps(effect.gen, slot.codec).then(
           (steps) =>
-            slot.reloadWith(steps, () =>
-              this.failReload(effect.gen, slot, {
-                code: 'cli_reload_failed',
-                message: "the CLI refused to take on the session's conversation",
-                retryable: true,
-              }),
-            ),
+            slot.reloadWith(steps, () => failed(reloadError("the CLI refused to take on the session's conversation"))),
           (err: unknown) =>
-            this.failReload(
-              effect.gen,
-              slot,
-              err instanceof StepFailure
-                ? err.info
-                : { code: 'cli_reload_failed', message: `cannot reload the CLI: ${messageOf(err)}`, retryable: true },
-            ),
+            failed(err instanceof StepFailure ? err.info : reloadError(`cannot reload the CLI: ${messageOf(err)}`)),
         );
         return;
       }
@@ -746,4 +735,9 @@ export class SessionRunner {
     this.o.log.info('runner stopped', { reason, exitCode: code });
     this.resolveExit(code);
   }
+}
+
+/** A reload that did not happen: retryable, since the next message starts a CLI that resumes. */
+function reloadError(message: string): ErrorInfo {
+  return { code: 'cli_reload_failed', message, retryable: true };
 }
