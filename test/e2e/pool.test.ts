@@ -151,6 +151,11 @@ async function resumedTakesPooled(backend: 'claude' | 'pi'): Promise<void> {
     // One CLI, the prewarmed one, switched onto the restored conversation.
     expect(log.some((l) => l.msg === 'reloading the CLI' && l.resume === true)).toBe(true);
     expect(log.filter((l) => l.msg === 'cli started')).toHaveLength(1);
+    // Every session.init names the one conversation; the pi session the prewarmed CLI had started
+    // in before the claim (its warm-up's) never reached the session's log.
+    const inits = sse.events.filter((e) => e.event === 'session.init').map((e) => e.data.cliSessionId);
+    expect(inits.length).toBeGreaterThan(1);
+    expect(new Set(inits)).toEqual(new Set([inits[0]]));
   }
   // The model's request for the second message carries the first; the file is in the workspace.
   expect(await requestWith(stack, marker2)).toContain(marker1);

@@ -173,7 +173,7 @@ export class RunnerFrames {
       return this.protocolError(ws, `hello.lastSeq ${hello.lastSeq} is below what the hub holds (${held})`);
     }
     // A runner new to the hub gets the conversation to resume. Its hello may count frames already
-    // (a CLI started before the welcome announces itself with session.init): not a conversation.
+    // (an error of a CLI started before the welcome): not a conversation.
     let transcript: Transcript | undefined;
     if (known === null && this.#hub.meta.transcript !== null) {
       transcript = await readTranscript(this.#hub.env.TRANSCRIPTS, session.id, session.backend);

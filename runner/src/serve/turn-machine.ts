@@ -49,6 +49,12 @@ export class TurnMachine {
   private phase: 'starting' | 'running' | 'stopping' | 'stopped' = 'starting';
   private cli: { gen: number; state: CliState } = { gen: 0, state: 'none' };
   private turn: Turn | undefined;
+  /**
+   * The `session.init` of a CLI started before the welcome, held until the welcome says whether
+   * that CLI's conversation is the session's: a reloaded or replaced one names a conversation the
+   * session never has (the warm-up's), and its successor announces its own.
+   */
+  private earlyInit: AgentEvent | undefined;
   private stop: Stop | undefined;
   private fatalError: ErrorInfo | undefined;
   private readonly recent: string[] = [];
@@ -114,7 +120,8 @@ export class TurnMachine {
           this.fx.push({ type: 'log', level: 'info', msg: 'replacing the CLI started before the welcome' });
           this.fx.push({ type: 'kill_cli', gen: this.cli.gen, discard: true });
           this.cli.state = 'none';
-        }
+        } else if (this.earlyInit !== undefined && this.cli.state !== 'none') this.emit(this.earlyInit);
+        this.earlyInit = undefined;
         if (this.cli.state === 'none') this.spawnCli();
         // A prewarmed CLI that is already up: idle time counts from now, as after any CLI start.
         else if (this.cli.state === 'ready' && !this.turn) this.setTimer('idle', this.t.idleMs);
@@ -224,6 +231,10 @@ export class TurnMachine {
   private cliEvent(gen: number, event: AgentEvent): void {
     // Late output of a CLI the runner already gave up on belongs to no turn.
     if (gen !== this.cli.gen || this.cli.state === 'none') return;
+    if (event.type === 'session.init' && this.phase === 'starting') {
+      this.earlyInit = event;
+      return;
+    }
     if (event.type === 'turn.done') {
       if (this.turn) this.closeTurn(event);
       return;

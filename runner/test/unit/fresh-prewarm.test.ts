@@ -107,6 +107,26 @@ describe('turn machine: a fresh session CLI started before the welcome', () => {
     expect(of(next, 'spawn_cli')).toEqual([{ type: 'spawn_cli', gen: 2 }]);
   });
 
+  test('its session.init waits for the welcome: emitted when the CLI is kept, dropped when it is reloaded, replaced or died', () => {
+    const early = { type: 'session.init' as const, backend: 'pi' as const, cliSessionId: 'warm-up' };
+    const later = { type: 'session.init' as const, backend: 'pi' as const, cliSessionId: 'the session' };
+    const inits = (fx: ReturnType<TurnMachine['handle']>) =>
+      of(fx, 'emit').flatMap((e) => (e.event.type === 'session.init' ? [e.event.cliSessionId] : []));
+    for (const restore of [undefined, 'reload', 'replace'] as const) {
+      const m = prewarmed(true);
+      expect(inits(m.handle({ type: 'cli_event', gen: 1, event: early }))).toEqual([]);
+      const linked = m.handle({ type: 'linked', ...(restore !== undefined && { restore }) });
+      expect(inits(linked)).toEqual(restore === undefined ? ['warm-up'] : []);
+      // The reloaded CLI's get_state, or the new CLI's handshake, names the session's conversation.
+      const gen = restore === 'replace' ? 2 : 1;
+      expect(inits(m.handle({ type: 'cli_event', gen, event: later }))).toEqual(['the session']);
+    }
+    const died = prewarmed(true);
+    died.handle({ type: 'cli_event', gen: 1, event: early });
+    died.handle({ type: 'cli_exit', gen: 1, exit: { code: 1, signal: null, stderrHead: '' } });
+    expect(inits(died.handle({ type: 'linked' }))).toEqual([]);
+  });
+
   test('without a prewarm a welcome with something to restore spawns once and kills nothing', () => {
     for (const restore of ['replace', 'reload'] as const) {
       const m = new TurnMachine(T);
