@@ -207,8 +207,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     );
     if (backend === 'pi') {
       // One CLI for the second runner, the early one; it went on in the session's own conversation
-      // (the same pi session, its transcript the same file) and said so, and the session it had
-      // started in before the welcome was never announced.
+      // (the same pi session, its transcript the same file), and every session.init names it.
       expect(b.runner.logs.filter((l) => l.msg === 'cli started')).toHaveLength(1);
       expect(b.runner.cliPids()).toEqual([early]);
       const inits = session.events().flatMap((e) => (e.event.type === 'session.init' ? [e.event.cliSessionId] : []));
