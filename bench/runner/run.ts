@@ -277,10 +277,6 @@ async function viaRunner(
   const reportDir = mkdtempSync(join(tmpdir(), 'sy-bench-mem-'));
   for (let i = 0; i < n; i++) {
     const session = await hub.newSession();
-    // What the edge's welcome says of a new session's workspace. Left out, the runner pulls the
-    // workspace from a store the test hub does not have, and a fresh runner replaces the CLI it
-    // started before the welcome (runner/src/serve/welcome-rule.ts): a start no new session makes.
-    session.workspaceGeneration = 0;
     const report = join(reportDir, `${i}.json`);
     const tmp = variant.compileCache ? mkdtempSync(join(tmpdir(), 'sy-bench-tmp-')) : undefined;
     const imageCache = variant.compileCache === 'image' && tmp ? join(tmp, 'compile-cache') : undefined;

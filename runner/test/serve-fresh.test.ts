@@ -294,6 +294,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
     await stopRunner(a.runner);
     // A hub that does not say: the runner restores first (this hub has no store, so that fails, loudly).
     const unknown = await suite.hub.newSession();
+    unknown.workspaceGeneration = undefined;
     const b = start(unknown, { SWITCHYARD_FRESH_SESSION: '1' });
     await b.runner.waitForLog((l) => l.msg === 'workspace restore failed', 'the restore');
     await stopRunner(b.runner);

@@ -42,8 +42,11 @@ class TestSession implements ContractSession {
   private readySocket: WebSocket | undefined;
   ackEvery = 1;
   acksPaused = false;
-  /** Sent in every welcome when set (the edge always sends it; absent, the runner restores). */
-  workspaceGeneration: number | undefined;
+  /**
+   * Sent in every welcome when set. 0 (nothing ever stored), as the edge's welcome says of a new
+   * session; a test sets it to undefined for a hub that does not say (the runner then restores).
+   */
+  workspaceGeneration: number | undefined = 0;
   /** Sent in every welcome when set, as the edge sends the session's approval mode. */
   approvals: ApprovalMode | undefined;
   /** While set, a hello is answered only when the hold is lifted (a hub slow to welcome). */
