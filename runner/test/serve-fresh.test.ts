@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { WARM_UP_PROMPT } from '../src/cli/warm-up.ts';
 import { WARM_UP_REPLY_TEXT } from '../src/sandbox/warm-up-reply.ts';
+import { WELCOME_RESTORE_LOG } from '../src/serve/welcome-rule.ts';
 import {
   serveRunner,
   stopRunner,
@@ -164,8 +165,7 @@ describe.each(['claude', 'pi'] as const)('%s: a fresh session', (backend) => {
 
   // pi reloads onto what the welcome restored (switch_session); claude is replaced by a new CLI.
   const restored = backend === 'pi' ? 'reloaded' : 'replaced';
-  const ruleSaid =
-    backend === 'pi' ? 'reloading the CLI started before the welcome' : 'replacing the CLI started before the welcome';
+  const ruleSaid = WELCOME_RESTORE_LOG[backend === 'pi' ? 'reload' : 'replace'];
 
   test(`a welcome that brings a transcript anyway: the early CLI is ${restored} and resumes it`, async () => {
     const session = await suite.hub.newSession();

@@ -18,6 +18,7 @@ import {
 } from '../helpers/e2e-harness.ts';
 import type { Api } from '../helpers/sse-client.ts';
 import { stopSessionRunner } from '../helpers/runner-tasks.ts';
+import { WELCOME_RESTORE_LOG } from '../../runner/src/serve/welcome-rule.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
@@ -56,7 +57,7 @@ function freshSuite(backend: 'claude' | 'pi') {
       expect(firstLog.some((l) => l.msg === 'fresh session: starting the CLI while the hub link comes up')).toBe(true);
       // One CLI: the early one answered (no replacement, no second start).
       expect(firstLog.filter((l) => l.msg === 'cli started')).toHaveLength(1);
-      expect(firstLog.some((l) => l.msg === 'replacing the CLI started before the welcome')).toBe(false);
+      expect(firstLog.some((l) => l.msg === WELCOME_RESTORE_LOG.replace)).toBe(false);
 
       // The runner stops (as ECS stops a task): bye, transcript and files durable, the session at rest.
       await stopSessionRunner(stack, admin, id, 60_000);

@@ -17,6 +17,7 @@ import {
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { type Api, textOf, until } from '../helpers/sse-client.ts';
 import { stopSessionRunner } from '../helpers/runner-tasks.ts';
+import { WELCOME_RESTORE_LOG } from '../../runner/src/serve/welcome-rule.ts';
 import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
@@ -110,9 +111,7 @@ async function runnerOf(sessionId: string): Promise<{ ref: string; runnerId: str
 
 /** What the runner logs when the welcome's rule takes its prewarmed CLI: claude replaced, pi reloaded. */
 function earlyCliSaid(backend: 'claude' | 'pi'): string {
-  return backend === 'pi'
-    ? 'reloading the CLI started before the welcome'
-    : 'replacing the CLI started before the welcome';
+  return WELCOME_RESTORE_LOG[backend === 'pi' ? 'reload' : 'replace'];
 }
 
 /**

@@ -12,6 +12,7 @@
 // kill, the exit that closes the turn).
 import type { AgentEvent, ByeReason, CliExit, ErrorInfo, RunnerStatus, UserMessage } from '@switchyard/protocol';
 import { exitError, reportedDone, startTimeoutError } from './turn-outcomes.ts';
+import { WELCOME_RESTORE_LOG } from './welcome-rule.ts';
 import {
   ALL_TIMERS,
   type Ending,
@@ -109,7 +110,7 @@ export class TurnMachine {
         if (input.restore === 'reload' && (this.cli.state === 'starting' || this.cli.state === 'ready')) {
           // It has seen no message (none is taken before the welcome): it takes on the transcript
           // and the files now, and is ready again once it has.
-          this.fx.push({ type: 'log', level: 'info', msg: 'reloading the CLI started before the welcome' });
+          this.fx.push({ type: 'log', level: 'info', msg: WELCOME_RESTORE_LOG.reload });
           this.fx.push({ type: 'reload_cli', gen: this.cli.gen });
           this.cli.state = 'starting';
           this.setTimer('cli_start', this.t.cliStartMs);
@@ -117,7 +118,7 @@ export class TurnMachine {
           // Started before the welcome, it cannot resume the transcript, run in the clone, ask for
           // approvals or have started with the files. It has seen no message (none is taken before
           // the welcome), so nothing is lost, and its own conversation is dropped with it.
-          this.fx.push({ type: 'log', level: 'info', msg: 'replacing the CLI started before the welcome' });
+          this.fx.push({ type: 'log', level: 'info', msg: WELCOME_RESTORE_LOG.replace });
           this.fx.push({ type: 'kill_cli', gen: this.cli.gen, discard: true });
           this.cli.state = 'none';
         } else if (this.earlyInit !== undefined && this.cli.state !== 'none') this.emit(this.earlyInit);

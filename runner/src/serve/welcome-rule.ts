@@ -7,6 +7,12 @@ import type { ApprovalMode, Backend } from '@switchyard/protocol';
 /** `reload`: the CLI takes it on where it runs (cli/reload.ts); `replace`: a new CLI starts after it. */
 export type WelcomeRestore = 'reload' | 'replace';
 
+/** What the runner logs when the rule takes the early CLI (tests and the pool's e2e wait for it). */
+export const WELCOME_RESTORE_LOG: Record<WelcomeRestore, string> = {
+  reload: 'reloading the CLI started before the welcome',
+  replace: 'replacing the CLI started before the welcome',
+};
+
 export interface WelcomeBrings {
   transcript: boolean;
   /** The durable workspace holds files (its generation is not 0): they are pulled before any message. */
