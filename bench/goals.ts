@@ -3,7 +3,7 @@
 // come from the same machine state. Each bench's output goes to the terminal and to
 // <out>/<name>.log, headed by its start time and the load average; nothing else should run
 // meanwhile (a CI run beside it moves every figure).
-// Run: node bench/goals.ts [--only runner,pool,…] [--out DIR]   (all: about 40 minutes)
+// Run: node bench/goals.ts [--only runner,pool,…] [--out DIR]   (all: about 50 minutes)
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -14,6 +14,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 
 const SITTING: Array<{ name: string; args: string[] }> = [
   { name: 'runner', args: ['bench/runner/run.ts', '--runs', '7'] },
+  // Start → ready again in the built image as ECS runs it (needs root: buildah, bubblewrap).
+  { name: 'image', args: ['bench/image/run.ts', '--runs', '9'] },
   { name: 'route', args: ['bench/runner/run.ts', '--route'] },
   { name: 'pool', args: ['bench/pool/run.ts', '--backends', 'claude,pi', '--runs', '5', '--provision-delay', '10s'] },
   // The pool's first message again with each runner claimed 2 s after it turned idle, as most

@@ -38,11 +38,11 @@
 //       (tool-call.ts, its own process; not with --route).
 // Same offline model, same spawn spec. Run: node bench/runner/run.ts [--runs N] [--route: (5) to (7) only]
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { adapterFor, type Backend, type SpawnSpec } from '@switchyard/protocol';
-import { locateCli, readinessFor } from '@switchyard/runner/cli';
+import { locateCli } from '@switchyard/runner/cli';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { serveRunner, stopRunner, waitReady } from '../../runner/test/contract/fixture.ts';
 import { processReport, reportingEnv, type ProcessReport } from '../../runner/test/contract/process-report.ts';
@@ -51,6 +51,7 @@ import { buildBundle } from '../../runner/scripts/build-bundle.ts';
 import { startModelRoute } from '../../runner/src/sandbox/model-proxy.ts';
 import { makeCliDirs } from '../../runner/src/cli/spawn.ts';
 import { Sandbox } from '../../runner/src/sandbox/sandbox.ts';
+import { lineWhere, spawnReady, writeSpecFiles } from '../cli-ready.ts';
 import { median } from '../stats.ts';
 import { routeStream } from './model-route.ts';
 
@@ -59,23 +60,6 @@ const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 5;
 const routeOnly = process.argv.includes('--route');
 const ROUTE_RUNS = 21;
 const now = () => performance.now();
-
-/** Resolves when `pred(line)` holds for a stdout line of `child`. */
-function lineWhere(child: ReturnType<typeof spawn>, pred: (line: string) => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    let buf = '';
-    const onData = (d: Buffer) => {
-      buf += d.toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      if (lines.some(pred)) {
-        child.stdout?.off('data', onData);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', onData);
-  });
-}
 
 function bareSpec(backend: Backend, model: OfflineModel, dir: string): SpawnSpec {
   return adapterFor(backend).spawnSpec({
@@ -90,26 +74,6 @@ function bareSpec(backend: Backend, model: OfflineModel, dir: string): SpawnSpec
 }
 
 const isDelta = (line: string) => line.includes('"text_delta"');
-
-/** Spawns `spec` (its files written first) and resolves once the CLI answered its readiness handshake. */
-async function spawnReady(backend: Backend, spec: SpawnSpec) {
-  mkdirSync(spec.cwd, { recursive: true });
-  for (const f of spec.files) {
-    mkdirSync(dirname(f.path), { recursive: true });
-    writeFileSync(f.path, f.content);
-  }
-  const codec = adapterFor(backend).createCodec();
-  const readiness = readinessFor(backend, spec);
-  const t0 = now();
-  const child = spawn(spec.command, spec.args, { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'ignore'] });
-  const ready = lineWhere(
-    child,
-    (l) => readiness.isReady(l, undefined) || (backend === 'pi' && l.includes('"command":"get_state"')),
-  );
-  for (const line of [...codec.initLines(), ...readiness.lines]) child.stdin.write(line);
-  await ready;
-  return { child, codec, ms: now() - t0 };
-}
 
 /**
  * (4) Where a sandboxed CLI's start goes, without the runner: the CLI spawned directly, its walls
@@ -147,6 +111,7 @@ async function layerReady(backend: Backend, model: OfflineModel, layer: Layer): 
     const { JITI_TRY_NATIVE: _n, JITI_FS_CACHE: _c, NODE_OPTIONS: _o, ...env } = spec.env;
     spec = { ...spec, env };
   }
+  writeSpecFiles(spec);
   const { child, ms } = await spawnReady(backend, spec);
   child.stdin?.end();
   await new Promise((r) => child.on('close', r));
@@ -212,7 +177,9 @@ async function bare(
   let cliRssKb = 0;
   for (let i = 0; i < n; i++) {
     const dir = mkdtempSync(join(tmpdir(), 'sy-bench-'));
-    const { child, codec, ms } = await spawnReady(backend, bareSpec(backend, model, dir));
+    const spec = bareSpec(backend, model, dir);
+    writeSpecFiles(spec);
+    const { child, codec, ms } = await spawnReady(backend, spec);
     readyMs.push(ms);
     const delta = lineWhere(child, isDelta);
     const t1 = now();

@@ -1,78 +1,45 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTAINER_NAME, DEFAULT_CAPS, DROPPED_CAPS, VOLUMES } from '../../infra/src/runner-container.ts';
+import { CONTAINER_NAME, VOLUMES } from '../../infra/src/runner-container.ts';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import { type BuiltImage, openImage, REPO } from './image-run.ts';
 
 // runner/Dockerfile, really built (scripts/image/build.sh: buildah on a local Debian + Node 22
-// base) and really run: the built root filesystem (`buildah mount`) under bubblewrap, the way
-// the ECS task definition in infra/ runs it — the image's own ENTRYPOINT (tini → setpriv →
-// switchyard-runner) with a command override, PID 1 in its own PID namespace, the root
-// read-only, only the image's VOLUMEs writable (fresh copies of the image's content, as ECS
-// seeds task volumes), Fargate's default capability set minus what the task definition drops
-// (imported from infra/src/runner-container.ts, so the two cannot drift), and the image's
-// environment plus what the task definition adds (the model key as a secret; here the
-// offline model's URL). No network namespace: the offline model listens on loopback.
+// base) and really run as the ECS task definition in infra/ runs it (./image-run.ts): the image's
+// own ENTRYPOINT (tini → setpriv → switchyard-runner) with a command override, and the image's
+// environment plus what the task definition adds (the model key as a secret; here the offline
+// model's URL).
 //
 // Needs root, bubblewrap, buildah and mmdebstrap (the build script installs the last two).
 // Skipped without root outside CI; under CI it must run.
 
-const repo = realpathSync(fileURLToPath(new URL('../..', import.meta.url)));
 const isRoot = process.getuid?.() === 0;
 const canRun = isRoot;
 if (!canRun && process.env.CI) throw new Error('the runner image test needs root under CI');
 
-interface ImageConfig {
-  Env: string[];
-  Entrypoint: string[];
-  Cmd: string[];
-  WorkingDir: string;
-  User?: string;
-  Volumes: Record<string, object>;
-}
-
-const containersConf = join(mkdtempSync(join(tmpdir(), 'sy-image-conf-')), 'containers.conf');
-const buildahEnv = { ...process.env, CONTAINERS_CONF: containersConf };
-const buildah = (...args: string[]) => execFileSync('buildah', args, { env: buildahEnv, encoding: 'utf8' }).trim();
-
-let image = '';
-let config: ImageConfig;
-let container = '';
-let rootfs = '';
+let built: BuiltImage | undefined;
 let model: OfflineModel;
-const scratch = mkdtempSync(join(tmpdir(), 'sy-image-'));
 
 beforeAll(async () => {
   if (!canRun) return;
-  execFileSync('sh', ['-c', `printf '[containers]\\ndefault_ulimits = []\\n' > '${containersConf}'`]);
   // Cached: a no-op rebuild when nothing the image copies changed (CI builds it in an earlier step).
-  const out = execFileSync('bash', [join(repo, 'scripts/image/build.sh')], {
-    cwd: repo,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  image = out.trim().split('\n').at(-1) ?? '';
-  config = (JSON.parse(buildah('inspect', '--type', 'image', image)) as { OCIv1: { config: ImageConfig } }).OCIv1
-    .config;
-  container = buildah('from', '--pull-never', image);
-  rootfs = buildah('mount', container);
+  built = openImage();
   model = await startOfflineModel();
 }, 20 * 60_000);
 
 afterAll(async () => {
   await model?.close();
-  if (container !== '') {
-    buildah('umount', container);
-    buildah('rm', container);
-  }
-  rmSync(scratch, { recursive: true, force: true });
-  rmSync(join(containersConf, '..'), { recursive: true, force: true });
+  built?.close();
 });
 
-const KEPT = DEFAULT_CAPS.filter((c) => !(DROPPED_CAPS as readonly string[]).includes(c));
+/** The built image; only inside the suite that runs when it could be built. */
+const img = (): BuiltImage => {
+  if (built === undefined) throw new Error('the image was not built');
+  return built;
+};
+
 const MODEL_KEY = 'sk-ant-image-test-key';
 
 interface Run {
@@ -87,42 +54,10 @@ interface Run {
  * task's environment; resolves at exit.
  */
 function runImage(command: string[], extraEnv: string[] = []): Promise<Run> {
-  const vols = mkdtempSync(join(scratch, 'task-'));
-  const volumeArgs = VOLUMES.flatMap((v) => {
-    const dir = join(vols, v.name);
-    cpSync(join(rootfs, v.containerPath), dir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
-    execFileSync('chown', ['--reference', join(rootfs, v.containerPath), dir]);
-    execFileSync('chmod', ['--reference', join(rootfs, v.containerPath), dir]);
-    return ['--bind', dir, v.containerPath];
+  const volumes = img().taskVolumes();
+  const args = img().bwrapArgs(volumes, command, {
+    env: [`SWITCHYARD_MODEL_URL=${model.url}`, `ANTHROPIC_API_KEY=${MODEL_KEY}`, ...extraEnv],
   });
-  const env = [...config.Env, `SWITCHYARD_MODEL_URL=${model.url}`, `ANTHROPIC_API_KEY=${MODEL_KEY}`, ...extraEnv];
-  const args = [
-    '--ro-bind',
-    rootfs,
-    '/',
-    '--proc',
-    '/proc',
-    '--dev',
-    '/dev',
-    ...volumeArgs,
-    '--unshare-pid',
-    '--unshare-ipc',
-    '--unshare-uts',
-    '--as-pid-1',
-    '--die-with-parent',
-    '--cap-drop',
-    'ALL',
-    ...KEPT.flatMap((c) => ['--cap-add', `CAP_${c}`]),
-    '--chdir',
-    config.WorkingDir,
-    '--clearenv',
-    ...env.flatMap((e) => {
-      const i = e.indexOf('=');
-      return ['--setenv', e.slice(0, i), e.slice(i + 1)];
-    }),
-    ...config.Entrypoint,
-    ...command,
-  ];
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn('bwrap', args, { stdio: ['ignore', 'pipe', 'pipe'], env: {} });
@@ -132,7 +67,7 @@ function runImage(command: string[], extraEnv: string[] = []): Promise<Run> {
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => {
-      rmSync(vols, { recursive: true, force: true });
+      volumes.remove();
       resolve({ code, stdout, stderr, ms: performance.now() - started });
     });
   });
@@ -148,7 +83,7 @@ const json = (r: Run) => {
 
 describe('runner/Dockerfile', () => {
   it('pins every Debian package it installs to an exact version', () => {
-    const dockerfile = readFileSync(join(repo, 'runner/Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+    const dockerfile = readFileSync(join(REPO, 'runner/Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
     const installs = [...dockerfile.matchAll(/apt-get install ([^&\n]+)/g)].map((m) =>
       m[1]!
         .trim()
@@ -165,6 +100,7 @@ describe('runner/Dockerfile', () => {
 
 describe.skipIf(!canRun)('runner image, built and run', () => {
   it('the image as the task definition expects it: tini → setpriv → runner, no USER, serve by default, the three volumes', () => {
+    const { config, image } = img();
     expect(config.Entrypoint.slice(0, 3)).toEqual(['/usr/bin/tini', '--', '/usr/bin/setpriv']);
     expect(config.Entrypoint.slice(-2)).toEqual(['node', '/app/runner/dist/switchyard-runner.mjs']);
     expect(config.Cmd).toEqual(['serve']);
@@ -172,7 +108,7 @@ describe.skipIf(!canRun)('runner image, built and run', () => {
     expect(Object.keys(config.Volumes).sort()).toEqual(VOLUMES.map((v) => v.containerPath).sort());
     expect(config.Env).toContain('SWITCHYARD_SANDBOX=container');
     expect(CONTAINER_NAME).toBe('runner');
-    const size = buildah('images', '--format', '{{.Size}}', image);
+    const size = img().buildah('images', '--format', '{{.Size}}', image);
     console.log(`runner image ${image}: ${size}`);
   });
 
