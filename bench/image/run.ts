@@ -13,8 +13,8 @@
 // Needs root (buildah, bubblewrap with the image's capabilities); builds the image if it is not
 // built (scripts/image/build.sh, cached).
 // Run: node bench/image/run.ts [--runs N] [--backends claude,pi]   (npm run bench -- image)
-import { spawn } from 'node:child_process';
-import { chownSync, readdirSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { adapterFor, type Backend, BackendSchema } from '@switchyard/protocol';
@@ -37,6 +37,7 @@ if (process.getuid?.() !== 0) throw new Error('bench/image needs root (buildah, 
 
 /** The image's /app is this checkout's tree: the CLIs are where locateCli finds them here. */
 const inImage = (hostPath: string) => join('/app', relative(REPO, hostPath));
+/** The group the CLI's uid shares with the runner's in the image (runner/Dockerfile). */
 const CLI_GID = 10001;
 const MODEL_KEY = 'sk-ant-bench-image-key';
 
@@ -73,8 +74,8 @@ async function bareInImage(image: BuiltImage, backend: Backend, model: OfflineMo
     baseEnv: imageEnv,
   });
   writeSpecFiles(spec, hostPath);
-  for (const dir of ['home', 'cli']) writeSpecFiles({ ...spec, cwd: `${base}/${dir}`, files: [] }, hostPath);
-  chownTree(hostPath(base), CLI_UID, CLI_GID);
+  for (const dir of ['home', 'cli']) mkdirSync(hostPath(`${base}/${dir}`), { recursive: true });
+  execFileSync('chown', ['-R', `${CLI_UID}:${CLI_GID}`, hostPath(base)]);
   const dropped = wrapWithUidDrop(spec, { setpriv: '/usr/bin/setpriv', uid: CLI_UID, gid: CLI_GID });
   const { child, ms } = await spawnReady(backend, dropped, (s) =>
     spawn(
@@ -90,15 +91,6 @@ async function bareInImage(image: BuiltImage, backend: Backend, model: OfflineMo
   await stop(child);
   volumes.remove();
   return ms;
-}
-
-function chownTree(dir: string, uid: number, gid: number): void {
-  chownSync(dir, uid, gid);
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) chownTree(path, uid, gid);
-    else chownSync(path, uid, gid);
-  }
 }
 
 /** The image's runner for a new session: wrapper spawn → the hub sees it ready with its CLI running. */
