@@ -61,9 +61,6 @@ async function bareInImage(image: BuiltImage, backend: Backend, model: OfflineMo
   const volumes = image.taskVolumes();
   const base = '/tmp/bare';
   const hostPath = (p: string) => join(volumes.hostPath('/tmp'), relative('/tmp', p));
-  const imageEnv = Object.fromEntries(
-    image.config.Env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
-  );
   const spec = adapterFor(backend).spawnSpec({
     executable: cliInImage(backend),
     workspace: `${base}/ws`,
@@ -71,7 +68,7 @@ async function bareInImage(image: BuiltImage, backend: Backend, model: OfflineMo
     configDir: `${base}/cli`,
     modelBaseUrl: model.url,
     modelApiKey: MODEL_KEY,
-    baseEnv: imageEnv,
+    baseEnv: image.env,
   });
   writeSpecFiles(spec, hostPath);
   for (const dir of ['home', 'cli']) mkdirSync(hostPath(`${base}/${dir}`), { recursive: true });
@@ -83,7 +80,7 @@ async function bareInImage(image: BuiltImage, backend: Backend, model: OfflineMo
       image.bwrapArgs(volumes, [s.command, ...s.args], {
         entrypoint: false,
         cwd: s.cwd,
-        env: Object.entries(s.env).map(([k, v]) => `${k}=${v}`),
+        env: s.env,
       }),
       { env: {}, stdio: ['pipe', 'pipe', 'ignore'], detached: true },
     ),
@@ -108,11 +105,11 @@ async function runnerInImage(image: BuiltImage, backend: Backend, model: Offline
   };
   const t0 = performance.now();
   const t0Wall = Date.now();
-  const child = spawn(
-    'bwrap',
-    image.bwrapArgs(volumes, ['serve'], { env: Object.entries(env).map(([k, v]) => `${k}=${v}`) }),
-    { env: {}, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
-  );
+  const child = spawn('bwrap', image.bwrapArgs(volumes, ['serve'], { env }), {
+    env: {},
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   try {

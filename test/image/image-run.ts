@@ -35,6 +35,8 @@ export interface TaskVolumes {
 export interface BuiltImage {
   readonly image: string;
   readonly config: ImageConfig;
+  /** The image's environment (its `Env`), by name. */
+  readonly env: Record<string, string>;
   readonly rootfs: string;
   buildah(...args: string[]): string;
   /** Fresh copies of the image's VOLUMEs for one task. */
@@ -47,7 +49,7 @@ export interface BuiltImage {
   bwrapArgs(
     volumes: TaskVolumes,
     command: string[],
-    opts?: { env?: string[]; entrypoint?: boolean; cwd?: string },
+    opts?: { env?: Record<string, string>; entrypoint?: boolean; cwd?: string },
   ): string[];
   close(): void;
 }
@@ -69,6 +71,7 @@ export function openImage(): BuiltImage {
   const image = out.trim().split('\n').at(-1) ?? '';
   const config = (JSON.parse(buildah('inspect', '--type', 'image', image)) as { OCIv1: { config: ImageConfig } }).OCIv1
     .config;
+  const env = Object.fromEntries(config.Env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
   const container = buildah('from', '--pull-never', image);
   const rootfs = buildah('mount', container);
 
@@ -115,10 +118,7 @@ export function openImage(): BuiltImage {
     '--chdir',
     opts.cwd ?? config.WorkingDir,
     '--clearenv',
-    ...[...config.Env, ...(opts.env ?? [])].flatMap((e) => {
-      const i = e.indexOf('=');
-      return ['--setenv', e.slice(0, i), e.slice(i + 1)];
-    }),
+    ...Object.entries({ ...env, ...opts.env }).flatMap(([name, value]) => ['--setenv', name, value]),
     ...(opts.entrypoint === false ? [] : config.Entrypoint),
     ...command,
   ];
@@ -126,6 +126,7 @@ export function openImage(): BuiltImage {
   return {
     image,
     config,
+    env,
     rootfs,
     buildah,
     taskVolumes,

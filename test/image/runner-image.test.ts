@@ -53,10 +53,10 @@ interface Run {
  * Runs the image's entrypoint with `command` as the ECS command override, `extraEnv` added to the
  * task's environment; resolves at exit.
  */
-function runImage(command: string[], extraEnv: string[] = []): Promise<Run> {
+function runImage(command: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
   const volumes = img().taskVolumes();
   const args = img().bwrapArgs(volumes, command, {
-    env: [`SWITCHYARD_MODEL_URL=${model.url}`, `ANTHROPIC_API_KEY=${MODEL_KEY}`, ...extraEnv],
+    env: { SWITCHYARD_MODEL_URL: model.url, ANTHROPIC_API_KEY: MODEL_KEY, ...extraEnv },
   });
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -122,7 +122,7 @@ describe.skipIf(!canRun)('runner image, built and run', () => {
     // serve with no session configured loads what it needs before a CLI's spawn, then refuses
     // (exit 2). Node says, per module, whether its cache was found and accepted: a cache filled
     // under another uid or other V8 flags, or unreadable to the runner, is never read or accepted.
-    const r = await runImage(['serve'], ['NODE_DEBUG_NATIVE=COMPILE_CACHE']);
+    const r = await runImage(['serve'], { NODE_DEBUG_NATIVE: 'COMPILE_CACHE' });
     expect(r.stderr).toContain('"invalid configuration"');
     expect(r.code).toBe(2);
     const read = [...r.stderr.matchAll(/reading cache from \S+ for ESM (\S+?)\.\.\./g)].map((m) => m[1]);
