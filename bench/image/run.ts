@@ -8,8 +8,11 @@
 // same CLI with the same spec the runner builds minus the runner (no guard, no credential proxy),
 // dropped to the CLI's uid as the runner drops it, timed from the wrapper's spawn until its
 // readiness answer. Both pay the wrapper's own start, as a task's container start would be paid by
-// both. Rounds are interleaved (bare, runner, per backend); printed are the medians, their ratio
-// and the median of the per-round ratios (each runner start against the bare start beside it).
+// both. The image's runner hands pi (a CLI that runs on Node) the compile cache the image was built
+// with (SWITCHYARD_CLI_COMPILE_CACHE); pi is also started bare with that cache, which isolates the
+// runner's own part of its start. Rounds are interleaved (bare, bare cached, runner, per backend);
+// printed are the medians, their ratio and the median of the per-round ratios (each runner start
+// against the bare start beside it).
 // Needs root (buildah, bubblewrap with the image's capabilities); builds the image if it is not
 // built (scripts/image/build.sh, cached).
 // Run: node bench/image/run.ts [--runs N] [--backends claude,pi]   (npm run bench -- image)
@@ -19,11 +22,10 @@ import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { adapterFor, type Backend, BackendSchema } from '@switchyard/protocol';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
-import { locateCli } from '@switchyard/runner/cli';
 import { CLI_UID, wrapWithUidDrop } from '../../runner/src/sandbox/uid-drop.ts';
 import { waitReady } from '../../runner/test/contract/fixture.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
-import { openImage, REPO, type BuiltImage } from '../../test/image/image-run.ts';
+import { CLI_GID, cliInImage, openImage, type BuiltImage } from '../../test/image/image-run.ts';
 import { spawnReady, writeSpecFiles, type PipedCli } from '../cli-ready.ts';
 import { median } from '../stats.ts';
 
@@ -35,19 +37,7 @@ const backends = values.backends.split(',').map((b) => BackendSchema.parse(b));
 if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer');
 if (process.getuid?.() !== 0) throw new Error('bench/image needs root (buildah, bubblewrap with capabilities)');
 
-/** The image's /app is this checkout's tree: the CLIs are where locateCli finds them here. */
-const inImage = (hostPath: string) => join('/app', relative(REPO, hostPath));
-/** The group the CLI's uid shares with the runner's in the image (runner/Dockerfile). */
-const CLI_GID = 10001;
 const MODEL_KEY = 'sk-ant-bench-image-key';
-
-function cliInImage(backend: Backend) {
-  const host = locateCli(backend);
-  // pi is a Node script run by the runner's own Node: the image's.
-  return backend === 'pi'
-    ? { ...host, command: '/usr/local/bin/node', prefixArgs: host.prefixArgs.map(inImage) }
-    : { ...host, command: inImage(host.command) };
-}
 
 /** Kills a wrapper (its own process group: bubblewrap, its PID 1 and all below) and waits for it. */
 async function stop(child: PipedCli | ReturnType<typeof spawn>): Promise<void> {
@@ -57,7 +47,12 @@ async function stop(child: PipedCli | ReturnType<typeof spawn>): Promise<void> {
 }
 
 /** The bare CLI in the image: wrapper spawn → readiness answer. */
-async function bareInImage(image: BuiltImage, backend: Backend, model: OfflineModel): Promise<number> {
+async function bareInImage(
+  image: BuiltImage,
+  backend: Backend,
+  model: OfflineModel,
+  opts: { compileCache?: boolean } = {},
+): Promise<number> {
   const volumes = image.taskVolumes();
   const base = '/tmp/bare';
   const hostPath = (p: string) => join(volumes.hostPath('/tmp'), relative('/tmp', p));
@@ -69,6 +64,7 @@ async function bareInImage(image: BuiltImage, backend: Backend, model: OfflineMo
     modelBaseUrl: model.url,
     modelApiKey: MODEL_KEY,
     baseEnv: image.env,
+    ...(opts.compileCache === true && { compileCache: image.env.SWITCHYARD_CLI_COMPILE_CACHE }),
   });
   writeSpecFiles(spec, hostPath);
   for (const dir of ['home', 'cli']) mkdirSync(hostPath(`${base}/${dir}`), { recursive: true });
@@ -131,19 +127,26 @@ async function runnerInImage(image: BuiltImage, backend: Backend, model: Offline
 const image = openImage();
 const model = await startOfflineModel({ port: 0 });
 const hub = await TestHub.start();
+/** Node's compile cache only serves a CLI that runs on Node. */
+const runsOnNode = (backend: Backend) => backend === 'pi';
 const times = new Map(
-  backends.map((b) => [b, { bare: [] as number[], runner: [] as number[], spawned: [] as number[] }]),
+  backends.map((b) => [
+    b,
+    { bare: [] as number[], bareCached: [] as number[], runner: [] as number[], spawned: [] as number[] },
+  ]),
 );
 try {
   // One unmeasured start of each: the first process after the mount reads the image's files cold.
   for (const backend of backends) {
     await bareInImage(image, backend, model);
+    if (runsOnNode(backend)) await bareInImage(image, backend, model, { compileCache: true });
     await runnerInImage(image, backend, model, hub);
   }
   for (let i = 0; i < runs; i++) {
     for (const backend of backends) {
-      const t = times.get(backend) as { bare: number[]; runner: number[]; spawned: number[] };
+      const t = times.get(backend) as NonNullable<ReturnType<typeof times.get>>;
       t.bare.push(await bareInImage(image, backend, model));
+      if (runsOnNode(backend)) t.bareCached.push(await bareInImage(image, backend, model, { compileCache: true }));
       const { ms, spawnedMs } = await runnerInImage(image, backend, model, hub);
       t.runner.push(ms);
       t.spawned.push(spawnedMs);
@@ -157,12 +160,17 @@ try {
 
 console.log(`start → CLI ready in the image ${image.image}, ${runs} interleaved rounds, ms (median):`);
 for (const [backend, t] of times) {
-  const paired = median(t.runner.map((r, i) => r / (t.bare[i] as number)));
+  const against = (base: number[]) =>
+    `${(median(t.runner) / median(base)).toFixed(2)}× (paired ${median(t.runner.map((r, i) => r / (base[i] as number))).toFixed(2)}×)`;
+  const cached =
+    t.bareCached.length > 0
+      ? `; bare CLI with the image's compile cache ${median(t.bareCached).toFixed(0)}: ${against(t.bareCached)}`
+      : '';
   console.log(
-    `  ${backend}: runner ${median(t.runner).toFixed(0)}, bare CLI ${median(t.bare).toFixed(0)}: ` +
-      `${(median(t.runner) / median(t.bare)).toFixed(2)}× (paired ${paired.toFixed(2)}×); ` +
+    `  ${backend}: runner ${median(t.runner).toFixed(0)}, bare CLI ${median(t.bare).toFixed(0)}: ${against(t.bare)}${cached}; ` +
       `the runner spawned its CLI ${median(t.spawned).toFixed(0)} ms after the wrapper's spawn; ` +
-      `runner ${t.runner.map((x) => x.toFixed(0)).join(' ')}; bare ${t.bare.map((x) => x.toFixed(0)).join(' ')}`,
+      `runner ${t.runner.map((x) => x.toFixed(0)).join(' ')}; bare ${t.bare.map((x) => x.toFixed(0)).join(' ')}` +
+      (t.bareCached.length > 0 ? `; bare cached ${t.bareCached.map((x) => x.toFixed(0)).join(' ')}` : ''),
   );
 }
 process.exit(0);

@@ -61,6 +61,7 @@ class Cli {
       walls: { guard: (b) => sandbox.guardOption(b), prepare: (sp, paths) => sandbox.prepare(sp, paths) },
       modelName: undefined,
       retry: undefined,
+      compileCache: undefined,
       baseEnv: process.env,
     });
     const cli = new Cli();

@@ -61,6 +61,13 @@ export const SpawnOptionsSchema = z.object({
   approvals: z.enum(['auto', 'ask']).default('auto'),
   /** Retry policy for provider errors, honoured by both CLIs. */
   retry: z.object({ maxRetries: z.number().int().min(0).max(10), baseDelayMs: z.number().int().min(0) }).optional(),
+  /**
+   * An absolute directory holding Node's compile cache for a CLI that runs on Node (pi:
+   * `NODE_COMPILE_CACHE`), so it does not compile its modules again at every start. It must be
+   * read-only to the CLI (compiled code from it runs unchecked beyond its source hash). claude,
+   * a native binary, has no use for it and is started without it.
+   */
+  compileCache: z.string().startsWith('/', { error: 'must be an absolute path' }).optional(),
 });
 export type SpawnOptions = z.input<typeof SpawnOptionsSchema>;
 

@@ -48,6 +48,15 @@ describe('spawnSpec environment', () => {
       providers: { switchyard: { baseUrl: 'http://127.0.0.1:9999', api: 'anthropic-messages', apiKey: 'dummy-key' } },
     });
   });
+
+  it("pi's Node gets the compile cache; claude, a native binary, is started without it", () => {
+    const pi = adapterFor('pi').spawnSpec({ ...base, compileCache: '/app/cli-compile-cache' });
+    expect(pi.env.NODE_COMPILE_CACHE).toBe('/app/cli-compile-cache');
+    expect(adapterFor('pi').spawnSpec(base).env).not.toHaveProperty('NODE_COMPILE_CACHE');
+    const claude = adapterFor('claude').spawnSpec({ ...base, compileCache: '/app/cli-compile-cache' });
+    expect(Object.values(claude.env)).not.toContain('/app/cli-compile-cache');
+    expect(() => adapterFor('pi').spawnSpec({ ...base, compileCache: 'cache' })).toThrow(/compileCache/);
+  });
 });
 
 describe('spawnSpec arguments', () => {

@@ -63,6 +63,8 @@ const CommonEnv = z.object({
   /** Dev and tests only: run this instead of the pinned CLI (e.g. a fake CLI that ignores interrupts). */
   SWITCHYARD_CLI_EXECUTABLE: ExecutableOverride.optional(),
   SWITCHYARD_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** Node's compile cache for a CLI that runs on Node (pi); read-only to the CLI. The image fills one. */
+  SWITCHYARD_CLI_COMPILE_CACHE: z.string().startsWith('/', { error: 'must be an absolute path' }).optional(),
 });
 
 /** Hosts whose traffic stays on this machine. */
@@ -131,6 +133,8 @@ export interface CommonConfig {
   retry: { maxRetries: number; baseDelayMs: number } | undefined;
   executableOverride: { command: string; prefixArgs: string[]; version: string } | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** SWITCHYARD_CLI_COMPILE_CACHE (docs/DESIGN.md "Runner memory" → "The CLI's compile cache"). */
+  cliCompileCache: string | undefined;
 }
 
 /**
@@ -250,6 +254,7 @@ function common(e: z.infer<typeof CommonEnv>): CommonConfig {
     retry,
     executableOverride: e.SWITCHYARD_CLI_EXECUTABLE,
     logLevel: e.SWITCHYARD_LOG_LEVEL,
+    cliCompileCache: e.SWITCHYARD_CLI_COMPILE_CACHE,
   };
 }
 

@@ -67,6 +67,7 @@ export async function runOnce(o: OnceOptions): Promise<OnceResult> {
       walls: sandbox.value,
       modelName: o.config.modelName,
       retry: o.config.retry,
+      compileCache: o.config.cliCompileCache,
       baseEnv: o.baseEnv,
     };
     let spec;

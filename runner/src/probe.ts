@@ -97,6 +97,7 @@ async function probeOne(
         // (the policy is part of it: claude's environment, pi's settings.json), and its handshake
         // sends no model request, so the policy cannot slow it down.
         retry: config.retry,
+        compileCache: config.cliCompileCache,
         baseEnv,
       },
       { oneShot: true },
@@ -123,7 +124,13 @@ async function probeOne(
   }
   // The guard must load in this CLI and block a canary call (the offline model scripts it; no credentials used).
   if (report.configValid) {
-    const canary = await runGuardCanary({ backend, executable, sandbox: sandbox.sandbox, baseEnv });
+    const canary = await runGuardCanary({
+      backend,
+      executable,
+      sandbox: sandbox.sandbox,
+      compileCache: config.cliCompileCache,
+      baseEnv,
+    });
     report.guard = canary.ok ? 'loaded' : 'missing';
     if (!canary.ok) report.problems.push(`guard: ${canary.problem}`);
   }

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -59,6 +60,23 @@ describe('once', () => {
       usage: { inputTokens: expect.any(Number) },
     });
     expect(r.json.error).toBeUndefined();
+  });
+
+  test("pi's Node compiles into the compile cache the runner is given (SWITCHYARD_CLI_COMPILE_CACHE)", async () => {
+    // Writable here (no sandbox), so what pi's Node did with it shows: Node files the entries under
+    // a directory named for its version, V8's flags and the uid, and writes them as pi exits.
+    const cache = tempDir('sy-cli-cache-');
+    const r = await run(['once', '--backend', 'pi', '--prompt', 'compile', '--workspace', tempDir('sy-once-')], {
+      SWITCHYARD_MODEL_URL: model.url,
+      SWITCHYARD_SANDBOX: 'none',
+      SWITCHYARD_CLI_COMPILE_CACHE: cache,
+    });
+    expect(r.json).toMatchObject({ ok: true });
+    const tags = readdirSync(cache);
+    expect(tags).toEqual([
+      expect.stringMatching(new RegExp(`^${process.version}-${process.arch}-\\w+-${process.getuid?.()}$`)),
+    ]);
+    expect(readdirSync(join(cache, tags[0] ?? '')).length).toBeGreaterThan(100);
   });
 
   // Each provider error class through `once` (sandbox, model proxy, real CLI). The CLIs'

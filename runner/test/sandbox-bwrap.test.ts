@@ -237,7 +237,11 @@ describe('under bubblewrap for real', () => {
   writeFileSync(join(other, 'secret.txt'), 'OTHER-SESSION-SECRET');
   writeFileSync(join(d.configDir, 'settings.json'), '{"hooks":"ours"}');
 
-  async function sh(script: string, guard = false, modelSocket?: string, socat?: string) {
+  async function sh(
+    script: string,
+    o: { guard?: boolean; modelSocket?: string | undefined; socat?: string; env?: Record<string, string> } = {},
+  ) {
+    const { guard = false, modelSocket, socat } = o;
     const sb = new Sandbox({ mode: 'bubblewrap', guard, ...(socat !== undefined && { socat }) });
     const s: SpawnSpec = {
       // With the guard, shaped as pi's spawn is (node, naming the guard's extension), so the sandbox
@@ -245,7 +249,7 @@ describe('under bubblewrap for real', () => {
       ...(guard
         ? { command: process.execPath, args: ['-e', RUN_SCRIPT, script, sb.piExtension] }
         : { command: '/bin/sh', args: ['-c', script] }),
-      env: { PATH: '/usr/bin:/bin' },
+      env: { PATH: '/usr/bin:/bin', ...o.env },
       cwd: d.workspace,
       files: [{ path: join(d.configDir, 'settings.json'), content: '{"hooks":"ours"}' }],
     };
@@ -303,7 +307,7 @@ describe('under bubblewrap for real', () => {
     expect(host.startsWith('/usr/share/zoneinfo/'), `this host's /etc/localtime is ${host}`).toBe(true);
     const r = await sh(
       `readlink /etc/localtime; ${process.execPath} -e 'console.log(Intl.DateTimeFormat().resolvedOptions().timeZone)'`,
-      true,
+      { guard: true },
     );
     expect(r.out.trim().split('\n')).toEqual([host, Intl.DateTimeFormat().resolvedOptions().timeZone]);
   });
@@ -314,13 +318,25 @@ describe('under bubblewrap for real', () => {
     const load = `import(${JSON.stringify(guard.file)}).then(() => console.log("amaro=" + process.moduleLoadList.some((m) => m.includes("amaro"))))`;
     const outside = spawnSync(process.execPath, ['--import', guard.preload, '-e', load], { encoding: 'utf8' });
     expect(outside.stdout.trim(), outside.stderr).toMatch(/^amaro=(true|false)$/);
-    const r = await sh(`${process.execPath} --import ${guard.preload} -e '${load}'`, true);
+    const r = await sh(`${process.execPath} --import ${guard.preload} -e '${load}'`, { guard: true });
     expect(r.out.trim()).toBe('amaro=false');
   });
   it('the guard and the CLI install are visible read-only', async () => {
-    const r = await sh(`test -r ${GUARD_DIR}/rules.ts && echo guard-visible; touch ${GUARD_DIR}/x`, true);
+    const r = await sh(`test -r ${GUARD_DIR}/rules.ts && echo guard-visible; touch ${GUARD_DIR}/x`, { guard: true });
     expect(r.out).toContain('guard-visible');
     expect(r.out).toContain('Read-only file system');
+  });
+  it("Node's compile cache given to the CLI is visible and read-only: the CLI cannot plant compiled code in it", async () => {
+    const cache = join(root, 'cli-compile-cache');
+    mkdirSync(join(cache, 'v22-tag'), { recursive: true });
+    writeFileSync(join(cache, 'v22-tag', 'entry'), 'COMPILED');
+    const r = await sh(
+      'cat "$NODE_COMPILE_CACHE/v22-tag/entry"; echo; touch "$NODE_COMPILE_CACHE/v22-tag/entry" "$NODE_COMPILE_CACHE/planted"',
+      { env: { NODE_COMPILE_CACHE: cache } },
+    );
+    expect(r.out).toContain('COMPILED\n');
+    expect(r.out.match(/Read-only file system/g)).toHaveLength(2);
+    expect(existsSync(join(cache, 'planted'))).toBe(false);
   });
   it("own network namespace: no host loopback service answers; the model URL reaches only the credential proxy's socket", async () => {
     const model = await startOfflineModel();
@@ -338,8 +354,7 @@ describe('under bubblewrap for real', () => {
           `curl -s -m 5 -H 'x-api-key: ${route.apiKey}' -H 'content-type: application/json' -d '{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi from the sandbox"}]}' ${MODEL_URL}/v1/messages; echo; echo messages=$?`,
           'cat /proc/net/route | wc -l',
         ].join('; '),
-        false,
-        route.socketPath,
+        { modelSocket: route.socketPath },
       );
       expect(r.out).not.toContain('HOST-LOOPBACK-REACHED');
       expect(r.out).toContain('host=7');
@@ -369,17 +384,19 @@ describe('under bubblewrap for real', () => {
     const slowSocat = join(root, 'slow-socat');
     writeFileSync(slowSocat, '#!/bin/sh\nsleep 0.5\nexec /usr/bin/socat "$@"\n', { mode: 0o755 });
     const r = await withRoute((socket) =>
-      sh(`exec curl -s -o /dev/null -w '%{http_code}' ${MODEL_URL}/`, false, socket, slowSocat),
+      sh(`exec curl -s -o /dev/null -w '%{http_code}' ${MODEL_URL}/`, { modelSocket: socket, socat: slowSocat }),
     );
     expect(r).toEqual({ code: 0, out: '200' });
   });
   it('a route that cannot start ends the CLI with a reason instead of waiting forever', async () => {
-    const r = await withRoute((socket) => sh('echo the-cli-ran', false, socket, '/bin/false'));
+    const r = await withRoute((socket) => sh('echo the-cli-ran', { modelSocket: socket, socat: '/bin/false' }));
     expect(r).toEqual({ code: 1, out: 'switchyard: the model route (socat) did not start\n' });
   });
   it('no socat: the spawn is refused, naming it and the setup script', async () => {
     const missing = join(root, 'no-socat');
-    const err = await withRoute((socket) => sh('true', false, socket, missing)).catch((e: unknown) => e);
+    const err = await withRoute((socket) => sh('true', { modelSocket: socket, socat: missing })).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SandboxError);
     expect(err).toMatchObject({ code: 'sandbox_unavailable' });
     expect((err as Error).message).toContain(

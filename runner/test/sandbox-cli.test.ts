@@ -45,6 +45,7 @@ describe.each(['claude', 'pi'] as const)('%s: the guard canary', (backend) => {
       await runGuardCanary({
         backend,
         executable: locateCli(backend),
+        compileCache: undefined,
         sandbox: new Sandbox({ mode: 'bubblewrap' }),
         baseEnv,
       }),
@@ -140,6 +141,7 @@ describe('pi with a broken guard never starts', () => {
     const result = await runGuardCanary({
       backend: 'pi',
       executable: locateCli('pi'),
+      compileCache: undefined,
       sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }),
       baseEnv,
     });
@@ -188,6 +190,7 @@ describe('the runner refuses to spawn without the guard', () => {
     const result = await runGuardCanary({
       backend: 'claude',
       executable: locateCli('claude'),
+      compileCache: undefined,
       sandbox: new Sandbox({ mode: 'bubblewrap', guardDir: dir }),
       baseEnv,
     });

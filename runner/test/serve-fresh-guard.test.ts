@@ -62,6 +62,7 @@ async function freshRunner(guard: Capabilities['guard']) {
       walls,
       modelName: undefined,
       retry: undefined,
+      compileCache: undefined,
       baseEnv: {},
     },
   });

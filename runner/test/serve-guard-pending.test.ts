@@ -103,6 +103,7 @@ describe('claude started during a failing guard self-test', () => {
         walls,
         modelName: undefined,
         retry: undefined,
+        compileCache: undefined,
         baseEnv: { PATH: process.env.PATH },
       },
     });

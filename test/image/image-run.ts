@@ -9,11 +9,31 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Backend } from '@switchyard/protocol';
+import { type CliExecutable, locateCli } from '@switchyard/runner/cli';
 import { DEFAULT_CAPS, DROPPED_CAPS, VOLUMES } from '../../infra/src/runner-container.ts';
 
 export const REPO = realpathSync(fileURLToPath(new URL('../..', import.meta.url)));
+
+/** The group the CLI's uid shares with the runner's in the image (runner/Dockerfile). */
+export const CLI_GID = 10001;
+
+/** Where a file of this checkout is in the image, whose /app is this checkout's tree. */
+export const inImage = (hostPath: string): string => join('/app', relative(REPO, hostPath));
+
+/**
+ * The CLI as the image has it: where locateCli finds it here, under /app (the image's `npm ci`
+ * lays out node_modules as this checkout's install does, from the same lockfile). pi is a Node
+ * script run by the runner's own Node: the image's.
+ */
+export function cliInImage(backend: Backend): CliExecutable {
+  const host = locateCli(backend);
+  return backend === 'pi'
+    ? { ...host, command: '/usr/local/bin/node', prefixArgs: host.prefixArgs.map(inImage) }
+    : { ...host, command: inImage(host.command) };
+}
 
 export interface ImageConfig {
   Env: string[];

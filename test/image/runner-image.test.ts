@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTAINER_NAME, VOLUMES } from '../../infra/src/runner-container.ts';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
-import { type BuiltImage, openImage, REPO } from './image-run.ts';
+import { CLI_UID, wrapWithUidDrop } from '../../runner/src/sandbox/uid-drop.ts';
+import { type BuiltImage, CLI_GID, cliInImage, openImage, REPO } from './image-run.ts';
 
 // runner/Dockerfile, really built (scripts/image/build.sh: buildah on a local Debian + Node 22
 // base) and really run as the ECS task definition in infra/ runs it (./image-run.ts): the image's
@@ -50,13 +51,14 @@ interface Run {
 }
 
 /**
- * Runs the image's entrypoint with `command` as the ECS command override, `extraEnv` added to the
- * task's environment; resolves at exit.
+ * Runs the image's entrypoint with `command` as the ECS command override (or `command` alone, with
+ * `entrypoint: false`), `extraEnv` added to the task's environment; resolves at exit.
  */
-function runImage(command: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
+function runImage(command: string[], extraEnv: Record<string, string> = {}, entrypoint = true): Promise<Run> {
   const volumes = img().taskVolumes();
   const args = img().bwrapArgs(volumes, command, {
     env: { SWITCHYARD_MODEL_URL: model.url, ANTHROPIC_API_KEY: MODEL_KEY, ...extraEnv },
+    entrypoint,
   });
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -129,6 +131,31 @@ describe.skipIf(!canRun)('runner image, built and run', () => {
     const accepted = [...r.stderr.matchAll(/cache for (\S+) was accepted/g)].map((m) => m[1]);
     expect(read).toContainEqual(expect.stringMatching(/^file:\/\/\/app\/runner\/dist\/lifecycle-\w+\.mjs$/));
     expect(accepted.sort()).toEqual(read.sort());
+  });
+
+  it("pi reads the compile cache the image was built with, as the CLI's uid: its modules' code accepted, none rejected", async () => {
+    // pi as the runner starts it in a task: the CLI's uid and group, the cache the runner hands it
+    // (SWITCHYARD_CLI_COMPILE_CACHE → NODE_COMPILE_CACHE). Asked for its version, it loads its
+    // whole module graph first. A cache filled under another uid or other V8 flags, or unreadable
+    // to the CLI, is never read or accepted.
+    const cache = img().env.SWITCHYARD_CLI_COMPILE_CACHE;
+    expect(cache).toBe('/app/cli-compile-cache');
+    const pi = cliInImage('pi');
+    const spec = wrapWithUidDrop(
+      { command: pi.command, args: [...pi.prefixArgs, '--version'], env: {}, cwd: '/tmp', files: [] },
+      { setpriv: '/usr/bin/setpriv', uid: CLI_UID, gid: CLI_GID },
+    );
+    const r = await runImage(
+      [spec.command, ...spec.args],
+      { NODE_COMPILE_CACHE: cache ?? '', NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
+      false,
+    );
+    expect(r.code, r.stderr.slice(-2000)).toBe(0);
+    // Node's debug lines come from more than one thread and may interleave: counted, not paired.
+    const accepted = [...r.stderr.matchAll(/cache for (\S+) was accepted/g)].map((m) => m[1]);
+    expect(accepted).toContain(`file://${pi.prefixArgs[0]}`);
+    expect(accepted.length).toBeGreaterThan(100);
+    expect(r.stderr).not.toContain('was rejected');
   });
 
   for (const backend of ['pi', 'claude'] as const) {

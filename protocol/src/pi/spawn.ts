@@ -74,6 +74,7 @@ export function piSpawnSpec(input: SpawnOptions): SpawnSpec {
       // The guard extension asks a person after its own checks (DESIGN "Tool approvals").
       ...(o.approvals === 'ask' && { [PI_APPROVAL_ENV]: 'ask' }),
       ...(guard && guardLoading(guard)),
+      ...(o.compileCache !== undefined && { NODE_COMPILE_CACHE: o.compileCache }),
     }),
     cwd: o.workspace,
     files: [

@@ -53,6 +53,8 @@ export interface CliLaunch {
    * caller can drop the configured policy by leaving it out: each one says what it spawns with.
    */
   retry: SpawnOptions['retry'];
+  /** Node's compile cache for a CLI that runs on Node (SWITCHYARD_CLI_COMPILE_CACHE); undefined: none. */
+  compileCache: string | undefined;
   /** The runner's environment; the adapter copies only allow-listed names into the CLI's. */
   baseEnv: Record<string, string | undefined>;
 }
@@ -70,6 +72,7 @@ type FixedOptions = Pick<
   | 'model'
   | 'guard'
   | 'retry'
+  | 'compileCache'
   | 'baseEnv'
 >;
 
@@ -89,6 +92,7 @@ export async function cliSpawnSpec(launch: CliLaunch, choices: SpawnChoices = {}
     modelApiKey: model.apiKey,
     ...(launch.modelName !== undefined && { model: launch.modelName }),
     ...(launch.retry !== undefined && { retry: launch.retry }),
+    ...(launch.compileCache !== undefined && { compileCache: launch.compileCache }),
     guard: launch.walls.guard(backend),
     baseEnv: launch.baseEnv,
   });

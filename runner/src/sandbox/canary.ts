@@ -92,6 +92,7 @@ export interface CanaryOptions {
   backend: Backend;
   executable: CliExecutable;
   sandbox: Sandbox;
+  compileCache: string | undefined;
   baseEnv: Record<string, string | undefined>;
   timeoutMs?: number;
 }
@@ -132,6 +133,7 @@ export async function runGuardCanary(o: CanaryOptions): Promise<CanaryResult> {
         modelName: undefined,
         // No retries: the scripted model does not fail, and an error must end the run, not be waited out.
         retry: { maxRetries: 0, baseDelayMs: 0 },
+        compileCache: o.compileCache,
         baseEnv: o.baseEnv,
       },
       { oneShot: true },

@@ -238,7 +238,10 @@ export class Sandbox {
     return wrapWithUidDrop({ ...spec, files }, { setpriv: this.setpriv, uid: this.cliUid, gid });
   }
 
-  /** What the CLI must see read-only: its installation (the whole node_modules it lives in), node, pi's guard. */
+  /**
+   * What the CLI must see read-only: its installation (the whole node_modules it lives in), node,
+   * pi's guard, and Node's compile cache if it has one (read-only: code in it runs unchecked).
+   */
   private async readOnlyRoots(spec: SpawnSpec, backend: Backend): Promise<string[]> {
     const files = [spec.command, ...spec.args.slice(0, 1)];
     const roots: string[] = [];
@@ -252,6 +255,8 @@ export class Sandbox {
       roots.push(installRoot(f));
     }
     if (this.guardEnabled && backend === 'pi') roots.push(this.guardDir, dirname(GUARD_PRELOAD));
+    const compileCache = spec.env.NODE_COMPILE_CACHE;
+    if (compileCache !== undefined && (await isDirectory(compileCache))) roots.push(compileCache);
     return roots.filter((r) => !SYSTEM_PATHS.some((s) => r === s || r.startsWith(`${s}/`)));
   }
 }
@@ -277,6 +282,14 @@ async function shareWithGroup(dir: string, uid: number, recursive: boolean): Pro
     const st = await stat(p);
     if (st.uid === uid && (st.mode & 0o010) === 0) await chmod(p, (st.mode & 0o7777) | 0o010);
   }
+}
+
+/** Whether `path` is a directory (a missing one, which bubblewrap could not bind, is not). */
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (st) => st.isDirectory(),
+    () => false,
+  );
 }
 
 /** The node_modules directory a file lives in, or its own directory. */

@@ -96,6 +96,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
       walls: sandbox.value,
       modelName: config.modelName,
       retry: config.retry,
+      compileCache: config.cliCompileCache,
       baseEnv: env,
     },
     ...(pool === null && config.warmUp && { forwardModelCalls: () => model.value.forwardUpstream() }),

@@ -54,6 +54,7 @@ export async function startInProcessRunner(
       },
       modelName: undefined,
       retry: undefined,
+      compileCache: undefined,
       baseEnv: { PATH: process.env.PATH },
     },
     ...o.options,

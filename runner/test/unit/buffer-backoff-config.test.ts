@@ -112,6 +112,15 @@ describe('config', () => {
     expect(set.ok && set.value.retry).toEqual({ maxRetries: 0, baseDelayMs: 1 });
   });
 
+  test("the CLI's compile cache: none unless set, an absolute directory when set", () => {
+    const c = loadServeConfig(base, '/w');
+    expect(c.ok && c.value.cliCompileCache).toBeUndefined();
+    const set = loadServeConfig({ ...base, SWITCHYARD_CLI_COMPILE_CACHE: '/app/cli-compile-cache' }, '/w');
+    expect(set.ok && set.value.cliCompileCache).toBe('/app/cli-compile-cache');
+    const relative = loadServeConfig({ ...base, SWITCHYARD_CLI_COMPILE_CACHE: 'cli-compile-cache' }, '/w');
+    expect(relative.ok ? '' : relative.error.message).toBe('SWITCHYARD_CLI_COMPILE_CACHE: must be an absolute path');
+  });
+
   test('errors name the variable and never echo a value', () => {
     const c = loadServeConfig(
       { ...base, SWITCHYARD_HUB_URL: 'http://x', SWITCHYARD_STALL_TIMEOUT: 'soon', SWITCHYARD_BACKEND: 'gpt' },
