@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // Fills Node's compile cache for pi (a CLI that runs on Node) in SWITCHYARD_CLI_COMPILE_CACHE: the
-// image runs this at build time, as root, so that every session's pi reads its modules' compiled
-// code instead of compiling them again (docs/DESIGN.md "Runner memory" → "The CLI's compile
-// cache"). It is the runner that starts pi here, as serve starts it: a `once` turn against the
-// offline model in the container sandbox, so pi runs as the CLI's uid with the flags and the
-// environment it always gets; Node files the cache under that uid and V8's flags, and writes it
-// when pi exits (a `once` turn closes pi's input, and pi exits by itself). The directory must be
-// writable by the CLI's uid while this runs; the image then makes it root's and read-only.
+// image runs this at build time, as the runner's uid with its capabilities (as the ENTRYPOINT
+// starts the runner), so that every session's pi reads its modules' compiled code instead of
+// compiling them again (docs/DESIGN.md "Runner memory" → "The CLI's compile cache"). It is the
+// runner that starts pi here, as serve starts it: a `once` turn against the offline model in the
+// container sandbox, so pi runs as the CLI's uid with the flags and the environment it always gets;
+// Node files the cache under that uid and V8's flags, and writes it when pi exits (a `once` turn
+// closes pi's input, and pi exits by itself). The directory must be writable by the CLI's uid while
+// this runs; the image then makes it root's and read-only.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Backend, type LaunchEnv, LaunchEnvSchema } from '@switchyard/protocol';
+import { type Backend, type LaunchEnv, LaunchEnvSchema, SpawnOptionsSchema } from '@switchyard/protocol';
 import { z } from 'zod';
 import { runnerError, type Result } from './errors.ts';
 
@@ -64,7 +64,7 @@ const CommonEnv = z.object({
   SWITCHYARD_CLI_EXECUTABLE: ExecutableOverride.optional(),
   SWITCHYARD_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /** Node's compile cache for a CLI that runs on Node (pi); read-only to the CLI. The image fills one. */
-  SWITCHYARD_CLI_COMPILE_CACHE: z.string().startsWith('/', { error: 'must be an absolute path' }).optional(),
+  SWITCHYARD_CLI_COMPILE_CACHE: SpawnOptionsSchema.shape.compileCache,
 });
 
 /** Hosts whose traffic stays on this machine. */
