@@ -1,6 +1,6 @@
 // What benches read of a process from /proc (Linux): its CPU time, resident memory and name.
 // Each answers 0 or '' for a process that is gone.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** utime + stime of a process in ms (clock ticks of 10 ms). */
 export function cpuMs(pid: number): number {
@@ -29,4 +29,26 @@ export function comm(pid: number): string {
   } catch {
     return '';
   }
+}
+
+/** Every live descendant of a process (children, theirs, …), by the parent each names in /proc. */
+export function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const text = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // gone since the listing
+    }
+  }
+  const out: number[] = [];
+  for (let queue = [pid]; queue.length > 0; ) {
+    const next = children.get(queue.shift() as number) ?? [];
+    out.push(...next);
+    queue.push(...next);
+  }
+  return out;
 }

@@ -10,7 +10,8 @@
 // readiness answer. Both pay the wrapper's own start, as a task's container start would be paid by
 // both. The image's runner hands pi (a CLI that runs on Node) the compile cache the image was built
 // with (SWITCHYARD_CLI_COMPILE_CACHE); pi is also started bare with that cache, which isolates the
-// runner's own part of its start. Rounds are interleaved (bare, bare cached, runner, per backend);
+// runner's own part of its start, and the bare pi's RSS at its readiness answer is read with and
+// without it (what the cache costs in memory). Rounds are interleaved (bare, bare cached, runner, per backend);
 // printed are the medians, their ratio and the median of the per-round ratios (each runner start
 // against the bare start beside it).
 // Needs root (buildah, bubblewrap with the image's capabilities); builds the image if it is not
@@ -27,6 +28,7 @@ import { waitReady } from '../../runner/test/contract/fixture.ts';
 import { TestHub } from '../../runner/test/contract/test-hub.ts';
 import { CLI_GID, cliInImage, openImage, type BuiltImage } from '../../test/image/image-run.ts';
 import { spawnReady, writeSpecFiles, type PipedCli } from '../cli-ready.ts';
+import { descendants, rssKb } from '../procfs.ts';
 import { median } from '../stats.ts';
 
 const { values } = parseArgs({
@@ -52,7 +54,7 @@ async function bareInImage(
   backend: Backend,
   model: OfflineModel,
   opts: { compileCache?: boolean } = {},
-): Promise<number> {
+): Promise<{ ms: number; cliRssKb: number }> {
   const volumes = image.taskVolumes();
   const base = '/tmp/bare';
   const hostPath = (p: string) => join(volumes.hostPath('/tmp'), relative('/tmp', p));
@@ -81,9 +83,11 @@ async function bareInImage(
       { env: {}, stdio: ['pipe', 'pipe', 'ignore'], detached: true },
     ),
   );
+  // The CLI is the largest of the wrapper's processes (bubblewrap, its PID 1, setpriv exec'd).
+  const cliRssKb = Math.max(...descendants(child.pid as number).map(rssKb));
   await stop(child);
   volumes.remove();
-  return ms;
+  return { ms, cliRssKb };
 }
 
 /** The image's runner for a new session: wrapper spawn → the hub sees it ready with its CLI running. */
@@ -132,7 +136,14 @@ const runsOnNode = (backend: Backend) => backend === 'pi';
 const times = new Map(
   backends.map((b) => [
     b,
-    { bare: [] as number[], bareCached: [] as number[], runner: [] as number[], spawned: [] as number[] },
+    {
+      bare: [] as number[],
+      bareCached: [] as number[],
+      runner: [] as number[],
+      spawned: [] as number[],
+      bareRssKb: [] as number[],
+      bareCachedRssKb: [] as number[],
+    },
   ]),
 );
 try {
@@ -145,8 +156,14 @@ try {
   for (let i = 0; i < runs; i++) {
     for (const backend of backends) {
       const t = times.get(backend) as NonNullable<ReturnType<typeof times.get>>;
-      t.bare.push(await bareInImage(image, backend, model));
-      if (runsOnNode(backend)) t.bareCached.push(await bareInImage(image, backend, model, { compileCache: true }));
+      const bare = await bareInImage(image, backend, model);
+      t.bare.push(bare.ms);
+      t.bareRssKb.push(bare.cliRssKb);
+      if (runsOnNode(backend)) {
+        const cached = await bareInImage(image, backend, model, { compileCache: true });
+        t.bareCached.push(cached.ms);
+        t.bareCachedRssKb.push(cached.cliRssKb);
+      }
       const { ms, spawnedMs } = await runnerInImage(image, backend, model, hub);
       t.runner.push(ms);
       t.spawned.push(spawnedMs);
@@ -162,9 +179,11 @@ console.log(`start → CLI ready in the image ${image.image}, ${runs} interleave
 for (const [backend, t] of times) {
   const against = (base: number[]) =>
     `${(median(t.runner) / median(base)).toFixed(2)}× (paired ${median(t.runner.map((r, i) => r / (base[i] as number))).toFixed(2)}×)`;
+  const mib = (kb: number[]) => `${(median(kb) / 1024).toFixed(1)} MiB`;
   const cached =
     t.bareCached.length > 0
-      ? `; bare CLI with the image's compile cache ${median(t.bareCached).toFixed(0)}: ${against(t.bareCached)}`
+      ? `; bare CLI with the image's compile cache ${median(t.bareCached).toFixed(0)}: ${against(t.bareCached)}` +
+        ` (the bare CLI's RSS at its readiness answer ${mib(t.bareRssKb)}, with the cache ${mib(t.bareCachedRssKb)})`
       : '';
   console.log(
     `  ${backend}: runner ${median(t.runner).toFixed(0)}, bare CLI ${median(t.bare).toFixed(0)}: ${against(t.bare)}${cached}; ` +
