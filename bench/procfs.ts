@@ -1,5 +1,5 @@
-// What benches read of a process from /proc (Linux): its CPU time, resident memory and name.
-// Each answers 0 or '' for a process that is gone.
+// What benches read of a process from /proc (Linux): its CPU time, resident memory, name and
+// descendants. Each answers 0, '' or none for a process that is gone.
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** utime + stime of a process in ms (clock ticks of 10 ms). */

@@ -11,9 +11,9 @@
 // both. The image's runner hands pi (a CLI that runs on Node) the compile cache the image was built
 // with (SWITCHYARD_CLI_COMPILE_CACHE); pi is also started bare with that cache, which isolates the
 // runner's own part of its start, and the bare pi's RSS at its readiness answer is read with and
-// without it (what the cache costs in memory). Rounds are interleaved (bare, bare cached, runner, per backend);
-// printed are the medians, their ratio and the median of the per-round ratios (each runner start
-// against the bare start beside it).
+// without it (what the cache costs in memory). Rounds are interleaved (bare, bare cached, runner,
+// per backend); printed are the medians, their ratio and the median of the per-round ratios (each
+// runner start against the bare start beside it).
 // Needs root (buildah, bubblewrap with the image's capabilities); builds the image if it is not
 // built (scripts/image/build.sh, cached).
 // Run: node bench/image/run.ts [--runs N] [--backends claude,pi]   (npm run bench -- image)
