@@ -9,17 +9,14 @@
 // closes pi's input, and pi exits by itself). The directory must be writable by the CLI's uid while
 // this runs; the image then makes it root's and read-only.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOfflineModel } from '@switchyard/offline-model';
+import { cacheDirFrom, requireEntries } from './compile-cache-dir.js';
 
-const dir = process.env.SWITCHYARD_CLI_COMPILE_CACHE;
-if (!dir) {
-  process.stderr.write('fill-cli-compile-cache: set SWITCHYARD_CLI_COMPILE_CACHE to the cache directory\n');
-  process.exit(2);
-}
+const dir = cacheDirFrom('SWITCHYARD_CLI_COMPILE_CACHE', 'fill-cli-compile-cache');
 const bundle = fileURLToPath(new URL('../dist/switchyard-runner.mjs', import.meta.url));
 const workspace = mkdtempSync(join(tmpdir(), 'fill-cli-compile-cache-'));
 const model = await startOfflineModel();
@@ -49,11 +46,5 @@ if (run.code !== 0) {
   process.stderr.write(`fill-cli-compile-cache: the runner's pi turn failed (exit ${run.code}):\n${run.out}\n`);
   process.exit(1);
 }
-const entries = readdirSync(dir, { withFileTypes: true })
-  .filter((d) => d.isDirectory())
-  .flatMap((d) => readdirSync(join(dir, d.name)).map((f) => join(d.name, f)));
-if (entries.length === 0) {
-  process.stderr.write(`fill-cli-compile-cache: pi wrote no compile cache into ${dir}\n`);
-  process.exit(1);
-}
-process.stdout.write(`${entries.length} of pi's modules' compiled code cached in ${dir}\n`);
+const count = requireEntries(dir, 'fill-cli-compile-cache', 'pi');
+process.stdout.write(`${count} of pi's modules' compiled code cached in ${dir}\n`);

@@ -7,15 +7,10 @@
 // configuration loads every module serve needs before its CLI's spawn, then refuses the
 // configuration (exit 2); Node writes what it compiled as the process exits.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cacheDirFrom, requireEntries } from './compile-cache-dir.js';
 
-const dir = process.env.SWITCHYARD_COMPILE_CACHE;
-if (!dir) {
-  process.stderr.write('fill-compile-cache: set SWITCHYARD_COMPILE_CACHE to the cache directory\n');
-  process.exit(2);
-}
+const dir = cacheDirFrom('SWITCHYARD_COMPILE_CACHE', 'fill-compile-cache');
 const bundle = fileURLToPath(new URL('../dist/switchyard-runner.mjs', import.meta.url));
 const run = spawnSync(process.execPath, [bundle, 'serve'], {
   env: { PATH: process.env.PATH, SWITCHYARD_COMPILE_CACHE: dir },
@@ -26,11 +21,5 @@ if (run.status !== 2 || !run.stderr.includes('"invalid configuration"')) {
   process.stderr.write(run.stderr);
   process.exit(1);
 }
-const entries = readdirSync(dir, { withFileTypes: true })
-  .filter((d) => d.isDirectory())
-  .flatMap((d) => readdirSync(join(dir, d.name)).map((f) => join(d.name, f)));
-if (entries.length === 0) {
-  process.stderr.write(`fill-compile-cache: serve wrote no compile cache into ${dir}\n`);
-  process.exit(1);
-}
-process.stdout.write(`${entries.length} modules' compiled code cached in ${dir}\n`);
+const count = requireEntries(dir, 'fill-compile-cache', 'serve');
+process.stdout.write(`${count} modules' compiled code cached in ${dir}\n`);
