@@ -359,6 +359,47 @@ describe('runner host with a stand-in task', () => {
     await until('all gone', () => [pid, ...children].every((p) => !alive(p)), 30_000);
     expect(existsSync(join(dir, 'running', 'abc.json'))).toBe(false);
   });
+
+  it('never leaves a record half written while it rewrites one, and drops what a crash left half written', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'running', 'abc.json');
+    // The host rewrites a task's record as its process groups change. Another process (the next
+    // host's reaper, had this one been killed at that instant) reads it meanwhile.
+    const rewrites = 5_000;
+    const writer = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { recordRunning } from ${JSON.stringify(resolve(import.meta.dirname, '..', 'src', 'host', 'stale-tasks.ts'))};
+        for (let i = 1; i <= ${rewrites}; i++)
+          recordRunning(${JSON.stringify(dir)}, { id: 'abc', pid: 1, startTime: 1, groups: [...Array(i % 50).keys()].map((k) => k + 1).concat(i) });`,
+      ],
+      { stdio: 'inherit' },
+    );
+    const exited = new Promise<number | null>((r) => writer.once('exit', r));
+    await until('the first record', () => existsSync(file), 30_000);
+    let reads = 0;
+    const unreadable: string[] = [];
+    // Until the last record; a writer that died before it ends the loop too (checked now and then).
+    for (let last = 0; last !== rewrites && (reads % 100 !== 0 || alive(writer.pid as number)); reads++) {
+      const text = readFileSync(file, 'utf8');
+      try {
+        last = (JSON.parse(text) as { groups: number[] }).groups.at(-1) ?? 0;
+      } catch {
+        unreadable.push(text);
+      }
+    }
+    expect(await exited).toBe(0);
+    expect(reads).toBeGreaterThan(100);
+    expect(unreadable).toEqual([]);
+
+    // What a host killed mid-write leaves: the previous record whole, the next one in part.
+    writeFileSync(`${file}.part`, '{"id":"abc","pid":');
+    expect(reapStaleTasks(dir)).toBe(0);
+    expect(existsSync(file)).toBe(false);
+    expect(existsSync(`${file}.part`)).toBe(false);
+  });
 });
 
 describe('the task-definition environment the host CLI derives from its own', () => {
