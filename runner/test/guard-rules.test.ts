@@ -6,6 +6,7 @@ import { parsePolicy, POLICY_ENV, type GuardPolicy } from '../src/sandbox/guard/
 import { nodeFs, resolveReal, type Entry, type FsView } from '../src/sandbox/guard/resolve.ts';
 import { decide, DENY_PREFIX, internalHost, pathCandidates } from '../src/sandbox/guard/rules.ts';
 import { SENSITIVE_PATTERNS, sensitiveMatch } from '../src/sandbox/guard/sensitive-paths.ts';
+import { maySearch, searchableBy, type DirOwner } from '../src/sandbox/cli-view.ts';
 
 /** A fake tree: dirs end in '/', symlinks are '-> target', files are anything else. */
 function fakeFs(tree: Record<string, string>): FsView {
@@ -286,5 +287,54 @@ describe('against the real file system', () => {
     expect(r('to-sub/../../other/secret.txt')).toEqual(denied(/outside/));
     expect(r('proc-root')).toEqual(denied(/\/proc/));
     expect(r('missing/../../other/secret.txt')).toEqual(denied(/outside/));
+  });
+});
+
+describe("the container's view: only what the CLI's uid may search", () => {
+  // The runner (uid 10001, CAP_DAC_OVERRIDE) answers claude's hooks; the CLI is 10002 in group 10001.
+  const cli = { uid: 10002, gid: 10001 };
+  const owners: Record<string, DirOwner> = {
+    '/': { mode: 0o755, uid: 0, gid: 0 },
+    '/ws': { mode: 0o770, uid: 10001, gid: 10001 },
+    '/runner-only': { mode: 0o700, uid: 10001, gid: 10001 },
+    '/etc': { mode: 0o755, uid: 0, gid: 0 },
+  };
+  const tree = fakeFs({
+    '/ws/': '',
+    '/ws/note.txt': 'x',
+    '/ws/out': '-> /etc/passwd',
+    '/runner-only/link': '-> /etc/hidden-name',
+    '/runner-only/token.txt': 'x',
+    '/etc/passwd': 'root',
+  });
+  const view = searchableBy(tree, cli, (dir) => {
+    const o = owners[dir];
+    if (o === undefined) throw new Error(`no owner for ${dir}`);
+    return o;
+  });
+  const asCli = (file_path: string) => decide({ tool: 'Read', input: { file_path } }, claude, view);
+  it('reads what the CLI could, and refuses what it could not without saying what is there', () => {
+    expect(asCli('/ws/note.txt')).toEqual(allowed);
+    expect(asCli('/ws/out')).toEqual(denied(/resolves to \/etc\/passwd, outside/));
+    const throughLink = asCli('/runner-only/link/x');
+    expect(throughLink).toEqual(
+      denied(/\/runner-only\/link\/x cannot be checked \(cannot check \/runner-only\/link: EACCES\)/),
+    );
+    // The runner's own view names the link's target: that is what the CLI must not learn.
+    expect(decide({ tool: 'Read', input: { file_path: '/runner-only/link/x' } }, claude, tree)).toEqual(
+      denied(/hidden-name/),
+    );
+    // Whether an entry exists behind a closed directory: both read alike (the runner's own view
+    // would say "is not a directory" for the file and "outside" for the missing one).
+    expect(asCli('/runner-only/token.txt/x')).toEqual(denied(/cannot check \/runner-only\/token.txt: EACCES/));
+    expect(asCli('/runner-only/nothing/x')).toEqual(denied(/cannot check \/runner-only\/nothing: EACCES/));
+  });
+  it("is the kernel's check for a process without capabilities: owner, else group, else others", () => {
+    expect(maySearch({ mode: 0o700, uid: 10002, gid: 0 }, cli)).toBe(true);
+    expect(maySearch({ mode: 0o070, uid: 10002, gid: 10001 }, cli)).toBe(false); // the owner's bits decide
+    expect(maySearch({ mode: 0o710, uid: 10001, gid: 10001 }, cli)).toBe(true);
+    expect(maySearch({ mode: 0o701, uid: 10001, gid: 10001 }, cli)).toBe(false); // the group's bits decide
+    expect(maySearch({ mode: 0o701, uid: 0, gid: 0 }, cli)).toBe(true);
+    expect(maySearch({ mode: 0o776, uid: 0, gid: 0 }, cli)).toBe(false);
   });
 });

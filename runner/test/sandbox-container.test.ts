@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import {
+  chmodSync,
   chownSync,
   lstatSync,
   mkdirSync,
@@ -9,6 +10,8 @@ import {
   readlinkSync,
   realpathSync,
   rmSync,
+  symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -152,6 +155,7 @@ const TOKEN = 'CANARY-runner-token';
 function onceInContainer(
   backend: 'claude' | 'pi',
   prompt: string,
+  extraBinds: string[] = [],
 ): Promise<{ code: number | null; json: Record<string, unknown>; stderr: string }> {
   const dir = mkdtempSync(join(root, `${backend}-`));
   const ws = join(dir, 'workspace');
@@ -190,6 +194,7 @@ function onceInContainer(
     '--ro-bind',
     installRoot,
     installRoot,
+    ...extraBinds,
     '--remount-ro',
     '/',
     '--unshare-pid',
@@ -269,6 +274,30 @@ describe.skipIf(!isRoot).each(['claude', 'pi'] as const)('%s: the runner under t
     expect(String(r.json.text)).toMatch(
       /^Tool result \(error\): .*switchyard guard: .*outside the session workspace \/workspace/s,
     );
+  });
+
+  // The runner answers claude's hooks and can read through any directory (CAP_DAC_OVERRIDE); the
+  // CLI cannot. An agent probing a directory closed to it must learn nothing from the refusal:
+  // neither where a link in it points nor whether an entry exists.
+  it.runIf(backend === 'claude')("the guard's refusal says nothing of what only the runner can see", async () => {
+    const closed = mkdtempSync(join(root, 'closed-'));
+    symlinkSync('/etc/switchyard-hidden-target', join(closed, 'link'));
+    writeFileSync(join(closed, 'token.txt'), 'x');
+    chmodSync(closed, 0o700); // root's, like /root
+    const texts: string[] = [];
+    for (const path of ['/closed/link/x', '/closed/token.txt/x', '/closed/nothing/x']) {
+      const r = await onceInContainer(backend, `#offline ${JSON.stringify({ tool: 'read', path })}`, [
+        '--ro-bind',
+        closed,
+        '/closed',
+      ]);
+      texts.push(String(r.json.text));
+    }
+    const [link, file, missing] = texts;
+    expect(link).toMatch(/^Tool result \(error\): .*switchyard guard: .*cannot check \/closed\/link: EACCES/s);
+    expect(link).not.toContain('hidden-target');
+    expect(file).toMatch(/cannot check \/closed\/token\.txt: EACCES/);
+    expect(missing).toMatch(/cannot check \/closed\/nothing: EACCES/);
   });
 
   // Was the KNOWN GAP (DESIGN "Sandbox" → "Production uid separation"): the CLI ran as the

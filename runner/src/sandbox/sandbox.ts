@@ -173,7 +173,9 @@ export class Sandbox {
             'the spawn spec registers no guard hooks for claude; pass guardOption() to the adapter',
           );
         const mode = this.mode;
-        checkTool = (call, cliPid) => decide(call, policy, cliFsView(mode, cliPid));
+        // In the container the CLI runs as cliUid in the runner's group (dropUid).
+        const cli = { uid: this.cliUid, gid: process.getgid?.() ?? 0 };
+        checkTool = (call, cliPid) => decide(call, policy, cliFsView(mode, cliPid, cli));
       } else {
         if (!spec.args.includes(this.piExtension))
           throw new SandboxError(
