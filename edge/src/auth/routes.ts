@@ -91,16 +91,18 @@ export function authRoutes(deps: AppDeps) {
     const ok = await deps.verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
     if (!ok || user === null || user.disabled !== 0) {
       // Evaluated failures only (refused attempts never reach PBKDF2), so the throttle bounds these.
+      // A name no account has is not written down: it is as likely a password typed into the wrong
+      // field, and every admin reads this log.
       await auditInsert(
         db,
         {
           at: now,
           actor: null,
           action: 'auth.login_failed',
-          target: user === null ? `account:${id.account}` : `user:${user.id}`,
+          target: user === null ? 'account:unknown' : `user:${user.id}`,
           before: null,
           after: {
-            username,
+            ...(user !== null && { username: user.username }),
             address: id.address,
             ...(user !== null && user.disabled !== 0 && ok && { disabled: true }),
           },
