@@ -78,6 +78,8 @@ describe('POST /api/sessions with a repository', () => {
       'https://user:secret@example.org/widgets.git',
       'https://example.org/widgets.git#main',
       'widgets',
+      // Host example.org to the URL standard, 10.0.0.1 to git's libcurl.
+      'http://example.org\\@10.0.0.1/widgets.git',
     ]) {
       const r = await create<ErrorResponse | null>(ctx, { repository: { url } });
       expect({ url, status: r.status, field: r.body?.error?.field }).toEqual({
@@ -97,7 +99,6 @@ describe('POST /api/sessions with a repository', () => {
       'http://127.0.0.1:9418/r.git',
       'http://localhost/r.git',
       'http://[::1]/r.git',
-      'http://2130706433/r.git',
       'http://10.0.0.8/r.git',
       'http://192.168.1.10/r.git',
       'http://169.254.169.254/latest/meta-data',
@@ -107,6 +108,10 @@ describe('POST /api/sessions with a repository', () => {
       const r = refused(await create(ctx, { repository: { url } }), 'repository.url');
       expect(r.message).toMatch(/loopback|private, link-local/);
     }
+    // A loopback address in another spelling reads as what it is, in the form that is checked.
+    expect(
+      refused(await create(ctx, { repository: { url: 'http://2130706433/r.git' } }), 'repository.url').message,
+    ).toBe('repository.url: must be written as http://127.0.0.1/r.git');
     // Loopback only where the deployment turns it on (the local stack); private stays refused.
     const local = { env: { REPOSITORY_ALLOW_LOOPBACK: '1' } };
     expect((await create(ctx, { repository: { url: 'http://127.0.0.1:9418/r.git' } }, local)).status).toBe(201);

@@ -124,6 +124,19 @@ describe('repository host policy', () => {
       'not a url',
     ])
       expect({ url, ok: RepositorySchema.safeParse({ url }).success }).toEqual({ url, ok: false });
+    // What the URL standard repairs and git's libcurl reads otherwise; the message gives the form that passes.
+    for (const [url, issue] of [
+      ['http://allowed.example\\@10.0.0.1/r.git', 'must be written as http://allowed.example/@10.0.0.1/r.git'],
+      ['http://allowed.example\t@10.0.0.1/r.git', 'must not carry credentials'],
+      [' https://example.org/r.git', 'must be written as https://example.org/r.git'],
+      ['https://Example.org/r.git', 'must be written as https://example.org/r.git'],
+      ['https://example.org', 'must be written as https://example.org/'],
+    ] as const)
+      expect({ url, issues: RepositorySchema.safeParse({ url }).error?.issues.map((i) => i.message) }).toEqual({
+        url,
+        issues: [issue],
+      });
+    expect(RepositorySchema.safeParse({ url: 'https://example.org/a%20b/r.git' }).success).toBe(true);
     for (const ref of ['-upload-pack=x', 'a..b', 'main/', 'x.lock', 'HEAD~1', 'a b'])
       expect({ ref, ok: RepositorySchema.safeParse({ url: 'https://example.org/r.git', ref }).success }).toEqual({
         ref,

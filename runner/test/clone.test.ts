@@ -77,6 +77,22 @@ describe('cloneRepository', () => {
     expect(git.requests()).toBe(before);
   });
 
+  it('git connects to the host that was checked, however the URL is spelled', async () => {
+    // The URL standard reads `\` as `/`: host git.switchyard.invalid, the decoy's port. libcurl
+    // reads it as part of a user name: host 127.0.0.1, the git server's port, which nobody checked.
+    const decoy = await server((_req, res) => res.writeHead(404).end());
+    try {
+      const before = git.requests();
+      const url = `http://git.switchyard.invalid:${decoy.port}\\@127.0.0.1:${git.port}/repo.git`;
+      const r = await cloneRepository({ url }, options({ resolve: async () => ['127.0.0.1'] }));
+      expect(r).toMatchObject({ ok: false, error: { code: 'repository_clone_failed' } });
+      expect(git.requests()).toBe(before);
+      expect(decoy.hits()).toBeGreaterThan(0);
+    } finally {
+      await decoy.stop();
+    }
+  });
+
   it('a resolver that never answers ends the clone at the deadline too', async () => {
     const url = `http://git.switchyard.invalid:${git.port}/repo.git`;
     const r = await cloneRepository({ url }, options({ timeoutMs: 500, resolve: () => new Promise(() => undefined) }));

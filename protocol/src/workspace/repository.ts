@@ -18,15 +18,22 @@ export const RepositoryUrlSchema = z
       ctx.addIssue({ code: 'custom', message: 'must be an absolute http(s) URL' });
       return;
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-      ctx.addIssue({ code: 'custom', message: 'must be an http(s) URL' });
-    }
-    // Credentials in the URL would travel into logs and the clone's config.
-    if (url.username !== '' || url.password !== '') {
-      ctx.addIssue({ code: 'custom', message: 'must not carry credentials' });
-    }
-    if (url.hash !== '') ctx.addIssue({ code: 'custom', message: 'must not carry a fragment' });
+    const problem = urlProblem(url, value);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
   });
+
+function urlProblem(url: URL, value: string): string | undefined {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http(s) URL';
+  // Credentials in the URL would travel into logs and the clone's config.
+  if (url.username !== '' || url.password !== '') return 'must not carry credentials';
+  if (url.hash !== '') return 'must not carry a fragment';
+  // The host is judged from this parse, and git (libcurl) reads the string itself: the two must
+  // not disagree. They do on what the URL standard repairs and libcurl does not, such as
+  // `http://allowed.example\@10.0.0.1/`, a backslash here and a user name before `@` there. A URL
+  // already in the standard's own form reads the same to both.
+  if (url.href !== value) return `must be written as ${url.href}`;
+  return undefined;
+}
 
 /** A branch, tag or commit; never an option (`-...`) or a revision expression. */
 export const RepositoryRefSchema = z

@@ -107,7 +107,8 @@ export function cloneSteps(repository: Repository, resolve: string | undefined):
   return [
     [...o, 'init', '--quiet', '--template='],
     ['config', 'core.symlinks', 'false'],
-    ['remote', 'add', 'origin', repository.url],
+    // The URL as decideHost parsed it (the contract makes that the URL as given).
+    ['remote', 'add', 'origin', new URL(repository.url).href],
     [
       ...o,
       'fetch',

@@ -92,6 +92,16 @@ describe('git invocation', () => {
       ['checkout', '--quiet', 'FETCH_HEAD'],
     ]);
     expect(cloneSteps({ url: 'https://git.example.org/r.git' }, undefined)[3]?.at(-1)).toBe('HEAD');
+    // git gets the URL decideHost judged, even one the contract would have refused: the standard's
+    // parse reads `\` as `/` (host allowed.example), libcurl as part of a user name (host 10.0.0.1).
+    const url = 'http://allowed.example\\@10.0.0.1/r.git';
+    expect(decideHost(url, ['93.184.215.14'], false)).toMatchObject({ ok: true });
+    expect(cloneSteps({ url }, undefined)[2]).toEqual([
+      'remote',
+      'add',
+      'origin',
+      'http://allowed.example/@10.0.0.1/r.git',
+    ]);
   });
 
   it("reports git's own last fatal line, naming the URL and the ref", () => {
