@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, realpath, stat } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { basename, join, sep } from 'node:path';
+import { basename, isAbsolute, join, relative, sep } from 'node:path';
 import { claudeTranscriptPath, TranscriptSchema, type Backend, type Transcript } from '@switchyard/protocol';
 import { messageOf, runnerError, type Result } from '../errors.ts';
+import { inFolderBeneath, openFileBeneath } from '../workspace/beneath.ts';
 
 // A CLI's conversation file, moved between runners through the hub so a new
 // container resumes the conversation. Only the file travels; where it lives
@@ -141,24 +142,27 @@ export async function collectTranscript(
 }
 
 /**
- * Reads a file the CLI wrote, refusing anything but a regular file inside its
- * config dir: the CLI (another uid in the container) could plant a symlink to
- * `/proc/self/environ`, which would resolve to the runner's own environment.
- * The last component is opened O_NOFOLLOW and must sit on the config dir's
- * filesystem (not /proc), so a swap after the check does not help either.
+ * Reads a file the CLI wrote, refusing anything but a regular file inside its config dir, reached
+ * without a link: the CLI (another uid in the container) could plant a link to
+ * `/proc/self/environ`, the runner's own environment, or swap a folder for one while this reads
+ * (beneath.ts opens each folder inside the one before, none through a link).
  */
 async function readInside(path: string, dir: string, maxBytes: number): Promise<Buffer | { tooLarge: number }> {
-  const [real, root] = await Promise.all([realpath(path), realpath(dir)]);
-  if (!real.startsWith(`${root}${sep}`)) throw new Error(`${path} resolves outside the CLI config dir`);
-  const fh = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const fh = await openFileBeneath(dir, configDirSegments(path, dir));
   try {
-    const [st, rootSt] = await Promise.all([fh.stat(), stat(root)]);
-    if (!st.isFile() || st.dev !== rootSt.dev) throw new Error(`${path} is not a regular file in the CLI config dir`);
+    const st = await fh.stat();
     if (st.size > maxBytes) return { tooLarge: st.size };
     return await fh.readFile();
   } finally {
     await fh.close();
   }
+}
+
+/** The names from the CLI's config dir down to `path`, which this module derived inside it. */
+function configDirSegments(path: string, dir: string): string[] {
+  const rel = relative(dir, path);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) throw new Error(`${path} is outside the CLI config dir`);
+  return rel.split(sep);
 }
 
 /**
@@ -213,18 +217,19 @@ export async function restoreTranscript(
   if (!file) return { ok: false, error: runnerError('transcript_invalid', 'transcript has no resume id') };
   const content = backend === 'pi' ? rehomePiSession(raw, paths.workspace) : raw;
   try {
-    const dir = join(file.path, '..');
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    // The CLI may have planted symlinks here (a previous one in this container): never write through one.
-    const [realDir, root] = await Promise.all([realpath(dir), realpath(paths.configDir)]);
-    if (realDir !== root && !realDir.startsWith(`${root}${sep}`))
-      throw new Error(`${dir} resolves outside the CLI config dir`);
-    const fh = await open(
-      join(realDir, basename(file.path)),
-      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-      0o600,
+    // The CLI may have planted links here (a previous one in this container) and may swap a
+    // folder for one while this writes: never write through one (beneath.ts).
+    const segments = configDirSegments(file.path, paths.configDir);
+    const leaf = segments.at(-1) ?? '';
+    const fh = await inFolderBeneath(paths.configDir, segments.slice(0, -1), 0o700, (here) =>
+      open(
+        here(leaf),
+        constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+        0o600,
+      ),
     );
     try {
+      if (!(await fh.stat()).isFile()) throw new Error(`${file.path} is not a regular file`);
       await fh.writeFile(content);
     } finally {
       await fh.close();

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, open, readdir, realpath } from 'node:fs/promises';
-import { join, sep } from 'node:path';
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { checkWorkspacePath, eachLimited } from '@switchyard/protocol';
+import { openFileBeneath } from './beneath.ts';
 
 // What is in the workspace on disk: regular files only. Symlinks, devices, FIFOs and sockets are
 // not part of the durable workspace and are never followed, so a link the agent planted cannot
@@ -79,19 +79,14 @@ export async function statInside(root: string, path: string): Promise<DiskFile |
 }
 
 /**
- * Reads a workspace file, refusing one reached through a link: the leaf is opened O_NOFOLLOW and
- * the real path must be exactly where the walk found it (a folder swapped for a link since the
- * walk would resolve elsewhere).
+ * Reads a workspace file, refusing one reached through a link: each folder on the way is opened
+ * inside the one before and the file last, none through a link (beneath.ts), so a folder swapped
+ * for a link since the walk fails the read instead of leading it out of the workspace.
  */
 export async function readInside(root: string, path: string, maxBytes: number): Promise<Buffer> {
-  const full = join(root, path);
-  const [realRoot, real] = await Promise.all([realpath(root), realpath(full)]);
-  if (real !== `${realRoot}${sep}${path.split('/').join(sep)}`)
-    throw new Error(`${path} resolves outside where it was found`);
-  const fh = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const fh = await openFileBeneath(root, path.split('/'));
   try {
     const st = await fh.stat();
-    if (!st.isFile()) throw new Error(`${path} is not a regular file`);
     if (st.size > maxBytes) throw new Error(`${path} is ${st.size} bytes, over ${maxBytes}`);
     return await fh.readFile();
   } finally {

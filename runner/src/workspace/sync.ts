@@ -14,7 +14,7 @@ import {
 import { messageOf, runnerError, type Result } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { readInside, scanWorkspace, sha256, statInside, type DiskFile } from './scan.ts';
-import { removeInside, writeContext, writeInside } from './write.ts';
+import { removeInside, writeInside } from './write.ts';
 
 // The runner's half of the durable workspace (docs/DESIGN.md "Workspaces"). `known` is what this
 // runner knows the durable copy holds, with what each file looked like on disk when it last
@@ -179,12 +179,11 @@ export class WorkspaceSync {
       const k = this.#known.get(entry.path);
       return k === undefined || k.entry.sha256 !== entry.sha256 || k.entry.executable !== entry.executable;
     });
-    const target = await writeContext(this.#root);
     const place = async (entry: WorkspaceEntry, data: Uint8Array) => {
       try {
         if (data.length !== entry.size || sha256(data) !== entry.sha256)
           throw new Error(`${entry.path}: content does not match its sha256`);
-        this.#known.set(entry.path, { entry, disk: await writeInside(target, entry.path, data, entry) });
+        this.#known.set(entry.path, { entry, disk: await writeInside(this.#root, entry.path, data, entry) });
         stats.written += 1;
         stats.writtenBytes += data.length;
       } catch (err) {

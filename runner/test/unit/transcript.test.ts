@@ -59,7 +59,7 @@ describe('transcripts', () => {
     const t = await collectTranscript('claude', 's1', p);
     expect(t).toMatchObject({
       ok: false,
-      error: { code: 'transcript_unreadable', message: expect.stringMatching(/resolves outside the CLI config dir/) },
+      error: { code: 'transcript_unreadable', message: expect.stringMatching(/s1\.jsonl is a link$/) },
     });
     const pi = join(p.configDir, 'sessions', 'x.jsonl');
     mkdirSync(dirname(pi), { recursive: true });

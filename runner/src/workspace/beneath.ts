@@ -1,0 +1,98 @@
+// Files under a directory the agent can change while the runner works in it (the workspace, the
+// CLI's config dir). Checking a path and then opening it by name is a race: a folder on the way
+// can be swapped for a link between the two (a loop in the agent's shell does it in
+// microseconds), and the open then lands wherever the link points, in the runner's own
+// `/proc/self/environ` or, with the runner's rights, anywhere else. So nothing here opens a path
+// by name from the root: it opens the root, then each folder relative to the folder it already
+// holds open, never following a link, and the file last. A folder held open stays that folder
+// whatever happens to its name.
+//
+// Node has no openat, so "relative to an open folder" is `/proc/self/fd/<fd>/<name>`: the kernel
+// resolves `/proc/self/fd/<fd>` to the open folder itself, and <name> in it with the flags given
+// (O_NOFOLLOW: a link there is refused with ELOOP, not followed). The folders are opened and
+// closed synchronously: each call is microseconds of the kernel's time, and through libuv's thread
+// pool every one was a round trip that made a restore of 5,000 files 1.8 times as long.
+import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+import { join } from 'node:path';
+
+const FOLDER = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+/** `name` in the folder open as descriptor `dir`. */
+const at = (dir: number, name: string) => `/proc/self/fd/${dir}/${name}`;
+
+/**
+ * Runs `use` with the folder `root/folders...` held open; `use` names an entry of it as `here(name)`
+ * and must not follow a link at that name itself (lstat, unlink, open with O_NOFOLLOW). Every
+ * folder on the way must be a real folder (else it throws, code ENOTDIR, naming it); with
+ * `makeMode`, missing ones are created with that mode. Names are already checked (no `..`, no
+ * `/`), as workspace paths are.
+ */
+export async function inFolderBeneath<T>(
+  root: string,
+  folders: readonly string[],
+  makeMode: number | undefined,
+  use: (here: (name: string) => string) => Promise<T>,
+): Promise<T> {
+  const dir = folderBeneath(root, folders, makeMode);
+  try {
+    return await use((name) => at(dir, name));
+  } catch (err) {
+    // Name the folder in errors, not the descriptor it was reached through.
+    if (err instanceof Error) err.message = err.message.replaceAll(`${at(dir, '')}`, `${join(root, ...folders)}/`);
+    throw err;
+  } finally {
+    closeSync(dir);
+  }
+}
+
+/**
+ * Opens the file `root/segments...` for reading, never through a link, and only a regular file
+ * (O_NONBLOCK: a FIFO planted there cannot block the runner before fstat refuses it).
+ */
+export async function openFileBeneath(root: string, segments: readonly string[]): Promise<FileHandle> {
+  const leaf = segments.at(-1);
+  if (leaf === undefined) throw new Error('no file name');
+  const fh = await inFolderBeneath(root, segments.slice(0, -1), undefined, (here) =>
+    open(here(leaf), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK),
+  ).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ELOOP') throw Object.assign(new Error(`${segments.join('/')} is a link`), { code: 'ELOOP' });
+    throw err;
+  });
+  if (!(await fh.stat()).isFile()) {
+    await fh.close();
+    throw new Error(`${segments.join('/')} is not a regular file`);
+  }
+  return fh;
+}
+
+/** Opens `root`, then each of `folders` inside the last one opened; throws naming a folder that is not one. */
+function folderBeneath(root: string, folders: readonly string[], makeMode: number | undefined): number {
+  let dir = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    for (const name of folders) {
+      if (makeMode !== undefined)
+        try {
+          mkdirSync(at(dir, name), { mode: makeMode });
+        } catch (err) {
+          // Another restore may have made it; a link or a file there is refused by the open below.
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        }
+      let next: number;
+      try {
+        next = openSync(at(dir, name), FOLDER);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ELOOP' || code === 'ENOTDIR')
+          throw Object.assign(new Error(`${name} is not a folder`), { code: 'ENOTDIR' });
+        throw err;
+      }
+      closeSync(dir);
+      dir = next;
+    }
+    return dir;
+  } catch (err) {
+    closeSync(dir);
+    throw err;
+  }
+}
