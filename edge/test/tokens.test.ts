@@ -313,7 +313,7 @@ describe('a password reset revokes every token of the user', () => {
     expectError(await call(app, 'GET', '/api/me', { token }), 401);
   });
 
-  it('self change (POST /api/me/password): every other session and API token ends, this session stays', async () => {
+  it('self change (POST /api/me/password): every session and API token ends, this one too, and a new session begins', async () => {
     const { app, clock, u, token } = await setup();
     const otherSession = await tokenFor(u.id, clock);
     const apiToken = await tokenFor(u.id, clock, { kind: 'api' });
@@ -347,8 +347,13 @@ describe('a password reset revokes every token of the user', () => {
       token,
       body: { currentPassword: DEFAULT_PASSWORD, newPassword: 'another long password' },
     });
-    expect(ok.status).toBe(204);
-    expect((await call(app, 'GET', '/api/me', { token })).status).toBe(200);
+    expect(ok.status).toBe(200);
+    const renewed = ok.body as { token: string; expiresAt: string };
+    expect(renewed.token).toMatch(/^sy_/);
+    expect(ok.headers.get('Set-Cookie')).toContain(renewed.token);
+    expect((await call(app, 'GET', '/api/me', { token: renewed.token })).status).toBe(200);
+    // A thief's copy of the cookie the change was made with is that very token: it ends too.
+    expectError(await call(app, 'GET', '/api/me', { token }), 401);
     expectError(await call(app, 'GET', '/api/me', { token: otherSession }), 401);
     expectError(await call(app, 'GET', '/api/me', { token: apiToken }), 401);
     const login = await call(app, 'POST', '/api/auth/login', {

@@ -586,6 +586,10 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByRole('status').filter({ hasText: 'Password changed' }).waitFor();
     await screenshot(page, 'account-password-changed');
+    // The change ended this page's session too and started a new one: still signed in after a reload.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Account' }).waitFor();
+    expect(await page.getByLabel('Current password').count()).toBe(1);
     expect(
       (
         await fetch(`${stack.url}/api/auth/login`, {

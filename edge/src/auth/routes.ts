@@ -17,7 +17,7 @@ import { auditInsert } from '../audit/store.ts';
 import { originNotForeign } from './csrf.ts';
 import { authenticate, originCheckOf } from './middleware.ts';
 import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash } from './password.ts';
-import { ChangePasswordSchema, LoginResultSchema, LoginSchema } from './schemas.ts';
+import { ChangePasswordSchema, LoginResultSchema, LoginSchema, PasswordChangedSchema } from './schemas.ts';
 import { requireCurrentPassword } from './current-password.ts';
 import { clearSessionCookie, setSessionCookie } from './session-cookie.ts';
 import { isFamiliar, loginIdentity, loginThrottleKeys, reserveAttempt, settleSuccess } from './throttle.ts';
@@ -53,10 +53,17 @@ const changePasswordRoute = createRoute({
   method: 'post',
   path: '/me/password',
   tags: ['auth'],
-  summary: 'Change your own password; revokes every other login session and all your API tokens',
+  summary:
+    'Change your own password; revokes every login session and API token of yours, this one too, and starts a new login session',
   security: AUTHENTICATED,
   request: { body: { required: true, content: jsonContent(ChangePasswordSchema) } },
-  responses: { 204: { description: 'changed' }, ...errorResponses(400, 401, 403, 409, 413, 415, 429) },
+  responses: {
+    200: {
+      description: 'changed; the new session token is also set as the HttpOnly session cookie',
+      content: jsonContent(PasswordChangedSchema),
+    },
+    ...errorResponses(400, 401, 403, 409, 413, 415, 429),
+  },
 });
 
 const meRoute = createRoute({
@@ -160,19 +167,22 @@ export function authRoutes(deps: AppDeps) {
         current.updated_at,
       ),
       audit.statement,
-      // Everything the old password could have produced ends, except the session making this change.
-      revokeTokensStatement(db, {
-        userId: current.id,
-        now,
-        kinds: 'all',
-        exceptTokenId: auth.tokenId,
-        onlyIfAuditId: audit.id,
-      }),
+      // Everything the old password could have produced ends, the session making this change too:
+      // a stolen cookie is this very token, so keeping it would keep the thief's copy.
+      revokeTokensStatement(db, { userId: current.id, now, kinds: 'all', onlyIfAuditId: audit.id }),
     ]);
     if ((update?.meta.changes ?? 0) === 0) {
       return apiError(c, 409, 'conflict', 'the account changed while this request ran; try again');
     }
-    return c.body(null, 204);
+    const issued = await issueToken(db, {
+      userId: current.id,
+      kind: 'session',
+      name: null,
+      now,
+      ttlMs: SESSION_TTL_MS,
+    });
+    setSessionCookie(c, issued.secret, issued.row.expires_at, now);
+    return c.json({ token: issued.secret, expiresAt: iso(issued.row.expires_at) }, 200);
   });
 
   app.use('/me', authenticate(deps));

@@ -18,6 +18,15 @@ export const LoginResultSchema = z
   })
   .openapi('LoginResult');
 
+export const PasswordChangedSchema = z
+  .object({
+    token: z.string().openapi({
+      description: 'the new bearer token of this login session; the same value is set as the HttpOnly cookie',
+    }),
+    expiresAt: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('PasswordChanged');
+
 export const ChangePasswordSchema = z
   .strictObject({
     currentPassword: z

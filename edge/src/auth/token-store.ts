@@ -165,22 +165,17 @@ export async function findLiveApiToken(
 /**
  * Statement that revokes a user's tokens, batched with password resets and disabling: `sessions`
  * ends login sessions only, `all` also API tokens (a password reset means the old credentials
- * may be in someone else's hands, and so may anything minted with them). `exceptTokenId` keeps
- * the caller's own session alive when they change their own password. `onlyIfAuditId` makes it
+ * may be in someone else's hands, and so may anything minted with them). `onlyIfAuditId` makes it
  * conditional on that audit entry having been written earlier in the same batch, i.e. on the
  * guarded change having actually happened.
  */
 export function revokeTokensStatement(
   db: D1Database,
-  opts: { userId: string; now: number; kinds: 'sessions' | 'all'; exceptTokenId?: string; onlyIfAuditId?: string },
+  opts: { userId: string; now: number; kinds: 'sessions' | 'all'; onlyIfAuditId?: string },
 ): D1PreparedStatement {
   let sql = 'UPDATE auth_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL';
   const binds: unknown[] = [opts.now, opts.userId];
   if (opts.kinds === 'sessions') sql += " AND kind = 'session'";
-  if (opts.exceptTokenId !== undefined) {
-    sql += ' AND id <> ?';
-    binds.push(opts.exceptTokenId);
-  }
   if (opts.onlyIfAuditId !== undefined) {
     sql += ' AND EXISTS (SELECT 1 FROM audit_log WHERE id = ?)';
     binds.push(opts.onlyIfAuditId);

@@ -1,5 +1,5 @@
-// The signed-in person's own account: change the password. The server revokes every other
-// sign-in and all API tokens when it changes; this page's sign-in stays.
+// The signed-in person's own account: change the password. The server revokes every sign-in and
+// all API tokens when it changes, this page's too, and signs this page in again (a new cookie).
 import { useState } from 'preact/hooks';
 import { api, call, describeError } from '../api/client.ts';
 import { useMe } from '../auth/me.ts';

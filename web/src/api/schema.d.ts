@@ -194,7 +194,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Change your own password; revokes every other login session and all your API tokens */
+        /** Change your own password; revokes every login session and API token of yours, this one too, and starts a new login session */
         post: {
             parameters: {
                 query?: never;
@@ -208,12 +208,14 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description changed */
-                204: {
+                /** @description changed; the new session token is also set as the HttpOnly session cookie */
+                200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["PasswordChanged"];
+                    };
                 };
                 /** @description invalid input; `field` names the offending field */
                 400: {
@@ -2628,6 +2630,12 @@ export interface components {
         Login: {
             username: string;
             password: string;
+        };
+        PasswordChanged: {
+            /** @description the new bearer token of this login session; the same value is set as the HttpOnly cookie */
+            token: string;
+            /** Format: date-time */
+            expiresAt: string;
         };
         ChangePassword: {
             currentPassword: string;
