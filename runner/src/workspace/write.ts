@@ -31,7 +31,9 @@ export async function writeInside(
       mode,
     );
   }).catch((err: NodeJS.ErrnoException) => {
-    throw new Error(`refusing to restore ${path}: ${err.message}`);
+    // A link or a file where a folder or the file should be: refused, never followed.
+    if (err.code === 'ENOTDIR' || err.code === 'ELOOP') throw new Error(`refusing to restore ${path}: ${err.message}`);
+    throw err;
   });
   try {
     const st = await fh.stat();
