@@ -38,12 +38,16 @@ export async function inFolderBeneath<T>(
   try {
     return await use((name) => at(dir, name));
   } catch (err) {
-    // Name the folder in errors, not the descriptor it was reached through.
-    if (err instanceof Error) err.message = err.message.replaceAll(`${at(dir, '')}`, `${join(root, ...folders)}/`);
-    throw err;
+    throw named(err, dir, join(root, ...folders));
   } finally {
     closeSync(dir);
   }
+}
+
+/** `err` naming the folder `path` instead of the descriptor `dir` it was reached through. */
+function named(err: unknown, dir: number, path: string): unknown {
+  if (err instanceof Error) err.message = err.message.replaceAll(at(dir, ''), `${path}/`);
+  return err;
 }
 
 /**
@@ -69,6 +73,7 @@ export async function openFileBeneath(root: string, segments: readonly string[])
 /** Opens `root`, then each of `folders` inside the last one opened; throws naming a folder that is not one. */
 function folderBeneath(root: string, folders: readonly string[], makeMode: number | undefined): number {
   let dir = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  let path = root;
   try {
     for (const name of folders) {
       if (makeMode !== undefined)
@@ -89,10 +94,11 @@ function folderBeneath(root: string, folders: readonly string[], makeMode: numbe
       }
       closeSync(dir);
       dir = next;
+      path = join(path, name);
     }
     return dir;
   } catch (err) {
     closeSync(dir);
-    throw err;
+    throw named(err, dir, path);
   }
 }
