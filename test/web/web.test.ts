@@ -189,6 +189,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(csp).not.toContain('unsafe-inline');
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(res.headers.get('strict-transport-security')).toBe('max-age=15552000; includeSubDomains');
     const html = await res.text();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     const api = await fetch(`${stack.url}/api/nope`);
@@ -463,11 +464,13 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
-  it('renders model output inert: raw HTML is text, javascript: links go nowhere', async () => {
+  it('renders model output inert: raw HTML is text, javascript: links go nowhere, images are links', async () => {
     const { page, errors } = await adminPage();
     await newSession(page);
+    const pixel = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'pixel.png')).toString('base64');
     const hostile =
-      'Look: <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> [click me](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">raw</a>';
+      'Look: <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> [click me](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">raw</a>' +
+      ` ![a fake Allow button](data:image/png;base64,${pixel}) ![the archive](/api/sessions/x/archive)`;
     await send(page, `${hostile}\n${directive({ text: hostile })}`);
     await turnsDone(page, 1);
     const assistant = conversation(page).locator('.msg.assistant .markdown').first();
@@ -478,6 +481,14 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await link.click();
     expect(await conversation(page).locator('[onerror], [onclick], a[href^="javascript:" i]').count()).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    // Images are never loaded: a data: picture is its words, a path a link to it.
+    await expect.poll(() => assistant.innerText()).toContain('a fake Allow button');
+    expect(
+      await assistant.getByText('a fake Allow button').evaluate((el) => el.closest('a')?.getAttribute('href') ?? null),
+    ).toBeNull();
+    expect(await assistant.getByRole('link', { name: 'the archive' }).getAttribute('href')).toBe(
+      '/api/sessions/x/archive',
+    );
     expect(await conversation(page).locator('.msg.user .user-text').innerText()).toContain(
       '<script>window.__pwned=2</script>',
     );

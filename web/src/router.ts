@@ -14,9 +14,23 @@ export type Route =
 const ADMIN_TABS = ['users', 'backend', 'limits', 'sessions', 'audit'] as const;
 export type AdminTab = (typeof ADMIN_TABS)[number];
 
-/** Only same-site paths are followed after sign-in (no open redirect). */
+/** Where a path is resolved to judge it: any origin of our own works. */
+const HERE = 'https://switchyard.invalid';
+
+/**
+ * Only same-site paths are followed after sign-in (no open redirect). Judged as the browser will
+ * read them: it takes `/\evil.example` and `/<tab>/evil.example` for `//evil.example`.
+ */
 export function safeNext(next: string | null): string {
-  return next?.startsWith('/') && !next.startsWith('//') && !next.startsWith('/signin') ? next : '/';
+  if (!next?.startsWith('/')) return '/';
+  let url: URL;
+  try {
+    url = new URL(next, HERE);
+  } catch {
+    return '/';
+  }
+  if (url.origin !== HERE || url.pathname.startsWith('/signin')) return '/';
+  return `${url.pathname}${url.search}${url.hash}`;
 }
 
 export function parseRoute(pathname: string, search: string): Route {

@@ -20,10 +20,14 @@ describe('routes', () => {
 
   it('follows only same-site paths after sign-in (no open redirect)', () => {
     expect(safeNext('/tokens')).toBe('/tokens');
+    expect(safeNext('/sessions/x?tab=files#end')).toBe('/sessions/x?tab=files#end');
     for (const bad of [
       null,
       'https://evil.example/',
       '//evil.example/x',
+      // What the browser reads as //evil.example: a backslash for a slash, a tab it drops.
+      '/\\evil.example/x',
+      '/\t/evil.example',
       'javascript:alert(1)',
       '/signin?next=/x',
       '',

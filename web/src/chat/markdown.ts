@@ -1,7 +1,9 @@
 // Model and user text → safe HTML. marked parses, highlight.js colours code, DOMPurify removes
 // anything that could run (raw HTML from the model is text to us, never markup: event
 // handlers, script, iframes and javascript:/data: links are stripped). Links open in a new
-// tab without an opener or a referrer.
+// tab without an opener or a referrer. An image is shown as a link to it, never loaded: the
+// model's text could otherwise draw anything on the page (a data: picture of a button) or make
+// the viewer's browser fetch this site's own routes with the viewer's cookie.
 import DOMPurify from 'dompurify';
 import hljs from 'highlight.js/lib/core';
 import bash from 'highlight.js/lib/languages/bash';
@@ -64,6 +66,10 @@ const marked = new Marked({
     html({ text }: Tokens.HTML | Tokens.Tag): string {
       return escapeHtml(text);
     },
+    // The link keeps to the links' rules (a data: or javascript: target leaves the text alone).
+    image({ href, text }: Tokens.Image): string {
+      return `<a href="${escapeHtml(href)}">${escapeHtml(text === '' ? href : text)}</a>`;
+    },
   },
 });
 
@@ -77,7 +83,7 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 const PURIFY = {
   // http(s), mailto and in-page links only; no javascript:, data: or other schemes.
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#|\/(?!\/))/i,
-  FORBID_TAGS: ['style', 'form', 'input', 'textarea', 'select', 'iframe', 'object', 'embed', 'svg', 'math'],
+  FORBID_TAGS: ['img', 'style', 'form', 'input', 'textarea', 'select', 'iframe', 'object', 'embed', 'svg', 'math'],
   FORBID_ATTR: ['style'],
 };
 
