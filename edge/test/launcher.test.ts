@@ -186,12 +186,20 @@ describe('EcsLauncher in workerd against the local runner host', () => {
   });
 
   it('misconfiguration fails every call naming the variables, never echoing a secret', async () => {
-    const launcher = ecsLauncherFromEnv({ ...VARS, ECS_SUBNETS: ' , ', AWS_REGION: 'mars', AWS_SECRET_ACCESS_KEY: '' });
+    const launcher = ecsLauncherFromEnv({
+      ...VARS,
+      ECS_SUBNETS: ' , ',
+      // Left empty, the task would land in the VPC's default security group.
+      ECS_SECURITY_GROUPS: '',
+      AWS_REGION: 'mars',
+      AWS_SECRET_ACCESS_KEY: '',
+    });
     const err = await launcher.start(request()).then(
       () => undefined,
       (e: unknown) => e as Error,
     );
     expect(err?.message).toContain('ECS_SUBNETS');
+    expect(err?.message).toContain('ECS_SECURITY_GROUPS: at least one security group id is required');
     expect(err?.message).toContain('AWS_REGION');
     expect(err?.message).toContain('AWS_SECRET_ACCESS_KEY');
     expect(err?.message).not.toContain('AKIDWORKERDTEST');

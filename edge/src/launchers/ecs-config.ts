@@ -27,8 +27,12 @@ const EcsLauncherEnvSchema = z.object({
   ECS_CONTAINER_NAME: z.string().trim().min(1).default('runner'),
   /** Comma-separated subnet ids (awsvpc); private subnets are enough, the runner only dials out. */
   ECS_SUBNETS: list.pipe(z.array(z.string()).min(1, 'at least one subnet id is required')),
-  /** Comma-separated security group ids (egress only is enough). */
-  ECS_SECURITY_GROUPS: list,
+  /**
+   * Comma-separated security group ids (egress only is enough). Required: a RunTask without one
+   * puts the task in the VPC's default group, which lets every member reach every other (runners
+   * of other sessions among them) and everything out.
+   */
+  ECS_SECURITY_GROUPS: list.pipe(z.array(z.string()).min(1, 'at least one security group id is required')),
   /** `ENABLED` only for public subnets without a NAT gateway. */
   ECS_ASSIGN_PUBLIC_IP: z.enum(['ENABLED', 'DISABLED']).default('DISABLED'),
   AWS_REGION: z

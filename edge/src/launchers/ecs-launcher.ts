@@ -87,7 +87,7 @@ export class EcsLauncher implements Launcher {
       networkConfiguration: {
         awsvpcConfiguration: {
           subnets: c.subnets,
-          ...(c.securityGroups.length > 0 && { securityGroups: c.securityGroups }),
+          securityGroups: c.securityGroups,
           assignPublicIp: c.assignPublicIp,
         },
       },
