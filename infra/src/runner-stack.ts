@@ -96,14 +96,30 @@ export class RunnerStack extends Stack {
       description: 'ANTHROPIC_API_KEY for Switchyard runners (set with aws secretsmanager put-secret-value)',
     });
 
-    // The runner calls no AWS API: its task role is empty and exists so ECS has one to pass.
+    // Both roles only for ECS acting for this account (no confused deputy: another account's task
+    // naming these roles is refused).
+    const ecsTasks = () =>
+      new iam.ServicePrincipal('ecs-tasks.amazonaws.com', {
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
+          ArnLike: { 'aws:SourceArn': `arn:${Aws.PARTITION}:ecs:${Aws.REGION}:${Aws.ACCOUNT_ID}:*` },
+        },
+      });
+    // The runner calls no AWS API: its task role exists so ECS has one to pass, and denies every
+    // action, so its credentials are no identity to anything (a resource policy open to the
+    // account or the organisation included).
     const taskRole = new iam.Role(this, 'TaskRole', {
-      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      assumedBy: ecsTasks(),
       description: 'Switchyard runner task role: no permissions (the runner calls no AWS API)',
+      inlinePolicies: {
+        DenyAll: new iam.PolicyDocument({
+          statements: [new iam.PolicyStatement({ effect: iam.Effect.DENY, actions: ['*'], resources: ['*'] })],
+        }),
+      },
     });
     // Pull the image, write the log stream, read the one secret: CDK adds exactly these grants.
     const executionRole = new iam.Role(this, 'ExecutionRole', {
-      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      assumedBy: ecsTasks(),
       description: 'Switchyard runner execution role: image pull, logs, the model key',
     });
 

@@ -205,15 +205,52 @@ describe('IAM', () => {
       ([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: role }]),
     );
 
-  it('the task role has no permission at all', () => {
+  it('the task role has no permission at all: it denies every action', () => {
     const task = roleId(/task role/);
     const [, role] = ofType('AWS::IAM::Role').find(([id]) => id === task)!;
     expect(role.Properties.ManagedPolicyArns).toBeUndefined();
-    expect(role.Properties.Policies).toBeUndefined();
+    expect(role.Properties.Policies).toEqual([
+      {
+        PolicyName: 'DenyAll',
+        PolicyDocument: { Version: '2012-10-17', Statement: [{ Effect: 'Deny', Action: '*', Resource: '*' }] },
+      },
+    ]);
     expect(policiesOf(task)).toEqual([]);
     expect(
       ofType('AWS::IAM::ManagedPolicy').filter(([, p]) => JSON.stringify(p.Properties.Roles ?? []).includes(task)),
     ).toEqual([]);
+  });
+
+  it('both roles trust only ECS acting for this account', () => {
+    for (const id of [roleId(/task role/), roleId(/execution role/)]) {
+      const [, role] = ofType('AWS::IAM::Role').find(([i]) => i === id)!;
+      const [statement, ...more] = (role.Properties.AssumeRolePolicyDocument as { Statement: Statement[] }).Statement;
+      expect(more).toEqual([]);
+      expect(statement).toMatchObject({
+        Effect: 'Allow',
+        Action: 'sts:AssumeRole',
+        Principal: { Service: 'ecs-tasks.amazonaws.com' },
+        Condition: {
+          StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+          ArnLike: {
+            'aws:SourceArn': {
+              'Fn::Join': [
+                '',
+                [
+                  'arn:',
+                  { Ref: 'AWS::Partition' },
+                  ':ecs:',
+                  { Ref: 'AWS::Region' },
+                  ':',
+                  { Ref: 'AWS::AccountId' },
+                  ':*',
+                ],
+              ],
+            },
+          },
+        },
+      });
+    }
   });
 
   it('the execution role: pull the image, write its log stream, read the one secret', () => {
