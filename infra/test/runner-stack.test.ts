@@ -199,6 +199,21 @@ describe('cluster and task definition', () => {
 });
 
 describe('IAM', () => {
+  /** An ECS ARN of this stack's account and region, as CDK writes it into the template. */
+  const ecsArn = (resource: string) => ({
+    'Fn::Join': [
+      '',
+      [
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':ecs:',
+        { Ref: 'AWS::Region' },
+        ':',
+        { Ref: 'AWS::AccountId' },
+        `:${resource}`,
+      ],
+    ],
+  });
   const roleId = (description: RegExp) => logicalId('AWS::IAM::Role', (p) => description.test(String(p.Description)));
   const policiesOf = (role: string) =>
     ofType('AWS::IAM::Policy').filter(
@@ -233,20 +248,7 @@ describe('IAM', () => {
         Condition: {
           StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
           ArnLike: {
-            'aws:SourceArn': {
-              'Fn::Join': [
-                '',
-                [
-                  'arn:',
-                  { Ref: 'AWS::Partition' },
-                  ':ecs:',
-                  { Ref: 'AWS::Region' },
-                  ':',
-                  { Ref: 'AWS::AccountId' },
-                  ':*',
-                ],
-              ],
-            },
+            'aws:SourceArn': ecsArn('*'),
           },
         },
       });
@@ -295,27 +297,13 @@ describe('IAM', () => {
     const [, policy] = only('AWS::IAM::ManagedPolicy');
     expect(policy.Properties.Users).toEqual([{ Ref: userId }]);
     const cluster = only('AWS::ECS::Cluster')[0];
-    const arn = (resource: string) => ({
-      'Fn::Join': [
-        '',
-        [
-          'arn:',
-          { Ref: 'AWS::Partition' },
-          ':ecs:',
-          { Ref: 'AWS::Region' },
-          ':',
-          { Ref: 'AWS::AccountId' },
-          `:${resource}`,
-        ],
-      ],
-    });
-    const tasks = arn('task/switchyard/*');
+    const tasks = ecsArn('task/switchyard/*');
     expect((policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement).toEqual([
       {
         Sid: 'RunRunnerTasks',
         Effect: 'Allow',
         Action: 'ecs:RunTask',
-        Resource: arn('task-definition/switchyard-runner:*'),
+        Resource: ecsArn('task-definition/switchyard-runner:*'),
         Condition: { ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } } },
       },
       {

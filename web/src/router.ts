@@ -14,7 +14,7 @@ export type Route =
 const ADMIN_TABS = ['users', 'backend', 'limits', 'sessions', 'audit'] as const;
 export type AdminTab = (typeof ADMIN_TABS)[number];
 
-/** Where a path is resolved to judge it: any origin of our own works. */
+/** The origin a path is resolved against to judge it; one of our own, whichever. */
 const HERE = 'https://switchyard.invalid';
 
 /**
