@@ -5,11 +5,13 @@ import {
   WIRE_PROTOCOL_VERSION,
   type AgentEvent,
   type HubToRunner,
+  type RunnerIdentityProof,
   type RunnerToHub,
   type Transcript,
 } from '@switchyard/protocol';
 import type { z } from 'zod';
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
+import type { IdentityVerdict } from '../src/launchers/task-identity.ts';
 import { setHubRuntimeForTests, timingsFromEnv, type HubTimings } from '../src/hub/runtime.ts';
 import type {
   AdminSessionPageSchema,
@@ -58,10 +60,17 @@ export class FakeLauncher implements Launcher {
   describes: string[] = [];
   states = new Map<string, RunnerDescription>();
   failStart: string | undefined;
+  /** When set, every start waits for it before it answers (a launcher still starting the task). */
+  holdStart: Promise<void> | undefined;
+  /** Every identity check the hub asked for, in order. */
+  verifications: Array<{ ref: string; runnerId: string; proof: RunnerIdentityProof | undefined }> = [];
+  /** The answer to identity checks (default: every runner is who it says). */
+  verdict: (runnerId: string) => IdentityVerdict = () => ({ ok: true });
   private n = 0;
 
   async start(request: LaunchRequest): Promise<string> {
     this.starts.push(request);
+    await this.holdStart;
     if (this.failStart !== undefined) throw new Error(this.failStart);
     this.n += 1;
     const ref = this.ref(this.n);
@@ -77,6 +86,10 @@ export class FakeLauncher implements Launcher {
   async describe(ref: string): Promise<RunnerDescription> {
     this.describes.push(ref);
     return this.states.get(ref) ?? { state: 'unknown' };
+  }
+  async verifyRunner(ref: string, runnerId: string, proof: RunnerIdentityProof | undefined): Promise<IdentityVerdict> {
+    this.verifications.push({ ref, runnerId, proof });
+    return this.verdict(runnerId);
   }
   /** The ref of the nth runner this launcher started (1-based). */
   ref(n: number): string {
@@ -189,7 +202,12 @@ export class FakeRunner {
 
   hello(
     sessionId: string,
-    opts: { backend?: 'claude' | 'pi'; lastSeq?: number; cli?: 'starting' | 'running' | 'stopped' } = {},
+    opts: {
+      backend?: 'claude' | 'pi';
+      lastSeq?: number;
+      cli?: 'starting' | 'running' | 'stopped';
+      identity?: RunnerIdentityProof;
+    } = {},
   ): void {
     this.send({
       type: 'hello',
@@ -201,6 +219,7 @@ export class FakeRunner {
       capabilities: { guard: 'loaded', sandbox: 'none' },
       lastSeq: opts.lastSeq ?? this.seq,
       ...(opts.cli !== undefined && { cli: opts.cli }),
+      ...(opts.identity !== undefined && { identity: opts.identity }),
     });
   }
 

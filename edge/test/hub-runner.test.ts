@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mintRunnerToken, verifyRunnerToken } from '../src/runner-link/token.ts';
 import { setHubRuntimeForTests } from '../src/hub/runtime.ts';
 import { transcriptKey } from '../src/hub/transcript-store.ts';
+import type { HubCore } from '../src/hub/hub-core.ts';
 import {
   call,
   createSession,
@@ -413,6 +414,91 @@ describe('runner link: tokens', () => {
       claims: { kind: 'bootstrap' },
     });
     runner.close();
+  });
+
+  it('runner identity: a hello whose task identity the launcher refuses binds nothing, and the real runner is welcomed', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    await postMessage(ctx, sid, 'secret plans');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
+    const real = { amzDate: '20261207T040000Z', authorization: 'AWS4-HMAC-SHA256 real', securityToken: 'task' };
+    const other = { amzDate: '20261207T040000Z', authorization: 'AWS4-HMAC-SHA256 other' };
+    const refusal = 'the identity proof is not of the task this launch started';
+    ctx.launcher.verdict = (runnerId) =>
+      runnerId === 'real-runner'
+        ? { ok: true }
+        : { ok: false, error: { code: 'runner_identity_refused', message: refusal, retryable: false } };
+    // The attacker read the overrides and says hello first: without a proof, and with another task's.
+    for (const [runnerId, identity] of [
+      ['attacker', undefined],
+      ['real-runner-twin', other],
+    ] as const) {
+      const thief = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId });
+      thief.hello(sid, identity === undefined ? {} : { identity });
+      expect(await thief.waitClosed()).toEqual({ code: RunnerCloseCode.unauthorized, reason: refusal });
+      expect(thief.of('welcome')).toEqual([]);
+      expect(thief.of('user_message')).toEqual([]);
+    }
+    // Nothing was bound: the real runner, dialling later with the same token, gets the launch.
+    const runner = await FakeRunner.connect(ctx.app, {
+      token: launch.runnerToken,
+      sessionId: sid,
+      runnerId: 'real-runner',
+    });
+    runner.hello(sid, { identity: real });
+    const message = await runner.waitFor('user_message');
+    expect(message.message.text).toBe('secret plans');
+    // Every check was of this launch's own task, with what each hello carried.
+    const ref = ctx.launcher.ref(1);
+    expect(ctx.launcher.verifications).toEqual([
+      { ref, runnerId: 'attacker', proof: undefined },
+      { ref, runnerId: 'real-runner-twin', proof: other },
+      { ref, runnerId: 'real-runner', proof: real },
+    ]);
+    // A reconnect with the credential from the welcome needs no proof: it travelled only over this link.
+    const credential = runner.of('welcome')[0]?.runnerToken ?? '';
+    runner.close();
+    const again = await FakeRunner.connect(ctx.app, { token: credential, sessionId: sid, runnerId: 'real-runner' });
+    again.hello(sid, { lastSeq: 0 });
+    await again.waitFor('welcome');
+    expect(ctx.launcher.verifications).toHaveLength(3);
+    again.close();
+  });
+
+  it('runner identity: a hello before the launcher answered is checked against the task it started; STS down is 1013', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    let release = () => {};
+    ctx.launcher.holdStart = new Promise<void>((r) => {
+      release = r;
+    });
+    await postMessage(ctx, sid, 'x');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
+    // A hello that comes while RunTask has not answered (the local host spawns the task first) is
+    // checked against the task once the launcher answers, not refused for having none yet.
+    const ref = await runInDurableObject(hubStub(sid), async (hub) => {
+      const core = (hub as unknown as { hub: HubCore }).hub;
+      const launchRecord = core.meta.launch;
+      if (launchRecord === null) throw new Error('no launch');
+      const known = core.launchRef(launchRecord);
+      release();
+      return known;
+    });
+    expect(ref).toBe(ctx.launcher.ref(1));
+    // STS being down is worth a retry (the runner's backoff), not a refusal for good.
+    ctx.launcher.verdict = () => ({
+      ok: false,
+      error: { code: 'runner_identity_unavailable', message: 'STS answered 503', retryable: true },
+    });
+    const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'r1' });
+    runner.hello(sid, { identity: { amzDate: '20261207T040000Z', authorization: 'AWS4-HMAC-SHA256 x' } });
+    expect(await runner.waitClosed()).toEqual({ code: 1013, reason: 'STS answered 503' });
+    expect(ctx.launcher.verifications.map((v) => v.ref)).toEqual([ctx.launcher.ref(1)]);
+    ctx.launcher.verdict = () => ({ ok: true });
+    const retry = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid, runnerId: 'r1' });
+    retry.hello(sid);
+    await retry.waitFor('welcome');
+    retry.close();
   });
 
   it('token replay before the welcome: a launch token already bound to one runner id is refused (4401) for another', async () => {

@@ -36,15 +36,18 @@ describe('LaunchRequest.fresh', () => {
     const sid = await createSession(ctx);
     const { runner, launch } = await launchAndConnect(ctx, sid);
     expect(launch.fresh).toBe(true);
-    expect(EcsLauncher.containerEnvironment(launch)).toContainEqual({ name: 'SWITCHYARD_FRESH_SESSION', value: '1' });
+    expect(EcsLauncher.containerEnvironment(launch, null)).toContainEqual({
+      name: 'SWITCHYARD_FRESH_SESSION',
+      value: '1',
+    });
     // A message waits for this runner: its CLI takes that message first, no warm-up before it.
     expect(launch.warmUp).toBeUndefined();
-    expect(EcsLauncher.containerEnvironment(launch).map((e) => e.name)).not.toContain('SWITCHYARD_WARM_UP');
+    expect(EcsLauncher.containerEnvironment(launch, null).map((e) => e.name)).not.toContain('SWITCHYARD_WARM_UP');
     await endWithTranscript(ctx, sid, runner);
     expect((await postMessage(ctx, sid, 'again')).status).toBe(202);
     const second = await until('second launch', () => ctx.launcher.startsFor(sid)[1]);
     expect(second.fresh).toBeUndefined();
-    expect(EcsLauncher.containerEnvironment(second).map((e) => e.name)).not.toContain('SWITCHYARD_FRESH_SESSION');
+    expect(EcsLauncher.containerEnvironment(second, null).map((e) => e.name)).not.toContain('SWITCHYARD_FRESH_SESSION');
     const next = await FakeRunner.connect(ctx.app, { token: second.runnerToken, sessionId: sid });
     next.hello(sid);
     expect((await next.waitFor('welcome')).transcript).toBeDefined();
@@ -78,13 +81,13 @@ describe('LaunchRequest.warmUp', () => {
     };
     const fresh = await startAhead({});
     expect(fresh).toMatchObject({ fresh: true, warmUp: true });
-    const names = EcsLauncher.containerEnvironment(fresh);
+    const names = EcsLauncher.containerEnvironment(fresh, null);
     expect(names).toContainEqual({ name: 'SWITCHYARD_FRESH_SESSION', value: '1' });
     expect(names).toContainEqual({ name: 'SWITCHYARD_WARM_UP', value: '1' });
     // Approval mode ask: the CLI starts after the welcome, with the approval hook; no warm-up either.
     const ask = await startAhead({ approvals: 'ask' });
     expect(ask.fresh).toBeUndefined();
     expect(ask.warmUp).toBeUndefined();
-    expect(EcsLauncher.containerEnvironment(ask).map((e) => e.name)).not.toContain('SWITCHYARD_WARM_UP');
+    expect(EcsLauncher.containerEnvironment(ask, null).map((e) => e.name)).not.toContain('SWITCHYARD_WARM_UP');
   });
 });

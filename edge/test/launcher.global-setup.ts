@@ -37,6 +37,7 @@ export default async function setup(project: TestProject) {
   await new Promise<void>((r) => recorder.listen(0, '127.0.0.1', () => r()));
   project.provide('launcherHost', {
     url: host.url,
+    stsUrl: host.stsUrl,
     recorderUrl: `http://127.0.0.1:${(recorder.address() as AddressInfo).port}/requests`,
   });
   return async () => {

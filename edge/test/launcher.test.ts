@@ -7,7 +7,7 @@ import { EcsLauncher, ecsLauncherFromEnv } from '../src/launchers/ecs-launcher.t
 import type { LaunchRequest, Launcher, RunnerDescription } from '../src/launchers/launcher.ts';
 import { until } from '../../test/helpers/poll.ts';
 
-const { url: HOST_URL, recorderUrl } = inject('launcherHost');
+const { url: HOST_URL, recorderUrl, stsUrl: STS_URL } = inject('launcherHost');
 
 interface Recorded {
   method: string;
@@ -32,6 +32,8 @@ const VARS = {
   AWS_SECRET_ACCESS_KEY: 'workerd-secret-key',
   ECS_ENDPOINT: HOST_URL,
   RUNNER_PROBE: 'host',
+  RUNNER_TASK_ROLE_ARN: 'arn:aws:iam::000000000000:role/switchyard-local-runner',
+  STS_ENDPOINT: STS_URL,
 };
 
 const TOKEN = 'rt.v1.secret-runner-token-for-test';
@@ -112,6 +114,9 @@ describe('EcsLauncher in workerd against the local runner host', () => {
               { name: 'SWITCHYARD_MAX_LIFETIME', value: '28800000ms' },
               { name: 'SWITCHYARD_RUNNER_TOKEN', value: TOKEN },
               { name: 'SWITCHYARD_MODEL', value: 'claude-test-model' },
+              // Where the runner proves its task identity: the endpoint the edge will call.
+              { name: 'SWITCHYARD_IDENTITY_URL', value: STS_URL },
+              { name: 'SWITCHYARD_IDENTITY_REGION', value: 'eu-central-1' },
             ],
           },
         ],
@@ -204,6 +209,26 @@ describe('EcsLauncher in workerd against the local runner host', () => {
     expect(err?.message).toContain('AWS_SECRET_ACCESS_KEY');
     expect(err?.message).not.toContain('AKIDWORKERDTEST');
     expect((await launcher.probe?.('pi'))?.available).toBe(false);
+  });
+
+  it('runner identity is on unless turned off: without the task role ARN nothing starts and no runner is accepted', async () => {
+    const missing = ecsLauncherFromEnv({ ...VARS, RUNNER_TASK_ROLE_ARN: '' });
+    const err = await missing.start(request()).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toContain('RUNNER_TASK_ROLE_ARN: required while RUNNER_IDENTITY=sts');
+    expect(await missing.verifyRunner('arn:aws:ecs:eu-central-1:000000000000:task/c/abc', 'r', undefined)).toEqual({
+      ok: false,
+      error: { code: 'config_invalid', message: expect.stringContaining('RUNNER_TASK_ROLE_ARN'), retryable: false },
+    });
+    const off = ecsLauncherFromEnv({ ...VARS, RUNNER_TASK_ROLE_ARN: '', RUNNER_IDENTITY: 'off' });
+    expect(await off.verifyRunner('arn:aws:ecs:eu-central-1:000000000000:task/c/abc', 'r', undefined)).toEqual({
+      ok: true,
+    });
+    expect(EcsLauncher.containerEnvironment(request(), null).map((e) => e.name)).not.toContain(
+      'SWITCHYARD_IDENTITY_URL',
+    );
   });
 
   it('an ECS error becomes a launch error without the request (which holds the token)', async () => {

@@ -5,7 +5,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { ecsLauncherFromEnv } from '../src/launchers/ecs-launcher.ts';
 import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
 
-const { url: HOST_URL, recorderUrl } = inject('launcherHost');
+const { url: HOST_URL, recorderUrl, stsUrl: STS_URL } = inject('launcherHost');
 
 const requests = async (): Promise<
   Array<{ target?: string; headers: Record<string, string>; body: Record<string, unknown> }>
@@ -23,6 +23,8 @@ const VARS = {
   AWS_SECRET_ACCESS_KEY: 'workerd-secret-key',
   ECS_ENDPOINT: HOST_URL,
   RUNNER_PROBE: 'host',
+  RUNNER_TASK_ROLE_ARN: 'arn:aws:iam::000000000000:role/switchyard-local-runner',
+  STS_ENDPOINT: STS_URL,
 };
 
 /** One pooled launch as the coordinator asks for it. */
@@ -68,6 +70,8 @@ describe('EcsLauncher.startPooled', () => {
               { name: 'SWITCHYARD_RUNNER_ID', value: '01JF6Q000000000000000POOL1' },
               { name: 'SWITCHYARD_IDLE_TIMEOUT', value: '900000ms' },
               { name: 'SWITCHYARD_MAX_LIFETIME', value: '28800000ms' },
+              { name: 'SWITCHYARD_IDENTITY_URL', value: STS_URL },
+              { name: 'SWITCHYARD_IDENTITY_REGION', value: 'eu-central-1' },
             ],
           },
         ],

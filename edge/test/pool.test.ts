@@ -1,6 +1,6 @@
 import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION } from '@switchyard/protocol';
+import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION, type RunnerIdentityProof } from '@switchyard/protocol';
 import { POOL_CLAIM_MAX_BYTES, PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
@@ -72,7 +72,7 @@ class FakePooledRunner {
     return new FakePooledRunner(ws, request);
   }
 
-  hello(): void {
+  hello(identity?: RunnerIdentityProof): void {
     this.ws.send(
       JSON.stringify({
         type: 'pool_hello',
@@ -81,6 +81,7 @@ class FakePooledRunner {
         model: this.request.model,
         cliVersion: 'fake 1.0',
         capabilities: { guard: 'loaded', sandbox: 'none' },
+        ...(identity !== undefined && { identity }),
       }),
     );
   }
@@ -452,6 +453,49 @@ describe('warm runner pool', () => {
     await poolCoordinator(env).poke(null);
     expect(await until('retired', () => first?.closed)).toEqual({ code: PoolCloseCode.retired, reason: 'aged' });
     expect(ctx.launcher.pooled).toHaveLength(2);
+  });
+
+  it('runner identity: a pooled runner whose task identity is refused is never claimed; the one claimed proves itself at the hub too', async () => {
+    await setPool({ claude: 1 });
+    const first = ctx.launcher.pooled[0] as PoolLaunchRequest;
+    const refusal = 'the identity proof is not of the task this launch started';
+    ctx.launcher.verdict = () => ({
+      ok: false,
+      error: { code: 'runner_identity_refused', message: refusal, retryable: false },
+    });
+    // Someone who read the RunTask overrides dials with the pool token before the runner does.
+    const thief = await FakePooledRunner.dial(ctx.app, first);
+    thief.hello();
+    expect(await until('refused', () => thief.closed)).toEqual({ code: PoolCloseCode.unauthorized, reason: refusal });
+    expect(ctx.launcher.verifications).toEqual([
+      { ref: `pool-task-${first.runnerId}`, runnerId: first.runnerId, proof: undefined },
+    ]);
+    // The slot is lost, not taken: its task is stopped and another pooled runner launched.
+    await until('a replacement', () => ctx.launcher.pooled.length === 2);
+    expect(ctx.launcher.stops.map((s) => s.ref)).toContain(`pool-task-${first.runnerId}`);
+    ctx.launcher.verdict = () => ({ ok: true });
+    const second = ctx.launcher.pooled[1] as PoolLaunchRequest;
+    const proof = { amzDate: '20261207T040000Z', authorization: 'AWS4-HMAC-SHA256 pooled' };
+    const pooled = await FakePooledRunner.dial(ctx.app, second);
+    pooled.hello(proof);
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    const hubCtx = asUser();
+    const sessionId = await createSession(hubCtx, ctx.user);
+    await postMessage(hubCtx, sessionId, 'hello pool');
+    const claim = (await until('a claim', () => pooled.claims[0])) as PoolClaim;
+    const runner = await FakeRunner.connect(ctx.app, {
+      token: claim.runnerToken,
+      sessionId,
+      runnerId: second.runnerId,
+    });
+    runner.hello(sessionId, { identity: proof });
+    await runner.waitFor('welcome');
+    // At the hub, the launch's ref is the pooled task: the same proof, checked against it again.
+    expect(ctx.launcher.verifications.slice(1)).toEqual([
+      { ref: `pool-task-${second.runnerId}`, runnerId: second.runnerId, proof },
+      { ref: `pool-task-${second.runnerId}`, runnerId: second.runnerId, proof },
+    ]);
+    runner.close();
   });
 
   it('refuses a pool link with a session runner token, a bad token, or a second link', async () => {

@@ -39,6 +39,7 @@ export const WRANGLER_VARS = [
   'ECS_SECURITY_GROUPS',
   'ECS_ASSIGN_PUBLIC_IP',
   'AWS_REGION',
+  'RUNNER_TASK_ROLE_ARN',
 ] as const;
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -223,6 +224,8 @@ export class RunnerStack extends Stack {
       ECS_SECURITY_GROUPS: sg.securityGroupId,
       ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
       AWS_REGION: Aws.REGION,
+      // The role whose ECS sessions runners prove they hold (edge: DESIGN "Runner identity").
+      RUNNER_TASK_ROLE_ARN: taskRole.roleArn,
     };
     for (const name of WRANGLER_VARS) {
       new CfnOutput(this, name.replaceAll('_', ''), {

@@ -21,6 +21,7 @@ export { PI_APPROVAL_CONFIRM_TITLE, PI_APPROVAL_DENY_REASON_TITLE, PI_APPROVAL_E
 export { ClaudeCodec } from './claude/codec.ts';
 export { PiCodec } from './pi/codec.ts';
 export * from './sigv4.ts';
+export * from './runner-identity.ts';
 export * from './workspace/paths.ts';
 export * from './workspace/manifest.ts';
 export * from './workspace/frames.ts';

@@ -1,10 +1,31 @@
 import { z } from 'zod';
 import { BackendSchema, type Backend } from './backend.ts';
+import type { IdentityEndpoint } from './runner-identity.ts';
 
 // The per-session environment a launcher gives a runner (ECS container overrides, or the local
 // runner host's RunTask overrides). The edge builds it with launchEnvironment; the local host
 // accepts exactly these names as overrides; the runner's `serve` config reads them with its own
 // defaults and stricter rules (runner/src/config.ts).
+
+/**
+ * Where the runner proves which task it is (runner-identity.ts): the STS endpoint the edge will
+ * send its proof to, and that endpoint's signing region. Both or neither; absent, the runner sends
+ * no proof (a launcher whose launch requests nobody else can read).
+ */
+export const IdentityEnvShape = {
+  SWITCHYARD_IDENTITY_URL: z.url({ protocol: /^https?$/ }).optional(),
+  SWITCHYARD_IDENTITY_REGION: z
+    .string()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1')
+    .optional(),
+};
+
+/** The identity names for one endpoint (or none). */
+export function identityEnv(identity: IdentityEndpoint | undefined) {
+  return identity === undefined
+    ? {}
+    : { SWITCHYARD_IDENTITY_URL: identity.url, SWITCHYARD_IDENTITY_REGION: identity.region };
+}
 
 const millis = z.string().regex(/^\d+ms$/, 'must be a whole number of milliseconds, e.g. 900000ms');
 
@@ -38,6 +59,7 @@ export const LaunchEnvSchema = z.strictObject({
    * by the runner's own model proxy, before it counts as up (docs/DESIGN.md "Starting ahead").
    */
   SWITCHYARD_WARM_UP: z.literal('1').optional(),
+  ...IdentityEnvShape,
 });
 export type LaunchEnv = z.infer<typeof LaunchEnvSchema>;
 
@@ -59,6 +81,8 @@ interface LaunchEnvInput {
   fresh?: boolean;
   /** No message waits for this runner (SWITCHYARD_WARM_UP; a fresh session's only). */
   warmUp?: boolean;
+  /** Where the runner proves its task identity; absent, it sends no proof. */
+  identity?: IdentityEndpoint;
 }
 
 /** The launch environment for one runner, validated (throws on a value the runner would refuse). */
@@ -75,5 +99,6 @@ export function launchEnvironment(r: LaunchEnvInput): LaunchEnv {
     ...(r.repositoryAllowLoopback === true && { SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: '1' }),
     ...(r.fresh === true && { SWITCHYARD_FRESH_SESSION: '1' }),
     ...(r.fresh === true && r.warmUp === true && { SWITCHYARD_WARM_UP: '1' }),
+    ...identityEnv(r.identity),
   });
 }

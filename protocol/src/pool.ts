@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { BackendSchema, type Backend } from './backend.ts';
 import { UserMessageSchema } from './adapter.ts';
 import { CapabilitiesSchema } from './wire.ts';
+import { identityEnv, IdentityEnvShape } from './launch-env.ts';
+import { RunnerIdentityProofSchema, type IdentityEndpoint } from './runner-identity.ts';
 
 // The warm runner pool's link (docs/DESIGN.md "Warm runner pool"). A pooled runner is started
 // before any session exists: it prepares its sandbox, starts its CLI and dials the pool
@@ -35,6 +37,8 @@ export const PoolHelloSchema = z.strictObject({
   model: z.string().min(1).max(200).nullable(),
   cliVersion: z.string().max(200).nullable(),
   capabilities: CapabilitiesSchema,
+  /** Which task this runner is (runner-identity.ts); present when its launch asked for one. */
+  identity: RunnerIdentityProofSchema.optional(),
 });
 export type PoolHello = z.infer<typeof PoolHelloSchema>;
 
@@ -79,6 +83,7 @@ export const PoolLaunchEnvSchema = z.strictObject({
   SWITCHYARD_MODEL: z.string().optional(),
   /** As for a session's launch (launch-env.ts): a claim may bring a repository to clone. */
   SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: z.literal('1').optional(),
+  ...IdentityEnvShape,
 });
 export type PoolLaunchEnv = z.infer<typeof PoolLaunchEnvSchema>;
 
@@ -95,6 +100,8 @@ export interface PoolLaunchEnvInput {
   model: string | null;
   /** The deployment lets repositories be cloned from loopback hosts (the local stack only). */
   repositoryAllowLoopback?: boolean;
+  /** Where the runner proves its task identity; absent, it sends no proof. */
+  identity?: IdentityEndpoint;
 }
 
 /** The launch environment of one pooled runner, validated. */
@@ -108,6 +115,7 @@ export function poolLaunchEnvironment(r: PoolLaunchEnvInput): PoolLaunchEnv {
     SWITCHYARD_MAX_LIFETIME: `${Math.round(r.maxLifetimeMs)}ms`,
     ...(r.model !== null && { SWITCHYARD_MODEL: r.model }),
     ...(r.repositoryAllowLoopback === true && { SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: '1' }),
+    ...identityEnv(r.identity),
   });
 }
 

@@ -5,6 +5,7 @@ import { BackendSchema } from './backend.ts';
 import { RunnerHopsSchema } from './bench-hops.ts';
 import { AgentEventSchema, ErrorInfoSchema } from './events.ts';
 import { RepositorySchema } from './workspace/repository.ts';
+import { RunnerIdentityProofSchema } from './runner-identity.ts';
 
 // The runner link: the runner dials the hub's WebSocket and both sides send
 // JSON text frames validated by these schemas. docs/DESIGN.md "Runner link"
@@ -118,6 +119,8 @@ export const RunnerToHubSchema = z.discriminatedUnion('type', [
      * hub shows a session `ready` only once a message would not wait for the CLI.
      */
     cli: RunnerCliSchema.optional(),
+    /** Which task this runner is (runner-identity.ts); present when its launch asked for one. */
+    identity: RunnerIdentityProofSchema.optional(),
   }),
   /** Sequenced: consecutive seqs, continuing where the previous frame stopped. */
   z.object({

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { type Backend, type LaunchEnv, LaunchEnvSchema, SpawnOptionsSchema } from '@switchyard/protocol';
+import {
+  type Backend,
+  type IdentityEndpoint,
+  type LaunchEnv,
+  LaunchEnvSchema,
+  SpawnOptionsSchema,
+} from '@switchyard/protocol';
 import { z } from 'zod';
 import { runnerError, type Result } from './errors.ts';
+import type { CredentialsSource } from './identity/task-identity.ts';
 
 // Environment configuration, validated once at start. Durations accept
 // `250ms`, `10s`, `15m`, `2h` or a bare number of milliseconds, so tests can
@@ -99,7 +106,26 @@ const ServeLaunchEnv = {
   SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK: launch.SWITCHYARD_REPOSITORY_ALLOW_LOOPBACK,
   SWITCHYARD_FRESH_SESSION: launch.SWITCHYARD_FRESH_SESSION,
   SWITCHYARD_WARM_UP: launch.SWITCHYARD_WARM_UP,
+  // The proof travels to the edge, which forwards it; only STS's own answer is trusted.
+  SWITCHYARD_IDENTITY_URL: launch.SWITCHYARD_IDENTITY_URL,
+  SWITCHYARD_IDENTITY_REGION: launch.SWITCHYARD_IDENTITY_REGION,
 } satisfies Record<keyof LaunchEnv, z.ZodType>;
+
+/** Set by ECS in every task with a task role (and by the local runner host), never by a launcher. */
+const ContainerCredentialsEnv = {
+  AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: z.string().startsWith('/', 'must be a path').optional(),
+  // Plain http only to loopback, the rule the AWS SDK applies to this variable.
+  AWS_CONTAINER_CREDENTIALS_FULL_URI: z
+    .url({ protocol: /^https?$/ })
+    .refine((u) => new URL(u).protocol === 'https:' || isLoopbackHost(new URL(u).hostname), {
+      error: 'must be https:// (http:// only to a loopback host)',
+    })
+    .optional(),
+  AWS_CONTAINER_AUTHORIZATION_TOKEN: z.string().min(1).optional(),
+};
+
+/** ECS's link-local address for the credentials of the task's role. */
+const ECS_CREDENTIALS_HOST = 'http://169.254.170.2';
 
 const ServeEnv = CommonEnv.extend({
   ...ServeLaunchEnv,
@@ -125,6 +151,27 @@ const ServeEnv = CommonEnv.extend({
   SWITCHYARD_COMPACT_HEAP: z.enum(['0', '1']).default('1'),
   /** The whole repository clone (resolve, fetch, checkout); within SWITCHYARD_CLI_START_TIMEOUT, which it counts against. */
   SWITCHYARD_CLONE_TIMEOUT: duration('40s'),
+  ...ContainerCredentialsEnv,
+}).superRefine((e, ctx) => {
+  if ((e.SWITCHYARD_IDENTITY_URL === undefined) !== (e.SWITCHYARD_IDENTITY_REGION === undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [e.SWITCHYARD_IDENTITY_URL === undefined ? 'SWITCHYARD_IDENTITY_URL' : 'SWITCHYARD_IDENTITY_REGION'],
+      message: 'required with SWITCHYARD_IDENTITY_URL and SWITCHYARD_IDENTITY_REGION: set both or neither',
+    });
+  }
+  const hasSource =
+    e.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI !== undefined || e.AWS_CONTAINER_CREDENTIALS_FULL_URI !== undefined;
+  if (e.SWITCHYARD_IDENTITY_URL !== undefined && !hasSource) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SWITCHYARD_IDENTITY_URL'],
+      message:
+        'the runner must prove its task identity, but has no task role credentials ' +
+        '(AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or AWS_CONTAINER_CREDENTIALS_FULL_URI; ' +
+        'give the task definition a task role)',
+    });
+  }
 });
 
 export interface CommonConfig {
@@ -182,6 +229,8 @@ export interface ServeConfig extends CommonConfig {
    * first turn (cli/warm-up.ts, answered by the model proxy) before it counts as up.
    */
   warmUp: boolean;
+  /** Where and with what the runner proves its task identity in each hello; absent, it sends no proof. */
+  identity: { endpoint: IdentityEndpoint; credentials: CredentialsSource } | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -234,6 +283,21 @@ export function loadServeConfig(env: Env, cwd: string): Result<ServeConfig> {
       },
       freshSession: e.SWITCHYARD_FRESH_SESSION === '1',
       warmUp: e.SWITCHYARD_FRESH_SESSION === '1' && e.SWITCHYARD_WARM_UP === '1',
+      identity:
+        e.SWITCHYARD_IDENTITY_URL === undefined || e.SWITCHYARD_IDENTITY_REGION === undefined
+          ? undefined
+          : {
+              endpoint: { url: e.SWITCHYARD_IDENTITY_URL, region: e.SWITCHYARD_IDENTITY_REGION },
+              credentials: {
+                // ECS sets the relative URI; the full one is for hosts like the local runner host.
+                // The relative one wins, as in the AWS SDK.
+                url:
+                  e.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI !== undefined
+                    ? `${ECS_CREDENTIALS_HOST}${e.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI}`
+                    : (e.AWS_CONTAINER_CREDENTIALS_FULL_URI ?? ''),
+                authorization: e.AWS_CONTAINER_AUTHORIZATION_TOKEN,
+              },
+            },
     },
   };
 }

@@ -1,7 +1,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
-import { httpRequest } from '../src/workspace/http-request.ts';
+import { httpRequest } from '../src/http-request.ts';
 
 // The workspace client's transport against real loopback servers: plain HTTP answered in full,
 // and an https URL spoken to in TLS (the module loads https only for it).

@@ -273,7 +273,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       },
     );
     const hostReady = await host.waitForLine(
-      (l) => jsonLine<{ url: string; cluster: string }>(l),
+      (l) => jsonLine<{ url: string; cluster: string; stsUrl: string; taskRoleArn: string }>(l),
       readyMs,
       opts.signal,
     );
@@ -301,6 +301,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const vars: Record<string, string> = {
       ECS_ENDPOINT: hostReady.url,
       ECS_CLUSTER: hostReady.cluster,
+      // The host stands in for STS and the task credentials too: runners prove their task identity.
+      STS_ENDPOINT: hostReady.stsUrl,
+      RUNNER_TASK_ROLE_ARN: hostReady.taskRoleArn,
       RUNNER_PROBE: 'host',
       RUNNER_HUB_URL: hubUrl,
       // Repositories may be cloned from loopback here (tests serve one); production config never sets it.

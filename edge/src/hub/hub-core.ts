@@ -51,6 +51,8 @@ export class HubCore {
   readonly approvals: HubApprovals;
   readonly #waiters = new Map<string, (reply: Reply) => void>();
   #d1Chain: Promise<void> = Promise.resolve();
+  /** Launches whose launcher start is running in this instance (see `launchRef`). */
+  readonly #starting = new Map<string, Promise<void>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     this.ctx = ctx;
@@ -193,7 +195,20 @@ export class HubCore {
     const launch = newLaunch(nextUlid(this.now, null), hubUrl, this.now, this.timings);
     this.meta.launch = launch;
     this.commit();
-    this.ctx.waitUntil(this.runLauncher(session, launch));
+    const started = this.runLauncher(session, launch);
+    this.#starting.set(launch.id, started);
+    void started.finally(() => this.#starting.delete(launch.id));
+    this.ctx.waitUntil(started);
+  }
+
+  /**
+   * The launcher's ref of this launch, once its start has answered: a runner may dial before it
+   * has (a pooled runner dials the moment it is claimed). Null when the launch ended, or when its
+   * start is not running in this instance (evicted meanwhile: the connect deadline ends it).
+   */
+  async launchRef(launch: LaunchRecord): Promise<string | null> {
+    if (launch.ref === null) await this.#starting.get(launch.id);
+    return this.meta.launch?.id === launch.id ? this.meta.launch.ref : null;
   }
 
   private async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {

@@ -41,6 +41,12 @@ const unconfiguredLauncher: Launcher = {
   async describe() {
     return { state: 'unknown' };
   },
+  async verifyRunner() {
+    return {
+      ok: false,
+      error: { code: 'config_invalid', message: 'no runner launcher is configured on this edge', retryable: false },
+    };
+  },
 };
 
 function seconds(value: string | undefined, fallback: number, min: number, max: number): number {

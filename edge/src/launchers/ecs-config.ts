@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { TaskIdentityConfig } from './task-identity.ts';
 
 // The ECS launcher's configuration: wrangler `[vars]` plus secrets (`wrangler secret put`).
 // Validated when a launcher is built; an error names the variables, never their values.
@@ -18,40 +19,65 @@ const optionalText = z
   .optional()
   .transform((s) => (s === undefined || s.trim() === '' ? undefined : s.trim()));
 
-const EcsLauncherEnvSchema = z.object({
-  /** Cluster name or ARN. */
-  ECS_CLUSTER: z.string().trim().min(1, 'required'),
-  /** `family`, `family:revision` or a task definition ARN (its container runs `switchyard-runner`). */
-  ECS_TASK_DEFINITION: z.string().trim().min(1, 'required'),
-  /** The runner container's name in the task definition (the overrides address it). */
-  ECS_CONTAINER_NAME: z.string().trim().min(1).default('runner'),
-  /** Comma-separated subnet ids (awsvpc); private subnets are enough, the runner only dials out. */
-  ECS_SUBNETS: list.pipe(z.array(z.string()).min(1, 'at least one subnet id is required')),
-  /**
-   * Comma-separated security group ids (egress only is enough). Required: a RunTask without one
-   * puts the task in the VPC's default group, which lets every member reach every other (runners
-   * of other sessions among them) and everything out.
-   */
-  ECS_SECURITY_GROUPS: list.pipe(z.array(z.string()).min(1, 'at least one security group id is required')),
-  /** `ENABLED` only for public subnets without a NAT gateway. */
-  ECS_ASSIGN_PUBLIC_IP: z.enum(['ENABLED', 'DISABLED']).default('DISABLED'),
-  AWS_REGION: z
-    .string()
-    .trim()
-    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1'),
-  /** Secret. An IAM user/role key allowed ecs:RunTask, ecs:StopTask, ecs:DescribeTasks, ecs:TagResource, iam:PassRole. */
-  AWS_ACCESS_KEY_ID: z.string().trim().min(1, 'required (a secret: wrangler secret put AWS_ACCESS_KEY_ID)'),
-  AWS_SECRET_ACCESS_KEY: z.string().min(1, 'required (a secret: wrangler secret put AWS_SECRET_ACCESS_KEY)'),
-  AWS_SESSION_TOKEN: optionalText,
-  /** Endpoint override: the local runner host (`http://127.0.0.1:PORT`) in dev and tests; unset in production. */
-  ECS_ENDPOINT: optionalText.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
-  /**
-   * How the backend switch probes a backend: `task` runs the runner image's `probe` as a one-off
-   * task and reads its exit code; `host` asks the local runner host for the full report
-   * (`ECS_ENDPOINT` + `/switchyard/probe`); `off` reports every backend unverifiable.
-   */
-  RUNNER_PROBE: z.enum(['task', 'host', 'off']).default('task'),
-});
+const EcsLauncherEnvSchema = z
+  .object({
+    /** Cluster name or ARN. */
+    ECS_CLUSTER: z.string().trim().min(1, 'required'),
+    /** `family`, `family:revision` or a task definition ARN (its container runs `switchyard-runner`). */
+    ECS_TASK_DEFINITION: z.string().trim().min(1, 'required'),
+    /** The runner container's name in the task definition (the overrides address it). */
+    ECS_CONTAINER_NAME: z.string().trim().min(1).default('runner'),
+    /** Comma-separated subnet ids (awsvpc); private subnets are enough, the runner only dials out. */
+    ECS_SUBNETS: list.pipe(z.array(z.string()).min(1, 'at least one subnet id is required')),
+    /**
+     * Comma-separated security group ids (egress only is enough). Required: a RunTask without one
+     * puts the task in the VPC's default group, which lets every member reach every other (runners
+     * of other sessions among them) and everything out.
+     */
+    ECS_SECURITY_GROUPS: list.pipe(z.array(z.string()).min(1, 'at least one security group id is required')),
+    /** `ENABLED` only for public subnets without a NAT gateway. */
+    ECS_ASSIGN_PUBLIC_IP: z.enum(['ENABLED', 'DISABLED']).default('DISABLED'),
+    AWS_REGION: z
+      .string()
+      .trim()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1'),
+    /** Secret. An IAM user/role key allowed ecs:RunTask, ecs:StopTask, ecs:DescribeTasks, ecs:TagResource, iam:PassRole. */
+    AWS_ACCESS_KEY_ID: z.string().trim().min(1, 'required (a secret: wrangler secret put AWS_ACCESS_KEY_ID)'),
+    AWS_SECRET_ACCESS_KEY: z.string().min(1, 'required (a secret: wrangler secret put AWS_SECRET_ACCESS_KEY)'),
+    AWS_SESSION_TOKEN: optionalText,
+    /** Endpoint override: the local runner host (`http://127.0.0.1:PORT`) in dev and tests; unset in production. */
+    ECS_ENDPOINT: optionalText.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
+    /**
+     * How the backend switch probes a backend: `task` runs the runner image's `probe` as a one-off
+     * task and reads its exit code; `host` asks the local runner host for the full report
+     * (`ECS_ENDPOINT` + `/switchyard/probe`); `off` reports every backend unverifiable.
+     */
+    RUNNER_PROBE: z.enum(['task', 'host', 'off']).default('task'),
+    /**
+     * `sts`: a runner must prove which task it is before its launch's bootstrap token is taken
+     * (docs/DESIGN.md "Runner identity"); `off` trusts the token alone, for launchers whose launch
+     * requests nobody else can read.
+     */
+    RUNNER_IDENTITY: z.enum(['sts', 'off']).default('sts'),
+    /** The runner task definition's task role (the stack output `RunnerTaskRoleArn`). */
+    RUNNER_TASK_ROLE_ARN: optionalText.pipe(
+      z
+        .string()
+        .regex(/^arn:[a-z-]+:iam::\d{12}:role\/[\w+=,.@/-]+$/, 'must be an IAM role ARN')
+        .optional(),
+    ),
+    /** Endpoint override for STS: the local runner host's stand-in in dev and tests; unset in production. */
+    STS_ENDPOINT: optionalText.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
+  })
+  .superRefine((e, ctx) => {
+    if (e.RUNNER_IDENTITY === 'sts' && e.RUNNER_TASK_ROLE_ARN === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['RUNNER_TASK_ROLE_ARN'],
+        message: 'required while RUNNER_IDENTITY=sts (the default): the role runners prove they hold',
+      });
+    }
+  });
 
 export interface EcsLauncherConfig {
   cluster: string;
@@ -64,6 +90,8 @@ export interface EcsLauncherConfig {
   credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   endpoint: string | undefined;
   probeMode: 'task' | 'host' | 'off';
+  /** Null: runners are not asked to prove their task identity (RUNNER_IDENTITY=off). */
+  identity: TaskIdentityConfig | null;
 }
 
 type ConfigResult = { ok: true; config: EcsLauncherConfig } | { ok: false; error: string };
@@ -98,6 +126,14 @@ export function loadEcsLauncherConfig(env: object): ConfigResult {
       },
       endpoint: e.ECS_ENDPOINT,
       probeMode: e.RUNNER_PROBE,
+      identity:
+        e.RUNNER_IDENTITY === 'off' || e.RUNNER_TASK_ROLE_ARN === undefined
+          ? null
+          : {
+              stsUrl: e.STS_ENDPOINT ?? `https://sts.${e.AWS_REGION}.amazonaws.com/`,
+              region: e.AWS_REGION,
+              taskRoleArn: e.RUNNER_TASK_ROLE_ARN,
+            },
     },
   };
 }

@@ -6,11 +6,12 @@ import {
   type KeyValuePair,
   type Task,
 } from '@aws-sdk/client-ecs';
-import { launchEnvironment, signSigV4, type Backend } from '@switchyard/protocol';
+import { launchEnvironment, signSigV4, type Backend, type RunnerIdentityProof } from '@switchyard/protocol';
 import { poolLaunchEnvironment } from '@switchyard/protocol/pool';
 import type { ProbeResult } from '../settings/backend-probe.ts';
 import { loadEcsLauncherConfig, type EcsLauncherConfig } from './ecs-config.ts';
 import type { LaunchRequest, Launcher, PoolLaunchRequest, RunnerDescription } from './launcher.ts';
+import { verifyTaskIdentity, type IdentityVerdict, type TaskIdentityConfig } from './task-identity.ts';
 
 // The production launcher (DESIGN.md "Launchers"): one Fargate task per runner through Amazon
 // ECS RunTask / StopTask / DescribeTasks, called from inside the Worker with
@@ -51,8 +52,8 @@ export class EcsLauncher implements Launcher {
       });
   }
 
-  /** Environment of the runner container: everything a runner needs to dial its hub. */
-  static containerEnvironment(r: LaunchRequest): KeyValuePair[] {
+  /** Environment of the runner container: everything a runner needs to dial its hub and prove itself. */
+  static containerEnvironment(r: LaunchRequest, identity: TaskIdentityConfig | null): KeyValuePair[] {
     const env = launchEnvironment({
       hubUrl: r.hubUrl,
       sessionId: r.sessionId,
@@ -65,6 +66,7 @@ export class EcsLauncher implements Launcher {
       ...(r.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
       ...(r.fresh === true && { fresh: true }),
       ...(r.warmUp === true && { warmUp: true }),
+      ...(identity !== null && { identity: { url: identity.stsUrl, region: identity.region } }),
     });
     return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
   }
@@ -108,7 +110,7 @@ export class EcsLauncher implements Launcher {
   async start(request: LaunchRequest): Promise<string> {
     const input = this.runTaskInput(
       undefined,
-      EcsLauncher.containerEnvironment(request),
+      EcsLauncher.containerEnvironment(request, this.config.identity),
       STARTED_BY,
       // Idempotent: an SDK retry of the same launch cannot start a second task.
       request.launchId.slice(0, 64),
@@ -136,6 +138,9 @@ export class EcsLauncher implements Launcher {
       maxLifetimeMs: request.limits.maxLifetimeMs,
       model: request.model,
       ...(request.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
+      ...(this.config.identity !== null && {
+        identity: { url: this.config.identity.stsUrl, region: this.config.identity.region },
+      }),
     });
     const environment = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
     const input = this.runTaskInput(undefined, environment, STARTED_BY_POOL, request.runnerId.slice(0, 64), [
@@ -182,6 +187,11 @@ export class EcsLauncher implements Launcher {
       };
     }
     return describeTask(task, this.config.containerName);
+  }
+
+  verifyRunner(ref: string, runnerId: string, proof: RunnerIdentityProof | undefined): Promise<IdentityVerdict> {
+    if (this.config.identity === null) return Promise.resolve({ ok: true });
+    return verifyTaskIdentity(this.config.identity, ref, runnerId, proof, this.opts.fetch);
   }
 
   async probe(backend: Backend): Promise<ProbeResult> {
@@ -370,6 +380,7 @@ function launchError(op: string, err: unknown): Error {
 
 const NOT_CONFIGURED = (error: string): Launcher => ({
   start: () => Promise.reject(new Error(error)),
+  verifyRunner: async () => ({ ok: false, error: { code: 'config_invalid', message: error, retryable: false } }),
   stop: () => Promise.reject(new Error(error)),
   describe: () => Promise.reject(new Error(error)),
   probe: async (backend) => ({

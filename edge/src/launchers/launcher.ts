@@ -1,5 +1,6 @@
-import type { Backend } from '@switchyard/protocol';
+import type { Backend, RunnerIdentityProof } from '@switchyard/protocol';
 import type { ProbeResult } from '../settings/backend-probe.ts';
+import type { IdentityVerdict } from './task-identity.ts';
 
 // The seam between the SessionHub and whatever runs runner processes (DESIGN.md "Launchers").
 // The hub owns the lifecycle (when to start, when to stop, what counts as dead); a launcher
@@ -85,6 +86,13 @@ export interface Launcher {
   stop(ref: string, reason: string): Promise<void>;
   /** Reports the runner's state. Throws only when the launcher itself cannot be reached. */
   describe(ref: string): Promise<RunnerDescription>;
+  /**
+   * Whether the runner saying hello as `runnerId` with `proof` is the one `ref` refers to
+   * (docs/DESIGN.md "Runner identity"). Asked before a launch's bootstrap token or a pool slot is
+   * taken: whoever can read launch requests holds those tokens too. A launcher whose launch
+   * requests nobody else can read may answer ok without a proof.
+   */
+  verifyRunner(ref: string, runnerId: string, proof: RunnerIdentityProof | undefined): Promise<IdentityVerdict>;
   /**
    * Optional: runs the runner image's `probe` mode for one backend (CLI present, version,
    * guard loads, config valid) and returns its report. When present, the edge wires it into

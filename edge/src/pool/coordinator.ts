@@ -88,6 +88,8 @@ export class PoolCoordinator extends DurableObject<Env> {
   #lastTarget: PoolTarget | null = null;
   /** When the refill after the earliest claim not yet refilled is due (the injectable clock's time). */
   #refillDue: number | null = null;
+  /** Pooled runners whose launcher start is running in this instance: a hello may come before it answers. */
+  readonly #starting = new Map<string, Promise<void>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -217,6 +219,20 @@ export class PoolCoordinator extends DurableObject<Env> {
       ws.close(PoolCloseCode.retired, 'the guard is not loaded');
       return;
     }
+    // The pool token rode in the launch request: the runner proves it is the task launched here
+    // before it can be claimed (docs/DESIGN.md "Runner identity").
+    if (runner.ref === null) await this.#starting.get(runnerId);
+    const verdict =
+      runner.ref === null
+        ? null
+        : await hubRuntime().launcherFor(this.env).verifyRunner(runner.ref, runnerId, hello.data.identity);
+    if (this.#runners.get(runnerId) !== runner || runner.state !== 'launching') return;
+    if (verdict === null || !verdict.ok) {
+      const why = verdict === null ? 'this pooled runner has no task' : verdict.error.message;
+      console.warn('pool coordinator: runner identity refused:', why);
+      ws.close(PoolCloseCode.unauthorized, why.slice(0, 120));
+      return;
+    }
     runner.state = 'idle';
     await this.#persist();
   }
@@ -310,33 +326,34 @@ export class PoolCoordinator extends DurableObject<Env> {
           state: 'launching',
         };
         this.#runners.set(id, runner);
-        launches.push(
-          (async () => {
-            try {
-              const poolToken = await mintRunnerToken(secret, {
-                sessionId: POOL_TOKEN_SCOPE,
-                launchId: id,
-                expiresAt: now + target.maxAgeMs + target.connectTimeoutMs,
-                kind: 'bootstrap',
-              });
-              const ref = await startPooled({
-                poolUrl,
-                poolToken,
-                backend: want.backend,
-                runnerId: id,
-                model: want.model,
-                limits,
-                ...(repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
-              });
-              if (this.#runners.get(id) === runner) runner.ref = ref;
-              // Retired while the launcher answered: it must not linger.
-              else this.#stopTask(ref, 'pooled runner retired while starting');
-            } catch (err) {
-              console.error('pool coordinator: pooled launch failed:', errorText(err));
-              this.#runners.delete(id);
-            }
-          })(),
-        );
+        const started = (async () => {
+          try {
+            const poolToken = await mintRunnerToken(secret, {
+              sessionId: POOL_TOKEN_SCOPE,
+              launchId: id,
+              expiresAt: now + target.maxAgeMs + target.connectTimeoutMs,
+              kind: 'bootstrap',
+            });
+            const ref = await startPooled({
+              poolUrl,
+              poolToken,
+              backend: want.backend,
+              runnerId: id,
+              model: want.model,
+              limits,
+              ...(repositoryAllowLoopback(this.env) && { repositoryAllowLoopback: true }),
+            });
+            if (this.#runners.get(id) === runner) runner.ref = ref;
+            // Retired while the launcher answered: it must not linger.
+            else this.#stopTask(ref, 'pooled runner retired while starting');
+          } catch (err) {
+            console.error('pool coordinator: pooled launch failed:', errorText(err));
+            this.#runners.delete(id);
+          }
+        })();
+        this.#starting.set(id, started);
+        void started.finally(() => this.#starting.delete(id));
+        launches.push(started);
       }
     }
     await this.#persist();

@@ -17,12 +17,15 @@ import { pendingRepository } from '../hub/pending-repository.ts';
 import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { nextUlid } from '../hub/ulid.ts';
 import type { StoredEvent } from '../hub/viewer-frames.ts';
+import type { IdentityVerdict } from '../launchers/task-identity.ts';
 
 // The runner link as the hub speaks it (DESIGN "Runner link"): frame validation, hello (token
 // binding, the sequence ledger, the welcome and whatever waited for it), sequenced events and
 // transcripts (stored, broadcast, then acked), replies, status and bye.
 
 const utf8 = new TextEncoder();
+/** WebSocket close code 1013 (Try Again Later): the runner reconnects with backoff. */
+const TRY_AGAIN_LATER = 1013;
 /** Only the hub says what state a session is in and what the user sent. */
 const HUB_ONLY_EVENTS = new Set<string>(['session.status', 'message.user', 'approval.resolved']);
 
@@ -159,6 +162,24 @@ export class RunnerFrames {
         closeQuietly(ws, RunnerCloseCode.unauthorized, BOOTSTRAP_SPENT);
         return;
       }
+      // The token proves only that someone read the launch request; the task identity proves it
+      // is the task the launch started. Checked before the token binds, so a reader who says hello
+      // first binds nothing (docs/DESIGN.md "Runner identity").
+      const verdict = await this.verifyIdentity(launch, hello);
+      if (this.#hub.meta.launch?.id !== launch.id || !isOpen(ws)) return;
+      if (!verdict.ok) {
+        console.warn('session hub: runner identity refused:', verdict.error.message);
+        closeQuietly(
+          ws,
+          verdict.error.retryable ? TRY_AGAIN_LATER : RunnerCloseCode.unauthorized,
+          verdict.error.message.slice(0, 120),
+        );
+        return;
+      }
+      if (launch.welcomedAt !== null) {
+        closeQuietly(ws, RunnerCloseCode.unauthorized, BOOTSTRAP_SPENT);
+        return;
+      }
       const bound = launch.bootstrapRunnerId ?? null;
       if (bound !== null && bound !== hello.runnerId) {
         closeQuietly(ws, RunnerCloseCode.unauthorized, 'the launch token is bound to another runner');
@@ -235,6 +256,21 @@ export class RunnerFrames {
       }
     }
     this.#hub.commit();
+  }
+
+  /** Whether this hello comes from the task the launch started (the launcher judges). */
+  private async verifyIdentity(
+    launch: LaunchRecord,
+    hello: Extract<RunnerToHub, { type: 'hello' }>,
+  ): Promise<IdentityVerdict> {
+    const ref = await this.#hub.launchRef(launch);
+    if (ref === null) {
+      return {
+        ok: false,
+        error: { code: 'runner_identity_unavailable', message: 'this launch has no task yet', retryable: true },
+      };
+    }
+    return this.#hub.launcher().verifyRunner(ref, hello.runnerId, hello.identity);
   }
 
   /** `checkSeq`, closing the link on a gap. */

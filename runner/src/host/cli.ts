@@ -1,9 +1,11 @@
 // `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s] [--provision-delay 30s]`: runs the local ECS
 // stand-in until SIGINT/SIGTERM, then stops every task and exits. Prints exactly one JSON line
-// on stdout once listening (`{"url", "port", "cluster", "stateDir"}`), so a parent can wait for it.
-// Requests must be SigV4-signed with SWITCHYARD_HOST_ACCESS_KEY_ID / SWITCHYARD_HOST_SECRET_ACCESS_KEY
-// (`npm start` generates them per start); without them a pair is generated into
-// <state-dir>/credentials.json (0600).
+// on stdout once listening (`{"url", "port", "cluster", "stateDir", "stsUrl", "taskRoleArn"}`),
+// so a parent can wait for it; `stsUrl` and `taskRoleArn` are what the edge needs to check a
+// runner's identity proof (the local STS stand-in, and the role whose callers are runners).
+// ECS requests must be SigV4-signed with SWITCHYARD_HOST_ACCESS_KEY_ID /
+// SWITCHYARD_HOST_SECRET_ACCESS_KEY (`npm start` generates them per start); without them a pair
+// is generated into <state-dir>/credentials.json (0600).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -125,7 +127,15 @@ export async function hostMode(args: string[]): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  process.stdout.write(`${JSON.stringify({ url: host.url, port: host.port, cluster: host.cluster, stateDir })}\n`);
+  const ready = {
+    url: host.url,
+    port: host.port,
+    cluster: host.cluster,
+    stateDir,
+    stsUrl: host.stsUrl,
+    taskRoleArn: host.taskRoleArn,
+  };
+  process.stdout.write(`${JSON.stringify(ready)}\n`);
   return done;
 }
 

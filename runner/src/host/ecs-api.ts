@@ -11,7 +11,7 @@ import { z } from 'zod';
 export const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
 export const JSON_11 = 'application/x-amz-json-1.1';
 /** The account id in the ARNs the local host makes up. */
-const LOCAL_ACCOUNT = '000000000000';
+export const LOCAL_ACCOUNT = '000000000000';
 
 export class EcsError extends Error {
   readonly status: number;
@@ -108,6 +108,10 @@ export interface EcsTask {
   startedBy?: string;
   group?: string;
   tags?: { key: string; value?: string }[];
+  /** What RunTask was asked to override, as ECS shows it: the launch's token included. */
+  overrides: {
+    containerOverrides: { name: string; command?: string[]; environment: { name: string; value: string }[] }[];
+  };
   containers: {
     containerArn: string;
     taskArn: string;

@@ -10,6 +10,13 @@ export {
   type ProcInfo,
   readProc,
 } from './process-tree.ts';
-export { type RecordedEcsRequest, type RunnerHost, type RunnerHostOptions, startRunnerHost } from './server.ts';
+export {
+  DEFAULT_TASK_ROLE_ARN,
+  type RecordedEcsRequest,
+  type RunnerHost,
+  type RunnerHostOptions,
+  startRunnerHost,
+} from './server.ts';
+export type { RecordedStsRequest } from './sts.ts';
 export { reapStaleTasks } from './stale-tasks.ts';
 export type { HostTaskSummary } from './tasks.ts';

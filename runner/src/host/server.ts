@@ -5,14 +5,23 @@
 // `probe` report (the launcher's `host` probe mode), `GET /switchyard/tasks` lists the tasks with
 // their pids and process groups (operators, e2e tests that kill a runner mid-turn).
 //
-// Every route but `/healthz` needs a valid SigV4 signature made with the host's credentials
-// (generated per `npm start`), and RunTask accepts only the per-session overrides the launcher
-// sets: the host runs whatever a RunTask asks for as the developer, outside any sandbox.
+// Every route but `/healthz` and the container credentials endpoint needs a valid SigV4
+// signature made with the host's credentials (generated per `npm start`), and RunTask accepts
+// only the per-session overrides the launcher sets: the host runs whatever a RunTask asks for as
+// the developer, outside any sandbox.
+//
+// A runner proves which task it is with its task role's credentials (protocol's runner-identity),
+// so the host also stands in for the two AWS pieces that takes: the container credentials
+// endpoint (`GET /switchyard/credentials/<task id>`, authenticated by the per-task token the
+// host puts in the task's environment; task-credentials.ts) and STS GetCallerIdentity on a
+// second loopback listener (sts.ts), each faithful enough for the real AWS SDK.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BackendSchema, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
+import { stsListener, type RecordedStsRequest } from './sts.ts';
+import { containerCredentialsEnv, CREDENTIALS_PATH, TaskCredentialStore } from './task-credentials.ts';
 import {
   checkOverrides,
   clusterName,
@@ -20,6 +29,7 @@ import {
   EcsError,
   invalidParameter,
   JSON_11,
+  LOCAL_ACCOUNT,
   parseInput,
   LAUNCHER_OVERRIDES,
   RunTaskInput,
@@ -69,6 +79,10 @@ export interface RunnerHostOptions {
   sampleIntervalMs?: number;
   /** Simulated Fargate provisioning before each task's process starts (TaskManagerOptions). */
   provisionDelayMs?: number;
+  /** The task role every task's credentials belong to (default DEFAULT_TASK_ROLE_ARN). */
+  taskRoleArn?: string;
+  /** Called for every request to the STS stand-in. */
+  onStsRequest?: (r: RecordedStsRequest) => void;
 }
 
 export interface RunnerHost {
@@ -76,10 +90,15 @@ export interface RunnerHost {
   port: number;
   cluster: string;
   tasks: TaskManager;
-  /** Stops every task (SIGTERM, then SIGKILL after the stop timeout), then the server. */
+  /** The STS stand-in's endpoint (`http://127.0.0.1:PORT/`): GetCallerIdentity for task credentials. */
+  stsUrl: string;
+  /** The role tasks' credentials belong to; their caller ARN is `…:assumed-role/<its name>/<task id>`. */
+  taskRoleArn: string;
+  /** Stops every task (SIGTERM, then SIGKILL after the stop timeout), then both servers. */
   close(graceMs?: number): Promise<void>;
 }
 
+export const DEFAULT_TASK_ROLE_ARN = `arn:aws:iam::${LOCAL_ACCOUNT}:role/switchyard-local-runner`;
 const DEFAULT_CLUSTER = 'switchyard-local';
 const DEFAULT_CONTAINER = 'runner';
 const MAX_BODY = 1024 * 1024;
@@ -88,6 +107,16 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
   const cluster = opts.cluster ?? DEFAULT_CLUSTER;
   const containerName = opts.containerName ?? DEFAULT_CONTAINER;
   const overrideNames = new Set(opts.overrideNames ?? LAUNCHER_OVERRIDES);
+  const taskRoleArn = opts.taskRoleArn ?? DEFAULT_TASK_ROLE_ARN;
+  const taskCredentials = new TaskCredentialStore({ roleArn: taskRoleArn });
+  const sts = http.createServer(
+    stsListener({
+      credentials: taskCredentials,
+      taskRoleArn,
+      ...(opts.log && { log: opts.log }),
+      ...(opts.onStsRequest && { onRequest: opts.onStsRequest }),
+    }),
+  );
   const tasks = new TaskManager({
     entrypoint: opts.entrypoint,
     baseEnv: opts.baseEnv,
@@ -96,6 +125,9 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
     ...(opts.log && { log: opts.log }),
     ...(opts.sampleIntervalMs !== undefined && { sampleIntervalMs: opts.sampleIntervalMs }),
     ...(opts.provisionDelayMs !== undefined && { provisionDelayMs: opts.provisionDelayMs }),
+    // Tasks start only on a RunTask this server answered, so it is listening by then.
+    hostEnv: (id) => containerCredentialsEnv(urlOf(server), id, taskCredentials.issue(id)),
+    onStopped: (id) => taskCredentials.revoke(id),
   });
 
   const checkCluster = (ref: string | undefined) => {
@@ -148,7 +180,7 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
         if (task) found.push(tasks.view(task));
         else
           failures.push({
-            arn: ref.startsWith('arn:') ? ref : `arn:aws:ecs:${region}:000000000000:task/${name}/${ref}`,
+            arn: ref.startsWith('arn:') ? ref : `arn:aws:ecs:${region}:${LOCAL_ACCOUNT}:task/${name}/${ref}`,
             reason: 'MISSING',
           });
       }
@@ -196,6 +228,17 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       const route = async () => {
         if (overflowed) throw new EcsError(413, 'SerializationException', 'request body too large');
         if (req.method === 'GET' && path === '/healthz') return send(200, { ok: true }, 'application/json');
+        // The task's own token authenticates it (no SigV4: the task has no host credentials).
+        if (req.method === 'GET' && path.startsWith(CREDENTIALS_PATH)) {
+          const served = taskCredentials.serve(path.slice(CREDENTIALS_PATH.length), headers.authorization);
+          if (served.status === 200) return send(200, served.credentials, 'application/json');
+          // The shape the SDK's container provider reads; nothing about the task or the token.
+          const refused =
+            served.status === 403
+              ? { Code: 'AccessDenied', Message: 'Access denied' }
+              : { Code: 'NotFound', Message: 'No credentials here' };
+          return send(served.status, refused, 'application/json');
+        }
         const known =
           (req.method === 'GET' && path === '/switchyard/tasks') ||
           (req.method === 'POST' && (path === '/switchyard/probe' || path === '/'));
@@ -235,22 +278,39 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
     readBody(req, MAX_BODY).then(answer, () => res.destroy());
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  await listen(server, opts.port ?? 0);
+  try {
+    await listen(sts, 0);
+  } catch (err) {
+    await closeServer(server);
+    throw err;
+  }
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: urlOf(server),
+    port: (server.address() as AddressInfo).port,
     cluster,
     tasks,
+    stsUrl: `${urlOf(sts)}/`,
+    taskRoleArn,
     async close(graceMs) {
       await tasks.close(graceMs);
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([closeServer(server), closeServer(sts)]);
     },
   };
+}
+
+const urlOf = (server: http.Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+function listen(server: http.Server, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+}
+
+function closeServer(server: http.Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
 export interface HostProbeAnswer {

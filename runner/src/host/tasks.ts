@@ -1,7 +1,8 @@
 // Tasks of the local runner host: each one a runner process, started detached in its own
 // process group with the environment ECS would give the container (the task definition's
-// environment, then the container overrides), and stopped the way ECS stops a container:
-// SIGTERM, then SIGKILL to everything that is left once the stop timeout passes.
+// environment, then the container overrides, then what the ECS agent itself sets), and stopped
+// the way ECS stops a container: SIGTERM, then SIGKILL to everything that is left once the stop
+// timeout passes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
@@ -28,6 +29,13 @@ export interface TaskManagerOptions {
    * as a Fargate task waits for capacity and an image pull (docs/DESIGN.md "Warm runner pool").
    */
   provisionDelayMs?: number;
+  /**
+   * What the host itself sets in a task's environment, as the ECS agent does (the container
+   * credentials endpoint): asked for as the task's process is spawned, applied over the overrides.
+   */
+  hostEnv?: (taskId: string) => Record<string, string>;
+  /** Told once a task is STOPPED, so that what was issued for it (its credentials) dies with it. */
+  onStopped?: (taskId: string) => void;
 }
 
 export interface RunSpec {
@@ -136,9 +144,15 @@ export class TaskManager {
       mkdirSync(workspace, { recursive: true, mode: 0o700 });
       out = openSync(task.logPath, 'a', 0o600);
       const command = task.spec.command ?? ['serve'];
-      // The task definition's environment, then the overrides; a runner's default workspace is its cwd.
-      const env = { ...this.opts.baseEnv, SWITCHYARD_WORKSPACE: workspace, ...task.spec.env };
       if (stopRequested(task)) throw new Error('stopped before it started');
+      // The task definition's environment, then the overrides, then the agent's; a runner's
+      // default workspace is its cwd.
+      const env = {
+        ...this.opts.baseEnv,
+        SWITCHYARD_WORKSPACE: workspace,
+        ...task.spec.env,
+        ...this.opts.hostEnv?.(task.id),
+      };
       const { entrypoint } = this.opts;
       const child = spawn(entrypoint.command, [...entrypoint.args, ...command], {
         cwd: workspace,
@@ -231,6 +245,7 @@ export class TaskManager {
   }
 
   private cleanup(task: Task): void {
+    this.opts.onStopped?.(task.id);
     forgetRunning(this.opts.stateDir, task.id);
     // A stopped container's filesystem is gone; its log stays for the operator.
     rmSync(task.dir, { recursive: true, force: true });
@@ -279,6 +294,15 @@ export class TaskManager {
       desiredStatus: task.desiredStatus,
       launchType,
       createdAt: seconds(task.createdAt),
+      overrides: {
+        containerOverrides: [
+          {
+            name: containerName,
+            ...(task.spec.command !== undefined && { command: task.spec.command }),
+            environment: Object.entries(task.spec.env).map(([name, value]) => ({ name, value })),
+          },
+        ],
+      },
       containers: [
         {
           containerArn: task.containerArn,

@@ -1,4 +1,4 @@
-import { RUNNER_LINK_PING } from '@switchyard/protocol';
+import { RUNNER_LINK_PING, type RunnerIdentityProof } from '@switchyard/protocol';
 import { PoolClaimSchema, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
 import type WebSocket from 'ws';
 import { jsonValue } from '../json.ts';
@@ -16,6 +16,8 @@ export interface PoolLinkOptions {
   url: string;
   token: string;
   hello: PoolHello;
+  /** Proves the runner's task identity in the hello (absent: the hello has no proof). */
+  identity: { prove(): Promise<RunnerIdentityProof> } | undefined;
   pingIntervalMs: number;
   /** How long the dial may take (the link's welcome timeout). */
   handshakeTimeoutMs: number;
@@ -39,6 +41,14 @@ export class PoolLink {
   }
 
   async start(): Promise<void> {
+    // Signed while the socket is dialled. Without it the coordinator would refuse the hello, so a
+    // proof that cannot be made ends the link (the coordinator launches a replacement).
+    const proof = this.o.identity?.prove().catch((err: unknown) => {
+      this.o.log.error('pooled runner: could not prove the task identity', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return null;
+    });
     const WebSocketClient = await loadWebSocket();
     if (this.settled) return;
     const ws = new WebSocketClient(this.o.url, {
@@ -48,8 +58,11 @@ export class PoolLink {
       perMessageDeflate: false,
     });
     this.ws = ws;
-    ws.on('open', () => {
-      ws.send(JSON.stringify(this.o.hello));
+    ws.on('open', async () => {
+      const identity = await proof;
+      if (identity === null) return this.close('no proof of the task identity');
+      if (ws.readyState !== ws.OPEN) return;
+      ws.send(JSON.stringify({ ...this.o.hello, ...(identity !== undefined && { identity }) }));
       this.ping = setInterval(() => ws.send(RUNNER_LINK_PING), this.o.pingIntervalMs);
     });
     ws.on('message', (data, isBinary) => {

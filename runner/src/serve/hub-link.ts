@@ -6,6 +6,7 @@ import {
   RunnerCloseCode,
   RunnerToHubSchema,
   type HubToRunner,
+  type RunnerIdentityProof,
   type RunnerToHub,
 } from '@switchyard/protocol';
 import { runnerError, type RunnerError } from '../errors.ts';
@@ -30,6 +31,8 @@ export interface HubLinkOptions {
   hello: Omit<Hello, 'lastSeq' | 'cli'>;
   /** The CLI's state as each hello leaves (it changes between reconnects). */
   cli?: () => Hello['cli'];
+  /** A fresh proof of the runner's task identity for each hello (absent: the hello has none). */
+  identity?: () => Promise<RunnerIdentityProof>;
   buffer: EventBuffer;
   backoff: { baseMs: number; maxMs: number };
   pingIntervalMs: number;
@@ -199,6 +202,13 @@ export class HubLink {
   }
 
   private async connect(early?: Promise<WebSocket>): Promise<void> {
+    // Signed while the socket is dialled; a proof that cannot be made fails this dial only.
+    const proof = this.o.identity?.().catch((err: unknown) => {
+      this.o.log.warn('could not prove the task identity; reconnecting', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return null;
+    });
     const dialled = await early;
     const usable =
       dialled !== undefined && (dialled.readyState === ReadyState.CONNECTING || dialled.readyState === ReadyState.OPEN);
@@ -216,10 +226,21 @@ export class HubLink {
     this.lastHttpStatus = undefined;
     this.ws = ws;
     this.helloSent = false;
-    const hello = () => {
+    const hello = async () => {
+      const identity = await proof;
+      if (ws !== this.ws || ws.readyState !== ReadyState.OPEN) return;
+      if (identity === null) {
+        ws.terminate();
+        return;
+      }
       this.lastInbound = Date.now();
       const cli = this.o.cli?.();
-      const hello: Hello = { ...this.o.hello, lastSeq: this.o.buffer.lastSeq, ...(cli !== undefined && { cli }) };
+      const hello: Hello = {
+        ...this.o.hello,
+        lastSeq: this.o.buffer.lastSeq,
+        ...(cli !== undefined && { cli }),
+        ...(identity !== undefined && { identity }),
+      };
       ws.send(JSON.stringify(RunnerToHubSchema.parse(hello)));
       this.welcomeTimer = setTimeout(() => {
         this.o.log.warn('hub sent no welcome; reconnecting', { timeoutMs: this.o.welcomeTimeoutMs });
@@ -234,8 +255,8 @@ export class HubLink {
       this.o.log.info('hub link open', { upgradeMs: upgradeMs.get(ws) });
     };
     // An early socket may already be open; the hub says nothing before the hello, so nothing was missed.
-    if (ws.readyState === ReadyState.OPEN) hello();
-    else ws.on('open', hello);
+    if (ws.readyState === ReadyState.OPEN) void hello();
+    else ws.on('open', () => void hello());
     ws.on('message', (data, isBinary) => {
       if (ws !== this.ws) return;
       this.lastInbound = Date.now();

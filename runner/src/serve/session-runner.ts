@@ -43,6 +43,7 @@ import { WorkspaceSync } from '../workspace/sync.ts';
 import { cloneRepository } from '../workspace/clone.ts';
 import { CLONE_ERROR_CODE } from '../workspace/clone-plan.ts';
 import type { CanaryResult } from '../sandbox/canary.ts';
+import { taskIdentityOf } from '../identity/task-identity.ts';
 
 export interface SessionRunnerOptions {
   config: ServeConfig;
@@ -161,6 +162,7 @@ export class SessionRunner {
   private newLink(): HubLink {
     const c = this.o.config;
     const options = this.o;
+    const identity = taskIdentityOf(c);
     return new HubLink({
       url: c.hubUrl,
       sessionId: c.sessionId,
@@ -175,6 +177,7 @@ export class SessionRunner {
         capabilities: options.capabilities,
       },
       cli: () => this.machine.cliAtHello,
+      ...(identity !== undefined && { identity: () => identity.prove() }),
       buffer: this.buffer,
       backoff: { baseMs: c.link.backoffBaseMs, maxMs: c.link.backoffMaxMs },
       pingIntervalMs: c.link.pingIntervalMs,

@@ -9,7 +9,7 @@ import {
   type WorkspaceCommitResult,
   type WorkspaceManifest,
 } from '@switchyard/protocol';
-import { type HttpAnswer, httpRequest } from './http-request.ts';
+import { type HttpAnswer, httpRequest } from '../http-request.ts';
 
 // The runner's HTTP client for the durable workspace (edge: RUNNER_WORKSPACE_PATH). Every answer
 // is validated; failures are thrown as WorkspaceHttpError with the status the edge gave.

@@ -1,8 +1,9 @@
-// One HTTP request over node:http/https with the whole answer buffered: the workspace client's
-// transport. Not fetch: the first fetch loads Node's bundled undici, ~5 MiB more in every runner
-// for a client that sends a few small requests per turn (docs/DESIGN.md "Runner memory").
+// One HTTP request over node:http/https with the whole answer buffered: the transport of the
+// workspace client and of the task credentials. Not fetch: the first fetch loads Node's bundled
+// undici, ~5 MiB more in every runner for a client that sends a few small requests per turn
+// (docs/DESIGN.md "Runner memory").
 import type { IncomingMessage, RequestOptions } from 'node:http';
-import { requestFor } from '../http-client.ts';
+import { requestFor } from './http-client.ts';
 
 export interface HttpAnswer {
   status: number;
@@ -14,6 +15,8 @@ export function httpRequest(
   url: string,
   headers: Record<string, string>,
   body?: Uint8Array | string,
+  /** No answer by then: the request fails (absent: it waits as long as the socket lives). */
+  timeoutMs?: number,
 ): Promise<HttpAnswer> {
   const u = new URL(url);
   const options: RequestOptions = {
@@ -29,6 +32,8 @@ export function httpRequest(
     };
     const req = requestFor(u)(u, options, onAnswer);
     req.on('error', reject);
+    if (timeoutMs !== undefined)
+      req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer from ${u.host} within ${timeoutMs} ms`)));
     req.end(body);
   });
 }
