@@ -66,7 +66,10 @@ try {
   on = await stackWith(dir, 'on', 'sts');
   off = await stackWith(dir, 'off', 'off');
   if (BACKEND !== 'claude') {
-    for (const s of [on, off]) await s.api.call('PUT', '/api/admin/settings', { body: { llmBackend: BACKEND } });
+    for (const s of [on, off]) {
+      const r = await s.api.call('PUT', '/api/admin/settings', { llmBackend: BACKEND });
+      if (r.status !== 200) throw new Error(`switching to ${BACKEND}: ${r.status} ${r.text}`);
+    }
   }
   // One of each first, untimed: compile caches and the edge's first requests.
   await coldFirst(on.api);
