@@ -784,6 +784,31 @@ describe('lifecycle', () => {
     expect(ctx.launcher.describes).toContain(ctx.launcher.ref(1));
   });
 
+  it('a launch whose runner was refused for its task identity names the refusal when it fails', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    await postMessage(ctx, sid, 'hello?');
+    const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
+    // A deployment whose RUNNER_TASK_ROLE_ARN names another role refuses its own runners.
+    const refusal = 'the identity proof is not of the task this launch started';
+    ctx.launcher.verdict = () => ({
+      ok: false,
+      error: { code: 'runner_identity_refused', message: refusal, retryable: false },
+    });
+    const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId: sid });
+    runner.hello(sid);
+    expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.unauthorized);
+    // The refused runner exits (hub_rejected); the launcher reports it stopped.
+    ctx.launcher.states.set(ctx.launcher.ref(1), { state: 'stopped', exitCode: 3 });
+    ctx.clock.advance(5_001);
+    await runDurableObjectAlarm(hubStub(sid));
+    const s = await snapshot(ctx, sid);
+    expect(s.state).toBe('failed');
+    expect(s.stateReason).toBe(
+      `the runner exited before connecting (exit code 3); a hello with its token was refused: ${refusal}`,
+    );
+  });
+
   it('reports a launcher that cannot start a runner', async () => {
     const ctx = await hubContext();
     ctx.launcher.failStart = 'RunTask: capacity unavailable';

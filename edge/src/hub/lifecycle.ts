@@ -24,6 +24,12 @@ export interface LaunchRecord {
    * that token again (a retry); after the welcome nobody may (the token is spent).
    */
   bootstrapRunnerId?: string | null;
+  /**
+   * Why the last hello with this launch's bootstrap token was refused for its task identity
+   * (docs/DESIGN.md "Runner identity"): named when the launch fails before any welcome, since a
+   * misconfigured deployment refuses its own runners this way.
+   */
+  identityRefused?: string | null;
   /** The link dropped without a bye at this time; the runner has reconnectGrace to return. */
   disconnectedAt: number | null;
   nextPollAt: number | null;
@@ -193,7 +199,12 @@ export function decideTick(meta: Meta, t: HubTimings, now: number): TickEffect[]
     ];
   }
   if (launch.welcomedAt === null && now >= launch.connectBy) {
-    return [{ type: 'fail', reason: `the runner did not connect within ${Math.round(t.connectTimeoutMs / 1000)} s` }];
+    return [
+      {
+        type: 'fail',
+        reason: `the runner did not connect within ${Math.round(t.connectTimeoutMs / 1000)} s${refusalNote(launch)}`,
+      },
+    ];
   }
   if (launch.disconnectedAt !== null && now >= launch.disconnectedAt + t.reconnectGraceMs) {
     return [{ type: 'fail', reason: `the runner's link has been down for ${Math.round(t.reconnectGraceMs / 1000)} s` }];
@@ -232,7 +243,13 @@ export function exitedReason(description: RunnerDescription, launch: LaunchRecor
           .filter((x) => x !== null)
           .join(': ') || 'no reason given';
   const before = launch.welcomedAt === null ? 'before connecting' : 'after its link dropped';
-  return `the runner exited ${before} (${how})`;
+  return `the runner exited ${before} (${how})${refusalNote(launch)}`;
+}
+
+/** What a launch that never got a welcome learnt from a refused identity proof, if anything. */
+function refusalNote(launch: LaunchRecord): string {
+  const refused = launch.welcomedAt === null ? (launch.identityRefused ?? null) : null;
+  return refused === null ? '' : `; a hello with its token was refused: ${refused}`;
 }
 
 /** When the launch ends, an open turn gets a hub-made turn.done if a runner had it, or the launch failed. */

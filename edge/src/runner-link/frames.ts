@@ -169,6 +169,10 @@ export class RunnerFrames {
       if (this.#hub.meta.launch?.id !== launch.id || !isOpen(ws)) return;
       if (!verdict.ok) {
         console.warn('session hub: runner identity refused:', verdict.error.message);
+        if (!verdict.error.retryable) {
+          launch.identityRefused = verdict.error.message;
+          this.#hub.saveMeta();
+        }
         closeQuietly(
           ws,
           verdict.error.retryable ? TRY_AGAIN_LATER : RunnerCloseCode.unauthorized,

@@ -292,6 +292,26 @@ describe('exitedReason', () => {
       'the runner exited after its link dropped (the launcher has no record of it)',
     );
   });
+
+  test('a launch that never got a welcome names the identity refusal it saw (a misconfigured role refuses its own runners)', () => {
+    const meta = launched();
+    meta.launch!.identityRefused = 'the identity proof is not of the task this launch started';
+    expect(exitedReason({ state: 'stopped', exitCode: 3 }, meta.launch!)).toBe(
+      'the runner exited before connecting (exit code 3); a hello with its token was refused: the identity proof is not of the task this launch started',
+    );
+    expect(decideTick(meta, T, meta.launch!.connectBy)).toEqual([
+      {
+        type: 'fail',
+        reason:
+          'the runner did not connect within 180 s; a hello with its token was refused: the identity proof is not of the task this launch started',
+      },
+    ]);
+    // Once a runner was welcomed, an earlier refusal was someone else's: not the reason it ended.
+    meta.launch!.welcomedAt = T0;
+    expect(exitedReason({ state: 'stopped', exitCode: 3 }, meta.launch!)).toBe(
+      'the runner exited after its link dropped (exit code 3)',
+    );
+  });
 });
 
 describe('the end of a launch', () => {
