@@ -19,7 +19,7 @@ import { STACK_READY_MS } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
 /** Every task provisions this long first: the window in which only the overrides exist. */
-const PROVISION_MS = 6_000;
+const PROVISION_MS = 10_000;
 
 const h = new E2eHarness();
 const { dumpOnFail } = h;

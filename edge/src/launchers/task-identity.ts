@@ -19,7 +19,7 @@ export interface TaskIdentityConfig {
   stsUrl: string;
   /** Its signing region. */
   region: string;
-  /** The runner task definition's task role (only ECS may assume it, DESIGN "Infrastructure"). */
+  /** The runner task definition's task role (only ECS may assume it, DESIGN "Deploy decisions"). */
   taskRoleArn: string;
 }
 
