@@ -37,7 +37,7 @@ export interface Ctx {
   realHome: string;
   /** A process on this host holding runner secrets in its environment (as every runner does). */
   runnerPid: number;
-  secrets: { apiKey: string; runnerToken: string; aws: string; argv: string };
+  secrets: { apiKey: string; runnerToken: string; aws: string; containerToken: string; argv: string };
   canary: {
     other: string;
     hostKey: string;
@@ -86,7 +86,7 @@ const fileIs =
   (_o: string, c: Ctx) =>
     existsSync(path(c)) && readFileSync(path(c), 'utf8').includes(content);
 const anySecret = (o: string, c: Ctx) =>
-  [c.secrets.apiKey, c.secrets.runnerToken, c.secrets.aws].some((s) => o.includes(s));
+  [c.secrets.apiKey, c.secrets.runnerToken, c.secrets.aws, c.secrets.containerToken].some((s) => o.includes(s));
 const PASSWD = () => 'root:x:0:0';
 
 export const ATTEMPTS: Attempt[] = [
@@ -373,9 +373,9 @@ export const ATTEMPTS: Attempt[] = [
   { id: 'shell-env', what: 'env', wall: 'env allow-list', run: shell(() => 'env'), reached: anySecret },
   {
     id: 'shell-printenv',
-    what: 'printenv ANTHROPIC_API_KEY SWITCHYARD_RUNNER_TOKEN AWS_SECRET_ACCESS_KEY',
+    what: 'printenv ANTHROPIC_API_KEY SWITCHYARD_RUNNER_TOKEN AWS_SECRET_ACCESS_KEY AWS_CONTAINER_AUTHORIZATION_TOKEN',
     wall: 'env allow-list',
-    run: shell(() => 'printenv SWITCHYARD_RUNNER_TOKEN AWS_SECRET_ACCESS_KEY'),
+    run: shell(() => 'printenv SWITCHYARD_RUNNER_TOKEN AWS_SECRET_ACCESS_KEY AWS_CONTAINER_AUTHORIZATION_TOKEN'),
     reached: anySecret,
   },
   {

@@ -33,6 +33,8 @@ const secrets = {
   apiKey: `sk-ant-api03-CANARY-${r}-realkey`,
   runnerToken: `sy-runner-CANARY-${r}-token`,
   aws: `AWS-CANARY-${r}-secret`,
+  // The key to the task's role credentials (ECS's container credentials endpoint).
+  containerToken: `AWS-CONTAINER-CANARY-${r}-token`,
   argv: `ARGV-CANARY-${r}`,
 };
 const canary = {
@@ -50,6 +52,7 @@ const runnerEnv = {
   SWITCHYARD_RUNNER_TOKEN: secrets.runnerToken,
   AWS_SECRET_ACCESS_KEY: secrets.aws,
   AWS_ACCESS_KEY_ID: 'AKIACANARY',
+  AWS_CONTAINER_AUTHORIZATION_TOKEN: secrets.containerToken,
   ...process.env,
 };
 const roots: string[] = [];
@@ -65,6 +68,7 @@ beforeAll(async () => {
       ANTHROPIC_API_KEY: secrets.apiKey,
       SWITCHYARD_RUNNER_TOKEN: secrets.runnerToken,
       AWS_SECRET_ACCESS_KEY: secrets.aws,
+      AWS_CONTAINER_AUTHORIZATION_TOKEN: secrets.containerToken,
     },
     stdio: 'ignore',
   });
