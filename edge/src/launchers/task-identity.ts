@@ -52,12 +52,14 @@ export async function verifyTaskIdentity(
     };
   }
   const r = identityRequest(config.stsUrl, runnerId, proof);
+  // fetch sets Host from the URL, the host that was signed; runtimes differ on a Host given by hand.
+  const headers = Object.fromEntries(Object.entries(r.headers).filter(([name]) => name !== 'host'));
   let status: number;
   let text: string;
   try {
     const res = await doFetch(r.url, {
       method: r.method,
-      headers: r.headers,
+      headers,
       body: r.body,
       signal: AbortSignal.timeout(STS_TIMEOUT_MS),
     });

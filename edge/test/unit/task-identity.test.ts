@@ -51,7 +51,6 @@ describe('verifyTaskIdentity', () => {
         headers: {
           authorization: proof.authorization,
           'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
-          host: 'sts.eu-central-1.amazonaws.com',
           'x-amz-date': proof.amzDate,
           'x-amz-security-token': 'session-token',
           'x-switchyard-runner': 'runner-1',
