@@ -455,7 +455,7 @@ describe('warm runner pool', () => {
     expect(ctx.launcher.pooled).toHaveLength(2);
   });
 
-  it('runner identity: a pooled runner whose task identity is refused is never claimed; the one claimed proves itself at the hub too', async () => {
+  it('runner identity: a pooled runner whose task identity is refused is never claimed; the one claimed needs no second proof at the hub', async () => {
     await setPool({ claude: 1 });
     const first = ctx.launcher.pooled[0] as PoolLaunchRequest;
     const refusal = 'the identity proof is not of the task this launch started';
@@ -488,11 +488,16 @@ describe('warm runner pool', () => {
       sessionId,
       runnerId: second.runnerId,
     });
-    runner.hello(sessionId, { identity: proof });
+    // Refused from now on: were the hub to ask, the claimed runner would be turned away.
+    ctx.launcher.verdict = () => ({
+      ok: false,
+      error: { code: 'runner_identity_refused', message: refusal, retryable: false },
+    });
+    runner.hello(sessionId);
     await runner.waitFor('welcome');
-    // At the hub, the launch's ref is the pooled task: the same proof, checked against it again.
+    // Its pool_hello was checked against its pooled task; the claim's token went to it alone, over
+    // that link, so the hub does not ask again (no STS round trip before a pooled first answer).
     expect(ctx.launcher.verifications.slice(1)).toEqual([
-      { ref: `pool-task-${second.runnerId}`, runnerId: second.runnerId, proof },
       { ref: `pool-task-${second.runnerId}`, runnerId: second.runnerId, proof },
     ]);
     runner.close();

@@ -214,6 +214,7 @@ export class HubCore {
   private async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
     let ref: string;
     let sentWithClaim: string | null = null;
+    let pooledRef = false;
     try {
       const runnerToken = await this.mint(launch, { kind: 'bootstrap' });
       if (runnerToken === undefined) {
@@ -232,6 +233,7 @@ export class HubCore {
         ...(turn !== null && body !== null && { first: { messageId: turn.messageId, message: body } }),
       });
       if (pooled?.firstSent === true && turn !== null) sentWithClaim = turn.messageId;
+      pooledRef = pooled !== null;
       ref =
         pooled?.ref ??
         (await this.launcher().start({
@@ -264,6 +266,7 @@ export class HubCore {
       return;
     }
     current.ref = ref;
+    if (pooledRef) current.pooled = true;
     // The runner may run it from now on: if this launch ends, the turn ends with it (not resent).
     if (this.meta.turn !== null && this.meta.turn.messageId === sentWithClaim) this.meta.turn.sent = true;
     this.saveMeta();

@@ -11,6 +11,12 @@ import type { HubLimits, HubSessionInfo } from './types.ts';
 export interface LaunchRecord {
   id: string;
   ref: string | null;
+  /**
+   * `ref` is a pooled runner claimed for this launch: its bootstrap token went to it over its pool
+   * link, which proved its task identity, and was in no launch request (docs/DESIGN.md "Runner
+   * identity").
+   */
+  pooled?: boolean;
   startedAt: number;
   connectBy: number;
   hubUrl: string;

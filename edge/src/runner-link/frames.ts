@@ -274,6 +274,9 @@ export class RunnerFrames {
         error: { code: 'runner_identity_unavailable', message: 'this launch has no task yet', retryable: true },
       };
     }
+    // A claimed pooled runner's token was never in a launch request: it went to that runner alone,
+    // over the pool link its proof opened. A second STS round trip would only delay the first answer.
+    if (this.#hub.meta.launch?.id === launch.id && this.#hub.meta.launch.pooled === true) return { ok: true };
     return this.#hub.launcher().verifyRunner(ref, hello.runnerId, hello.identity);
   }
 
