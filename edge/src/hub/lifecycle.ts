@@ -32,7 +32,7 @@ export interface LaunchRecord {
   bootstrapRunnerId?: string | null;
   /**
    * Why the last hello with this launch's bootstrap token was refused for its task identity
-   * (docs/DESIGN.md "Runner identity"): named when the launch fails before any welcome, since a
+   * (docs/DESIGN.md "Runner identity"): named when the launch fails before a first welcome, since a
    * misconfigured deployment refuses its own runners this way.
    */
   identityRefused?: string | null;

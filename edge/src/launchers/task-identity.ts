@@ -42,7 +42,7 @@ export async function verifyTaskIdentity(
   doFetch: typeof fetch = fetch,
 ): Promise<IdentityVerdict> {
   if (proof === undefined) return refused('this launch needs a proof of the runner’s task identity');
-  // Unsigned, the header would bind the proof to nothing: any proof of that task would do.
+  // Unsigned, the header would bind the proof to nothing: every proof of that task would do.
   if (!proofSignsRunnerId(proof)) return refused('the identity proof does not sign the runner id and host');
   const expected = taskCallerArn(config.taskRoleArn, ecsTaskId(ref));
   if (expected === null) {

@@ -14,7 +14,7 @@ import type { TaskCredentialStore } from './task-credentials.ts';
 const XMLNS = 'https://sts.amazonaws.com/doc/2011-06-15/';
 const VERSION = '2011-06-15';
 const MAX_BODY = 64 * 1024;
-/** Signs nothing: verifySigV4 answers UnrecognizedClientException for any key against it. */
+/** Signs nothing: verifySigV4 answers UnrecognizedClientException for every key against it. */
 const NO_KEY = { accessKeyId: '', secretAccessKey: '' };
 
 export interface RecordedStsRequest {
