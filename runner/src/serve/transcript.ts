@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { basename, isAbsolute, join, relative, sep } from 'node:path';
 import { claudeTranscriptPath, TranscriptSchema, type Backend, type Transcript } from '@switchyard/protocol';
 import { messageOf, runnerError, type Result } from '../errors.ts';
-import { inFolderBeneath, openFileBeneath } from '../workspace/beneath.ts';
+import { createFileBeneath, openFileBeneath } from '../workspace/beneath.ts';
 
 // A CLI's conversation file, moved between runners through the hub so a new
 // container resumes the conversation. Only the file travels; where it lives
@@ -219,17 +218,12 @@ export async function restoreTranscript(
   try {
     // The CLI may have planted links here (a previous one in this container) and may swap a
     // folder for one while this writes: never write through one (beneath.ts).
-    const segments = configDirSegments(file.path, paths.configDir);
-    const leaf = segments.at(-1) ?? '';
-    const fh = await inFolderBeneath(paths.configDir, segments.slice(0, -1), 0o700, (here) =>
-      open(
-        here(leaf),
-        constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-        0o600,
-      ),
-    );
+    const fh = await createFileBeneath(paths.configDir, configDirSegments(file.path, paths.configDir), {
+      folderMode: 0o700,
+      fileMode: 0o600,
+      replaceOther: false,
+    });
     try {
-      if (!(await fh.stat()).isFile()) throw new Error(`${file.path} is not a regular file`);
       await fh.writeFile(content);
     } finally {
       await fh.close();

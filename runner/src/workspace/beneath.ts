@@ -13,7 +13,7 @@
 // closed synchronously: each call is microseconds of the kernel's time, and through libuv's thread
 // pool every one was a round trip that made a restore of 5,000 files 1.8 times as long.
 import { closeSync, constants, mkdirSync, openSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import { type FileHandle, lstat, open, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const FOLDER = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -69,6 +69,41 @@ export async function openFileBeneath(root: string, segments: readonly string[])
   }
   return fh;
 }
+
+/**
+ * Opens the file `root/segments...` for writing (created with `fileMode`, truncated), making
+ * missing folders with `folderMode`; never through a link, and only a regular file. With
+ * `replaceOther`, a link or special file standing where the file goes is removed first (the
+ * entry is replaced, never what it points to); without, it is refused (ELOOP). O_NONBLOCK: a FIFO
+ * planted there fails the open instead of blocking it.
+ */
+export async function createFileBeneath(
+  root: string,
+  segments: readonly string[],
+  o: { folderMode: number; fileMode: number; replaceOther: boolean },
+): Promise<FileHandle> {
+  const leaf = segments.at(-1);
+  if (leaf === undefined) throw new Error('no file name');
+  const fh = await inFolderBeneath(root, segments.slice(0, -1), o.folderMode, async (here) => {
+    if (o.replaceOther) {
+      const existing = await lstat(here(leaf)).catch(() => undefined);
+      if (existing !== undefined && !existing.isFile() && !existing.isDirectory()) await unlink(here(leaf));
+    }
+    return open(
+      here(leaf),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      o.fileMode,
+    );
+  });
+  if (!(await fh.stat()).isFile()) {
+    await fh.close();
+    throw Object.assign(new Error(`${segments.join('/')} is not a regular file`), { code: NOT_A_FILE });
+  }
+  return fh;
+}
+
+/** The code of the error for something other than a regular file where one should be. */
+export const NOT_A_FILE = 'ENOTREG';
 
 /** Opens `root`, then each of `folders` inside the last one opened; throws naming a folder that is not one. */
 function folderBeneath(root: string, folders: readonly string[], makeMode: number | undefined): number {

@@ -1,7 +1,6 @@
-import { constants } from 'node:fs';
-import { lstat, open, unlink } from 'node:fs/promises';
+import { lstat, unlink } from 'node:fs/promises';
 import { checkWorkspacePath } from '@switchyard/protocol';
-import { inFolderBeneath } from './beneath.ts';
+import { createFileBeneath, inFolderBeneath, NOT_A_FILE } from './beneath.ts';
 import type { DiskFile } from './scan.ts';
 
 // Writing a file from the durable copy into the workspace. The path is checked again here (the
@@ -18,33 +17,25 @@ export async function writeInside(
 ): Promise<DiskFile> {
   const checked = checkWorkspacePath(path);
   if (!checked.ok) throw new Error(`refusing to restore ${JSON.stringify(path)}: ${checked.message}`);
-  const leaf = checked.segments.at(-1) ?? '';
   const mode = opts.executable ? 0o755 : 0o644;
-  const fh = await inFolderBeneath(root, checked.segments.slice(0, -1), 0o755, async (here) => {
-    const existing = await lstat(here(leaf)).catch(() => undefined);
-    // A link or special file where the durable copy has a file: replace the entry, never its target.
-    if (existing !== undefined && !existing.isFile() && !existing.isDirectory()) await unlink(here(leaf));
-    // O_NONBLOCK: a FIFO planted after that look fails the open instead of blocking it.
-    return open(
-      here(leaf),
-      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-      mode,
-    );
+  const fh = await createFileBeneath(root, checked.segments, {
+    folderMode: 0o755,
+    fileMode: mode,
+    replaceOther: true,
   }).catch((err: NodeJS.ErrnoException) => {
     // A link or a file where a folder or the file should be: refused, never followed.
-    if (err.code === 'ENOTDIR' || err.code === 'ELOOP') throw new Error(`refusing to restore ${path}: ${err.message}`);
+    if (err.code === 'ENOTDIR' || err.code === 'ELOOP' || err.code === NOT_A_FILE)
+      throw new Error(`refusing to restore ${path}: ${err.message}`);
     throw err;
   });
   try {
-    const st = await fh.stat();
-    if (!st.isFile()) throw new Error(`refusing to restore ${path}: it is not a regular file`);
     await fh.writeFile(data);
     const when = new Date(opts.modifiedAt);
     await fh.utimes(when, when);
-    const after = await fh.stat();
+    const st = await fh.stat();
     // A new file mostly has its mode from the open already; an existing one (or a umask) may not.
-    if ((after.mode & 0o777) !== mode) await fh.chmod(mode);
-    return { size: after.size, mtimeMs: Math.floor(after.mtimeMs), ino: after.ino, executable: opts.executable };
+    if ((st.mode & 0o777) !== mode) await fh.chmod(mode);
+    return { size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino, executable: opts.executable };
   } finally {
     await fh.close();
   }
