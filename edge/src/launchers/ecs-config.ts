@@ -130,8 +130,7 @@ export function loadEcsLauncherConfig(env: object): ConfigResult {
         e.RUNNER_IDENTITY === 'off' || e.RUNNER_TASK_ROLE_ARN === undefined
           ? null
           : {
-              stsUrl: e.STS_ENDPOINT ?? `https://sts.${e.AWS_REGION}.amazonaws.com/`,
-              region: e.AWS_REGION,
+              sts: { url: e.STS_ENDPOINT ?? `https://sts.${e.AWS_REGION}.amazonaws.com/`, region: e.AWS_REGION },
               taskRoleArn: e.RUNNER_TASK_ROLE_ARN,
             },
     },

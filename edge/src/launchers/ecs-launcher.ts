@@ -66,7 +66,7 @@ export class EcsLauncher implements Launcher {
       ...(r.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
       ...(r.fresh === true && { fresh: true }),
       ...(r.warmUp === true && { warmUp: true }),
-      ...(identity !== null && { identity: { url: identity.stsUrl, region: identity.region } }),
+      ...(identity !== null && { identity: identity.sts }),
     });
     return Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
   }
@@ -138,9 +138,7 @@ export class EcsLauncher implements Launcher {
       maxLifetimeMs: request.limits.maxLifetimeMs,
       model: request.model,
       ...(request.repositoryAllowLoopback === true && { repositoryAllowLoopback: true }),
-      ...(this.config.identity !== null && {
-        identity: { url: this.config.identity.stsUrl, region: this.config.identity.region },
-      }),
+      ...(this.config.identity !== null && { identity: this.config.identity.sts }),
     });
     const environment = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [{ name, value }]));
     const input = this.runTaskInput(undefined, environment, STARTED_BY_POOL, request.runnerId.slice(0, 64), [

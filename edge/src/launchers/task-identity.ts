@@ -6,6 +6,7 @@ import {
   stsErrorCode,
   taskCallerArn,
   type ErrorInfo,
+  type IdentityEndpoint,
   type RunnerIdentityProof,
 } from '@switchyard/protocol';
 
@@ -15,10 +16,8 @@ import {
 // session, `assumed-role/<task role>/<task id>`. The edge never judges the signature: STS does.
 
 export interface TaskIdentityConfig {
-  /** The STS endpoint the edge calls; the runner signs for this URL's host (launch env). */
-  stsUrl: string;
-  /** Its signing region. */
-  region: string;
+  /** The STS endpoint the edge calls and its signing region; the runner signs for it (launch env). */
+  sts: IdentityEndpoint;
   /** The runner task definition's task role (only ECS may assume it, DESIGN "Deploy decisions"). */
   taskRoleArn: string;
 }
@@ -51,7 +50,7 @@ export async function verifyTaskIdentity(
       error: { code: 'config_invalid', message: 'RUNNER_TASK_ROLE_ARN is not an IAM role ARN', retryable: false },
     };
   }
-  const r = identityRequest(config.stsUrl, runnerId, proof);
+  const r = identityRequest(config.sts.url, runnerId, proof);
   // fetch sets Host from the URL, the host that was signed; runtimes differ on a Host given by hand.
   const headers = Object.fromEntries(Object.entries(r.headers).filter(([name]) => name !== 'host'));
   let status: number;

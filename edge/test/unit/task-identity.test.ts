@@ -7,8 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyTaskIdentity, type TaskIdentityConfig } from '../../src/launchers/task-identity.ts';
 
 const CONFIG: TaskIdentityConfig = {
-  stsUrl: 'https://sts.eu-central-1.amazonaws.com/',
-  region: 'eu-central-1',
+  sts: { url: 'https://sts.eu-central-1.amazonaws.com/', region: 'eu-central-1' },
   taskRoleArn: 'arn:aws:iam::123456789012:role/service/SwitchyardRunnerTaskRole',
 };
 const TASK_ID = '0f1e2d3c4b5a69788796a5b4c3d2e1f0';
@@ -36,8 +35,7 @@ function sts(status: number, body: string) {
   return { sent, doFetch };
 }
 
-const prove = (runnerId: string): Promise<RunnerIdentityProof> =>
-  signRunnerIdentity({ url: CONFIG.stsUrl, region: CONFIG.region }, runnerId, CREDENTIALS);
+const prove = (runnerId: string): Promise<RunnerIdentityProof> => signRunnerIdentity(CONFIG.sts, runnerId, CREDENTIALS);
 
 describe('verifyTaskIdentity', () => {
   it('sends STS the GetCallerIdentity request the runner signed, and accepts the launched task’s role session', async () => {
