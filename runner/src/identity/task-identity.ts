@@ -34,8 +34,13 @@ const REFRESH_AHEAD_MS = 5 * 60_000;
 
 type Held = { value: TaskCredentials; refreshAt: number };
 
+/** What a link needs to put a proof in its hello. */
+export interface IdentityProver {
+  prove(): Promise<RunnerIdentityProof>;
+}
+
 /** Signs proofs for one runner id; credentials are fetched once and again near their expiry. */
-export class TaskIdentity {
+export class TaskIdentity implements IdentityProver {
   readonly #endpoint: IdentityEndpoint;
   readonly #source: CredentialsSource;
   readonly #runnerId: string;

@@ -1,6 +1,7 @@
-import { RUNNER_LINK_PING, type RunnerIdentityProof } from '@switchyard/protocol';
+import { RUNNER_LINK_PING } from '@switchyard/protocol';
 import { PoolClaimSchema, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
 import type WebSocket from 'ws';
+import type { IdentityProver } from '../identity/task-identity.ts';
 import { jsonValue } from '../json.ts';
 import type { Logger } from '../log.ts';
 import { loadWebSocket } from '../ws-client.ts';
@@ -17,7 +18,7 @@ export interface PoolLinkOptions {
   token: string;
   hello: PoolHello;
   /** Proves the runner's task identity in the hello (absent: the hello has no proof). */
-  identity: { prove(): Promise<RunnerIdentityProof> } | undefined;
+  identity: IdentityProver | undefined;
   pingIntervalMs: number;
   /** How long the dial may take (the link's welcome timeout). */
   handshakeTimeoutMs: number;

@@ -5,7 +5,6 @@ import type { Logger } from '../log.ts';
 import { compactHeap } from '../serve/heap-compaction.ts';
 import type { SessionRunner } from '../serve/session-runner.ts';
 import type { MachineInput } from '../serve/turn-types.ts';
-import { taskIdentityOf } from '../identity/task-identity.ts';
 import { PoolLink, type PoolWait } from './pool-link.ts';
 import { rehearseParsers } from './rehearse-parsers.ts';
 
@@ -109,7 +108,7 @@ export async function runPooled(
       cliVersion: o.hello.cliVersion,
       capabilities: o.hello.capabilities,
     },
-    identity: taskIdentityOf(config),
+    identity: runner.identity,
     pingIntervalMs: config.link.pingIntervalMs,
     handshakeTimeoutMs: config.link.welcomeTimeoutMs,
     log,

@@ -6,10 +6,10 @@ import {
   RunnerCloseCode,
   RunnerToHubSchema,
   type HubToRunner,
-  type RunnerIdentityProof,
   type RunnerToHub,
 } from '@switchyard/protocol';
 import { runnerError, type RunnerError } from '../errors.ts';
+import type { IdentityProver } from '../identity/task-identity.ts';
 import type { Logger } from '../log.ts';
 import { backoffDelay } from './backoff.ts';
 import type { BufferedFrame, EventBuffer } from './event-buffer.ts';
@@ -31,8 +31,8 @@ export interface HubLinkOptions {
   hello: Omit<Hello, 'lastSeq' | 'cli'>;
   /** The CLI's state as each hello leaves (it changes between reconnects). */
   cli?: () => Hello['cli'];
-  /** A fresh proof of the runner's task identity for each hello (absent: the hello has none). */
-  identity?: () => Promise<RunnerIdentityProof>;
+  /** Signs a fresh proof of the runner's task identity for each hello (undefined: the hello has none). */
+  identity?: IdentityProver | undefined;
   buffer: EventBuffer;
   backoff: { baseMs: number; maxMs: number };
   pingIntervalMs: number;
@@ -203,7 +203,7 @@ export class HubLink {
 
   private async connect(early?: Promise<WebSocket>): Promise<void> {
     // Signed while the socket is dialled; a proof that cannot be made fails this dial only.
-    const proof = this.o.identity?.().catch((err: unknown) => {
+    const proof = this.o.identity?.prove().catch((err: unknown) => {
       this.o.log.warn('could not prove the task identity; reconnecting', {
         error: err instanceof Error ? err.message : String(err),
       });

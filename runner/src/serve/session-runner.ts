@@ -43,7 +43,7 @@ import { WorkspaceSync } from '../workspace/sync.ts';
 import { cloneRepository } from '../workspace/clone.ts';
 import { CLONE_ERROR_CODE } from '../workspace/clone-plan.ts';
 import type { CanaryResult } from '../sandbox/canary.ts';
-import { taskIdentityOf } from '../identity/task-identity.ts';
+import { taskIdentityOf, type TaskIdentity } from '../identity/task-identity.ts';
 
 export interface SessionRunnerOptions {
   config: ServeConfig;
@@ -94,6 +94,11 @@ export class SessionRunner {
   private readonly buffer: EventBuffer;
   /** Bench only (SWITCHYARD_BENCH_HOPS=1); undefined otherwise, so the hot path does nothing more. */
   private readonly hops: HopStamps | undefined;
+  /**
+   * The proof of its task identity for every hello, pooled or claimed: one per process, since a
+   * claim changes neither the runner id nor where the proof goes, so credentials are fetched once.
+   */
+  readonly identity: TaskIdentity | undefined;
   private link: HubLink;
   /** Pooled mode: resolves once the prewarmed CLI is up (true) or gone (false). */
   private prewarmed: ((ok: boolean) => void) | undefined;
@@ -155,6 +160,7 @@ export class SessionRunner {
     );
     this.buffer = new EventBuffer(c.buffer);
     this.hops = c.benchHops ? new HopStamps() : undefined;
+    this.identity = taskIdentityOf(c);
     this.link = this.newLink();
     this.workspace = this.newWorkspace();
   }
@@ -162,7 +168,6 @@ export class SessionRunner {
   private newLink(): HubLink {
     const c = this.o.config;
     const options = this.o;
-    const identity = taskIdentityOf(c);
     return new HubLink({
       url: c.hubUrl,
       sessionId: c.sessionId,
@@ -177,7 +182,7 @@ export class SessionRunner {
         capabilities: options.capabilities,
       },
       cli: () => this.machine.cliAtHello,
-      ...(identity !== undefined && { identity: () => identity.prove() }),
+      identity: this.identity,
       buffer: this.buffer,
       backoff: { baseMs: c.link.backoffBaseMs, maxMs: c.link.backoffMaxMs },
       pingIntervalMs: c.link.pingIntervalMs,
