@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import {
-  type Backend,
-  type IdentityEndpoint,
-  type LaunchEnv,
-  LaunchEnvSchema,
-  SpawnOptionsSchema,
-} from '@switchyard/protocol';
+import { type Backend, type LaunchEnv, LaunchEnvSchema, SpawnOptionsSchema } from '@switchyard/protocol';
 import { z } from 'zod';
 import { runnerError, type Result } from './errors.ts';
-import type { CredentialsSource } from './identity/task-identity.ts';
+import type { IdentityConfig } from './identity/task-identity.ts';
 
 // Environment configuration, validated once at start. Durations accept
 // `250ms`, `10s`, `15m`, `2h` or a bare number of milliseconds, so tests can
@@ -230,7 +224,7 @@ export interface ServeConfig extends CommonConfig {
    */
   warmUp: boolean;
   /** Where and with what the runner proves its task identity in each hello; absent, it sends no proof. */
-  identity: { endpoint: IdentityEndpoint; credentials: CredentialsSource } | undefined;
+  identity: IdentityConfig | undefined;
 }
 
 type Env = Record<string, string | undefined>;

@@ -20,6 +20,12 @@ export interface CredentialsSource {
   authorization: string | undefined;
 }
 
+/** A runner's identity settings (config.ts): where the proof goes, and where its credentials are. */
+export interface IdentityConfig {
+  endpoint: IdentityEndpoint;
+  credentials: CredentialsSource;
+}
+
 const ContainerCredentialsSchema = z.object({
   AccessKeyId: z.string().min(1),
   SecretAccessKey: z.string().min(1),
@@ -98,7 +104,7 @@ export class TaskIdentity implements IdentityProver {
 /** The prover a runner's config asks for, or undefined when its launch wants no proof. */
 export function taskIdentityOf(config: {
   runnerId: string;
-  identity: { endpoint: IdentityEndpoint; credentials: CredentialsSource } | undefined;
+  identity: IdentityConfig | undefined;
 }): TaskIdentity | undefined {
   return config.identity === undefined
     ? undefined
