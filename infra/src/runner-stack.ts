@@ -106,12 +106,13 @@ export class RunnerStack extends Stack {
           ArnLike: { 'aws:SourceArn': `arn:${Aws.PARTITION}:ecs:${Aws.REGION}:${Aws.ACCOUNT_ID}:*` },
         },
       });
-    // The runner calls no AWS API: its task role exists so ECS has one to pass, and denies every
-    // action, so its credentials are no identity to anything (a resource policy open to the
-    // account or the organisation included).
+    // The runner calls no AWS API. Its task role is its identity to the edge: the runner signs an
+    // STS GetCallerIdentity request with the role's credentials, which needs no permission (DESIGN
+    // "Runner identity"). It denies every action, so those credentials open nothing else, a
+    // resource policy open to the account or the organisation included.
     const taskRole = new iam.Role(this, 'TaskRole', {
       assumedBy: ecsTasks(),
-      description: 'Switchyard runner task role: no permissions (the runner calls no AWS API)',
+      description: 'Switchyard runner task role: no permissions; the runner proves its task identity with it',
       inlinePolicies: {
         DenyAll: new iam.PolicyDocument({
           statements: [new iam.PolicyStatement({ effect: iam.Effect.DENY, actions: ['*'], resources: ['*'] })],
