@@ -101,7 +101,9 @@ async function signature(
 ): Promise<string> {
   const { path, query } = canonicalTarget(r.target);
   const canonicalHeaders = signed.map((h) => `${h}:${(r.headers[h] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
-  const payload = r.headers['x-amz-content-sha256'] ?? (await sha256Hex(r.body));
+  // The body's own hash, never the x-amz-content-sha256 header's claim of it: a signature made for
+  // one body must not carry another.
+  const payload = await sha256Hex(r.body);
   const canonical = [r.method.toUpperCase(), path, query, canonicalHeaders, signed.join(';'), payload].join('\n');
   const credentialScope = `${scope.date}/${scope.region}/${scope.service}/aws4_request`;
   const toSign = [ALGORITHM, amzDate, credentialScope, await sha256Hex(canonical)].join('\n');
@@ -180,6 +182,9 @@ export async function verifySigV4(
       type: 'UnrecognizedClientException',
       message: 'The security token included in the request is invalid.',
     };
+  const claimed = r.headers['x-amz-content-sha256'];
+  if (claimed !== undefined && claimed !== (await sha256Hex(r.body)))
+    return { ok: false, type: 'InvalidSignatureException', message: 'X-Amz-Content-Sha256 does not match the body' };
   const expected = await signature(r, signed, amzDate, { date, region, service }, credentials.secretAccessKey);
   if (!sameHex(expected, given)) {
     return {
