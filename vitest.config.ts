@@ -4,6 +4,16 @@ import { defineConfig } from 'vitest/config';
 // the right pool in one `vitest run`.
 export default defineConfig({
   test: {
-    projects: ['protocol', 'offline-model', 'runner', 'test', 'edge', 'edge/vitest.unit.config.mts', 'web', 'infra'],
+    projects: [
+      'protocol',
+      'offline-model',
+      'broker',
+      'runner',
+      'test',
+      'edge',
+      'edge/vitest.unit.config.mts',
+      'web',
+      'infra',
+    ],
   },
 });

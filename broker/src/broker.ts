@@ -1,0 +1,132 @@
+// The launch broker's one job (docs/DESIGN.md "Launch broker"): take an ECS request from the edge,
+// signed with the broker key, check it against the rules, and send ECS exactly what was checked,
+// signed with the broker's own AWS credentials. The edge never holds a credential that can run
+// a task some other way. Errors use ECS's JSON shape, so the edge's AWS SDK reads them as it
+// reads ECS's own.
+import { signSigV4, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
+import type { BrokerConfig } from './config.ts';
+import { checkRequest, OPERATIONS, type Operation } from './rules.ts';
+
+/** AWS credentials as a Lambda role (or any temporary credentials) has them. */
+export interface AwsCredentials extends SigV4Credentials {
+  sessionToken?: string;
+}
+
+export interface BrokerDeps {
+  /** The key the edge signs with (the secret of `BROKER_KEY_ID`). */
+  edgeKey: () => Promise<SigV4Credentials>;
+  /** The broker's own credentials, asked for per request (temporary credentials rotate). */
+  upstream: () => Promise<AwsCredentials>;
+  fetch?: typeof fetch;
+  now?: () => number;
+  /** One line per request: the operation and the verdict, never a body or a header's value. */
+  log?: (line: string) => void;
+}
+
+export interface BrokerHttpRequest {
+  method: string;
+  /** Path and query as sent. */
+  target: string;
+  /** Lower-cased names. */
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+export interface BrokerHttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const JSON_11 = 'application/x-amz-json-1.1';
+const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
+
+const answer = (status: number, type: string, message: string): BrokerHttpResponse => ({
+  status,
+  headers: { 'content-type': JSON_11, 'x-amzn-errortype': type },
+  body: JSON.stringify({ __type: type, message }),
+});
+
+export async function handleBrokerRequest(
+  req: BrokerHttpRequest,
+  config: BrokerConfig,
+  deps: BrokerDeps,
+): Promise<BrokerHttpResponse> {
+  const log = deps.log ?? (() => {});
+  if (req.method !== 'POST' || req.target !== '/')
+    return answer(404, 'UnknownOperationException', `no route for ${req.method} ${req.target.slice(0, 100)}`);
+  const edgeKey = await deps.edgeKey();
+  const auth = await verifySigV4(
+    { method: req.method, target: req.target, headers: req.headers, body: req.body },
+    edgeKey,
+    { service: 'ecs', ...(deps.now && { now: deps.now() }) },
+  );
+  if (!auth.ok) {
+    log(`refused: ${auth.type}`);
+    return answer(auth.type === 'IncompleteSignatureException' ? 400 : 403, auth.type, auth.message);
+  }
+  if (auth.region !== config.region)
+    return answer(403, 'InvalidSignatureException', `Credential should be scoped to a valid region: ${config.region}`);
+  if (!(req.headers['content-type'] ?? '').startsWith(JSON_11))
+    return answer(400, 'SerializationException', `Content-Type must be ${JSON_11}`);
+  const target = req.headers['x-amz-target'] ?? '';
+  const operation = target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
+  if (!(OPERATIONS as readonly string[]).includes(operation)) {
+    log(`refused: operation ${operation.slice(0, 64) || '(none)'}`);
+    return answer(403, 'AccessDeniedException', `the launch broker passes on only ${OPERATIONS.join(', ')}`);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(req.body));
+  } catch {
+    return answer(400, 'SerializationException', 'the body is not JSON');
+  }
+  const verdict = checkRequest(operation as Operation, body, config.rules);
+  if (!verdict.ok) {
+    log(`refused: ${operation} ${verdict.field}`);
+    return answer(403, 'AccessDeniedException', `the launch broker refused ${verdict.field}: ${verdict.message}`);
+  }
+  return forward(operation as Operation, JSON.stringify(verdict.body), config, deps, log);
+}
+
+async function forward(
+  operation: Operation,
+  body: string,
+  config: BrokerConfig,
+  deps: BrokerDeps,
+  log: (line: string) => void,
+): Promise<BrokerHttpResponse> {
+  const url = new URL(config.ecsEndpoint);
+  const credentials = await deps.upstream();
+  const headers: Record<string, string> = {
+    host: url.host,
+    'content-type': JSON_11,
+    'x-amz-target': `${TARGET_PREFIX}${operation}`,
+    ...(credentials.sessionToken !== undefined && { 'x-amz-security-token': credentials.sessionToken }),
+  };
+  const signed = await signSigV4({ method: 'POST', target: url.pathname, headers, body }, credentials, {
+    region: config.region,
+    service: 'ecs',
+    ...(deps.now && { now: deps.now() }),
+  });
+  // Host is the fetch's own, from the URL it was signed for.
+  const { host: _host, ...sent } = headers;
+  let res: Response;
+  try {
+    res = await (deps.fetch ?? fetch)(url, { method: 'POST', headers: { ...sent, ...signed }, body });
+  } catch (err) {
+    log(`${operation}: ECS unreachable (${err instanceof Error ? err.name : 'error'})`);
+    return answer(503, 'ServiceUnavailableException', 'the launch broker could not reach ECS');
+  }
+  const text = await res.text();
+  log(`${operation} → ${res.status}`);
+  const type = res.headers.get('x-amzn-errortype');
+  return {
+    status: res.status,
+    headers: {
+      'content-type': res.headers.get('content-type') ?? JSON_11,
+      ...(type !== null && { 'x-amzn-errortype': type }),
+    },
+    body: text,
+  };
+}

@@ -1,0 +1,9 @@
+export {
+  handleBrokerRequest,
+  type AwsCredentials,
+  type BrokerDeps,
+  type BrokerHttpRequest,
+  type BrokerHttpResponse,
+} from './broker.ts';
+export { loadBrokerConfig, type BrokerConfig } from './config.ts';
+export { checkRequest, type BrokerRules } from './rules.ts';

@@ -1,0 +1,339 @@
+// The Lambda adapter (function URL, payload 2.0): the real ECS SDK → a loopback server that turns
+// each request into a function URL event for `handler` → the broker → a loopback ECS. lambda.ts
+// reads the broker key from the regional Secrets Manager endpoint with no way to point it
+// elsewhere, so the test redirects just that host (global fetch) to a loopback Secrets Manager,
+// which verifies the signature with the role's credentials as sent (its original host).
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DescribeTasksCommand, ECSClient, ECSServiceException, RunTaskCommand } from '@aws-sdk/client-ecs';
+import { verifySigV4 } from '@switchyard/protocol';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { FunctionUrlEvent, FunctionUrlResult } from '../src/lambda.ts';
+import { HUB_ORIGIN, REGION, RULES, RUNNER_TOKEN, sessionRunTask, taskArn } from './fixtures.ts';
+
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:switchyard/broker-key-AbCdEf';
+const BROKER_KEY = 'broker-key-for-lambda-test-0123456789abcdef';
+const EDGE_KEY = { accessKeyId: 'SWITCHYARDBROKERKEY', secretAccessKey: BROKER_KEY };
+/** The Lambda role's credentials, as the runtime puts them in the environment. */
+const ROLE = {
+  accessKeyId: 'ASIALAMBDAROLE',
+  secretAccessKey: 'lambda-role-secret-key',
+  sessionToken: 'lambda-role-token',
+};
+const SECRETS_HOST = `secretsmanager.${REGION}.amazonaws.com`;
+const SECRETS = [BROKER_KEY, ROLE.secretAccessKey, ROLE.sessionToken, RUNNER_TOKEN];
+
+type Verified = Awaited<ReturnType<typeof verifySigV4>>;
+interface Call {
+  headers: Record<string, string>;
+  raw: string;
+  auth: Verified;
+}
+
+function headersOf(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+async function readAll(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  return Buffer.concat(chunks);
+}
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+async function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/** A loopback AWS service: verifies the role's signature for `service`, records, answers. */
+function fakeService(service: string, calls: Call[], answer: (call: Call) => { status: number; body: string }): Server {
+  return createServer((req, res) => {
+    void (async () => {
+      const raw = await readAll(req);
+      const headers = headersOf(req);
+      // The redirected Secrets Manager request was signed for its real host.
+      const original = headers['x-original-host'];
+      const signedHeaders = original === undefined ? headers : { ...headers, host: original };
+      const auth = await verifySigV4(
+        { method: req.method ?? '', target: req.url ?? '', headers: signedHeaders, body: new Uint8Array(raw) },
+        ROLE,
+        { service },
+      );
+      const call = { headers, raw: raw.toString('utf8'), auth };
+      calls.push(call);
+      const a = auth.ok ? answer(call) : { status: 403, body: JSON.stringify({ __type: auth.type }) };
+      res.writeHead(a.status, { 'content-type': 'application/x-amz-json-1.1' }).end(a.body);
+    })();
+  });
+}
+
+const secretCalls: Call[] = [];
+const ecsCalls: Call[] = [];
+let secretAnswer: () => { status: number; body: string };
+const secretsServer = fakeService('secretsmanager', secretCalls, () => secretAnswer());
+const ecsServer = fakeService('ecs', ecsCalls, (call) => {
+  const body = JSON.parse(call.raw) as { tasks?: string[] };
+  return call.headers['x-amz-target']?.endsWith('.RunTask')
+    ? {
+        status: 200,
+        body: JSON.stringify({ tasks: [{ taskArn: taskArn(RULES, `${ecsCalls.length}`.padStart(32, '0')) }] }),
+      }
+    : { status: 200, body: JSON.stringify({ tasks: (body.tasks ?? []).map((t) => ({ taskArn: t })), failures: [] }) };
+});
+
+/** The function URL: each request becomes an event for the freshly imported handler. */
+let handler: (event: FunctionUrlEvent) => Promise<FunctionUrlResult>;
+let base64Bodies = false;
+const events: FunctionUrlEvent[] = [];
+const functionUrl = createServer((req, res) => {
+  void (async () => {
+    const raw = await readAll(req);
+    const headers: Record<string, string> = {};
+    // Mixed case, which the adapter must lower-case for the signature check.
+    for (const [k, v] of Object.entries(headersOf(req))) headers[k.replace(/(^|-)[a-z]/g, (m) => m.toUpperCase())] = v;
+    const [rawPath = '/', rawQueryString = ''] = (req.url ?? '/').split('?');
+    const event: FunctionUrlEvent = {
+      rawPath,
+      rawQueryString,
+      headers,
+      body: raw.toString(base64Bodies ? 'base64' : 'utf8'),
+      isBase64Encoded: base64Bodies,
+      requestContext: { http: { method: req.method ?? '' } },
+    };
+    events.push(event);
+    const r = await handler(event);
+    res.writeHead(r.statusCode, r.headers).end(r.body);
+  })();
+});
+
+const realFetch = globalThis.fetch;
+let secretsUrl = '';
+let ecsUrl = '';
+let functionUrlBase = '';
+
+/** Only the Secrets Manager host is redirected (to loopback); anything else but loopback fails. */
+const redirectingFetch: typeof fetch = (input, init) => {
+  const url = new URL(input instanceof Request ? input.url : String(input));
+  if (url.host === SECRETS_HOST) {
+    const headers = new Headers(init?.headers);
+    headers.set('x-original-host', url.host);
+    return realFetch(new URL(url.pathname, secretsUrl), { ...init, headers });
+  }
+  if (url.hostname !== '127.0.0.1') return Promise.reject(new Error(`the test has no network: ${url.host}`));
+  return realFetch(input, init);
+};
+
+const ENV_NAMES = [
+  'ECS_CLUSTER',
+  'ECS_TASK_DEFINITION',
+  'ECS_SUBNETS',
+  'ECS_SECURITY_GROUPS',
+  'AWS_REGION',
+  'HUB_ORIGIN',
+  'BROKER_KEY_ID',
+  'ECS_ENDPOINT',
+  'BROKER_KEY_SECRET_ARN',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+] as const;
+const saved: Record<string, string | undefined> = {};
+
+function lambdaEnv(): Record<(typeof ENV_NAMES)[number], string> {
+  return {
+    ECS_CLUSTER: RULES.cluster,
+    ECS_TASK_DEFINITION: RULES.taskDefinition,
+    ECS_SUBNETS: RULES.subnets.join(','),
+    ECS_SECURITY_GROUPS: RULES.securityGroups.join(','),
+    AWS_REGION: REGION,
+    HUB_ORIGIN,
+    BROKER_KEY_ID: EDGE_KEY.accessKeyId,
+    ECS_ENDPOINT: ecsUrl,
+    BROKER_KEY_SECRET_ARN: SECRET_ARN,
+    AWS_ACCESS_KEY_ID: ROLE.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: ROLE.secretAccessKey,
+    AWS_SESSION_TOKEN: ROLE.sessionToken,
+  };
+}
+
+/** Sets the environment (undefined: unset), then imports lambda.ts afresh: its caches start empty. */
+async function freshHandler(env: Partial<Record<(typeof ENV_NAMES)[number], string | undefined>>): Promise<void> {
+  for (const name of ENV_NAMES) {
+    const v = env[name];
+    if (v === undefined) delete process.env[name];
+    else process.env[name] = v;
+  }
+  vi.resetModules();
+  handler = (await import('../src/lambda.ts')).handler;
+}
+
+let logged: string[] = [];
+const clients: ECSClient[] = [];
+function edgeClient(): ECSClient {
+  const c = new ECSClient({ region: REGION, endpoint: functionUrlBase, credentials: EDGE_KEY, maxAttempts: 1 });
+  clients.push(c);
+  return c;
+}
+async function sdkError(p: Promise<unknown>): Promise<{ name: string; message: string; status: number | undefined }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ECSServiceException)
+      return { name: err.name, message: err.message, status: err.$metadata.httpStatusCode };
+    throw err;
+  }
+  throw new Error('expected the SDK call to fail');
+}
+
+const okSecret = () => ({ status: 200, body: JSON.stringify({ ARN: SECRET_ARN, SecretString: BROKER_KEY }) });
+
+beforeAll(async () => {
+  secretsUrl = await listen(secretsServer);
+  ecsUrl = await listen(ecsServer);
+  functionUrlBase = await listen(functionUrl);
+  for (const name of ENV_NAMES) saved[name] = process.env[name];
+});
+afterAll(async () => {
+  for (const c of clients) c.destroy();
+  for (const name of ENV_NAMES) {
+    const v = saved[name];
+    if (v === undefined) delete process.env[name];
+    else process.env[name] = v;
+  }
+  await Promise.all([close(secretsServer), close(ecsServer), close(functionUrl)]);
+});
+beforeEach(() => {
+  secretCalls.length = 0;
+  ecsCalls.length = 0;
+  events.length = 0;
+  base64Bodies = false;
+  secretAnswer = okSecret;
+  logged = [];
+  vi.stubGlobal('fetch', redirectingFetch);
+  const capture = (...args: unknown[]) => void logged.push(args.map(String).join(' '));
+  vi.spyOn(console, 'log').mockImplementation(capture);
+  vi.spyOn(console, 'error').mockImplementation(capture);
+});
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.restoreAllMocks();
+  const seen = logged.join('\n');
+  for (const secret of SECRETS) expect(seen).not.toContain(secret);
+});
+
+describe('the Lambda handler behind its function URL', () => {
+  it.each([false, true])(
+    'checks and forwards the SDK’s requests (base64 body: %s); the broker key is read once, with the role',
+    async (base64) => {
+      base64Bodies = base64;
+      await freshHandler(lambdaEnv());
+      const client = edgeClient();
+      const out = await client.send(new RunTaskCommand(sessionRunTask(RULES)));
+      const arn = out.tasks?.[0]?.taskArn ?? '';
+      const described = await client.send(new DescribeTasksCommand({ cluster: RULES.cluster, tasks: [arn] }));
+      expect(described.tasks?.map((t) => t.taskArn)).toEqual([arn]);
+      expect(events.map((e) => e.isBase64Encoded)).toEqual([base64, base64]);
+
+      // One GetSecretValue for both requests, signed with the role's credentials and token.
+      expect(secretCalls).toHaveLength(1);
+      expect(secretCalls[0]?.auth).toEqual({
+        ok: true,
+        accessKeyId: ROLE.accessKeyId,
+        region: REGION,
+        service: 'secretsmanager',
+      });
+      expect(secretCalls[0]?.headers['x-amz-security-token']).toBe(ROLE.sessionToken);
+      expect(secretCalls[0]?.raw).toBe(JSON.stringify({ SecretId: SECRET_ARN }));
+
+      // ECS got both, as checked, signed with the role (never the broker key).
+      expect(ecsCalls.map((c) => c.headers['x-amz-target'])).toEqual([
+        'AmazonEC2ContainerServiceV20141113.RunTask',
+        'AmazonEC2ContainerServiceV20141113.DescribeTasks',
+      ]);
+      for (const c of ecsCalls) {
+        expect(c.auth).toEqual({ ok: true, accessKeyId: ROLE.accessKeyId, region: REGION, service: 'ecs' });
+        expect(c.headers['x-amz-security-token']).toBe(ROLE.sessionToken);
+      }
+      expect(JSON.parse(ecsCalls[0]?.raw ?? '')).toEqual(sessionRunTask(RULES));
+      expect(logged).toEqual(['RunTask → 200', 'DescribeTasks → 200']);
+    },
+  );
+
+  it('a refusal comes back as the broker answered it; ECS gets nothing', async () => {
+    await freshHandler(lambdaEnv());
+    const input = sessionRunTask(RULES);
+    const err = await sdkError(
+      edgeClient().send(
+        new RunTaskCommand({
+          ...input,
+          overrides: { containerOverrides: [{ ...input.overrides.containerOverrides[0]!, command: ['sh'] }] },
+        }),
+      ),
+    );
+    expect(err).toMatchObject({ name: 'AccessDeniedException', status: 403 });
+    expect(err.message).toContain('refused overrides.containerOverrides.0.command');
+    expect(ecsCalls).toEqual([]);
+  });
+
+  it('a query string is part of the target: no route', async () => {
+    await freshHandler(lambdaEnv());
+    const r = await handler({
+      rawPath: '/',
+      rawQueryString: 'Action=RunTask',
+      headers: {},
+      body: '',
+      requestContext: { http: { method: 'POST' } },
+    });
+    expect(r.statusCode).toBe(404);
+    expect(JSON.parse(r.body)).toMatchObject({ __type: 'UnknownOperationException' });
+  });
+
+  it('missing configuration: 500 ServerException, the log names the variables, nothing echoes a value', async () => {
+    await freshHandler({ ...lambdaEnv(), ECS_SUBNETS: undefined, HUB_ORIGIN: 'https://edge.example/leaky-path-zz' });
+    const r = await handler({ rawPath: '/', headers: {}, body: '{}', requestContext: { http: { method: 'POST' } } });
+    expect(r.statusCode).toBe(500);
+    expect(JSON.parse(r.body)).toEqual({
+      __type: 'ServerException',
+      message: 'the launch broker is not configured; its log names what is missing',
+    });
+    const log = logged.join('\n');
+    expect(log).toContain('ECS_SUBNETS');
+    expect(log).toContain('HUB_ORIGIN');
+    expect(`${log}\n${r.body}`).not.toContain('leaky-path-zz');
+    expect(secretCalls).toEqual([]);
+  });
+
+  it('the broker key cannot be read: 500; the next request reads it again', async () => {
+    secretAnswer = () => ({
+      status: 400,
+      body: JSON.stringify({ __type: 'ResourceNotFoundException', message: `no secret ${SECRET_ARN}` }),
+    });
+    await freshHandler(lambdaEnv());
+    const client = edgeClient();
+    const err = await sdkError(client.send(new RunTaskCommand(sessionRunTask(RULES))));
+    expect(err).toMatchObject({ name: 'ServerException', status: 500 });
+    expect(err.message).toBe('the launch broker failed; its log says why');
+    expect(logged.join('\n')).toContain('answered 400 (ResourceNotFoundException)');
+    expect(ecsCalls).toEqual([]);
+
+    secretAnswer = okSecret;
+    await client.send(new RunTaskCommand(sessionRunTask(RULES)));
+    expect(secretCalls).toHaveLength(2);
+    expect(ecsCalls).toHaveLength(1);
+  });
+
+  it.each<[string, Partial<Record<(typeof ENV_NAMES)[number], undefined>>, string]>([
+    ['no BROKER_KEY_SECRET_ARN', { BROKER_KEY_SECRET_ARN: undefined }, 'BROKER_KEY_SECRET_ARN is not set'],
+    ['no role credentials', { AWS_ACCESS_KEY_ID: undefined }, 'the Lambda runtime gave no credentials'],
+  ])('%s: 500 ServerException, the log says why', async (_name, unset, why) => {
+    await freshHandler({ ...lambdaEnv(), ...unset });
+    const err = await sdkError(edgeClient().send(new RunTaskCommand(sessionRunTask(RULES))));
+    expect(err).toMatchObject({ name: 'ServerException', status: 500 });
+    expect(logged).toEqual([`launch broker: ${why}`]);
+    expect(ecsCalls).toEqual([]);
+  });
+});

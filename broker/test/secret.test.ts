@@ -1,0 +1,138 @@
+// readSecretString: one GetSecretValue, signed with the broker's own temporary credentials, against
+// a loopback server playing Secrets Manager that verifies the signature and records the request.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { verifySigV4 } from '@switchyard/protocol';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { AwsCredentials } from '../src/broker.ts';
+import { readSecretString } from '../src/secret.ts';
+
+const REGION = 'eu-central-1';
+const ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:switchyard/broker-key-AbCdEf';
+const CREDENTIALS: Required<AwsCredentials> = {
+  accessKeyId: 'ASIALAMBDAROLE',
+  secretAccessKey: 'lambda-role-secret',
+  sessionToken: 'lambda-role-session-token',
+};
+const BROKER_KEY = 'broker-key-0123456789abcdef0123456789abcdef';
+
+interface Recorded {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  raw: string;
+  auth: Awaited<ReturnType<typeof verifySigV4>>;
+}
+const requests: Recorded[] = [];
+let reply: { status: number; body: string } = { status: 200, body: '' };
+
+const server: Server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    void (async () => {
+      const raw = Buffer.concat(chunks);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
+      // Verified against whichever credentials the test used: the key id picks them.
+      const auth = await verifySigV4(
+        { method: req.method ?? '', target: req.url ?? '', headers, body: new Uint8Array(raw) },
+        headers.authorization?.includes(CREDENTIALS.accessKeyId)
+          ? CREDENTIALS
+          : { accessKeyId: 'AKIDSTATIC', secretAccessKey: 'static' },
+        { service: 'secretsmanager' },
+      );
+      requests.push({ method: req.method ?? '', path: req.url ?? '', headers, raw: raw.toString('utf8'), auth });
+      const answer = auth.ok
+        ? reply
+        : { status: 403, body: JSON.stringify({ __type: auth.type, message: auth.message }) };
+      res.writeHead(answer.status, { 'content-type': 'application/x-amz-json-1.1' }).end(answer.body);
+    })();
+  });
+});
+let endpoint = '';
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+beforeEach(() => {
+  requests.length = 0;
+  reply = { status: 200, body: JSON.stringify({ ARN, Name: 'switchyard/broker-key', SecretString: BROKER_KEY }) };
+});
+
+/** The rejection's message. */
+async function failure(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+  throw new Error('expected readSecretString to fail');
+}
+
+describe('readSecretString', () => {
+  it('sends one GetSecretValue of the arn, signed for secretsmanager with the session token, and returns the string', async () => {
+    expect(await readSecretString(ARN, REGION, CREDENTIALS, { endpoint })).toBe(BROKER_KEY);
+    expect(requests).toHaveLength(1);
+    const [r] = requests;
+    expect(r?.method).toBe('POST');
+    expect(r?.path).toBe('/');
+    expect(r?.headers['x-amz-target']).toBe('secretsmanager.GetSecretValue');
+    expect(r?.headers['content-type']).toBe('application/x-amz-json-1.1');
+    expect(r?.raw).toBe(JSON.stringify({ SecretId: ARN }));
+    expect(r?.auth).toEqual({
+      ok: true,
+      accessKeyId: CREDENTIALS.accessKeyId,
+      region: REGION,
+      service: 'secretsmanager',
+    });
+    expect(r?.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=ASIALAMBDAROLE\/\d{8}\/eu-central-1\/secretsmanager\/aws4_request, /,
+    );
+    expect(r?.headers['x-amz-security-token']).toBe(CREDENTIALS.sessionToken);
+    expect(/SignedHeaders=([a-z0-9;-]+)/.exec(r?.headers.authorization ?? '')?.[1]?.split(';')).toContain(
+      'x-amz-security-token',
+    );
+  });
+
+  it('long-term credentials: no session token header', async () => {
+    const staticKey = { accessKeyId: 'AKIDSTATIC', secretAccessKey: 'static' };
+    expect(await readSecretString(ARN, REGION, staticKey, { endpoint })).toBe(BROKER_KEY);
+    expect(requests[0]?.auth).toMatchObject({ ok: true, accessKeyId: 'AKIDSTATIC' });
+    expect(requests[0]?.headers['x-amz-security-token']).toBeUndefined();
+  });
+
+  it('an error answer becomes an error naming its status and type, not what the answer said', async () => {
+    const told = `Secrets Manager can't find the specified secret ${ARN}.`;
+    reply = { status: 400, body: JSON.stringify({ __type: 'ResourceNotFoundException', message: told }) };
+    const message = await failure(readSecretString(ARN, REGION, CREDENTIALS, { endpoint }));
+    expect(message).toBe('Secrets Manager GetSecretValue answered 400 (ResourceNotFoundException)');
+    expect(message).not.toContain(ARN);
+  });
+
+  it('a request the service refuses (wrong credentials) names the type it answered', async () => {
+    const wrong = { ...CREDENTIALS, secretAccessKey: 'not-the-role-secret' };
+    const message = await failure(readSecretString(ARN, REGION, wrong, { endpoint }));
+    expect(message).toBe('Secrets Manager GetSecretValue answered 403 (InvalidSignatureException)');
+  });
+
+  it('a secret too short to be a broker key is refused without echoing it', async () => {
+    const short = 'k3y-0123456789abcdef';
+    reply = { status: 200, body: JSON.stringify({ ARN, SecretString: short }) };
+    const message = await failure(readSecretString(ARN, REGION, CREDENTIALS, { endpoint }));
+    expect(message).toBe('the broker key secret is unusable: the broker key is too short');
+    expect(message).not.toContain(short);
+  });
+
+  it('a binary secret (no SecretString) is refused', async () => {
+    reply = { status: 200, body: JSON.stringify({ ARN, SecretBinary: Buffer.from(BROKER_KEY).toString('base64') }) };
+    const message = await failure(readSecretString(ARN, REGION, CREDENTIALS, { endpoint }));
+    expect(message).toMatch(/^the broker key secret is unusable: /);
+    expect(message).not.toContain(Buffer.from(BROKER_KEY).toString('base64'));
+  });
+});
