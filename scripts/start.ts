@@ -68,7 +68,7 @@ async function main(): Promise<number> {
       `Switchyard is up: ${stack.url}`,
       `  admin login: ${a.username} — ${where}`,
       `  model: ${stack.offlineModelUrl ? `the offline model at ${stack.offlineModelUrl}` : (stack.modelUrl ?? 'the provider (ANTHROPIC_API_KEY)')}`,
-      `  runners: local runner host ${stack.hostUrl}, logs in ${stack.hostStateDir}/logs`,
+      `  runners: local runner host ${stack.hostUrl} behind the launch broker ${stack.brokerUrl}, logs in ${stack.hostStateDir}/logs`,
       `  state: ${stack.persistTo}`,
       'Ctrl-C stops everything.',
       '',

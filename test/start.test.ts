@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DescribeTasksCommand, ECSClient, RunTaskCommand } from '@aws-sdk/client-ecs';
+import { DescribeTasksCommand, ECSClient } from '@aws-sdk/client-ecs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hostFetch, descendants, listProcs, liveInGroups, reapStaleTasks } from '@switchyard/runner/host';
 import { reapStaleServices } from '../scripts/lib/services.ts';
@@ -32,42 +32,40 @@ async function healthy(url: string): Promise<true | undefined> {
   }
 }
 
-/** A real runner task on the stack's host, dialling a hub that never answers: it runs until stopped. */
-async function startRunnerTask(
-  hostUrl: string,
-  credentials: { accessKeyId: string; secretAccessKey: string },
+/**
+ * The pid of the runner answering a session's message: its task ref from the session, described through the launch broker with the edge's key (the edge's own way to the host).
+ */
+async function runnerPid(
+  url: string,
+  token: string,
+  brokerUrl: string,
+  edgeKey: { accessKeyId: string; secretAccessKey: string },
 ): Promise<number> {
-  const ecs = new ECSClient({ region: 'us-east-1', endpoint: hostUrl, credentials, maxAttempts: 1 });
-  const out = await ecs.send(
-    new RunTaskCommand({
-      cluster: 'switchyard-local',
-      taskDefinition: 'switchyard-runner',
-      networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-local'] } },
-      overrides: {
-        containerOverrides: [
-          {
-            name: 'runner',
-            environment: [
-              { name: 'SWITCHYARD_HUB_URL', value: 'ws://127.0.0.1:9/internal/runner/connect' },
-              { name: 'SWITCHYARD_SESSION_ID', value: 'start-test' },
-              { name: 'SWITCHYARD_BACKEND', value: 'pi' },
-              { name: 'SWITCHYARD_RUNNER_TOKEN', value: 'start-test-token' },
-            ],
-          },
-        ],
-      },
-    }),
-  );
-  const arn = out.tasks?.[0]?.taskArn as string;
-  const task = await until(
-    'task RUNNING',
+  const auth = { authorization: `Bearer ${token}` };
+  const created = await fetch(`${url}/api/sessions`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  const { id } = (await created.json()) as { id: string };
+  const sent = await fetch(`${url}/api/sessions/${id}/messages`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'hello' }),
+  });
+  expect(sent.status, await sent.clone().text()).toBe(202);
+  const ref = await until(
+    'the session’s runner to be connected',
     async () => {
-      const t = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [arn] }))).tasks?.[0];
-      return t?.lastStatus === 'RUNNING' ? t : undefined;
+      const res = await fetch(`${url}/api/sessions/${id}`, { headers: auth });
+      const { runner } = (await res.json()) as { runner: { ref: string | null; connected: boolean } | null };
+      return runner?.connected === true && runner.ref !== null ? runner.ref : undefined;
     },
-    30_000,
+    60_000,
   );
-  return Number(task.containers?.[0]?.runtimeId?.split('-').at(-1));
+  const ecs = new ECSClient({ region: 'us-east-1', endpoint: brokerUrl, credentials: edgeKey, maxAttempts: 1 });
+  const task = (await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [ref] }))).tasks?.[0];
+  return Number(task?.containers?.[0]?.runtimeId?.split('-').at(-1));
 }
 
 describe('npm start', () => {
@@ -139,30 +137,32 @@ describe('npm start', () => {
       };
       expect(settings.backends.find((b) => b.name === 'pi')).toMatchObject({ available: true, version: '0.73.1' });
 
-      // The runner host is up with the offline model wired in: the pi probe passes.
-      const hostUrl = /local runner host (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1] as string;
-      expect(hostUrl).toBeDefined();
-      // Signed with this start's credentials, which the edge got through its env file.
+      // The runner host is up with the offline model wired in, behind its launch broker.
+      const [, hostUrl, brokerUrl] =
+        /local runner host (http:\/\/127\.0\.0\.1:\d+) behind the launch broker (http:\/\/127\.0\.0\.1:\d+)/.exec(
+          stdout,
+        ) ?? [];
+      expect(hostUrl && brokerUrl).toBeTruthy();
+      // The edge's key, which the edge got through its env file, is the broker's key only.
       const edgeEnv = Object.fromEntries(
         readFileSync(join(devDir, 'edge.env'), 'utf8')
           .trim()
           .split('\n')
           .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
       );
-      const hostCredentials = {
+      const edgeKey = {
         accessKeyId: edgeEnv.AWS_ACCESS_KEY_ID as string,
         secretAccessKey: edgeEnv.AWS_SECRET_ACCESS_KEY as string,
       };
+      const probePi = (at: string) =>
+        hostFetch(at, '/switchyard/probe', edgeKey, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) });
       expect(
-        (await fetch(`${hostUrl}/switchyard/probe`, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) }))
+        (await fetch(`${brokerUrl}/switchyard/probe`, { method: 'POST', body: JSON.stringify({ backend: 'pi' }) }))
           .status,
-      ).toBe(400);
-      const probe = (await (
-        await hostFetch(hostUrl, '/switchyard/probe', hostCredentials, {
-          method: 'POST',
-          body: JSON.stringify({ backend: 'pi' }),
-        })
-      ).json()) as {
+      ).toBe(403);
+      // Straight to the host, the edge's key opens nothing: only the broker holds the host's key.
+      expect((await probePi(hostUrl as string)).status).toBe(403);
+      const probe = (await (await probePi(brokerUrl as string)).json()) as {
         exitCode: number;
         report: { backends: { usable: boolean; credentials: { source: string } }[] };
       };
@@ -170,10 +170,10 @@ describe('npm start', () => {
       expect(probe.report.backends[0]?.credentials.source).toBe('model_url');
 
       // A live runner under the host, so Ctrl-C has a runner to stop too.
-      const runnerPid = await startRunnerTask(hostUrl, hostCredentials);
+      const pid = await runnerPid(url, token, brokerUrl as string, edgeKey);
       const procs = listProcs();
       groups = new Set(descendants(npm.pid as number, procs).map((p) => p.pgid));
-      expect(groups.has(runnerPid)).toBe(true);
+      expect(groups.has(pid)).toBe(true);
       // npm/start, wrangler (+ workerd), the runner host, the offline model, the runner.
       expect(groups.size).toBeGreaterThanOrEqual(5);
 

@@ -3,6 +3,6 @@ import 'vitest';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    launcherHost: { url: string; recorderUrl: string; stsUrl: string };
+    launcherHost: { url: string; recorderUrl: string; stsUrl: string; brokerUrl: string };
   }
 }

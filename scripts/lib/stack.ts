@@ -94,8 +94,11 @@ export interface Stack {
   offlineControlToken: string | undefined;
   /** The local runner host (ECS API stand-in). */
   hostUrl: string;
-  /** The only credentials the runner host accepts (SigV4), generated for this start; the edge's launcher signs with them. */
+  /** The only credentials the runner host's ECS API accepts (SigV4), generated for this start; only its launch broker holds them. */
   hostCredentials: { accessKeyId: string; secretAccessKey: string };
+  /** The launch broker in front of the host (the edge's ECS_ENDPOINT), and the key the edge signs with. */
+  brokerUrl: string;
+  brokerKey: { accessKeyId: string; secretAccessKey: string };
   hostStateDir: string;
   devDir: string;
   persistTo: string;
@@ -109,6 +112,17 @@ export interface Stack {
 }
 
 const USERNAME = /^[A-Za-z0-9._-]{3,32}$/;
+
+/** The launch settings the local edge sends and the local broker pins. */
+const LOCAL_LAUNCH_VARS = {
+  ECS_CLUSTER: 'switchyard-local',
+  ECS_TASK_DEFINITION: 'switchyard-runner',
+  ECS_CONTAINER_NAME: 'runner',
+  ECS_SUBNETS: 'subnet-local',
+  ECS_SECURITY_GROUPS: 'sg-local',
+  ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+  AWS_REGION: 'us-east-1',
+} as const;
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -243,12 +257,31 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       log(modelUrl ? `model: SWITCHYARD_MODEL_URL=${modelUrl}` : 'model: the provider, with ANTHROPIC_API_KEY');
     }
 
-    // 4. The runner host: its tasks inherit the model settings (never the host's other env). It
-    // accepts only requests signed with this start's credentials (it runs what RunTask asks for).
+    // 4. The runner host: its tasks inherit the model settings (never the host's other env). Its
+    // ECS API accepts only requests signed with this start's credentials (it runs what RunTask asks
+    // for), which only its launch broker holds; the edge signs with the broker key, as in
+    // production (docs/DESIGN.md "Launch broker").
     const hostCredentials = {
       accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`,
       secretAccessKey: randomBytes(32).toString('base64url'),
     };
+    const brokerKey = { accessKeyId: 'switchyard-edge-local', secretAccessKey: randomBytes(32).toString('base64url') };
+    const port = requested === 0 ? await freePort() : requested;
+    const url = `http://127.0.0.1:${port}`;
+    // What the edge sends and the broker pins, from one place (wrangler.toml's dev values are
+    // for a hand-run `wrangler dev`).
+    const launchVars = {
+      ...LOCAL_LAUNCH_VARS,
+      RUNNER_IDENTITY: opts.edgeVars?.RUNNER_IDENTITY ?? 'sts',
+    };
+    const brokerConfig = path.join(devDir, 'broker.json');
+    const writeBrokerConfig = (origins: string[]) =>
+      writeFileSync(
+        brokerConfig,
+        `${JSON.stringify({ ...launchVars, HUB_ORIGIN: origins.join(','), ALLOW_LOOPBACK_REPOSITORIES: '1' })}\n`,
+        { mode: 0o600 },
+      );
+    writeBrokerConfig([url]);
     const taskStop = `${opts.taskStopTimeoutMs ?? 10_000}ms`;
     const host = await launch(
       'host',
@@ -263,6 +296,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         '--stop-timeout',
         taskStop,
         ...(opts.provisionDelayMs ? ['--provision-delay', `${opts.provisionDelayMs}ms`] : []),
+        '--broker-config',
+        brokerConfig,
       ],
       {
         ...serviceEnv,
@@ -270,24 +305,24 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         ...opts.runnerEnv,
         SWITCHYARD_HOST_ACCESS_KEY_ID: hostCredentials.accessKeyId,
         SWITCHYARD_HOST_SECRET_ACCESS_KEY: hostCredentials.secretAccessKey,
+        SWITCHYARD_HOST_BROKER_KEY_ID: brokerKey.accessKeyId,
+        SWITCHYARD_HOST_BROKER_SECRET: brokerKey.secretAccessKey,
       },
     );
     const hostReady = await host.waitForLine(
-      (l) => jsonLine<{ url: string; cluster: string; stsUrl: string; taskRoleArn: string }>(l),
+      (l) => jsonLine<{ url: string; cluster: string; stsUrl: string; taskRoleArn: string; brokerUrl: string }>(l),
       readyMs,
       opts.signal,
     );
     log(`runner host on ${hostReady.url}`);
 
     // 5. The edge.
-    const port = requested === 0 ? await freePort() : requested;
-    const url = `http://127.0.0.1:${port}`;
     const hubUrl = `ws://127.0.0.1:${port}${RUNNER_CONNECT_PATH}`;
     // Secrets go through an env file (0600), not the command line.
     const secretsFile = path.join(devDir, 'edge.env');
     const secrets = {
-      AWS_ACCESS_KEY_ID: hostCredentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: hostCredentials.secretAccessKey,
+      AWS_ACCESS_KEY_ID: brokerKey.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: brokerKey.secretAccessKey,
       // Runner tokens signed with it only live as long as this stack.
       RUNNER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
     };
@@ -299,8 +334,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       { mode: 0o600 },
     );
     const vars: Record<string, string> = {
-      ECS_ENDPOINT: hostReady.url,
-      ECS_CLUSTER: hostReady.cluster,
+      ...launchVars,
+      ECS_ENDPOINT: hostReady.brokerUrl,
       // The host stands in for STS and the task credentials too: runners prove their task identity.
       STS_ENDPOINT: hostReady.stsUrl,
       RUNNER_TASK_ROLE_ARN: hostReady.taskRoleArn,
@@ -346,6 +381,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     edgeReady.catch(() => {}); // a failed start is reported by waitForHealth; awaited again below
     await waitForHealth(url, edge, readyMs, opts.signal);
     const { direct: edgeDirectUrl } = await edgeReady;
+    // Benches send requests to Miniflare's own socket too, whose runners then dial that origin.
+    if (edgeDirectUrl !== undefined) writeBrokerConfig([url, edgeDirectUrl]);
     for (const s of services) s.sample();
     writeServiceRecords(recordsFile, services);
 
@@ -365,6 +402,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       offlineControlToken,
       hostUrl: hostReady.url,
       hostCredentials,
+      brokerUrl: hostReady.brokerUrl,
+      brokerKey,
       hostStateDir,
       devDir,
       persistTo,

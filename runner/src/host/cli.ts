@@ -1,11 +1,13 @@
-// `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s] [--provision-delay 30s]`: runs the local ECS
-// stand-in until SIGINT/SIGTERM, then stops every task and exits. Prints exactly one JSON line
-// on stdout once listening (`{"url", "port", "cluster", "stateDir", "stsUrl", "taskRoleArn"}`),
-// so a parent can wait for it; `stsUrl` and `taskRoleArn` are what the edge needs to check a
-// runner's identity proof (the local STS stand-in, and the role whose callers are runners).
-// ECS requests must be SigV4-signed with SWITCHYARD_HOST_ACCESS_KEY_ID /
-// SWITCHYARD_HOST_SECRET_ACCESS_KEY (`npm start` generates them per start); without them a pair
-// is generated into <state-dir>/credentials.json (0600).
+// `switchyard-runner host [--port N] [--state-dir DIR] [--stop-timeout 30s] [--provision-delay 30s]
+// [--broker-config FILE]`: runs the local ECS stand-in until SIGINT/SIGTERM, then stops every task
+// and exits. Prints exactly one JSON line on stdout once listening (`{"url", "port", "cluster",
+// "stateDir", "stsUrl", "taskRoleArn", "brokerUrl"?}`), so a parent can wait for it; `stsUrl` and
+// `taskRoleArn` are what the edge needs to check a runner's identity proof (the local STS
+// stand-in, and the role whose callers are runners). ECS requests must be SigV4-signed with
+// SWITCHYARD_HOST_ACCESS_KEY_ID / SWITCHYARD_HOST_SECRET_ACCESS_KEY (`npm start` generates them
+// per start); without them a pair is generated into <state-dir>/credentials.json (0600). With
+// `--broker-config`, a launch broker listens at `brokerUrl` in front of that API (host/broker.ts):
+// it takes requests signed with SWITCHYARD_HOST_BROKER_KEY_ID / SWITCHYARD_HOST_BROKER_SECRET.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,6 +58,7 @@ export async function hostMode(args: string[]): Promise<number> {
         'stop-timeout': { type: 'string' },
         'provision-delay': { type: 'string' },
         cluster: { type: 'string' },
+        'broker-config': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -94,6 +97,13 @@ export async function hostMode(args: string[]): Promise<number> {
     return ExitCode.usage;
   }
   const credentials = hostCredentials(process.env, stateDir, log);
+  const broker = brokerKey(process.env);
+  if (values['broker-config'] !== undefined && broker === undefined) {
+    process.stderr.write(
+      'switchyard-runner host: --broker-config needs SWITCHYARD_HOST_BROKER_KEY_ID and SWITCHYARD_HOST_BROKER_SECRET\n',
+    );
+    return ExitCode.usage;
+  }
   const reaped = reapStaleTasks(stateDir);
   if (reaped > 0) log(`reaped ${reaped} task(s) left running by a previous host`);
 
@@ -107,6 +117,8 @@ export async function hostMode(args: string[]): Promise<number> {
     stopTimeoutMs,
     provisionDelayMs,
     log,
+    ...(values['broker-config'] !== undefined &&
+      broker !== undefined && { broker: { configFile: resolve(values['broker-config']), edgeKey: broker } }),
   });
 
   const done = new Promise<number>((resolveDone) => {
@@ -134,9 +146,19 @@ export async function hostMode(args: string[]): Promise<number> {
     stateDir,
     stsUrl: host.stsUrl,
     taskRoleArn: host.taskRoleArn,
+    ...(host.brokerUrl !== undefined && { brokerUrl: host.brokerUrl }),
   };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
   return done;
+}
+
+/** The key the edge signs its launch requests with, taken out of the environment like the host's own. */
+function brokerKey(env: NodeJS.ProcessEnv): { accessKeyId: string; secretAccessKey: string } | undefined {
+  const accessKeyId = env.SWITCHYARD_HOST_BROKER_KEY_ID;
+  const secretAccessKey = env.SWITCHYARD_HOST_BROKER_SECRET;
+  delete env.SWITCHYARD_HOST_BROKER_KEY_ID;
+  delete env.SWITCHYARD_HOST_BROKER_SECRET;
+  return accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined;
 }
 
 /**

@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BackendSchema, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
+import { hostBroker } from './broker.ts';
 import { stsListener, type RecordedStsRequest } from './sts.ts';
 import { containerCredentialsEnv, CREDENTIALS_PATH, TaskCredentialStore } from './task-credentials.ts';
 import {
@@ -83,6 +84,12 @@ export interface RunnerHostOptions {
   taskRoleArn?: string;
   /** Called for every request to the STS stand-in. */
   onStsRequest?: (r: RecordedStsRequest) => void;
+  /**
+   * The launch broker in front of the ECS API, on its own listener (`brokerUrl`): the edge signs
+   * with `edgeKey`, and only the broker holds `credentials`. Its settings are read from
+   * `configFile` on every request (host/broker.ts).
+   */
+  broker?: { configFile: string; edgeKey: SigV4Credentials };
 }
 
 export interface RunnerHost {
@@ -94,6 +101,8 @@ export interface RunnerHost {
   stsUrl: string;
   /** The role tasks' credentials belong to; their caller ARN is `…:assumed-role/<its name>/<task id>`. */
   taskRoleArn: string;
+  /** The launch broker's endpoint, when the host runs one. */
+  brokerUrl?: string;
   /** Stops every task (SIGTERM, then SIGKILL after the stop timeout), then both servers. */
   close(graceMs?: number): Promise<void>;
 }
@@ -285,6 +294,25 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
     await closeServer(server);
     throw err;
   }
+  const broker =
+    opts.broker &&
+    http.createServer(
+      hostBroker({
+        ...opts.broker,
+        upstream: opts.credentials,
+        ecsUrl: urlOf(server),
+        stsUrl: `${urlOf(sts)}/`,
+        ...(opts.log && { log: opts.log }),
+      }),
+    );
+  if (broker) {
+    try {
+      await listen(broker, 0);
+    } catch (err) {
+      await Promise.all([closeServer(server), closeServer(sts)]);
+      throw err;
+    }
+  }
   return {
     url: urlOf(server),
     port: (server.address() as AddressInfo).port,
@@ -292,9 +320,10 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
     tasks,
     stsUrl: `${urlOf(sts)}/`,
     taskRoleArn,
+    ...(broker && { brokerUrl: urlOf(broker) }),
     async close(graceMs) {
       await tasks.close(graceMs);
-      await Promise.all([closeServer(server), closeServer(sts)]);
+      await Promise.all([closeServer(server), closeServer(sts), ...(broker ? [closeServer(broker)] : [])]);
     },
   };
 }
