@@ -1,6 +1,7 @@
 // `cdk synth` / `cdk deploy` entry (infra/cdk.json). Environment-agnostic: the account and
 // region come from the deploying credentials, and nothing is looked up, so synth runs offline.
-// Context: `-c prefix=NAME` (default switchyard), `-c modelUrl=URL` (a model gateway).
+// Context: `-c edgeOrigin=https://HOST` (required: the deployed Worker's origin),
+// `-c prefix=NAME` (default switchyard), `-c modelUrl=URL` (a model gateway).
 import { App, Validations } from 'aws-cdk-lib';
 import nag from 'cdk-nag';
 import { RunnerStack } from '../src/runner-stack.ts';
@@ -10,11 +11,19 @@ const context = (key: string): string | undefined => {
   const v: unknown = app.node.tryGetContext(key);
   return typeof v === 'string' && v !== '' ? v : undefined;
 };
+const edgeOrigin = context('edgeOrigin');
+if (edgeOrigin === undefined) {
+  // No default: the broker pins runners' hub to this origin, and a guess would pin the wrong one.
+  throw new Error(
+    'Missing context edgeOrigin: the https origin of the deployed edge Worker, e.g. `npx cdk deploy -c edgeOrigin=https://switchyard.example.com` (README "Deploying")',
+  );
+}
 const prefix = context('prefix');
 const modelUrl = context('modelUrl');
 // A prefix names a separate stack, so a second deployment in one account never updates the first.
 new RunnerStack(app, prefix === undefined ? 'SwitchyardRunners' : `SwitchyardRunners-${prefix}`, {
-  description: 'Switchyard runners: VPC, ECS Fargate cluster and task definition, model key, edge identity',
+  description: 'Switchyard runners: VPC, ECS Fargate cluster and task definition, model key, launch broker',
+  edgeOrigin,
   ...(prefix === undefined ? {} : { prefix }),
   ...(modelUrl === undefined ? {} : { modelUrl }),
 });

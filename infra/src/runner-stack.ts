@@ -1,12 +1,16 @@
 // Everything the runners need in AWS: a VPC whose private subnets reach out (never in), the
 // ECS cluster, the runner task definition built from runner/Dockerfile, the model key in
-// Secrets Manager, and the identity the edge Worker calls ECS with. docs/DESIGN.md
-// "Deploy decisions" explains the choices; README "Deploying" is the operator's path.
+// Secrets Manager, and the launch broker (broker/) the edge Worker starts and stops runners
+// through: no AWS credential leaves AWS. docs/DESIGN.md "Deploy decisions" explains the
+// choices; README "Deploying" is the operator's path.
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
@@ -21,12 +25,18 @@ import {
 } from './runner-container.ts';
 
 export interface RunnerStackProps extends StackProps {
-  /** Names the cluster (`<prefix>`), the task family (`<prefix>-runner`), the edge user and the secret. */
+  /**
+   * The https origin of the deployed edge Worker (`https://switchyard.example.com`): the only
+   * hub origin the broker lets a launch tell a runner to dial.
+   */
+  edgeOrigin: string;
+  /** Names the cluster (`<prefix>`), the task family (`<prefix>-runner`), the broker and the secrets. */
   prefix?: string;
   /** An Anthropic-Messages-compatible endpoint (a gateway) instead of the provider's; not a secret. */
   modelUrl?: string;
   /** The image; default: built from runner/Dockerfile by `cdk deploy` (needs a Docker engine there). */
   image?: ecs.ContainerImage;
+  /** Of the runner and broker log groups; default one month. */
   logRetention?: logs.RetentionDays;
 }
 
@@ -38,20 +48,39 @@ export const WRANGLER_VARS = [
   'ECS_SUBNETS',
   'ECS_SECURITY_GROUPS',
   'ECS_ASSIGN_PUBLIC_IP',
+  'ECS_ENDPOINT',
   'AWS_REGION',
   'RUNNER_TASK_ROLE_ARN',
 ] as const;
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
+/** `value` if it is an https origin and nothing more (the broker compares hub URLs against it exactly). */
+export function checkEdgeOrigin(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (url?.protocol !== 'https:' || url.origin !== value) {
+    throw new Error(
+      `edgeOrigin must be the Worker's https origin, scheme and host only (e.g. https://switchyard.example.com, no path or trailing slash); got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
 export class RunnerStack extends Stack {
   readonly cluster: ecs.Cluster;
   readonly taskDefinition: ecs.FargateTaskDefinition;
-  readonly edgeUser: iam.User;
+  readonly broker: nodejs.NodejsFunction;
 
-  constructor(scope: Construct, id: string, props: RunnerStackProps = {}) {
+  constructor(scope: Construct, id: string, props: RunnerStackProps) {
     super(scope, id, props);
     const prefix = props.prefix ?? 'switchyard';
+    const edgeOrigin = checkEdgeOrigin(props.edgeOrigin);
+    const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
 
     // Two AZs, one NAT gateway: runners only dial out (to the edge and the model API), and a
     // second NAT doubles the fixed cost for an AZ outage that only delays new sessions.
@@ -142,7 +171,7 @@ export class RunnerStack extends Stack {
 
     const logGroup = new logs.LogGroup(this, 'RunnerLogs', {
       logGroupName: `/${prefix}/runner`,
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      retention: logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
@@ -168,11 +197,29 @@ export class RunnerStack extends Stack {
       ...VOLUMES.map((v) => ({ sourceVolume: v.name, containerPath: v.containerPath, readOnly: false })),
     );
 
-    // The edge Worker's identity. Cloudflare Workers have no identity AWS can federate
-    // (no OIDC token to exchange), so it is an IAM user whose access key becomes two Worker
-    // secrets; the key is created by the operator (README "Deploying") so it never passes
-    // through CloudFormation.
-    this.edgeUser = new iam.User(this, 'EdgeUser', { userName: `${prefix}-edge` });
+    // The launch broker. A Worker has no identity AWS can federate, and any AWS key that can
+    // RunTask can also override a task's command and environment (IAM has no condition key for
+    // overrides). So the edge holds no AWS credential: it signs its ECS requests (SigV4) with a
+    // broker key, whose secret half is generated here, and sends them to this function, which
+    // checks the signature and the request against the runner's launch contract (broker/) and
+    // forwards what passes to ECS with its own role. That role is the only ECS/PassRole holder.
+    const brokerKeyId = `${prefix}-edge`;
+    const brokerKey = new secretsmanager.Secret(this, 'BrokerKey', {
+      secretName: `${prefix}/broker-key`,
+      description: `Secret of the broker key ${brokerKeyId}: the edge Worker's AWS_SECRET_ACCESS_KEY for the launch broker`,
+      // A plain string (SigV4 takes any secret): 48 alphanumerics, ~285 bits.
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+    });
+    const brokerLogs = new logs.LogGroup(this, 'BrokerLogs', {
+      logGroupName: `/${prefix}/broker`,
+      retention: logRetention,
+      // Who launched and stopped what: kept like the runner logs.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    const brokerRole = new iam.Role(this, 'BrokerRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'Switchyard launch broker: start, stop and describe runners, read the broker key, write its logs',
+    });
     const taskDefinitionFamilyArn = Stack.of(this).formatArn({
       service: 'ecs',
       resource: 'task-definition',
@@ -183,40 +230,100 @@ export class RunnerStack extends Stack {
       resource: 'task',
       resourceName: `${prefix}/*`,
     });
-    const edgePolicy = new iam.ManagedPolicy(this, 'EdgePolicy', {
-      description: 'Switchyard edge Worker: start, stop and describe runner tasks, nothing else',
-      users: [this.edgeUser],
-      statements: [
-        new iam.PolicyStatement({
-          sid: 'RunRunnerTasks',
-          actions: ['ecs:RunTask'],
-          resources: [taskDefinitionFamilyArn],
-          conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
-        }),
-        new iam.PolicyStatement({
-          sid: 'StopAndDescribeRunnerTasks',
-          actions: ['ecs:StopTask', 'ecs:DescribeTasks'],
-          resources: [clusterTasksArn],
-        }),
-        new iam.PolicyStatement({
-          sid: 'TagTasksAtLaunch',
-          actions: ['ecs:TagResource'],
-          resources: [clusterTasksArn],
-          conditions: { StringEquals: { 'ecs:CreateAction': 'RunTask' } },
-        }),
-        new iam.PolicyStatement({
-          sid: 'PassRunnerRoles',
-          actions: ['iam:PassRole'],
-          resources: [taskRole.roleArn, executionRole.roleArn],
-          conditions: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
-        }),
-      ],
+    for (const statement of [
+      new iam.PolicyStatement({
+        sid: 'RunRunnerTasks',
+        actions: ['ecs:RunTask'],
+        resources: [taskDefinitionFamilyArn],
+        conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
+      }),
+      new iam.PolicyStatement({
+        sid: 'StopAndDescribeRunnerTasks',
+        actions: ['ecs:StopTask', 'ecs:DescribeTasks'],
+        resources: [clusterTasksArn],
+      }),
+      new iam.PolicyStatement({
+        sid: 'TagTasksAtLaunch',
+        actions: ['ecs:TagResource'],
+        resources: [clusterTasksArn],
+        conditions: { StringEquals: { 'ecs:CreateAction': 'RunTask' } },
+      }),
+      new iam.PolicyStatement({
+        sid: 'PassRunnerRoles',
+        actions: ['iam:PassRole'],
+        resources: [taskRole.roleArn, executionRole.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
+      }),
+      // GetSecretValue alone (grantRead would add DescribeSecret, which the broker never calls).
+      new iam.PolicyStatement({
+        sid: 'ReadBrokerKey',
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [brokerKey.secretArn],
+      }),
+      // Its own log group only (no AWSLambdaBasicExecutionRole: that one writes to any group).
+      new iam.PolicyStatement({
+        sid: 'WriteBrokerLogs',
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [brokerLogs.logGroupArn],
+      }),
+    ]) {
+      brokerRole.addToPolicy(statement);
+    }
+
+    // Never a Docker build: CDK falls back to one when it cannot find esbuild.
+    try {
+      createRequire(import.meta.url).resolve('esbuild');
+    } catch {
+      throw new Error(
+        'esbuild is not installed (run `npm ci` at the repository root): the launch broker is bundled with it',
+      );
+    }
+    const subnets = vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }).subnetIds;
+    this.broker = new nodejs.NodejsFunction(this, 'Broker', {
+      functionName: `${prefix}-launch-broker`,
+      description: "Switchyard launch broker: checks the edge's signed ECS requests and forwards the allowed ones",
+      entry: `${repoRoot}broker/src/lambda.ts`,
+      handler: 'handler',
+      projectRoot: repoRoot,
+      depsLockFilePath: `${repoRoot}package-lock.json`,
+      // The newest Node.js this aws-cdk-lib has (cdk-nag AwsSolutions-L1 wants the newest).
+      runtime: lambda.Runtime.NODEJS_24_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: 256,
+      timeout: Duration.seconds(30),
+      role: brokerRole,
+      logGroup: brokerLogs,
+      // No reservedConcurrentExecutions: a new account's concurrency quota can be 10, all of it
+      // kept unreserved by Lambda, so any reservation would fail the deploy.
+      bundling: {
+        forceDockerBundling: false,
+        format: nodejs.OutputFormat.ESM,
+        minify: true,
+        // No source map: Node reads one only with --enable-source-maps, and the broker logs messages, not stacks.
+        sourceMap: false,
+      },
+      // What the broker pins a request to: the edge's RunTask must name exactly these.
+      environment: {
+        ECS_CLUSTER: this.cluster.clusterName,
+        ECS_TASK_DEFINITION: this.taskDefinition.family,
+        ECS_CONTAINER_NAME: container.containerName,
+        ECS_SUBNETS: Fn.join(',', subnets),
+        ECS_SECURITY_GROUPS: sg.securityGroupId,
+        ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+        HUB_ORIGIN: edgeOrigin,
+        BROKER_KEY_ID: brokerKeyId,
+        BROKER_KEY_SECRET_ARN: brokerKey.secretArn,
+      },
     });
+    // Auth type NONE on purpose: the caller is a Worker, which cannot sign with AWS credentials
+    // (the point of the broker). The broker authenticates every request itself, by its SigV4
+    // signature with the broker key, before it looks at anything else.
+    const brokerUrl = this.broker.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
 
     // What wrangler.toml's [env.production.vars] needs, one output each and all of them as a
     // block to paste (CloudFormation output keys cannot hold `_`, so the var name is the
-    // description and the block's text).
-    const subnets = vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }).subnetIds;
+    // description and the block's text). The edge still sends cluster, subnets etc. in its
+    // RunTask; the broker refuses any that differ from its own.
     const values: Record<(typeof WRANGLER_VARS)[number], string> = {
       ECS_CLUSTER: this.cluster.clusterName,
       ECS_TASK_DEFINITION: this.taskDefinition.family,
@@ -224,6 +331,8 @@ export class RunnerStack extends Stack {
       ECS_SUBNETS: Fn.join(',', subnets),
       ECS_SECURITY_GROUPS: sg.securityGroupId,
       ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+      // The edge's ECS client sends its requests here instead of to ECS.
+      ECS_ENDPOINT: brokerUrl.url,
       AWS_REGION: Aws.REGION,
       // The role whose ECS sessions runners prove they hold (edge: DESIGN "Runner identity").
       RUNNER_TASK_ROLE_ARN: taskRole.roleArn,
@@ -242,6 +351,17 @@ export class RunnerStack extends Stack {
       ),
     });
 
+    // The broker key: two Worker secrets, never wrangler vars (README "Deploying").
+    new CfnOutput(this, 'BrokerKeyId', {
+      value: brokerKeyId,
+      description: 'wrangler secret put AWS_ACCESS_KEY_ID',
+    });
+    new CfnOutput(this, 'BrokerKeySecretArn', {
+      value: brokerKey.secretArn,
+      description:
+        'aws secretsmanager get-secret-value --secret-id <this ARN> --query SecretString --output text, then wrangler secret put AWS_SECRET_ACCESS_KEY',
+    });
+
     // Acknowledged cdk-nag findings, each with its reason; nothing else may be reported
     // (test/nag.test.ts, and `cdk synth` fails on any unacknowledged one).
     Validations.of(modelKey).acknowledge({
@@ -254,12 +374,17 @@ export class RunnerStack extends Stack {
       reason:
         'ecr:GetAuthorizationToken has no resource-level permissions; the other grants name the image repository, the log group and the secret.',
     });
-    Validations.of(edgePolicy).acknowledge({
+    Validations.of(brokerKey).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        "Its other copy is the edge Worker's AWS_SECRET_ACCESS_KEY, set by hand with wrangler: an automatic rotation would lock the edge out, so rotating is putting a new value here and there (README).",
+    });
+    Validations.of(brokerRole).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/${this.taskDefinition.family}:*]`,
       reason:
-        'RunTask on any revision of the one runner family: the edge names the family, so a new image (a new revision) needs no Worker change.',
+        'RunTask on any revision of the one runner family: launches name the family, so a new image (a new revision) needs no broker or Worker change.',
     });
-    Validations.of(edgePolicy).acknowledge({
+    Validations.of(brokerRole).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/${prefix}/*]`,
       reason:
         'Stop, describe and tag the tasks of the one runner cluster; task ids are random, so the cluster is the narrowest scope.',

@@ -16,8 +16,11 @@ export interface NagViolation {
   resources: string[];
 }
 
+/** The edge origin every test stack is given (bin/app.ts takes it from `-c edgeOrigin=`). */
+export const EDGE_ORIGIN = 'https://switchyard.example.com';
+
 /** One synth of the stack with the AwsSolutions pack (as bin/app.ts runs it); the validation report's violations. */
-export function synthWithNag(props: RunnerStackProps = {}): {
+export function synthWithNag(props: Partial<RunnerStackProps> = {}): {
   template: CfnTemplate;
   violations: NagViolation[];
   error: unknown;
@@ -25,7 +28,7 @@ export function synthWithNag(props: RunnerStackProps = {}): {
   const outdir = mkdtempSync(join(tmpdir(), 'sy-infra-'));
   try {
     const app = new App({ outdir });
-    const stack = new RunnerStack(app, 'SwitchyardRunners', props);
+    const stack = new RunnerStack(app, 'SwitchyardRunners', { edgeOrigin: EDGE_ORIGIN, ...props });
     Validations.of(app).addPlugins(new nag.AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }));
     let error: unknown;
     try {

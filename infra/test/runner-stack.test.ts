@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +14,8 @@ import {
   TASK_MEMORY_MIB,
   VOLUMES,
 } from '../src/runner-container.ts';
-import { RunnerStack, WRANGLER_VARS } from '../src/runner-stack.ts';
+import { checkEdgeOrigin, RunnerStack, WRANGLER_VARS } from '../src/runner-stack.ts';
+import { EDGE_ORIGIN } from './helpers.ts';
 
 // Every promise of the stack, read off the synthesized CloudFormation template.
 
@@ -30,8 +31,10 @@ const resources = (s: Statement): unknown[] => (Array.isArray(s.Resource) ? s.Re
 
 let template: Template;
 let dockerImages: { source: Record<string, unknown> }[];
+/** The broker's bundle as the Lambda runtime would load it: its asset's packaging and its `handler` export. */
+let brokerBundle: { packaging: string | undefined; handler: unknown } | undefined;
 let json: {
-  Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+  Resources: Record<string, { Type: string; Properties: Record<string, unknown>; DependsOn?: string[] }>;
   Outputs: Record<string, { Value: unknown; Description: string }>;
 };
 const ofType = (type: string) => Object.entries(json.Resources).filter(([, r]) => r.Type === type);
@@ -46,17 +49,32 @@ const logicalId = (type: string, match: (p: Record<string, unknown>) => boolean)
   return found[0]![0];
 };
 
-beforeAll(() => {
+beforeAll(async () => {
   const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'sy-infra-')) });
-  new RunnerStack(app, 'SwitchyardRunners');
-  const artifact = app.synth().getStackByName('SwitchyardRunners');
-  template = Template.fromJSON(artifact.template as Record<string, unknown>);
-  const manifest = JSON.parse(readFileSync(join(app.outdir, 'SwitchyardRunners.assets.json'), 'utf8')) as {
-    dockerImages: Record<string, { source: Record<string, unknown> }>;
-  };
-  dockerImages = Object.values(manifest.dockerImages);
-  rmSync(app.outdir, { recursive: true, force: true });
-  json = template.toJSON() as typeof json;
+  new RunnerStack(app, 'SwitchyardRunners', { edgeOrigin: EDGE_ORIGIN });
+  try {
+    const artifact = app.synth().getStackByName('SwitchyardRunners');
+    template = Template.fromJSON(artifact.template as Record<string, unknown>);
+    json = template.toJSON() as typeof json;
+    const manifest = JSON.parse(readFileSync(join(app.outdir, 'SwitchyardRunners.assets.json'), 'utf8')) as {
+      files: Record<string, { source: { path: string; packaging?: string } }>;
+      dockerImages: Record<string, { source: Record<string, unknown> }>;
+    };
+    dockerImages = Object.values(manifest.dockerImages);
+    // The function's code is the file asset its S3 key names; import it as the runtime would.
+    const fn = Object.values(json.Resources).find((r) => r.Type === 'AWS::Lambda::Function');
+    const s3Key = (fn?.Properties.Code as { S3Key?: unknown } | undefined)?.S3Key;
+    const asset = typeof s3Key === 'string' ? manifest.files[s3Key.replace(/\.zip$/, '')] : undefined;
+    if (asset !== undefined) {
+      // A missing or unloadable bundle fails the bundle test, not every test of the file.
+      const mod = (await import(pathToFileURL(join(app.outdir, asset.source.path, 'index.mjs')).href).catch(
+        (err: unknown) => ({ handler: err }),
+      )) as Record<string, unknown>;
+      brokerBundle = { packaging: asset.source.packaging, handler: mod.handler };
+    }
+  } finally {
+    rmSync(app.outdir, { recursive: true, force: true });
+  }
 });
 
 describe('network', () => {
@@ -181,13 +199,15 @@ describe('cluster and task definition', () => {
 
   it('the model key is a Secrets Manager `secrets` entry, no plain environment', () => {
     const { c } = container();
-    const secret = only('AWS::SecretsManager::Secret')[0];
+    const secret = logicalId('AWS::SecretsManager::Secret', (p) => p.Name === 'switchyard/model-key');
     expect(c.Secrets).toEqual([{ Name: 'ANTHROPIC_API_KEY', ValueFrom: { Ref: secret } }]);
     expect(c.Environment).toBeUndefined();
   });
 
   it('a model gateway URL is the one plain environment value', () => {
-    const t = Template.fromStack(new RunnerStack(new App(), 'S', { modelUrl: 'https://gateway.example/anthropic' }));
+    const t = Template.fromStack(
+      new RunnerStack(new App(), 'S', { edgeOrigin: EDGE_ORIGIN, modelUrl: 'https://gateway.example/anthropic' }),
+    );
     t.hasResourceProperties('AWS::ECS::TaskDefinition', {
       ContainerDefinitions: [
         Match.objectLike({
@@ -260,7 +280,7 @@ describe('IAM', () => {
     const policies = policiesOf(exec);
     expect(policies).toHaveLength(1);
     const statements = (policies[0]![1].Properties.PolicyDocument as { Statement: Statement[] }).Statement;
-    const secret = only('AWS::SecretsManager::Secret')[0];
+    const secret = logicalId('AWS::SecretsManager::Secret', (p) => p.Name === 'switchyard/model-key');
     const logGroup = logicalId('AWS::Logs::LogGroup', (p) => p.LogGroupName === '/switchyard/runner');
     const granted = new Map<string, unknown[]>();
     for (const s of statements) {
@@ -285,20 +305,31 @@ describe('IAM', () => {
     expect(granted.get('secretsmanager:GetSecretValue')).toEqual([{ Ref: secret }]);
   });
 
-  it('the edge user: exactly RunTask on the family in the cluster, Stop/Describe/Tag-at-launch on its tasks, PassRole on the two roles', () => {
-    const [userId, user] = only('AWS::IAM::User');
-    expect(user.Properties.UserName).toBe('switchyard-edge');
-    expect(user.Properties.ManagedPolicyArns).toBeUndefined();
-    expect(user.Properties.Policies).toBeUndefined();
+  it('no IAM user, access key or managed policy anywhere: no AWS credential leaves AWS', () => {
+    template.resourceCountIs('AWS::IAM::User', 0);
     template.resourceCountIs('AWS::IAM::AccessKey', 0);
-    expect(
-      ofType('AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Users ?? []).includes(userId)),
-    ).toEqual([]);
-    const [, policy] = only('AWS::IAM::ManagedPolicy');
-    expect(policy.Properties.Users).toEqual([{ Ref: userId }]);
+    template.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
+    for (const [id, p] of ofType('AWS::IAM::Policy')) {
+      expect(p.Properties.Users, id).toBeUndefined();
+      expect(p.Properties.Groups, id).toBeUndefined();
+    }
+  });
+
+  it('the broker role: trusts only Lambda; exactly RunTask on the family in the cluster, Stop/Describe/Tag-at-launch on its tasks, PassRole on the two roles, the broker key, its log group', () => {
+    const broker = roleId(/launch broker/);
+    const [, role] = ofType('AWS::IAM::Role').find(([id]) => id === broker)!;
+    expect((role.Properties.AssumeRolePolicyDocument as { Statement: Statement[] }).Statement).toEqual([
+      { Effect: 'Allow', Action: 'sts:AssumeRole', Principal: { Service: 'lambda.amazonaws.com' } },
+    ]);
+    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(role.Properties.Policies).toBeUndefined();
+    const policies = policiesOf(broker);
+    expect(policies).toHaveLength(1);
     const cluster = only('AWS::ECS::Cluster')[0];
     const tasks = ecsArn('task/switchyard/*');
-    expect((policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement).toEqual([
+    const brokerKey = logicalId('AWS::SecretsManager::Secret', (p) => p.Name === 'switchyard/broker-key');
+    const brokerLogs = logicalId('AWS::Logs::LogGroup', (p) => p.LogGroupName === '/switchyard/broker');
+    expect((policies[0]![1].Properties.PolicyDocument as { Statement: Statement[] }).Statement).toEqual([
       {
         Sid: 'RunRunnerTasks',
         Effect: 'Allow',
@@ -326,7 +357,33 @@ describe('IAM', () => {
         Resource: [{ 'Fn::GetAtt': [roleId(/task role/), 'Arn'] }, { 'Fn::GetAtt': [roleId(/execution role/), 'Arn'] }],
         Condition: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
       },
+      {
+        Sid: 'ReadBrokerKey',
+        Effect: 'Allow',
+        Action: 'secretsmanager:GetSecretValue',
+        Resource: { Ref: brokerKey },
+      },
+      {
+        Sid: 'WriteBrokerLogs',
+        Effect: 'Allow',
+        Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        Resource: { 'Fn::GetAtt': [brokerLogs, 'Arn'] },
+      },
     ]);
+  });
+
+  it('ECS and PassRole: the broker role is the only holder', () => {
+    const broker = roleId(/launch broker/);
+    for (const [id, p] of ofType('AWS::IAM::Policy')) {
+      const granted = (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement.filter(
+        (s) => s.Effect === 'Allow',
+      ).flatMap(actions);
+      if (JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: broker }])) continue;
+      expect(
+        granted.filter((a) => /^(ecs|iam):/.test(a) || a === '*'),
+        id,
+      ).toEqual([]);
+    }
   });
 
   it('nothing anywhere is granted on Resource "*" but ecr:GetAuthorizationToken', () => {
@@ -338,16 +395,144 @@ describe('IAM', () => {
   });
 });
 
+describe('launch broker', () => {
+  const broker = () => only('AWS::Lambda::Function');
+  const brokerKey = () => logicalId('AWS::SecretsManager::Secret', (p) => p.Name === 'switchyard/broker-key');
+
+  it('a Node.js 24 function on arm64, handler `handler`, 256 MiB, 30 s, logging to its own group kept a month', () => {
+    const [, fn] = broker();
+    const logs = logicalId('AWS::Logs::LogGroup', (p) => p.LogGroupName === '/switchyard/broker');
+    expect(fn.Properties).toMatchObject({
+      FunctionName: 'switchyard-launch-broker',
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      Handler: 'index.handler',
+      MemorySize: 256,
+      Timeout: 30,
+      LoggingConfig: { LogGroup: { Ref: logs } },
+    });
+    // A reservation can exceed a new account's concurrency quota and fail the deploy.
+    expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    expect(fn.Properties.VpcConfig).toBeUndefined();
+    template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/switchyard/broker', RetentionInDays: 30 });
+  });
+
+  it('its environment: exactly what it pins a launch to, the hub origin, the key id and the key secret ARN', () => {
+    const [, fn] = broker();
+    const privateSubnets = ofType('AWS::EC2::Subnet')
+      .filter(([, r]) => (r.Properties.Tags as { Key: string; Value: string }[]).some((t) => t.Value === 'Private'))
+      .map(([id]) => ({ Ref: id }));
+    expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toStrictEqual({
+      ECS_CLUSTER: { Ref: only('AWS::ECS::Cluster')[0] },
+      ECS_TASK_DEFINITION: 'switchyard-runner',
+      ECS_CONTAINER_NAME: 'runner',
+      ECS_SUBNETS: { 'Fn::Join': [',', privateSubnets] },
+      ECS_SECURITY_GROUPS: { 'Fn::GetAtt': [only('AWS::EC2::SecurityGroup')[0], 'GroupId'] },
+      ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+      HUB_ORIGIN: EDGE_ORIGIN,
+      BROKER_KEY_ID: 'switchyard-edge',
+      BROKER_KEY_SECRET_ARN: { Ref: brokerKey() },
+    });
+  });
+
+  it("its role is the broker role, and the function waits for the role's policy", () => {
+    const [, fn] = broker();
+    const [roleLogicalId] = ofType('AWS::IAM::Role').find(([, r]) =>
+      /launch broker/.test(String(r.Properties.Description)),
+    )!;
+    expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [roleLogicalId, 'Arn'] });
+    const [policy] = ofType('AWS::IAM::Policy').find(
+      ([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleLogicalId }]),
+    )!;
+    expect(fn.DependsOn).toContain(policy);
+  });
+
+  it('a function URL with auth type NONE (the broker checks every signature itself), invocable only through it', () => {
+    const [fnId] = broker();
+    const fnArn = { 'Fn::GetAtt': [fnId, 'Arn'] };
+    const [, url] = only('AWS::Lambda::Url');
+    expect(url.Properties).toStrictEqual({ AuthType: 'NONE', TargetFunctionArn: fnArn });
+    // Public, but only as a function URL: nobody can call lambda:Invoke on it directly.
+    expect(ofType('AWS::Lambda::Permission').map(([, p]) => p.Properties)).toEqual([
+      { Action: 'lambda:InvokeFunctionUrl', FunctionName: fnArn, FunctionUrlAuthType: 'NONE', Principal: '*' },
+      { Action: 'lambda:InvokeFunction', FunctionName: fnArn, InvokedViaFunctionUrl: true, Principal: '*' },
+    ]);
+  });
+
+  it('the broker key: a plain 48-character alphanumeric string Secrets Manager generates', () => {
+    const [, secret] = ofType('AWS::SecretsManager::Secret').find(([id]) => id === brokerKey())!;
+    expect(secret.Properties.GenerateSecretString).toStrictEqual({ PasswordLength: 48, ExcludePunctuation: true });
+    expect(secret.Properties.SecretString).toBeUndefined();
+  });
+
+  it('only the broker role may read the broker key, and its value is nowhere in the template', () => {
+    const key = JSON.stringify({ Ref: brokerKey() });
+    const broker = logicalId('AWS::IAM::Role', (p) => /launch broker/.test(String(p.Description)));
+    const granting = ofType('AWS::IAM::Policy')
+      .filter(([, p]) =>
+        (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement.some(
+          (s) => s.Effect === 'Allow' && JSON.stringify(s.Resource).includes(key),
+        ),
+      )
+      .map(([, p]) => p.Properties.Roles);
+    expect(granting).toEqual([[{ Ref: broker }]]);
+    template.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
+    template.resourceCountIs('AWS::KMS::Key', 0);
+    expect(JSON.stringify(json)).not.toMatch(/resolve:secretsmanager/);
+  });
+
+  it('the bundle is an ES module (index.mjs) of broker/src/lambda.ts that exports the handler', () => {
+    expect(brokerBundle?.packaging).toBe('zip');
+    expect(typeof brokerBundle?.handler).toBe('function');
+  });
+
+  it('edgeOrigin must be an https origin and nothing more', () => {
+    for (const bad of [
+      'http://switchyard.example.com',
+      'https://switchyard.example.com/',
+      'https://switchyard.example.com/app',
+      'https://switchyard.example.com?x=1',
+      'https://user@switchyard.example.com',
+      'switchyard.example.com',
+      'not a url',
+      '',
+    ]) {
+      expect(() => new RunnerStack(new App(), 'S', { edgeOrigin: bad }), bad).toThrow(/edgeOrigin/);
+    }
+    for (const good of [
+      'https://switchyard.example.com',
+      'https://sy.example.org:8443',
+      'https://xn--bcher-kva.example',
+    ])
+      expect(checkEdgeOrigin(good)).toBe(good);
+  });
+});
+
 describe('outputs', () => {
   it('one output per wrangler var the stack determines, plus the paste-able block', () => {
     const byDescription = Object.fromEntries(Object.values(json.Outputs).map((o) => [o.Description, o.Value]));
-    expect(Object.keys(json.Outputs)).toHaveLength(WRANGLER_VARS.length + 1);
+    expect(WRANGLER_VARS).toEqual([
+      'ECS_CLUSTER',
+      'ECS_TASK_DEFINITION',
+      'ECS_CONTAINER_NAME',
+      'ECS_SUBNETS',
+      'ECS_SECURITY_GROUPS',
+      'ECS_ASSIGN_PUBLIC_IP',
+      'ECS_ENDPOINT',
+      'AWS_REGION',
+      'RUNNER_TASK_ROLE_ARN',
+    ]);
+    // The wrangler vars, the block, and the broker key's two Worker secrets.
+    expect(Object.keys(json.Outputs)).toHaveLength(WRANGLER_VARS.length + 3);
     for (const name of WRANGLER_VARS)
       expect(byDescription[`wrangler.toml [env.production.vars] ${name}`], name).toBeDefined();
     expect(byDescription['wrangler.toml [env.production.vars] ECS_TASK_DEFINITION']).toBe('switchyard-runner');
     expect(byDescription['wrangler.toml [env.production.vars] ECS_CONTAINER_NAME']).toBe('runner');
     expect(byDescription['wrangler.toml [env.production.vars] ECS_ASSIGN_PUBLIC_IP']).toBe('DISABLED');
     expect(byDescription['wrangler.toml [env.production.vars] AWS_REGION']).toEqual({ Ref: 'AWS::Region' });
+    expect(byDescription['wrangler.toml [env.production.vars] ECS_ENDPOINT']).toEqual({
+      'Fn::GetAtt': [only('AWS::Lambda::Url')[0], 'FunctionUrl'],
+    });
     const privateSubnets = ofType('AWS::EC2::Subnet')
       .filter(([, r]) => (r.Properties.Tags as { Key: string; Value: string }[]).some((t) => t.Value === 'Private'))
       .map(([id]) => ({ Ref: id }));
@@ -374,6 +559,21 @@ describe('outputs', () => {
         (name) => `${name} = "${resolve(byDescription[`wrangler.toml [env.production.vars] ${name}`])}"`,
       ),
     ]);
+  });
+
+  it('the broker key: its id and where to read its secret, as Worker secrets (never wrangler vars)', () => {
+    const key = logicalId('AWS::SecretsManager::Secret', (p) => p.Name === 'switchyard/broker-key');
+    expect(json.Outputs.BrokerKeyId).toEqual({
+      Value: 'switchyard-edge',
+      Description: 'wrangler secret put AWS_ACCESS_KEY_ID',
+    });
+    expect(json.Outputs.BrokerKeySecretArn?.Value).toEqual({ Ref: key });
+    expect(json.Outputs.BrokerKeySecretArn?.Description).toMatch(
+      /aws secretsmanager get-secret-value --secret-id .* --query SecretString --output text.*wrangler secret put AWS_SECRET_ACCESS_KEY/,
+    );
+    expect(JSON.stringify(json.Outputs.WranglerProductionVars)).not.toMatch(
+      /AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|BrokerKey/,
+    );
   });
 
   it('every one of them is a var of wrangler.toml [env.production.vars]', () => {
