@@ -15,6 +15,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import type { Construct } from 'constructs';
+import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import {
   CONTAINER_NAME,
   DROPPED_CAPS,
@@ -51,6 +52,7 @@ export const WRANGLER_VARS = [
   'ECS_ENDPOINT',
   'AWS_REGION',
   'RUNNER_TASK_ROLE_ARN',
+  'RUNNER_HUB_URL',
 ] as const;
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -336,6 +338,8 @@ export class RunnerStack extends Stack {
       AWS_REGION: Aws.REGION,
       // The role whose ECS sessions runners prove they hold (edge: DESIGN "Runner identity").
       RUNNER_TASK_ROLE_ARN: taskRole.roleArn,
+      // Runners dial the one origin the broker lets through, whichever host name a request came in by.
+      RUNNER_HUB_URL: `${edgeOrigin.replace(/^https:/, 'wss:')}${RUNNER_CONNECT_PATH}`,
     };
     for (const name of WRANGLER_VARS) {
       new CfnOutput(this, name.replaceAll('_', ''), {

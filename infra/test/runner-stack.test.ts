@@ -521,7 +521,11 @@ describe('outputs', () => {
       'ECS_ENDPOINT',
       'AWS_REGION',
       'RUNNER_TASK_ROLE_ARN',
+      'RUNNER_HUB_URL',
     ]);
+    expect(byDescription['wrangler.toml [env.production.vars] RUNNER_HUB_URL']).toBe(
+      'wss://switchyard.example.com/internal/runner/connect',
+    );
     // The wrangler vars, the block, and the broker key's two Worker secrets.
     expect(Object.keys(json.Outputs)).toHaveLength(WRANGLER_VARS.length + 3);
     for (const name of WRANGLER_VARS)

@@ -41,11 +41,18 @@ const EcsLauncherEnvSchema = z
       .string()
       .trim()
       .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1'),
-    /** Secret. An IAM user/role key allowed ecs:RunTask, ecs:StopTask, ecs:DescribeTasks, ecs:TagResource, iam:PassRole. */
+    /**
+     * Secret. What the launcher signs its ECS requests with: in production the launch broker's key
+     * (docs/DESIGN.md "Launch broker"), which only the broker at ECS_ENDPOINT accepts.
+     */
     AWS_ACCESS_KEY_ID: z.string().trim().min(1, 'required (a secret: wrangler secret put AWS_ACCESS_KEY_ID)'),
     AWS_SECRET_ACCESS_KEY: z.string().min(1, 'required (a secret: wrangler secret put AWS_SECRET_ACCESS_KEY)'),
     AWS_SESSION_TOKEN: optionalText,
-    /** Endpoint override: the local runner host (`http://127.0.0.1:PORT`) in dev and tests; unset in production. */
+    /**
+     * Where the ECS requests go: the launch broker's function URL in production, the local runner
+     * host's broker in dev; unset, ECS itself (then the key must be an IAM key allowed RunTask, which
+     * can also override a task's command: not how infra/ deploys).
+     */
     ECS_ENDPOINT: optionalText.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
     /**
      * How the backend switch probes a backend: `task` runs the runner image's `probe` as a one-off

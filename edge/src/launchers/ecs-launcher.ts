@@ -16,7 +16,8 @@ import { verifyTaskIdentity, type IdentityVerdict, type TaskIdentityConfig } fro
 // The production launcher (DESIGN.md "Launchers"): one Fargate task per runner through Amazon
 // ECS RunTask / StopTask / DescribeTasks, called from inside the Worker with
 // `@aws-sdk/client-ecs` (explicit credentials, so the SDK never looks for a credentials file).
-// In dev and tests the same code talks to `switchyard-runner host` through `ECS_ENDPOINT`.
+// Its requests go to the launch broker at `ECS_ENDPOINT` (DESIGN.md "Launch broker"), which checks
+// them and passes them on to ECS: the broker's Lambda in production, the local runner host's in dev.
 
 export interface EcsLauncherOptions {
   /** For tests: a prebuilt client. */
