@@ -1,8 +1,8 @@
-// The launch broker's one job (docs/DESIGN.md "Launch broker"): take an ECS request from the edge,
-// signed with the broker key, check it against the rules, and send ECS exactly what was checked,
-// signed with the broker's own AWS credentials. The edge never holds a credential that can run
-// a task some other way. Errors use ECS's JSON shape, so the edge's AWS SDK reads them as it
-// reads ECS's own.
+// The launch broker's one job (docs/DESIGN.md "A leaked edge key running its own command"): take an
+// ECS request from the edge, signed with the broker key, check it against the rules, and send ECS
+// exactly what was checked, signed with the broker's own AWS credentials. The edge never holds a
+// credential that can run a task some other way. Errors use ECS's JSON shape, so the edge's AWS SDK
+// reads them as it reads ECS's own.
 import { signSigV4, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
 import type { BrokerConfig } from './config.ts';
 import { checkRequest, OPERATIONS, type Operation } from './rules.ts';

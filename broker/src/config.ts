@@ -1,34 +1,16 @@
 // The launch broker's configuration: its Lambda's environment (infra/src/runner-stack.ts sets
 // it), or the local runner host's options. Validated once; an error names the variables, never
 // their values.
-import type { IdentityEndpoint } from '@switchyard/protocol';
+import { commaList, EcsLaunchSettingsShape, type IdentityEndpoint } from '@switchyard/protocol';
 import { z } from 'zod';
 import type { BrokerRules } from './rules.ts';
 
-const list = z
-  .string()
-  .default('')
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter((x) => x !== ''),
-  );
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 const BrokerEnvSchema = z.object({
-  ECS_CLUSTER: z.string().trim().min(1, 'required'),
-  ECS_TASK_DEFINITION: z.string().trim().min(1, 'required'),
-  ECS_CONTAINER_NAME: z.string().trim().min(1).default('runner'),
-  ECS_SUBNETS: list.pipe(z.array(z.string()).min(1, 'at least one subnet id is required')),
-  ECS_SECURITY_GROUPS: list.pipe(z.array(z.string()).min(1, 'at least one security group id is required')),
-  ECS_ASSIGN_PUBLIC_IP: z.enum(['ENABLED', 'DISABLED']).default('DISABLED'),
-  AWS_REGION: z
-    .string()
-    .trim()
-    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1'),
+  ...EcsLaunchSettingsShape,
   /** The edge's origins, comma-separated: every hub and pool URL a runner is given must be on one. */
-  HUB_ORIGIN: list.pipe(
+  HUB_ORIGIN: commaList.pipe(
     z
       .array(
         httpUrl.refine(

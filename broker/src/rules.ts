@@ -1,8 +1,8 @@
-// What the launch broker lets through to ECS (docs/DESIGN.md "Launch broker"): pure, no I/O.
-// Each rule is a strict zod schema of the one request body the edge's ECS launcher sends
-// (edge/src/launchers/ecs-launcher.ts), with every value the deployment fixes pinned to the
-// broker's own configuration. A body that parses is re-serialized from what was parsed, so ECS
-// sees exactly what was checked (no duplicate keys or fields a second parser might read).
+// What the launch broker lets through to ECS (docs/DESIGN.md "A leaked edge key running its own
+// command"): pure, no I/O. Each rule is a strict zod schema of the one request body the edge's ECS
+// launcher sends (edge/src/launchers/ecs-launcher.ts), with every value the deployment fixes pinned
+// to the broker's own configuration. A body that parses is re-serialized from what was parsed, so
+// ECS sees exactly what was checked (no duplicate keys or fields a second parser might read).
 import {
   BackendSchema,
   LaunchEnvSchema,

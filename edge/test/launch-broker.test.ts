@@ -1,8 +1,8 @@
-// The edge's ECS launcher through the launch broker (docs/DESIGN.md "Launch broker"), inside
-// workerd, as production runs it: the launcher signs with the broker key only, and the local
-// runner host's broker (launcher.global-setup.ts) checks each request and passes it on signed with
-// the host's own key. Every kind of call the edge makes must pass; what a leaked edge key could
-// try beyond them must not, and nothing of it may reach the ECS API.
+// The edge's ECS launcher through the launch broker (docs/DESIGN.md "A leaked edge key running its
+// own command"), inside workerd, as production runs it: the launcher signs with the broker key
+// only, and the local runner host's broker (launcher.global-setup.ts) checks each request and
+// passes it on signed with the host's own key. Every kind of call the edge makes must pass; what a
+// leaked edge key could try beyond them must not, and nothing of it may reach the ECS API.
 import { ECSClient, RegisterTaskDefinitionCommand, RunTaskCommand } from '@aws-sdk/client-ecs';
 import { describe, expect, inject, it } from 'vitest';
 import { ecsLauncherFromEnv } from '../src/launchers/ecs-launcher.ts';

@@ -281,6 +281,15 @@ export class RunnerStack extends Stack {
       );
     }
     const subnets = vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }).subnetIds;
+    // The launch settings (protocol's EcsLaunchSettingsShape): the edge sends them, the broker pins them.
+    const launchSettings = {
+      ECS_CLUSTER: this.cluster.clusterName,
+      ECS_TASK_DEFINITION: this.taskDefinition.family,
+      ECS_CONTAINER_NAME: container.containerName,
+      ECS_SUBNETS: Fn.join(',', subnets),
+      ECS_SECURITY_GROUPS: sg.securityGroupId,
+      ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+    };
     this.broker = new nodejs.NodejsFunction(this, 'Broker', {
       functionName: `${prefix}-launch-broker`,
       description: "Switchyard launch broker: checks the edge's signed ECS requests and forwards the allowed ones",
@@ -306,12 +315,7 @@ export class RunnerStack extends Stack {
       },
       // What the broker pins a request to: the edge's RunTask must name exactly these.
       environment: {
-        ECS_CLUSTER: this.cluster.clusterName,
-        ECS_TASK_DEFINITION: this.taskDefinition.family,
-        ECS_CONTAINER_NAME: container.containerName,
-        ECS_SUBNETS: Fn.join(',', subnets),
-        ECS_SECURITY_GROUPS: sg.securityGroupId,
-        ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+        ...launchSettings,
         HUB_ORIGIN: edgeOrigin,
         BROKER_KEY_ID: brokerKeyId,
         BROKER_KEY_SECRET_ARN: brokerKey.secretArn,
@@ -327,12 +331,7 @@ export class RunnerStack extends Stack {
     // description and the block's text). The edge still sends cluster, subnets etc. in its
     // RunTask; the broker refuses any that differ from its own.
     const values: Record<(typeof WRANGLER_VARS)[number], string> = {
-      ECS_CLUSTER: this.cluster.clusterName,
-      ECS_TASK_DEFINITION: this.taskDefinition.family,
-      ECS_CONTAINER_NAME: container.containerName,
-      ECS_SUBNETS: Fn.join(',', subnets),
-      ECS_SECURITY_GROUPS: sg.securityGroupId,
-      ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
+      ...launchSettings,
       // The edge's ECS client sends its requests here instead of to ECS.
       ECS_ENDPOINT: brokerUrl.url,
       AWS_REGION: Aws.REGION,

@@ -12,6 +12,7 @@ export * from './http.ts';
 export * from './encoding.ts';
 export * from './each-limited.ts';
 export * from './launch-env.ts';
+export * from './ecs-launch-settings.ts';
 export * from './provider-errors.ts';
 export { INHERITED_ENV, allowListedEnv } from './env.ts';
 export { claudeTranscriptPath, CLAUDE_DEFAULT_TOOLS } from './claude/spawn.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BackendSchema, type Backend } from './backend.ts';
+import { AwsRegionSchema } from './ecs-launch-settings.ts';
 import type { IdentityEndpoint } from './runner-identity.ts';
 
 // The per-session environment a launcher gives a runner (ECS container overrides, or the local
@@ -14,10 +15,7 @@ import type { IdentityEndpoint } from './runner-identity.ts';
  */
 export const IdentityEnvShape = {
   SWITCHYARD_IDENTITY_URL: z.url({ protocol: /^https?$/ }).optional(),
-  SWITCHYARD_IDENTITY_REGION: z
-    .string()
-    .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1')
-    .optional(),
+  SWITCHYARD_IDENTITY_REGION: AwsRegionSchema.optional(),
 };
 
 /** The identity names for one endpoint (or none). */

@@ -260,7 +260,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // 4. The runner host: its tasks inherit the model settings (never the host's other env). Its
     // ECS API accepts only requests signed with this start's credentials (it runs what RunTask asks
     // for), which only its launch broker holds; the edge signs with the broker key, as in
-    // production (docs/DESIGN.md "Launch broker").
+    // production (docs/DESIGN.md "A leaked edge key running its own command").
     const hostCredentials = {
       accessKeyId: `AKIDSY${randomBytes(8).toString('hex').toUpperCase()}`,
       secretAccessKey: randomBytes(32).toString('base64url'),

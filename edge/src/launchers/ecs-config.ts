@@ -1,18 +1,9 @@
+import { EcsLaunchSettingsShape } from '@switchyard/protocol';
 import { z } from 'zod';
 import type { TaskIdentityConfig } from './task-identity.ts';
 
 // The ECS launcher's configuration: wrangler `[vars]` plus secrets (`wrangler secret put`).
 // Validated when a launcher is built; an error names the variables, never their values.
-
-const list = z
-  .string()
-  .default('')
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter((x) => x !== ''),
-  );
 
 const optionalText = z
   .string()
@@ -21,29 +12,11 @@ const optionalText = z
 
 const EcsLauncherEnvSchema = z
   .object({
-    /** Cluster name or ARN. */
-    ECS_CLUSTER: z.string().trim().min(1, 'required'),
-    /** `family`, `family:revision` or a task definition ARN (its container runs `switchyard-runner`). */
-    ECS_TASK_DEFINITION: z.string().trim().min(1, 'required'),
-    /** The runner container's name in the task definition (the overrides address it). */
-    ECS_CONTAINER_NAME: z.string().trim().min(1).default('runner'),
-    /** Comma-separated subnet ids (awsvpc); private subnets are enough, the runner only dials out. */
-    ECS_SUBNETS: list.pipe(z.array(z.string()).min(1, 'at least one subnet id is required')),
-    /**
-     * Comma-separated security group ids (egress only is enough). Required: a RunTask without one
-     * puts the task in the VPC's default group, which lets every member reach every other (runners
-     * of other sessions among them) and everything out.
-     */
-    ECS_SECURITY_GROUPS: list.pipe(z.array(z.string()).min(1, 'at least one security group id is required')),
-    /** `ENABLED` only for public subnets without a NAT gateway. */
-    ECS_ASSIGN_PUBLIC_IP: z.enum(['ENABLED', 'DISABLED']).default('DISABLED'),
-    AWS_REGION: z
-      .string()
-      .trim()
-      .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be a region such as us-east-1'),
+    ...EcsLaunchSettingsShape,
     /**
      * Secret. What the launcher signs its ECS requests with: in production the launch broker's key
-     * (docs/DESIGN.md "Launch broker"), which only the broker at ECS_ENDPOINT accepts.
+     * (docs/DESIGN.md "A leaked edge key running its own command"), which only the broker at
+     * ECS_ENDPOINT accepts.
      */
     AWS_ACCESS_KEY_ID: z.string().trim().min(1, 'required (a secret: wrangler secret put AWS_ACCESS_KEY_ID)'),
     AWS_SECRET_ACCESS_KEY: z.string().min(1, 'required (a secret: wrangler secret put AWS_SECRET_ACCESS_KEY)'),

@@ -13,11 +13,12 @@ import { loadEcsLauncherConfig, type EcsLauncherConfig } from './ecs-config.ts';
 import type { LaunchRequest, Launcher, PoolLaunchRequest, RunnerDescription } from './launcher.ts';
 import { verifyTaskIdentity, type IdentityVerdict, type TaskIdentityConfig } from './task-identity.ts';
 
-// The production launcher (DESIGN.md "Launchers"): one Fargate task per runner through Amazon
-// ECS RunTask / StopTask / DescribeTasks, called from inside the Worker with
-// `@aws-sdk/client-ecs` (explicit credentials, so the SDK never looks for a credentials file).
-// Its requests go to the launch broker at `ECS_ENDPOINT` (DESIGN.md "Launch broker"), which checks
-// them and passes them on to ECS: the broker's Lambda in production, the local runner host's in dev.
+// The production launcher (DESIGN.md "Launchers"): one Fargate task per runner through Amazon ECS
+// RunTask / StopTask / DescribeTasks, called from inside the Worker with `@aws-sdk/client-ecs`
+// (explicit credentials, so the SDK never looks for a credentials file). Its requests go to the
+// launch broker at `ECS_ENDPOINT` (DESIGN.md "A leaked edge key running its own command"), which
+// checks them and passes them on to ECS: the broker's Lambda in production, the local runner host's
+// in dev.
 
 export interface EcsLauncherOptions {
   /** For tests: a prebuilt client. */

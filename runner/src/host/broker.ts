@@ -1,8 +1,8 @@
-// The launch broker in front of the local host's ECS API, as the broker's Lambda stands in front
-// of ECS in production (docs/DESIGN.md "Launch broker"): the edge signs with the broker key, the
-// broker checks every request and signs what it passes on with the host's own key, which the edge
-// does not hold. Its settings are a file the stack writes (the edge's origins are only all known
-// once wrangler dev has started), read on every request.
+// The launch broker in front of the local host's ECS API, as the broker's Lambda stands in front of
+// ECS in production (docs/DESIGN.md "A leaked edge key running its own command"): the edge signs
+// with the broker key, the broker checks every request and signs what it passes on with the host's
+// own key, which the edge does not hold. Its settings are a file the stack writes (the edge's
+// origins are only all known once wrangler dev has started), read on every request.
 import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { handleBrokerRequest, loadBrokerConfig } from '@switchyard/launch-broker';
