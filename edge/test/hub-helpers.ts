@@ -65,7 +65,7 @@ export class FakeLauncher implements Launcher {
   /** Every identity check the hub asked for, in order. */
   verifications: Array<{ ref: string; runnerId: string; proof: RunnerIdentityProof | undefined }> = [];
   /** The answer to identity checks (default: every runner is who it says). */
-  verdict: (runnerId: string) => IdentityVerdict = () => ({ ok: true });
+  verdict: (runnerId: string, proof: RunnerIdentityProof | undefined) => IdentityVerdict = () => ({ ok: true });
   private n = 0;
 
   async start(request: LaunchRequest): Promise<string> {
@@ -89,7 +89,7 @@ export class FakeLauncher implements Launcher {
   }
   async verifyRunner(ref: string, runnerId: string, proof: RunnerIdentityProof | undefined): Promise<IdentityVerdict> {
     this.verifications.push({ ref, runnerId, proof });
-    return this.verdict(runnerId);
+    return this.verdict(runnerId, proof);
   }
   /** The ref of the nth runner this launcher started (1-based). */
   ref(n: number): string {

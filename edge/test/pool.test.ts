@@ -1,6 +1,12 @@
 import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import { RUNNER_LINK_PING, WIRE_PROTOCOL_VERSION, type RunnerIdentityProof } from '@switchyard/protocol';
+import {
+  encodeProofHeader,
+  RUNNER_LINK_PING,
+  RUNNER_PROOF_HEADER,
+  WIRE_PROTOCOL_VERSION,
+  type RunnerIdentityProof,
+} from '@switchyard/protocol';
 import { POOL_CLAIM_MAX_BYTES, PoolCloseCode, PoolToRunnerSchema, type PoolClaim } from '@switchyard/protocol/pool';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
@@ -60,10 +66,21 @@ class FakePooledRunner {
     });
   }
 
-  static async dial(app: TestApp, request: PoolLaunchRequest, token = request.poolToken): Promise<FakePooledRunner> {
+  static async dial(
+    app: TestApp,
+    request: PoolLaunchRequest,
+    token = request.poolToken,
+    proof?: RunnerIdentityProof,
+  ): Promise<FakePooledRunner> {
     const res = await app.request(
       'http://localhost/internal/runner/pool',
-      { headers: { Upgrade: 'websocket', Authorization: `Bearer ${token}` } },
+      {
+        headers: {
+          Upgrade: 'websocket',
+          Authorization: `Bearer ${token}`,
+          ...(proof !== undefined && { [RUNNER_PROOF_HEADER]: encodeProofHeader(proof) }),
+        },
+      },
       env,
     );
     const ws = res.webSocket;
@@ -72,7 +89,7 @@ class FakePooledRunner {
     return new FakePooledRunner(ws, request);
   }
 
-  hello(identity?: RunnerIdentityProof): void {
+  hello(): void {
     this.ws.send(
       JSON.stringify({
         type: 'pool_hello',
@@ -81,7 +98,6 @@ class FakePooledRunner {
         model: this.request.model,
         cliVersion: 'fake 1.0',
         capabilities: { guard: 'loaded', sandbox: 'none' },
-        ...(identity !== undefined && { identity }),
       }),
     );
   }
@@ -455,30 +471,43 @@ describe('warm runner pool', () => {
     expect(ctx.launcher.pooled).toHaveLength(2);
   });
 
-  it('runner identity: a pooled runner whose task identity is refused is never claimed; the one claimed needs no second proof at the hub', async () => {
+  it('runner identity: a pool link whose proof is refused gets no socket and costs the pooled runner nothing; the one claimed needs no second proof at the hub', async () => {
     await setPool({ claude: 1 });
-    const first = ctx.launcher.pooled[0] as PoolLaunchRequest;
+    const pooledRequest = ctx.launcher.pooled[0] as PoolLaunchRequest;
+    const ref = `pool-task-${pooledRequest.runnerId}`;
     const refusal = 'the identity proof is not of the task this launch started';
-    ctx.launcher.verdict = () => ({
-      ok: false,
-      error: { code: 'runner_identity_refused', message: refusal, retryable: false },
-    });
-    // Someone who read the RunTask overrides dials with the pool token before the runner does.
-    const thief = await FakePooledRunner.dial(ctx.app, first);
-    thief.hello();
-    expect(await until('refused', () => thief.closed)).toEqual({ code: PoolCloseCode.unauthorized, reason: refusal });
-    expect(ctx.launcher.verifications).toEqual([
-      { ref: `pool-task-${first.runnerId}`, runnerId: first.runnerId, proof: undefined },
-    ]);
-    // The slot is lost, not taken: its task is stopped and another pooled runner launched.
-    await until('a replacement', () => ctx.launcher.pooled.length === 2);
-    expect(ctx.launcher.stops.map((s) => s.ref)).toContain(`pool-task-${first.runnerId}`);
-    ctx.launcher.verdict = () => ({ ok: true });
-    const second = ctx.launcher.pooled[1] as PoolLaunchRequest;
     const proof = { amzDate: '20261207T040000Z', authorization: 'AWS4-HMAC-SHA256 pooled' };
-    const pooled = await FakePooledRunner.dial(ctx.app, second);
-    pooled.hello(proof);
+    // Only the pooled task's own proof passes.
+    ctx.launcher.verdict = (_runnerId, given) =>
+      given?.authorization === proof.authorization
+        ? { ok: true }
+        : { ok: false, error: { code: 'runner_identity_refused', message: refusal, retryable: false } };
+    // Someone who read the RunTask overrides dials with the pool token before the runner does,
+    // with no proof and then with another task's, and holds on.
+    const thieves = [
+      await FakePooledRunner.dial(ctx.app, pooledRequest),
+      await FakePooledRunner.dial(ctx.app, pooledRequest, pooledRequest.poolToken, {
+        amzDate: '20261207T040000Z',
+        authorization: 'AWS4-HMAC-SHA256 another task',
+      }),
+    ];
+    for (const thief of thieves) {
+      expect(await until('refused', () => thief.closed)).toEqual({ code: PoolCloseCode.unauthorized, reason: refusal });
+    }
+    expect(ctx.launcher.verifications).toEqual([
+      { ref, runnerId: pooledRequest.runnerId, proof: undefined },
+      {
+        ref,
+        runnerId: pooledRequest.runnerId,
+        proof: expect.objectContaining({ authorization: 'AWS4-HMAC-SHA256 another task' }),
+      },
+    ]);
+    // The slot is neither taken nor lost: the real runner links, proves itself and is claimed.
+    const pooled = await FakePooledRunner.dial(ctx.app, pooledRequest, pooledRequest.poolToken, proof);
+    pooled.hello();
     await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    expect(ctx.launcher.pooled).toHaveLength(1);
+    expect(ctx.launcher.stops).toEqual([]);
     const hubCtx = asUser();
     const sessionId = await createSession(hubCtx, ctx.user);
     await postMessage(hubCtx, sessionId, 'hello pool');
@@ -486,7 +515,7 @@ describe('warm runner pool', () => {
     const runner = await FakeRunner.connect(ctx.app, {
       token: claim.runnerToken,
       sessionId,
-      runnerId: second.runnerId,
+      runnerId: pooledRequest.runnerId,
     });
     // Refused from now on: were the hub to ask, the claimed runner would be turned away.
     ctx.launcher.verdict = () => ({
@@ -495,11 +524,9 @@ describe('warm runner pool', () => {
     });
     runner.hello(sessionId);
     await runner.waitFor('welcome');
-    // Its pool_hello was checked against its pooled task; the claim's token went to it alone, over
-    // that link, so the hub does not ask again (no STS round trip before a pooled first answer).
-    expect(ctx.launcher.verifications.slice(1)).toEqual([
-      { ref: `pool-task-${second.runnerId}`, runnerId: second.runnerId, proof },
-    ]);
+    // Its link was checked against its pooled task; the claim's token went to it alone, over that
+    // link, so the hub does not ask again (no STS round trip before a pooled first answer).
+    expect(ctx.launcher.verifications.slice(2)).toEqual([{ ref, runnerId: pooledRequest.runnerId, proof }]);
     runner.close();
   });
 

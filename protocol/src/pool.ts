@@ -3,7 +3,7 @@ import { BackendSchema, type Backend } from './backend.ts';
 import { UserMessageSchema } from './adapter.ts';
 import { CapabilitiesSchema } from './wire.ts';
 import { identityEnv, IdentityEnvShape } from './launch-env.ts';
-import { RunnerIdentityProofSchema, type IdentityEndpoint } from './runner-identity.ts';
+import type { IdentityEndpoint } from './runner-identity.ts';
 
 // The warm runner pool's link (docs/DESIGN.md "Warm runner pool"). A pooled runner is started
 // before any session exists: it prepares its sandbox, starts its CLI and dials the pool
@@ -13,7 +13,10 @@ import { RunnerIdentityProofSchema, type IdentityEndpoint } from './runner-ident
 // hub like any launched runner. A pooled runner serves one session at most and is never returned
 // to the pool. Heartbeats reuse the runner link's fixed ping/pong strings.
 
-/** The edge route a pooled runner dials (a WebSocket upgrade, `Authorization: Bearer <pool token>`). */
+/**
+ * The edge route a pooled runner dials: a WebSocket upgrade, `Authorization: Bearer <pool token>`,
+ * and its proof of task identity in RUNNER_PROOF_HEADER when its launch named an identity endpoint.
+ */
 export const POOL_CONNECT_PATH = '/internal/runner/pool';
 
 /** Close codes the coordinator uses; the pooled runner exits on any close before a claim. */
@@ -37,8 +40,6 @@ export const PoolHelloSchema = z.strictObject({
   model: z.string().min(1).max(200).nullable(),
   cliVersion: z.string().max(200).nullable(),
   capabilities: CapabilitiesSchema,
-  /** Which task this runner is (runner-identity.ts); present when its launch asked for one. */
-  identity: RunnerIdentityProofSchema.optional(),
 });
 export type PoolHello = z.infer<typeof PoolHelloSchema>;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fromBase64Url, toBase64Url } from './encoding.ts';
 import { signSigV4, type SigV4Credentials } from './sigv4.ts';
 
 // Runner identity (docs/DESIGN.md "Runner identity"). A runner's launch request (ECS RunTask
@@ -23,6 +24,29 @@ export const RunnerIdentityProofSchema = z.strictObject({
   securityToken: z.string().min(1).max(8000).optional(),
 });
 export type RunnerIdentityProof = z.infer<typeof RunnerIdentityProofSchema>;
+
+/**
+ * The header a pooled runner's link upgrade carries its proof in (base64url of the proof's JSON),
+ * so the pool coordinator checks it before it gives the link a socket (docs/DESIGN.md "Runner
+ * identity"): a link dialled with a pool token read from the launch request takes nothing.
+ */
+export const RUNNER_PROOF_HEADER = 'x-switchyard-identity';
+
+export function encodeProofHeader(proof: RunnerIdentityProof): string {
+  return toBase64Url(new TextEncoder().encode(JSON.stringify(proof)));
+}
+
+/** The proof in a RUNNER_PROOF_HEADER value; undefined when absent or not a proof. */
+export function decodeProofHeader(value: string | null | undefined): RunnerIdentityProof | undefined {
+  const bytes = value == null || value.length > 16_000 ? null : fromBase64Url(value);
+  if (bytes === null) return undefined;
+  try {
+    const parsed = RunnerIdentityProofSchema.safeParse(JSON.parse(new TextDecoder().decode(bytes)));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Where a runner's proof is checked: the STS endpoint the edge calls, and its signing region. */
 export interface IdentityEndpoint {

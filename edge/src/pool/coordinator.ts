@@ -1,5 +1,11 @@
 import { DurableObject } from 'cloudflare:workers';
-import { RUNNER_LINK_PING, RUNNER_LINK_PONG, type Backend } from '@switchyard/protocol';
+import {
+  decodeProofHeader,
+  RUNNER_LINK_PING,
+  RUNNER_LINK_PONG,
+  RUNNER_PROOF_HEADER,
+  type Backend,
+} from '@switchyard/protocol';
 import {
   POOL_CLAIM_MAX_BYTES,
   PoolCloseCode,
@@ -186,12 +192,28 @@ export class PoolCoordinator extends DurableObject<Env> {
     const runner = this.#runners.get(runnerId);
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
-    if (runner === undefined || runner.state !== 'launching' || this.#socketOf(runnerId) !== undefined) {
-      // Unknown (retired, claimed, never launched here) or already linked once: one link per token.
+    const refuse = (reason: string) => {
       server.accept();
-      server.close(PoolCloseCode.unauthorized, 'this pooled runner is not expected');
+      server.close(PoolCloseCode.unauthorized, reason.slice(0, 120));
       return new Response(null, { status: 101, webSocket: client });
+    };
+    const expected = () =>
+      this.#runners.get(runnerId) === runner && runner?.state === 'launching' && this.#socketOf(runnerId) === undefined;
+    // Unknown (retired, claimed, never launched here) or already linked once: one link per runner.
+    if (runner === undefined || !expected()) return refuse('this pooled runner is not expected');
+    // The pool token rode in the launch request: the link proves it is the task launched here
+    // before it gets a socket (docs/DESIGN.md "Runner identity"). A refused link costs the pooled
+    // runner nothing: whoever read the token cannot take its one link or make it replaced.
+    if (runner.ref === null) await this.#starting.get(runnerId);
+    const proof = decodeProofHeader(request.headers.get(RUNNER_PROOF_HEADER));
+    const verdict =
+      runner.ref === null ? null : await hubRuntime().launcherFor(this.env).verifyRunner(runner.ref, runnerId, proof);
+    if (verdict === null || !verdict.ok) {
+      const why = verdict === null ? 'this pooled runner has no task' : verdict.error.message;
+      console.warn('pool coordinator: runner identity refused:', why);
+      return refuse(why);
     }
+    if (!expected()) return refuse('this pooled runner is not expected');
     this.ctx.acceptWebSocket(server, [runnerId]);
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -217,20 +239,6 @@ export class PoolCoordinator extends DurableObject<Env> {
     if (hello.data.capabilities.guard !== 'loaded') {
       // A runner that will never start a CLI is no warm runner.
       ws.close(PoolCloseCode.retired, 'the guard is not loaded');
-      return;
-    }
-    // The pool token rode in the launch request: the runner proves it is the task launched here
-    // before it can be claimed (docs/DESIGN.md "Runner identity").
-    if (runner.ref === null) await this.#starting.get(runnerId);
-    const verdict =
-      runner.ref === null
-        ? null
-        : await hubRuntime().launcherFor(this.env).verifyRunner(runner.ref, runnerId, hello.data.identity);
-    if (this.#runners.get(runnerId) !== runner || runner.state !== 'launching') return;
-    if (verdict === null || !verdict.ok) {
-      const why = verdict === null ? 'this pooled runner has no task' : verdict.error.message;
-      console.warn('pool coordinator: runner identity refused:', why);
-      ws.close(PoolCloseCode.unauthorized, why.slice(0, 120));
       return;
     }
     runner.state = 'idle';

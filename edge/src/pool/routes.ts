@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { BackendSchema, bearerToken } from '@switchyard/protocol';
+import { BackendSchema, bearerToken, RUNNER_PROOF_HEADER } from '@switchyard/protocol';
 import { PoolCloseCode, PoolSizesSchema, type PoolSizes } from '@switchyard/protocol/pool';
 import type { Context } from 'hono';
 import { auditInsert } from '../audit/store.ts';
@@ -119,7 +119,12 @@ export async function poolConnect(c: Context<AppEnv>, deps: AppDeps): Promise<Re
   const verdict = await verifyRunnerToken(secret, token, deps.clock());
   if (!verdict.ok || verdict.claims.sessionId !== POOL_TOKEN_SCOPE || verdict.claims.kind !== 'bootstrap')
     return refuse(PoolCloseCode.unauthorized, 'pool token invalid or expired');
+  const proof = c.req.header(RUNNER_PROOF_HEADER);
   return poolCoordinator(c.env).fetch('https://pool/runner', {
-    headers: { Upgrade: 'websocket', 'X-Switchyard-Pool-Runner': verdict.claims.launchId },
+    headers: {
+      Upgrade: 'websocket',
+      'X-Switchyard-Pool-Runner': verdict.claims.launchId,
+      ...(proof !== undefined && { [RUNNER_PROOF_HEADER]: proof }),
+    },
   });
 }

@@ -1,4 +1,4 @@
-import { RUNNER_LINK_PING } from '@switchyard/protocol';
+import { encodeProofHeader, RUNNER_LINK_PING, RUNNER_PROOF_HEADER } from '@switchyard/protocol';
 import { PoolClaimSchema, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
 import type WebSocket from 'ws';
 import type { IdentityProver } from '../identity/task-identity.ts';
@@ -17,7 +17,7 @@ export interface PoolLinkOptions {
   url: string;
   token: string;
   hello: PoolHello;
-  /** Proves the runner's task identity in the hello (absent: the hello has no proof). */
+  /** Proves the runner's task identity in the link's upgrade (absent: no proof is sent). */
   identity: IdentityProver | undefined;
   pingIntervalMs: number;
   /** How long the dial may take (the link's welcome timeout). */
@@ -42,28 +42,31 @@ export class PoolLink {
   }
 
   async start(): Promise<void> {
-    // Signed while the socket is dialled. Without it the coordinator would refuse the hello, so a
-    // proof that cannot be made ends the link (the coordinator launches a replacement).
-    const proof = this.o.identity?.prove().catch((err: unknown) => {
-      this.o.log.error('pooled runner: could not prove the task identity', {
-        error: err instanceof Error ? err.message : String(err),
-      });
-      return null;
-    });
-    const WebSocketClient = await loadWebSocket();
+    // The coordinator checks the proof before the link gets a socket, so it goes with the upgrade.
+    // A proof that cannot be made ends the wait (the coordinator launches a replacement).
+    const [WebSocketClient, proof] = await Promise.all([
+      loadWebSocket(),
+      this.o.identity?.prove().catch((err: unknown) => {
+        this.o.log.error('pooled runner: could not prove the task identity', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+        return null;
+      }),
+    ]);
     if (this.settled) return;
+    if (proof === null) return this.close('no proof of the task identity');
     const ws = new WebSocketClient(this.o.url, {
-      headers: { authorization: `Bearer ${this.o.token}` },
+      headers: {
+        authorization: `Bearer ${this.o.token}`,
+        ...(proof !== undefined && { [RUNNER_PROOF_HEADER]: encodeProofHeader(proof) }),
+      },
       handshakeTimeout: this.o.handshakeTimeoutMs,
       maxPayload: 64 * 1024,
       perMessageDeflate: false,
     });
     this.ws = ws;
-    ws.on('open', async () => {
-      const identity = await proof;
-      if (identity === null) return this.close('no proof of the task identity');
-      if (ws.readyState !== ws.OPEN) return;
-      ws.send(JSON.stringify({ ...this.o.hello, ...(identity !== undefined && { identity }) }));
+    ws.on('open', () => {
+      ws.send(JSON.stringify(this.o.hello));
       this.ping = setInterval(() => ws.send(RUNNER_LINK_PING), this.o.pingIntervalMs);
     });
     ws.on('message', (data, isBinary) => {
