@@ -4,8 +4,7 @@
 // exactly what it got. So the real SDK's signature, target and body pass the broker, the SDK
 // reads the broker's refusals as errors, and ECS only ever sees checked bodies signed upstream.
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
 import {
   DescribeTasksCommand,
   ECSClient,
@@ -35,6 +34,7 @@ import {
   taskArn,
   withEnv,
 } from './fixtures.ts';
+import { close, headersOf, listen, readAll } from './loopback.ts';
 
 const JSON_11 = 'application/x-amz-json-1.1';
 const TARGET = 'AmazonEC2ContainerServiceV20141113.';
@@ -66,31 +66,6 @@ interface Reply {
   status: number;
   headers: Record<string, string>;
   body: string;
-}
-
-function headersOf(req: IncomingMessage): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) {
-    if (typeof v === 'string') out[k] = v;
-    else if (Array.isArray(v)) out[k] = v.join(', ');
-  }
-  return out;
-}
-
-async function readAll(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return Buffer.concat(chunks);
-}
-
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-async function close(server: Server): Promise<void> {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
 // --- the fake ECS -------------------------------------------------------------------------------

@@ -3,13 +3,13 @@
 // reads the broker key from the regional Secrets Manager endpoint with no way to point it
 // elsewhere, so the test redirects just that host (global fetch) to a loopback Secrets Manager,
 // which verifies the signature with the role's credentials as sent (its original host).
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
 import { DescribeTasksCommand, ECSClient, ECSServiceException, RunTaskCommand } from '@aws-sdk/client-ecs';
 import { verifySigV4 } from '@switchyard/protocol';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FunctionUrlEvent, FunctionUrlResult } from '../src/lambda.ts';
 import { HUB_ORIGIN, REGION, RULES, RUNNER_TOKEN, sessionRunTask, taskArn } from './fixtures.ts';
+import { close, headersOf, listen, readAll } from './loopback.ts';
 
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:switchyard/broker-key-AbCdEf';
 const BROKER_KEY = 'broker-key-for-lambda-test-0123456789abcdef';
@@ -28,25 +28,6 @@ interface Call {
   headers: Record<string, string>;
   raw: string;
   auth: Verified;
-}
-
-function headersOf(req: IncomingMessage): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') out[k] = v;
-  return out;
-}
-async function readAll(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
-  return Buffer.concat(chunks);
-}
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-async function close(server: Server): Promise<void> {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
 /** A loopback AWS service: verifies the role's signature for `service`, records, answers. */

@@ -1,11 +1,11 @@
 // readSecretString: one GetSecretValue, signed with the broker's own temporary credentials, against
 // a loopback server playing Secrets Manager that verifies the signature and records the request.
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { verifySigV4 } from '@switchyard/protocol';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AwsCredentials } from '../src/broker.ts';
 import { readSecretString } from '../src/secret.ts';
+import { close, listen } from './loopback.ts';
 
 const REGION = 'eu-central-1';
 const ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:switchyard/broker-key-AbCdEf';
@@ -53,13 +53,9 @@ const server: Server = createServer((req, res) => {
 let endpoint = '';
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  endpoint = `${await listen(server)}/`;
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(() => close(server));
 beforeEach(() => {
   requests.length = 0;
   reply = { status: 200, body: JSON.stringify({ ARN, Name: 'switchyard/broker-key', SecretString: BROKER_KEY }) };
