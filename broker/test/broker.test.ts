@@ -4,7 +4,7 @@
 // exactly what it got. So the real SDK's signature, target and body pass the broker, the SDK
 // reads the broker's refusals as errors, and ECS only ever sees checked bodies signed upstream.
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import {
   DescribeTasksCommand,
   ECSClient,
