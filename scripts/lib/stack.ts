@@ -96,9 +96,8 @@ export interface Stack {
   hostUrl: string;
   /** The only credentials the runner host's ECS API accepts (SigV4), generated for this start; only its launch broker holds them. */
   hostCredentials: { accessKeyId: string; secretAccessKey: string };
-  /** The launch broker in front of the host (the edge's ECS_ENDPOINT), and the key the edge signs with. */
+  /** The launch broker in front of the host (the edge's ECS_ENDPOINT). */
   brokerUrl: string;
-  brokerKey: { accessKeyId: string; secretAccessKey: string };
   hostStateDir: string;
   devDir: string;
   persistTo: string;
@@ -403,7 +402,6 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       hostUrl: hostReady.url,
       hostCredentials,
       brokerUrl: hostReady.brokerUrl,
-      brokerKey,
       hostStateDir,
       devDir,
       persistTo,
