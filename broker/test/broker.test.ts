@@ -291,9 +291,8 @@ describe('the broker between the real ECS SDK and ECS', () => {
     expect(out.tasks?.[0]?.taskArn).toBe(call?.answeredArn);
   });
 
-  // BUG (stays red): the SDK fills in RunTask's clientToken (an idempotency token) with a UUID when
-  // the input has none, as EcsLauncher.probeViaTask's does; rules.ts refuses any clientToken on a
-  // probe, so the production probe (RUNNER_PROBE=task) can never pass the broker.
+  // The SDK fills in RunTask's clientToken (an idempotency token) with a UUID when the input has
+  // none, as EcsLauncher.probeViaTask's has not: a probe refused for it could never pass the broker.
   it('a probe RunTask as the SDK sends it passes', async () => {
     const input = probeRunTask(CONFIG.rules, 'pi');
     const out = await edgeClient().send(new RunTaskCommand(input));
@@ -527,10 +526,9 @@ describe('the broker between the real ECS SDK and ECS', () => {
     expect(ecsCalls).toEqual([]);
   });
 
-  // BUG (stays red; protocol/src/sigv4.ts): verifySigV4 takes the payload hash from the signed
-  // x-amz-content-sha256 header (which the SDK sends) without comparing it with the body, so a
-  // signed request's body can be replaced by any other that passes the rules while its signature
-  // stays valid (for its five minutes).
+  // The SDK sends the body's hash in a signed x-amz-content-sha256 header: a verifier that took the
+  // hash from there without comparing it with the body (protocol/src/sigv4.ts did) would let a
+  // captured request carry another body that passes the rules while its signature is valid.
   it('a body swapped under a signed request (signed payload hash of another body) is refused', async () => {
     const signedFor = JSON.stringify({ cluster: CONFIG.rules.cluster, tasks: [taskArn(CONFIG.rules, 'a'.repeat(32))] });
     const swapped = JSON.stringify({ cluster: CONFIG.rules.cluster, task: taskArn(CONFIG.rules, 'b'.repeat(32)) });

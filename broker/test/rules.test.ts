@@ -106,9 +106,8 @@ describe('accepted: what the edge sends, forwarded as checked', () => {
     expect(accepted('RunTask', body)).toEqual(body);
   });
 
-  // BUG (stays red): RunTask's clientToken is an idempotency token, which the AWS SDK fills in with
-  // a UUID when the input has none, so a probe always arrives with one (broker.test.ts shows it with
-  // the real SDK); rules.ts refuses any clientToken on a probe.
+  // RunTask's clientToken is an idempotency token, which the AWS SDK fills in with a UUID when the
+  // input has none, so a probe always arrives with one (broker.test.ts shows it with the real SDK).
   it('a probe with the client token the SDK fills in (a UUID)', () => {
     const body = { ...probeRunTask(), clientToken: '3f2b8c1e-5d4a-4e6f-9a7b-0c1d2e3f4a5b' };
     expect(accepted('RunTask', body)).toEqual(body);
@@ -495,8 +494,8 @@ describe('refused: the launch itself', () => {
     expect(r).toEqual({ field: 'tags', message: 'must be the launch’s own tags' });
   });
 
-  // BUG (stays red): tags are compared as `key=value` strings, so with an `=` in the session id
-  // (any string the schema allows) a tag with another key reads the same as the launch's own.
+  // Tags compared as `key=value` strings would let a tag with another key read as the launch's own
+  // when the session id holds an `=` (the schema allows it).
   it('a tag whose key and value split the launch’s own tag at another `=`', () => {
     const body = sessionRunTask(RULES, { sessionId: 'ses_a=b' });
     const tags = body.tags.map((t) =>
