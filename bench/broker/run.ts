@@ -15,22 +15,14 @@ import { DescribeTasksCommand, ECSClient, StopTaskCommand } from '@aws-sdk/clien
 import { handleBrokerRequest, loadBrokerConfig } from '@switchyard/launch-broker';
 import { launchEnvironment, signSigV4 } from '@switchyard/protocol';
 import { startRunnerHost } from '@switchyard/runner/host';
+import { LOCAL_LAUNCH_VARS } from '../../scripts/lib/stack.ts';
 import { median, quantile } from '../stats.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '200' } } });
 const rounds = Number(values.rounds);
 
 const RUNNER_BIN = resolve(import.meta.dirname, '..', '..', 'runner', 'bin', 'switchyard-runner.js');
-const SETTINGS = {
-  ECS_CLUSTER: 'switchyard-local',
-  ECS_TASK_DEFINITION: 'switchyard-runner',
-  ECS_CONTAINER_NAME: 'runner',
-  ECS_SUBNETS: 'subnet-local',
-  ECS_SECURITY_GROUPS: 'sg-local',
-  ECS_ASSIGN_PUBLIC_IP: 'DISABLED',
-  AWS_REGION: 'us-east-1',
-  HUB_ORIGIN: 'http://127.0.0.1:9',
-};
+const SETTINGS = { ...LOCAL_LAUNCH_VARS, HUB_ORIGIN: 'http://127.0.0.1:9' };
 const hostKey = { accessKeyId: 'AKIDBENCHHOST', secretAccessKey: 'bench-host-secret' };
 const edgeKey = { accessKeyId: 'bench-edge', secretAccessKey: 'bench-broker-key-of-some-length-000000' };
 

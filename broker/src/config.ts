@@ -1,7 +1,7 @@
 // The launch broker's configuration: its Lambda's environment (infra/src/runner-stack.ts sets
 // it), or the local runner host's options. Validated once; an error names the variables, never
 // their values.
-import { commaList, EcsLaunchSettingsShape, type IdentityEndpoint } from '@switchyard/protocol';
+import { commaList, EcsLaunchSettingsShape, launchSettingsOf, type IdentityEndpoint } from '@switchyard/protocol';
 import { z } from 'zod';
 import type { BrokerRules } from './rules.ts';
 
@@ -61,12 +61,7 @@ export function loadBrokerConfig(env: Record<string, string | undefined>): Broke
     ok: true,
     config: {
       rules: {
-        cluster: e.ECS_CLUSTER,
-        taskDefinition: e.ECS_TASK_DEFINITION,
-        containerName: e.ECS_CONTAINER_NAME,
-        subnets: e.ECS_SUBNETS,
-        securityGroups: e.ECS_SECURITY_GROUPS,
-        assignPublicIp: e.ECS_ASSIGN_PUBLIC_IP,
+        ...launchSettingsOf(e),
         hubOrigins: e.HUB_ORIGIN.map((u) => new URL(u).origin),
         identity,
         allowLoopbackRepositories: e.ALLOW_LOOPBACK_REPOSITORIES === '1',

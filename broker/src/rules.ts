@@ -8,18 +8,13 @@ import {
   LaunchEnvSchema,
   RUNNER_CONNECT_PATH,
   type Backend,
+  type EcsLaunchSettings,
   type IdentityEndpoint,
 } from '@switchyard/protocol';
 import { POOL_CONNECT_PATH, PoolLaunchEnvSchema } from '@switchyard/protocol/pool';
 import { z } from 'zod';
 
-export interface BrokerRules {
-  cluster: string;
-  taskDefinition: string;
-  containerName: string;
-  subnets: string[];
-  securityGroups: string[];
-  assignPublicIp: 'ENABLED' | 'DISABLED';
+export interface BrokerRules extends EcsLaunchSettings {
   /** The edge's origins (`https://…`, or `http://127.0.0.1:…` locally): the only ones a runner may dial. */
   hubOrigins: string[];
   /** Where runners prove their task identity; null: a launch may name none. */

@@ -8,7 +8,6 @@ import { createServer } from 'node:http';
 import {
   DescribeTasksCommand,
   ECSClient,
-  ECSServiceException,
   ExecuteCommandCommand,
   ListTasksCommand,
   RegisterTaskDefinitionCommand,
@@ -29,6 +28,7 @@ import {
   RULES,
   RUNNER_TOKEN,
   type RunTaskBody,
+  sdkError,
   sessionRunTask,
   setVar,
   taskArn,
@@ -159,18 +159,6 @@ function edgeClient(o: { region?: string; credentials?: SigV4Credentials } = {})
   });
   clients.push(c);
   return c;
-}
-
-/** The error the SDK threw: its name, message and the HTTP status it read. */
-async function sdkError(p: Promise<unknown>): Promise<{ name: string; message: string; status: number | undefined }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ECSServiceException)
-      return { name: err.name, message: err.message, status: err.$metadata.httpStatusCode };
-    throw err;
-  }
-  throw new Error('expected the SDK call to fail');
 }
 
 /** A request signed with the edge key by hand (protocol's signSigV4), for bodies the SDK cannot send. */

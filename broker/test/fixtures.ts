@@ -2,6 +2,7 @@
 // own environment helpers, in the shape of EcsLauncher.runTaskInput
 // (edge/src/launchers/ecs-launcher.ts). Copied, not imported: the broker must not depend on the
 // edge, and a change to what the edge sends should have to be made here too, on purpose.
+import { ECSServiceException } from '@aws-sdk/client-ecs';
 import { launchEnvironment, RUNNER_CONNECT_PATH, type Backend } from '@switchyard/protocol';
 import { POOL_CONNECT_PATH, poolLaunchEnvironment } from '@switchyard/protocol/pool';
 import type { BrokerRules } from '../src/rules.ts';
@@ -196,3 +197,17 @@ export function setVar(env: KeyValue[], name: string, value: string | undefined)
 
 export const envValue = (body: RunTaskBody, name: string) =>
   body.overrides.containerOverrides[0]?.environment?.find((kv) => kv.name === name)?.value;
+
+/** The error the SDK threw: its name, message and the HTTP status it read. */
+export async function sdkError(
+  p: Promise<unknown>,
+): Promise<{ name: string; message: string; status: number | undefined }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ECSServiceException)
+      return { name: err.name, message: err.message, status: err.$metadata.httpStatusCode };
+    throw err;
+  }
+  throw new Error('expected the SDK call to fail');
+}

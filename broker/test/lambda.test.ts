@@ -4,11 +4,11 @@
 // elsewhere, so the test redirects just that host (global fetch) to a loopback Secrets Manager,
 // which verifies the signature with the role's credentials as sent (its original host).
 import { createServer, type Server } from 'node:http';
-import { DescribeTasksCommand, ECSClient, ECSServiceException, RunTaskCommand } from '@aws-sdk/client-ecs';
+import { DescribeTasksCommand, ECSClient, RunTaskCommand } from '@aws-sdk/client-ecs';
 import { verifySigV4 } from '@switchyard/protocol';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FunctionUrlEvent, FunctionUrlResult } from '../src/lambda.ts';
-import { HUB_ORIGIN, REGION, RULES, RUNNER_TOKEN, sessionRunTask, taskArn } from './fixtures.ts';
+import { HUB_ORIGIN, REGION, RULES, RUNNER_TOKEN, sdkError, sessionRunTask, taskArn } from './fixtures.ts';
 import { close, headersOf, listen, readAll } from './loopback.ts';
 
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:switchyard/broker-key-AbCdEf';
@@ -158,16 +158,6 @@ function edgeClient(): ECSClient {
   const c = new ECSClient({ region: REGION, endpoint: functionUrlBase, credentials: EDGE_KEY, maxAttempts: 1 });
   clients.push(c);
   return c;
-}
-async function sdkError(p: Promise<unknown>): Promise<{ name: string; message: string; status: number | undefined }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ECSServiceException)
-      return { name: err.name, message: err.message, status: err.$metadata.httpStatusCode };
-    throw err;
-  }
-  throw new Error('expected the SDK call to fail');
 }
 
 const okSecret = () => ({ status: 200, body: JSON.stringify({ ARN: SECRET_ARN, SecretString: BROKER_KEY }) });

@@ -39,3 +39,26 @@ export const EcsLaunchSettingsShape = {
   ECS_ASSIGN_PUBLIC_IP: z.enum(['ENABLED', 'DISABLED']).default('DISABLED'),
   AWS_REGION: AwsRegionSchema,
 };
+
+/** The launch settings as both sides use them. */
+export interface EcsLaunchSettings {
+  cluster: string;
+  taskDefinition: string;
+  containerName: string;
+  subnets: string[];
+  securityGroups: string[];
+  assignPublicIp: 'ENABLED' | 'DISABLED';
+}
+
+const EcsLaunchSettingsSchema = z.object(EcsLaunchSettingsShape);
+
+export function launchSettingsOf(e: z.output<typeof EcsLaunchSettingsSchema>): EcsLaunchSettings {
+  return {
+    cluster: e.ECS_CLUSTER,
+    taskDefinition: e.ECS_TASK_DEFINITION,
+    containerName: e.ECS_CONTAINER_NAME,
+    subnets: e.ECS_SUBNETS,
+    securityGroups: e.ECS_SECURITY_GROUPS,
+    assignPublicIp: e.ECS_ASSIGN_PUBLIC_IP,
+  };
+}

@@ -113,7 +113,7 @@ export interface Stack {
 const USERNAME = /^[A-Za-z0-9._-]{3,32}$/;
 
 /** The launch settings the local edge sends and the local broker pins. */
-const LOCAL_LAUNCH_VARS = {
+export const LOCAL_LAUNCH_VARS = {
   ECS_CLUSTER: 'switchyard-local',
   ECS_TASK_DEFINITION: 'switchyard-runner',
   ECS_CONTAINER_NAME: 'runner',

@@ -1,4 +1,4 @@
-import { EcsLaunchSettingsShape } from '@switchyard/protocol';
+import { EcsLaunchSettingsShape, launchSettingsOf, type EcsLaunchSettings } from '@switchyard/protocol';
 import { z } from 'zod';
 import type { TaskIdentityConfig } from './task-identity.ts';
 
@@ -59,13 +59,7 @@ const EcsLauncherEnvSchema = z
     }
   });
 
-export interface EcsLauncherConfig {
-  cluster: string;
-  taskDefinition: string;
-  containerName: string;
-  subnets: string[];
-  securityGroups: string[];
-  assignPublicIp: 'ENABLED' | 'DISABLED';
+export interface EcsLauncherConfig extends EcsLaunchSettings {
   region: string;
   credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   endpoint: string | undefined;
@@ -92,12 +86,7 @@ export function loadEcsLauncherConfig(env: object): ConfigResult {
   return {
     ok: true,
     config: {
-      cluster: e.ECS_CLUSTER,
-      taskDefinition: e.ECS_TASK_DEFINITION,
-      containerName: e.ECS_CONTAINER_NAME,
-      subnets: e.ECS_SUBNETS,
-      securityGroups: e.ECS_SECURITY_GROUPS,
-      assignPublicIp: e.ECS_ASSIGN_PUBLIC_IP,
+      ...launchSettingsOf(e),
       region: e.AWS_REGION,
       credentials: {
         accessKeyId: e.AWS_ACCESS_KEY_ID,
