@@ -19,7 +19,7 @@ export interface BrokerDeps {
   upstream: () => Promise<AwsCredentials>;
   fetch?: typeof fetch;
   now?: () => number;
-  /** One line per request: the operation and the verdict, never a body or a header's value. */
+  /** One line per request: the operation, the verdict and the caller's address, never a body or a header's value. */
   log?: (line: string) => void;
 }
 
@@ -30,6 +30,8 @@ export interface BrokerHttpRequest {
   /** Lower-cased names. */
   headers: Record<string, string>;
   body: Uint8Array;
+  /** The caller's address, for the log: who used a key that leaked. */
+  sourceIp?: string;
 }
 
 export interface BrokerHttpResponse {
@@ -52,7 +54,8 @@ export async function handleBrokerRequest(
   config: BrokerConfig,
   deps: BrokerDeps,
 ): Promise<BrokerHttpResponse> {
-  const log = deps.log ?? (() => {});
+  const from = req.sourceIp === undefined ? '' : ` (from ${req.sourceIp.slice(0, 64)})`;
+  const log = (line: string) => deps.log?.(`${line}${from}`);
   if (req.method !== 'POST' || req.target !== '/')
     return answer(404, 'UnknownOperationException', `no route for ${req.method} ${req.target.slice(0, 100)}`);
   const edgeKey = await deps.edgeKey();

@@ -12,7 +12,7 @@ export interface FunctionUrlEvent {
   headers?: Record<string, string | undefined>;
   body?: string;
   isBase64Encoded?: boolean;
-  requestContext: { http: { method: string } };
+  requestContext: { http: { method: string; sourceIp?: string } };
 }
 
 export interface FunctionUrlResult {
@@ -68,6 +68,7 @@ export async function handler(event: FunctionUrlEvent): Promise<FunctionUrlResul
         target: `${event.rawPath}${event.rawQueryString ? `?${event.rawQueryString}` : ''}`,
         headers,
         body,
+        ...(event.requestContext.http.sourceIp !== undefined && { sourceIp: event.requestContext.http.sourceIp }),
       },
       config,
       {

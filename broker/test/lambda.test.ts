@@ -83,7 +83,7 @@ const functionUrl = createServer((req, res) => {
       headers,
       body: raw.toString(base64Bodies ? 'base64' : 'utf8'),
       isBase64Encoded: base64Bodies,
-      requestContext: { http: { method: req.method ?? '' } },
+      requestContext: { http: { method: req.method ?? '', sourceIp: req.socket.remoteAddress ?? '' } },
     };
     events.push(event);
     const r = await handler(event);
@@ -230,7 +230,8 @@ describe('the Lambda handler behind its function URL', () => {
         expect(c.headers['x-amz-security-token']).toBe(ROLE.sessionToken);
       }
       expect(JSON.parse(ecsCalls[0]?.raw ?? '')).toEqual(sessionRunTask(RULES));
-      expect(logged).toEqual(['RunTask → 200', 'DescribeTasks → 200']);
+      // Each line names who called: the function URL's source address.
+      expect(logged).toEqual(['RunTask → 200 (from 127.0.0.1)', 'DescribeTasks → 200 (from 127.0.0.1)']);
     },
   );
 

@@ -37,7 +37,13 @@ export function hostBroker(o: HostBrokerOptions): http.RequestListener {
           if (overflowed) return respond(413, {}, '');
           const headers: Record<string, string> = {};
           for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
-          const request = { method: req.method ?? '', target: req.url ?? '/', headers, body };
+          const request = {
+            method: req.method ?? '',
+            target: req.url ?? '/',
+            headers,
+            body,
+            ...(req.socket.remoteAddress !== undefined && { sourceIp: req.socket.remoteAddress }),
+          };
           if (request.method === 'POST' && request.target === '/switchyard/probe') {
             const r = await probe(request, o);
             return respond(r.status, { 'content-type': 'application/json' }, r.body);
