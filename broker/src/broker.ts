@@ -3,14 +3,9 @@
 // exactly what was checked, signed with the broker's own AWS credentials. The edge never holds a
 // credential that can run a task some other way. Errors use ECS's JSON shape, so the edge's AWS SDK
 // reads them as it reads ECS's own.
-import { signSigV4, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
+import { fetchSigned, verifySigV4, type AwsCredentials, type SigV4Credentials } from '@switchyard/protocol';
 import type { BrokerConfig } from './config.ts';
 import { checkRequest, OPERATIONS, type Operation } from './rules.ts';
-
-/** AWS credentials as a Lambda role (or any temporary credentials) has them. */
-export interface AwsCredentials extends SigV4Credentials {
-  sessionToken?: string;
-}
 
 export interface BrokerDeps {
   /** The key the edge signs with (the secret of `BROKER_KEY_ID`). */
@@ -99,24 +94,19 @@ async function forward(
   deps: BrokerDeps,
   log: (line: string) => void,
 ): Promise<BrokerHttpResponse> {
-  const url = new URL(config.ecsEndpoint);
-  const credentials = await deps.upstream();
-  const headers: Record<string, string> = {
-    host: url.host,
-    'content-type': JSON_11,
-    'x-amz-target': `${TARGET_PREFIX}${operation}`,
-    ...(credentials.sessionToken !== undefined && { 'x-amz-security-token': credentials.sessionToken }),
-  };
-  const signed = await signSigV4({ method: 'POST', target: url.pathname, headers, body }, credentials, {
-    region: config.region,
-    service: 'ecs',
-    ...(deps.now && { now: deps.now() }),
-  });
-  // Host is the fetch's own, from the URL it was signed for.
-  const { host: _host, ...sent } = headers;
   let res: Response;
   try {
-    res = await (deps.fetch ?? fetch)(url, { method: 'POST', headers: { ...sent, ...signed }, body });
+    res = await fetchSigned(
+      new URL(config.ecsEndpoint),
+      { headers: { 'content-type': JSON_11, 'x-amz-target': `${TARGET_PREFIX}${operation}` }, body },
+      await deps.upstream(),
+      {
+        region: config.region,
+        service: 'ecs',
+        ...(deps.now && { now: deps.now() }),
+        ...(deps.fetch && { fetch: deps.fetch }),
+      },
+    );
   } catch (err) {
     log(`${operation}: ECS unreachable (${err instanceof Error ? err.name : 'error'})`);
     return answer(503, 'ServiceUnavailableException', 'the launch broker could not reach ECS');

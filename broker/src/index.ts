@@ -1,6 +1,5 @@
 export {
   handleBrokerRequest,
-  type AwsCredentials,
   type BrokerDeps,
   type BrokerHttpRequest,
   type BrokerHttpResponse,

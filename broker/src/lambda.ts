@@ -1,7 +1,8 @@
 // The launch broker as an AWS Lambda behind a function URL (infra/src/runner-stack.ts). The URL
 // takes every caller (auth type NONE): the broker authenticates each request itself, by its SigV4
 // signature with the broker key, before anything else is read.
-import { handleBrokerRequest, type AwsCredentials } from './broker.ts';
+import type { AwsCredentials } from '@switchyard/protocol';
+import { handleBrokerRequest } from './broker.ts';
 import { loadBrokerConfig, type BrokerConfig } from './config.ts';
 import { readSecretString } from './secret.ts';
 

@@ -14,9 +14,9 @@ import {
   RunTaskCommand,
   StopTaskCommand,
 } from '@aws-sdk/client-ecs';
-import { signSigV4, type SigV4Credentials, verifySigV4 } from '@switchyard/protocol';
+import { type AwsCredentials, signSigV4, type SigV4Credentials, verifySigV4 } from '@switchyard/protocol';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type AwsCredentials, type BrokerDeps, handleBrokerRequest } from '../src/broker.ts';
+import { type BrokerDeps, handleBrokerRequest } from '../src/broker.ts';
 import { type BrokerConfig, loadBrokerConfig } from '../src/config.ts';
 import { checkRequest } from '../src/rules.ts';
 import {

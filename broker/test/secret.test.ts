@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import { verifySigV4 } from '@switchyard/protocol';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AwsCredentials } from '../src/broker.ts';
+import type { AwsCredentials } from '@switchyard/protocol';
 import { readSecretString } from '../src/secret.ts';
 import { close, listen } from './loopback.ts';
 

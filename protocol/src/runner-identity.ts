@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fromBase64Url, toBase64Url } from './encoding.ts';
-import { signSigV4, type SigV4Credentials } from './sigv4.ts';
+import { signSigV4, type AwsCredentials } from './sigv4.ts';
 
 // Runner identity (docs/DESIGN.md "Runner identity"). A runner's launch request (ECS RunTask
 // overrides) is readable by anyone with ecs:DescribeTasks or CloudTrail, bootstrap token
@@ -54,9 +54,8 @@ export interface IdentityEndpoint {
   region: string;
 }
 
-export interface TaskCredentials extends SigV4Credentials {
-  sessionToken?: string;
-}
+/** A task role's credentials (temporary: with a session token). */
+export type TaskCredentials = AwsCredentials;
 
 /** The GetCallerIdentity request a proof signs, as the edge sends it to STS. */
 export function identityRequest(
@@ -86,13 +85,15 @@ export async function signRunnerIdentity(
   now?: number,
 ): Promise<RunnerIdentityProof> {
   const r = identityRequest(endpoint.url, runnerId);
-  const headers = { ...r.headers };
-  if (credentials.sessionToken !== undefined) headers['x-amz-security-token'] = credentials.sessionToken;
-  const signed = await signSigV4({ method: r.method, target: r.target, headers, body: r.body }, credentials, {
-    region: endpoint.region,
-    service: 'sts',
-    ...(now !== undefined && { now }),
-  });
+  const signed = await signSigV4(
+    { method: r.method, target: r.target, headers: r.headers, body: r.body },
+    credentials,
+    {
+      region: endpoint.region,
+      service: 'sts',
+      ...(now !== undefined && { now }),
+    },
+  );
   return {
     amzDate: signed['x-amz-date'],
     authorization: signed.authorization,

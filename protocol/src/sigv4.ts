@@ -1,7 +1,8 @@
 // AWS Signature Version 4 over HTTP requests, with WebCrypto only (Node and workerd alike). The
-// local runner host (runner/src/host) verifies every request with it, the same check ECS makes,
-// against the credentials generated for one `npm start`; the edge signs its non-ECS calls to
-// that host (`/switchyard/probe`) with it. ECS calls themselves are signed by the AWS SDK.
+// local runner host (runner/src/host) and the launch broker verify requests with it, the same
+// check ECS makes; the broker signs what it passes on to ECS and Secrets Manager with it, the edge
+// its calls to the local host's probe route, a runner its proof of task identity. The edge's own
+// ECS calls are signed by the AWS SDK.
 // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html
 
 import { toHex } from './encoding.ts';
@@ -9,6 +10,11 @@ import { toHex } from './encoding.ts';
 export interface SigV4Credentials {
   accessKeyId: string;
   secretAccessKey: string;
+}
+
+/** Credentials as AWS hands them out: temporary ones (a role's) carry a session token. */
+export interface AwsCredentials extends SigV4Credentials {
+  sessionToken?: string;
 }
 
 interface SigV4Request {
@@ -203,15 +209,17 @@ export async function verifySigV4(
  */
 export async function signSigV4(
   r: SigV4Request,
-  credentials: SigV4Credentials,
+  credentials: AwsCredentials,
   o: { region: string; service: string; now?: number },
-): Promise<{ 'x-amz-date': string; authorization: string }> {
+): Promise<{ 'x-amz-date': string; authorization: string; 'x-amz-security-token'?: string }> {
   const iso = new Date(o.now ?? Date.now()).toISOString();
   const amzDate = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`;
   const date = amzDate.slice(0, 8);
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(r.headers)) headers[k.toLowerCase()] = v;
   headers['x-amz-date'] = amzDate;
+  // Temporary credentials are only good with their session token, which is signed too.
+  if (credentials.sessionToken !== undefined) headers['x-amz-security-token'] = credentials.sessionToken;
   if (headers.host === undefined) throw new Error('signSigV4: the host header is required');
   const signed = Object.keys(headers).sort();
   const sig = await signature(
@@ -224,5 +232,24 @@ export async function signSigV4(
   return {
     'x-amz-date': amzDate,
     authorization: `${ALGORITHM} Credential=${credentials.accessKeyId}/${date}/${o.region}/${o.service}/aws4_request, SignedHeaders=${signed.join(';')}, Signature=${sig}`,
+    ...(credentials.sessionToken !== undefined && { 'x-amz-security-token': credentials.sessionToken }),
   };
+}
+
+/**
+ * POSTs `body` to `url`, signed: `host` is signed as the URL names it and left to fetch to send,
+ * with every header given and the session token of temporary credentials.
+ */
+export async function fetchSigned(
+  url: URL,
+  r: { headers: Record<string, string>; body: string },
+  credentials: AwsCredentials,
+  o: { region: string; service: string; now?: number; fetch?: typeof fetch },
+): Promise<Response> {
+  const signed = await signSigV4(
+    { method: 'POST', target: `${url.pathname}${url.search}`, headers: { ...r.headers, host: url.host }, body: r.body },
+    credentials,
+    { region: o.region, service: o.service, ...(o.now !== undefined && { now: o.now }) },
+  );
+  return (o.fetch ?? fetch)(url, { method: 'POST', headers: { ...r.headers, ...signed }, body: r.body });
 }

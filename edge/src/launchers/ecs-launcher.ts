@@ -6,7 +6,7 @@ import {
   type KeyValuePair,
   type Task,
 } from '@aws-sdk/client-ecs';
-import { launchEnvironment, signSigV4, type Backend, type RunnerIdentityProof } from '@switchyard/protocol';
+import { fetchSigned, launchEnvironment, type Backend, type RunnerIdentityProof } from '@switchyard/protocol';
 import { poolLaunchEnvironment } from '@switchyard/protocol/pool';
 import type { ProbeResult } from '../settings/backend-probe.ts';
 import { loadEcsLauncherConfig, type EcsLauncherConfig } from './ecs-config.ts';
@@ -269,20 +269,13 @@ export class EcsLauncher implements Launcher {
         fix: 'set ECS_ENDPOINT, or RUNNER_PROBE=task',
       };
     }
-    const doFetch = this.opts.fetch ?? fetch;
-    const url = new URL('/switchyard/probe', this.config.endpoint);
-    const body = JSON.stringify({ backend });
-    const headers = { 'content-type': 'application/json' };
     // The host runs a process per probe: it takes only requests signed with the launcher's credentials.
-    const signed = await signSigV4(
-      { method: 'POST', target: url.pathname, headers: { ...headers, host: url.host }, body },
+    const res = await fetchSigned(
+      new URL('/switchyard/probe', this.config.endpoint),
+      { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ backend }) },
       this.config.credentials,
-      {
-        region: this.config.region,
-        service: 'ecs',
-      },
+      { region: this.config.region, service: 'ecs', ...(this.opts.fetch && { fetch: this.opts.fetch }) },
     );
-    const res = await doFetch(url, { method: 'POST', headers: { ...headers, ...signed }, body });
     if (!res.ok) throw new Error(`the runner host answered ${res.status} to the probe`);
     return probeResultFromReport(backend, (await res.json()) as unknown);
   }

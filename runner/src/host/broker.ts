@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import { handleBrokerRequest, loadBrokerConfig } from '@switchyard/launch-broker';
-import { signSigV4, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
+import { fetchSigned, verifySigV4, type SigV4Credentials } from '@switchyard/protocol';
 import { readBody } from '../http-body.ts';
 
 export interface HostBrokerOptions {
@@ -86,13 +86,11 @@ async function probe(
 ): Promise<{ status: number; body: string }> {
   const auth = await verifySigV4(r, o.edgeKey, { service: 'ecs' });
   if (!auth.ok) return { status: 403, body: JSON.stringify({ __type: auth.type, message: auth.message }) };
-  const url = new URL('/switchyard/probe', o.ecsUrl);
-  const headers = { host: url.host, 'content-type': 'application/json' };
-  const body = Buffer.from(r.body).toString('utf8');
-  const signed = await signSigV4({ method: 'POST', target: url.pathname, headers, body }, o.upstream, {
-    region: auth.region,
-    service: 'ecs',
-  });
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...signed }, body });
+  const res = await fetchSigned(
+    new URL('/switchyard/probe', o.ecsUrl),
+    { headers: { 'content-type': 'application/json' }, body: Buffer.from(r.body).toString('utf8') },
+    o.upstream,
+    { region: auth.region, service: 'ecs' },
+  );
   return { status: res.status, body: await res.text() };
 }
