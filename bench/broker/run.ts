@@ -13,9 +13,10 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DescribeTasksCommand, ECSClient, StopTaskCommand } from '@aws-sdk/client-ecs';
 import { handleBrokerRequest, loadBrokerConfig } from '@switchyard/launch-broker';
-import { launchEnvironment, signSigV4 } from '@switchyard/protocol';
+import { signSigV4 } from '@switchyard/protocol';
 import { startRunnerHost } from '@switchyard/runner/host';
 import { LOCAL_LAUNCH_VARS } from '../../scripts/lib/stack.ts';
+import { sessionRunTask } from '../../broker/test/fixtures.ts';
 import { median, quantile } from '../stats.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '200' } } });
@@ -89,38 +90,8 @@ async function overLoopback(): Promise<void> {
 async function inProcess(): Promise<void> {
   const loaded = loadBrokerConfig({ ...SETTINGS, BROKER_KEY_ID: edgeKey.accessKeyId, RUNNER_IDENTITY: 'off' });
   if (!loaded.ok) throw new Error(loaded.error);
-  const env = launchEnvironment({
-    hubUrl: 'ws://127.0.0.1:9/internal/runner/connect',
-    sessionId: 'ses_bench',
-    backend: 'claude',
-    runnerId: '01JBENCH0000000000000RUNNER',
-    idleMs: 900_000,
-    maxLifetimeMs: 28_800_000,
-    runnerToken: 'rt.v1.bench-token',
-    model: null,
-  });
-  const body = JSON.stringify({
-    cluster: SETTINGS.ECS_CLUSTER,
-    taskDefinition: SETTINGS.ECS_TASK_DEFINITION,
-    launchType: 'FARGATE',
-    count: 1,
-    startedBy: 'switchyard',
-    clientToken: '01JBENCH0000000000000RUNNER',
-    networkConfiguration: {
-      awsvpcConfiguration: { subnets: ['subnet-local'], securityGroups: ['sg-local'], assignPublicIp: 'DISABLED' },
-    },
-    overrides: {
-      containerOverrides: [
-        { name: 'runner', environment: Object.entries(env).map(([name, value]) => ({ name, value })) },
-      ],
-    },
-    tags: [
-      { key: 'switchyard:session', value: 'ses_bench' },
-      { key: 'switchyard:launch', value: '01JBENCH0000000000000RUNNER' },
-      { key: 'switchyard:backend', value: 'claude' },
-    ],
-    enableExecuteCommand: false,
-  });
+  // The session launch the edge's launcher sends (the broker tests' copy of its shape).
+  const body = JSON.stringify(sessionRunTask(loaded.config.rules));
   const headers = {
     host: 'broker.example',
     'content-type': 'application/x-amz-json-1.1',
