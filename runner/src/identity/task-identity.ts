@@ -40,7 +40,7 @@ const REFRESH_AHEAD_MS = 5 * 60_000;
 
 type Held = { value: TaskCredentials; refreshAt: number };
 
-/** What a link needs to put a proof in its hello. */
+/** What a link needs to prove the task: the hub link in each hello, the pool link in its upgrade. */
 export interface IdentityProver {
   prove(): Promise<RunnerIdentityProof>;
 }

@@ -7,9 +7,9 @@ import type { Logger } from '../log.ts';
 import { loadWebSocket } from '../ws-client.ts';
 
 // A pooled runner's one link to the pool coordinator (docs/DESIGN.md "Warm runner pool"): dial
-// with the pool token, say pool_hello, keep the link alive, and wait for the one claim. Any end
-// of the link before a claim ends the pooled runner: the coordinator launches a replacement, so
-// nothing here reconnects.
+// with the pool token and the proof of its task identity, say pool_hello, keep the link alive, and
+// wait for the one claim. Any end of the link before a claim ends the pooled runner: the
+// coordinator launches a replacement, so nothing here reconnects.
 
 export type PoolWait = { kind: 'claimed'; claim: PoolClaim } | { kind: 'ended'; code: number; reason: string };
 

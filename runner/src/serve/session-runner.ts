@@ -95,7 +95,7 @@ export class SessionRunner {
   /** Bench only (SWITCHYARD_BENCH_HOPS=1); undefined otherwise, so the hot path does nothing more. */
   private readonly hops: HopStamps | undefined;
   /**
-   * The proof of its task identity for every hello, pooled or claimed: one per process, since a
+   * The proof of its task identity, for the pool link and every hello: one per process, since a
    * claim changes neither the runner id nor where the proof goes, so credentials are fetched once.
    */
   readonly identity: TaskIdentity | undefined;
