@@ -104,7 +104,7 @@ async function inProcess(): Promise<void> {
   const request = { method: 'POST', target: '/', headers: { ...headers, ...signed }, body: Buffer.from(body) };
   const answer = JSON.stringify({ tasks: [{ taskArn: 'arn:aws:ecs:us-east-1:000000000000:task/x/y' }], failures: [] });
   const upstream = async () => new Response(answer, { headers: { 'content-type': 'application/x-amz-json-1.1' } });
-  const deps = { edgeKey: async () => edgeKey, upstream: async () => hostKey, fetch: upstream };
+  const deps = { edgeKeys: async () => [edgeKey], upstream: async () => hostKey, fetch: upstream };
   // Baseline: what the call costs without the broker's checks: the edge's own signing of it and the
   // upstream's answer read (the broker adds a verify, the rules and a second signing).
   const baseline = async () => {

@@ -8,8 +8,11 @@ import type { BrokerConfig } from './config.ts';
 import { checkRequest, OPERATIONS, type Operation } from './rules.ts';
 
 export interface BrokerDeps {
-  /** The key the edge signs with (the secret of `BROKER_KEY_ID`). */
-  edgeKey: () => Promise<SigV4Credentials>;
+  /**
+   * The keys the edge may sign with, the current one first: the broker key (the secret of
+   * `BROKER_KEY_ID`) and, for a while after a rotation, the one before it (keyring.ts).
+   */
+  edgeKeys: () => Promise<readonly SigV4Credentials[]>;
   /** The broker's own credentials, asked for per request (temporary credentials rotate). */
   upstream: () => Promise<AwsCredentials>;
   fetch?: typeof fetch;
@@ -53,16 +56,14 @@ export async function handleBrokerRequest(
   const log = (line: string) => deps.log?.(`${line}${from}`);
   if (req.method !== 'POST' || req.target !== '/')
     return answer(404, 'UnknownOperationException', `no route for ${req.method} ${req.target.slice(0, 100)}`);
-  const edgeKey = await deps.edgeKey();
-  const auth = await verifySigV4(
-    { method: req.method, target: req.target, headers: req.headers, body: req.body },
-    edgeKey,
-    { service: 'ecs', ...(deps.now && { now: deps.now() }) },
-  );
+  const keys = await deps.edgeKeys();
+  const auth = await verifyWithAny(req, keys, deps.now?.());
   if (!auth.ok) {
     log(`refused: ${auth.type}`);
     return answer(auth.type === 'IncompleteSignatureException' ? 400 : 403, auth.type, auth.message);
   }
+  // Said in the log, so an operator sees when the edge has moved to a rotated key.
+  if (auth.keyIndex > 0) log('signed with the previous broker key');
   if (auth.region !== config.region)
     return answer(403, 'InvalidSignatureException', `Credential should be scoped to a valid region: ${config.region}`);
   if (!(req.headers['content-type'] ?? '').startsWith(JSON_11))
@@ -85,6 +86,18 @@ export async function handleBrokerRequest(
     return answer(403, 'AccessDeniedException', `the launch broker refused ${verdict.field}: ${verdict.message}`);
   }
   return forward(operation as Operation, JSON.stringify(verdict.body), config, deps, log);
+}
+
+/** The first key the signature verifies with, or the current key's refusal. */
+async function verifyWithAny(req: BrokerHttpRequest, keys: readonly SigV4Credentials[], now: number | undefined) {
+  const request = { method: req.method, target: req.target, headers: req.headers, body: req.body };
+  let first: Exclude<Awaited<ReturnType<typeof verifySigV4>>, { ok: true }> | undefined;
+  for (const [keyIndex, key] of keys.entries()) {
+    const auth = await verifySigV4(request, key, { service: 'ecs', ...(now !== undefined && { now }) });
+    if (auth.ok) return { ...auth, keyIndex };
+    first ??= auth;
+  }
+  return first ?? { ok: false as const, type: 'InvalidSignatureException', message: 'the broker holds no key' };
 }
 
 async function forward(

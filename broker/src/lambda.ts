@@ -4,7 +4,8 @@
 import type { AwsCredentials } from '@switchyard/protocol';
 import { handleBrokerRequest } from './broker.ts';
 import { loadBrokerConfig, type BrokerConfig } from './config.ts';
-import { readSecretString } from './secret.ts';
+import { brokerKeyring } from './keyring.ts';
+import { readKeyVersions } from './secret.ts';
 
 /** The fields of a function URL event (payload format 2.0) the broker reads. */
 export interface FunctionUrlEvent {
@@ -33,17 +34,17 @@ function roleCredentials(): AwsCredentials {
 }
 
 let loaded: ReturnType<typeof loadBrokerConfig> | undefined;
-let edgeKey: Promise<string> | undefined;
+let keyring: (() => Promise<string[]>) | undefined;
 
-/** Read once per execution environment; a failed read is tried again by the next request. */
-function brokerKey(config: BrokerConfig): Promise<string> {
+/** One keyring per execution environment: it reads the secret at first use and every few minutes. */
+function brokerKeys(config: BrokerConfig): Promise<string[]> {
   const arn = env.BROKER_KEY_SECRET_ARN ?? '';
   if (arn === '') return Promise.reject(new Error('BROKER_KEY_SECRET_ARN is not set'));
-  edgeKey ??= readSecretString(arn, config.region, roleCredentials()).catch((err: unknown) => {
-    edgeKey = undefined;
-    throw err;
+  keyring ??= brokerKeyring({
+    read: () => readKeyVersions(arn, config.region, roleCredentials()),
+    log: (line) => console.error(`launch broker: ${line}`),
   });
-  return edgeKey;
+  return keyring();
 }
 
 const serverError = (message: string): FunctionUrlResult => ({
@@ -73,7 +74,8 @@ export async function handler(event: FunctionUrlEvent): Promise<FunctionUrlResul
       },
       config,
       {
-        edgeKey: async () => ({ accessKeyId: config.keyId, secretAccessKey: await brokerKey(config) }),
+        edgeKeys: async () =>
+          (await brokerKeys(config)).map((secretAccessKey) => ({ accessKeyId: config.keyId, secretAccessKey })),
         upstream: async () => roleCredentials(),
         log: (line) => console.log(line),
       },

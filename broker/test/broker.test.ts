@@ -122,7 +122,7 @@ const brokerAnswers: string[] = [];
 let current: { config: BrokerConfig; deps: BrokerDeps };
 
 const baseDeps = (): BrokerDeps => ({
-  edgeKey: async () => EDGE_KEY,
+  edgeKeys: async () => [EDGE_KEY],
   upstream: async () => UPSTREAM,
   log: (line) => logLines.push(line),
 });
@@ -368,6 +368,23 @@ describe('the broker between the real ECS SDK and ECS', () => {
     expect(err.message).toContain('signature we calculated does not match');
     expect(ecsCalls).toEqual([]);
     expect(logLines).toEqual(['refused: InvalidSignatureException']);
+  });
+
+  it('after a rotation, the current and the previous key pass (the previous one said in the log); any other is refused', async () => {
+    const previous = { ...EDGE_KEY, secretAccessKey: 'the-broker-key-before-the-rotation-000000' };
+    const rotated = { ...EDGE_KEY, secretAccessKey: 'the-broker-key-after-the-rotation-1111111' };
+    current = { config: CONFIG, deps: { ...baseDeps(), edgeKeys: async () => [rotated, previous] } };
+    for (const credentials of [rotated, previous])
+      await edgeClient({ credentials }).send(new RunTaskCommand(sessionRunTask(CONFIG.rules)));
+    const err = await sdkError(edgeClient().send(new RunTaskCommand(sessionRunTask(CONFIG.rules))));
+    expect(err).toMatchObject({ name: 'InvalidSignatureException', status: 403 });
+    expect(ecsCalls).toHaveLength(2);
+    expect(logLines).toEqual([
+      'RunTask → 200',
+      'signed with the previous broker key',
+      'RunTask → 200',
+      'refused: InvalidSignatureException',
+    ]);
   });
 
   it('a request signed with the upstream key instead of the broker key: 403 UnrecognizedClientException', async () => {

@@ -21,7 +21,8 @@ const ROLE = {
   sessionToken: 'lambda-role-token',
 };
 const SECRETS_HOST = `secretsmanager.${REGION}.amazonaws.com`;
-const SECRETS = [BROKER_KEY, ROLE.secretAccessKey, ROLE.sessionToken, RUNNER_TOKEN];
+const ROTATED_KEY = 'broker-key-after-rotation-fedcba9876543210';
+const SECRETS = [BROKER_KEY, ROTATED_KEY, ROLE.secretAccessKey, ROLE.sessionToken, RUNNER_TOKEN];
 
 type Verified = Awaited<ReturnType<typeof verifySigV4>>;
 interface Call {
@@ -54,8 +55,11 @@ function fakeService(service: string, calls: Call[], answer: (call: Call) => { s
 
 const secretCalls: Call[] = [];
 const ecsCalls: Call[] = [];
-let secretAnswer: () => { status: number; body: string };
-const secretsServer = fakeService('secretsmanager', secretCalls, () => secretAnswer());
+/** Answers a GetSecretValue for a version stage. */
+let secretAnswer: (stage: string) => { status: number; body: string };
+const secretsServer = fakeService('secretsmanager', secretCalls, (call) =>
+  secretAnswer((JSON.parse(call.raw) as { VersionStage: string }).VersionStage),
+);
 const ecsServer = fakeService('ecs', ecsCalls, (call) => {
   const body = JSON.parse(call.raw) as { tasks?: string[] };
   return call.headers['x-amz-target']?.endsWith('.RunTask')
@@ -87,7 +91,8 @@ const functionUrl = createServer((req, res) => {
     };
     events.push(event);
     const r = await handler(event);
-    res.writeHead(r.statusCode, r.headers).end(r.body);
+    // The SDK corrects its clock by a response's Date; Node's own would be the real time, not the test's.
+    res.writeHead(r.statusCode, { ...r.headers, date: new Date().toUTCString() }).end(r.body);
   })();
 });
 
@@ -154,13 +159,23 @@ async function freshHandler(env: Partial<Record<(typeof ENV_NAMES)[number], stri
 
 let logged: string[] = [];
 const clients: ECSClient[] = [];
-function edgeClient(): ECSClient {
-  const c = new ECSClient({ region: REGION, endpoint: functionUrlBase, credentials: EDGE_KEY, maxAttempts: 1 });
+function edgeClient(credentials = EDGE_KEY): ECSClient {
+  const c = new ECSClient({ region: REGION, endpoint: functionUrlBase, credentials, maxAttempts: 1 });
   clients.push(c);
   return c;
 }
 
-const okSecret = () => ({ status: 200, body: JSON.stringify({ ARN: SECRET_ARN, SecretString: BROKER_KEY }) });
+const KEY_MADE = Date.UTC(2026, 10, 1) / 1000;
+const secretVersion = (value: string, createdAt: number) => ({
+  status: 200,
+  body: JSON.stringify({ ARN: SECRET_ARN, SecretString: value, CreatedDate: createdAt }),
+});
+const noVersion = {
+  status: 400,
+  body: JSON.stringify({ __type: 'ResourceNotFoundException', message: 'no version in that stage' }),
+};
+/** A secret never rotated: a current version only. */
+const okSecret = (stage: string) => (stage === 'AWSCURRENT' ? secretVersion(BROKER_KEY, KEY_MADE) : noVersion);
 
 beforeAll(async () => {
   secretsUrl = await listen(secretsServer);
@@ -190,6 +205,7 @@ beforeEach(() => {
   vi.spyOn(console, 'error').mockImplementation(capture);
 });
 afterEach(() => {
+  vi.useRealTimers();
   vi.unstubAllGlobals();
   vi.restoreAllMocks();
   const seen = logged.join('\n');
@@ -209,16 +225,15 @@ describe('the Lambda handler behind its function URL', () => {
       expect(described.tasks?.map((t) => t.taskArn)).toEqual([arn]);
       expect(events.map((e) => e.isBase64Encoded)).toEqual([base64, base64]);
 
-      // One GetSecretValue for both requests, signed with the role's credentials and token.
-      expect(secretCalls).toHaveLength(1);
-      expect(secretCalls[0]?.auth).toEqual({
-        ok: true,
-        accessKeyId: ROLE.accessKeyId,
-        region: REGION,
-        service: 'secretsmanager',
-      });
-      expect(secretCalls[0]?.headers['x-amz-security-token']).toBe(ROLE.sessionToken);
-      expect(secretCalls[0]?.raw).toBe(JSON.stringify({ SecretId: SECRET_ARN }));
+      // One read of each version for both requests, signed with the role's credentials and token.
+      expect(secretCalls.map((c) => c.raw).sort()).toEqual([
+        JSON.stringify({ SecretId: SECRET_ARN, VersionStage: 'AWSCURRENT' }),
+        JSON.stringify({ SecretId: SECRET_ARN, VersionStage: 'AWSPREVIOUS' }),
+      ]);
+      for (const c of secretCalls) {
+        expect(c.auth).toEqual({ ok: true, accessKeyId: ROLE.accessKeyId, region: REGION, service: 'secretsmanager' });
+        expect(c.headers['x-amz-security-token']).toBe(ROLE.sessionToken);
+      }
 
       // ECS got both, as checked, signed with the role (never the broker key).
       expect(ecsCalls.map((c) => c.headers['x-amz-target'])).toEqual([
@@ -289,13 +304,52 @@ describe('the Lambda handler behind its function URL', () => {
     const err = await sdkError(client.send(new RunTaskCommand(sessionRunTask(RULES))));
     expect(err).toMatchObject({ name: 'ServerException', status: 500 });
     expect(err.message).toBe('the launch broker failed; its log says why');
-    expect(logged.join('\n')).toContain('answered 400 (ResourceNotFoundException)');
+    expect(logged.join('\n')).toContain('the broker key secret has no AWSCURRENT version');
     expect(ecsCalls).toEqual([]);
 
     secretAnswer = okSecret;
     await client.send(new RunTaskCommand(sessionRunTask(RULES)));
-    expect(secretCalls).toHaveLength(2);
+    expect(secretCalls).toHaveLength(4);
     expect(ecsCalls).toHaveLength(1);
+  });
+
+  it('a rotation: the new key passes once warm instances re-read the secret, the old one for an hour after it was made', async () => {
+    const T0 = Date.UTC(2026, 11, 7, 10, 0, 0);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(T0);
+    await freshHandler(lambdaEnv());
+    const before = edgeClient();
+    const after = edgeClient({ ...EDGE_KEY, secretAccessKey: ROTATED_KEY });
+    const launch = (c: ECSClient) => c.send(new RunTaskCommand(sessionRunTask(RULES)));
+    await launch(before);
+    expect(secretCalls).toHaveLength(2);
+
+    // The operator puts a new value: it becomes AWSCURRENT and the old one AWSPREVIOUS.
+    vi.setSystemTime(T0 + 60_000);
+    const rotatedAt = (T0 + 60_000) / 1000;
+    secretAnswer = (stage) =>
+      stage === 'AWSCURRENT' ? secretVersion(ROTATED_KEY, rotatedAt) : secretVersion(BROKER_KEY, KEY_MADE);
+    await launch(before);
+    // This instance read the secret a minute ago and trusts that read for five: the Worker is
+    // switched to the new key only after that (README "Deploy").
+    expect(await sdkError(launch(after))).toMatchObject({ name: 'InvalidSignatureException', status: 403 });
+    expect(secretCalls).toHaveLength(2);
+
+    vi.setSystemTime(T0 + 5 * 60_000);
+    await launch(after);
+    await launch(before);
+    expect(secretCalls).toHaveLength(4);
+    expect(logged.slice(-3)).toEqual([
+      'RunTask → 200 (from 127.0.0.1)',
+      'signed with the previous broker key (from 127.0.0.1)',
+      'RunTask → 200 (from 127.0.0.1)',
+    ]);
+
+    // An hour after the rotation the old key (a leaked one, say) is refused; the new one passes.
+    vi.setSystemTime(T0 + 60_000 + 60 * 60_000);
+    expect(await sdkError(launch(before))).toMatchObject({ name: 'InvalidSignatureException', status: 403 });
+    await launch(after);
+    expect(ecsCalls).toHaveLength(5);
   });
 
   it.each<[string, Partial<Record<(typeof ENV_NAMES)[number], undefined>>, string]>([

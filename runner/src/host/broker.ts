@@ -60,7 +60,7 @@ export function hostBroker(o: HostBrokerOptions): http.RequestListener {
             return respond(500, {}, JSON.stringify({ __type: 'ServerException', message: loaded.error }));
           }
           const r = await handleBrokerRequest(request, loaded.config, {
-            edgeKey: async () => o.edgeKey,
+            edgeKeys: async () => [o.edgeKey],
             upstream: async () => o.upstream,
             log,
           });
