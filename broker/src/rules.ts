@@ -92,7 +92,9 @@ const ENV = 'overrides.containerOverrides.0.environment';
 
 /** The environment as a record; a name given twice is refused (ECS would take one of them). */
 function envRecord(list: { name: string; value: string }[] | undefined): [Record<string, string>, Refusal | null] {
-  const out: Record<string, string> = {};
+  // No prototype: `__proto__` is then a name like any other, which the strict schema refuses (on a
+  // plain object its assignment would be dropped, and the entry would pass unchecked).
+  const out: Record<string, string> = Object.create(null);
   for (const [i, { name, value }] of (list ?? []).entries()) {
     if (Object.hasOwn(out, name)) return [out, refuse(`${ENV}.${i}.name`, `${name} is given twice`)];
     out[name] = value;

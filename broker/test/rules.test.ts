@@ -545,6 +545,26 @@ describe('refused: the launch itself', () => {
     });
   });
 
+  // On a plain object `out.__proto__ = value` is dropped, so the name once slipped past the strict
+  // schema (and its duplicate check) while the re-serialized body still carried it to ECS.
+  it.each([
+    ['a session', sessionRunTask],
+    ['a pooled', pooledRunTask],
+  ])('%s environment carrying the name __proto__, once or twice', (_kind, make) => {
+    for (const times of [1, 2]) {
+      const body = withEnv(make(), (env) => [
+        ...env,
+        ...Array.from({ length: times }, (_, i) => ({ name: '__proto__', value: `x${i}` })),
+      ]);
+      const index = (body.overrides.containerOverrides[0]?.environment?.length ?? 0) - 1;
+      expect(refusal('RunTask', body)).toEqual(
+        times === 1
+          ? { field: `${ENV}.__proto__`, message: 'Unrecognized key: "__proto__"' }
+          : { field: `${ENV}.${index}.name`, message: '__proto__ is given twice' },
+      );
+    }
+  });
+
   it('a session launch carrying the pool URL as its hub URL', () => {
     const body = setEnv(sessionRunTask(), 'SWITCHYARD_HUB_URL', 'wss://edge.switchyard.example/internal/runner/pool');
     expect(refusal('RunTask', body).field).toBe(`${ENV}.SWITCHYARD_HUB_URL`);
