@@ -4,6 +4,7 @@ import {
   encodeProofHeader,
   RUNNER_LINK_PING,
   RUNNER_PROOF_HEADER,
+  RunnerCloseCode,
   WIRE_PROTOCOL_VERSION,
   type RunnerIdentityProof,
 } from '@switchyard/protocol';
@@ -527,6 +528,30 @@ describe('warm runner pool', () => {
     // Its link was checked against its pooled task; the claim's token went to it alone, over that
     // link, so the hub does not ask again (no STS round trip before a pooled first answer).
     expect(ctx.launcher.verifications.slice(2)).toEqual([{ ref, runnerId: pooledRequest.runnerId, proof }]);
+    runner.close();
+  });
+
+  it('a claim’s token admits only the claimed runner’s id at the hub', async () => {
+    const [pooled] = await oneIdlePooled();
+    if (pooled === undefined) throw new Error('no pooled runner');
+    const hubCtx = asUser();
+    const sessionId = await createSession(hubCtx, ctx.user);
+    await postMessage(hubCtx, sessionId, 'hello pool');
+    const claim = (await until('a claim', () => pooled.claims[0])) as PoolClaim;
+    // Whoever got hold of the claim's token says hello first, under another runner id.
+    const other = await FakeRunner.connect(ctx.app, {
+      token: claim.runnerToken,
+      sessionId,
+      runnerId: 'not-the-pooled-one',
+    });
+    other.hello(sessionId);
+    expect(await other.waitClosed()).toMatchObject({
+      code: RunnerCloseCode.unauthorized,
+      reason: 'the launch token is bound to another runner',
+    });
+    expect(other.of('welcome')).toEqual([]);
+    const runner = await dialHub(pooled, claim, sessionId);
+    expect(runner.of('welcome')).toHaveLength(1);
     runner.close();
   });
 

@@ -214,7 +214,7 @@ export class HubCore {
   private async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
     let ref: string;
     let sentWithClaim: string | null = null;
-    let pooledRef = false;
+    let pooledRunnerId: string | null = null;
     try {
       const runnerToken = await this.mint(launch, { kind: 'bootstrap' });
       if (runnerToken === undefined) {
@@ -233,7 +233,7 @@ export class HubCore {
         ...(turn !== null && body !== null && { first: { messageId: turn.messageId, message: body } }),
       });
       if (pooled?.firstSent === true && turn !== null) sentWithClaim = turn.messageId;
-      pooledRef = pooled !== null;
+      pooledRunnerId = pooled?.runnerId ?? null;
       ref =
         pooled?.ref ??
         (await this.launcher().start({
@@ -266,7 +266,12 @@ export class HubCore {
       return;
     }
     current.ref = ref;
-    if (pooledRef) current.pooled = true;
+    if (pooledRunnerId !== null) {
+      current.pooled = true;
+      // The claim's token went to that runner alone; bound to its id before any hello is judged
+      // (a hello waits for this start), it admits no other runner id even if it leaked.
+      current.bootstrapRunnerId = pooledRunnerId;
+    }
     // The runner may run it from now on: if this launch ends, the turn ends with it (not resent).
     if (this.meta.turn !== null && this.meta.turn.messageId === sentWithClaim) this.meta.turn.sent = true;
     this.saveMeta();
