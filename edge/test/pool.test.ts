@@ -555,6 +555,28 @@ describe('warm runner pool', () => {
     runner.close();
   });
 
+  it('a pool link whose proof could not be checked just now (STS unreachable) is told to try again; the next dial is accepted', async () => {
+    await setPool({ claude: 1 });
+    const pooledRequest = ctx.launcher.pooled[0] as PoolLaunchRequest;
+    const proof = { amzDate: '20261207T040000Z', authorization: 'AWS4-HMAC-SHA256 pooled' };
+    const unreachable = 'could not reach STS to check the runner identity';
+    ctx.launcher.verdict = () => ({
+      ok: false,
+      error: { code: 'runner_identity_unavailable', message: unreachable, retryable: true },
+    });
+    const first = await FakePooledRunner.dial(ctx.app, pooledRequest, pooledRequest.poolToken, proof);
+    expect(await until('closed', () => first.closed)).toEqual({
+      code: PoolCloseCode.tryAgainLater,
+      reason: unreachable,
+    });
+    ctx.launcher.verdict = () => ({ ok: true });
+    const again = await FakePooledRunner.dial(ctx.app, pooledRequest, pooledRequest.poolToken, proof);
+    again.hello();
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    expect(ctx.launcher.pooled).toHaveLength(1);
+    expect(ctx.launcher.stops).toEqual([]);
+  });
+
   it('refuses a pool link with a session runner token, a bad token, or a second link', async () => {
     await setPool({ claude: 1 });
     const req = ctx.launcher.pooled[0] as PoolLaunchRequest;

@@ -19,8 +19,13 @@ import type { IdentityEndpoint } from './runner-identity.ts';
  */
 export const POOL_CONNECT_PATH = '/internal/runner/pool';
 
-/** Close codes the coordinator uses; the pooled runner exits on any close before a claim. */
+/**
+ * Close codes the coordinator uses; the pooled runner exits on any close before a claim but
+ * `tryAgainLater`, on which it dials again.
+ */
 export const PoolCloseCode = {
+  /** The link's identity could not be checked just now (STS unreachable, throttled): dial again later. */
+  tryAgainLater: 1013,
   /** A frame failed validation. */
   protocolError: 4400,
   /** The pool token is missing, invalid, expired or already used by another link. */

@@ -192,9 +192,9 @@ export class PoolCoordinator extends DurableObject<Env> {
     const runner = this.#runners.get(runnerId);
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
-    const refuse = (reason: string) => {
+    const refuse = (reason: string, code: number = PoolCloseCode.unauthorized) => {
       server.accept();
-      server.close(PoolCloseCode.unauthorized, reason.slice(0, 120));
+      server.close(code, reason.slice(0, 120));
       return new Response(null, { status: 101, webSocket: client });
     };
     const expected = () =>
@@ -211,7 +211,9 @@ export class PoolCoordinator extends DurableObject<Env> {
     if (verdict === null || !verdict.ok) {
       const why = verdict === null ? 'this pooled runner has no task' : verdict.error.message;
       console.warn('pool coordinator: runner identity refused:', why);
-      return refuse(why);
+      // A check that could not be made (STS down or throttled) is no verdict on the runner: it
+      // dials again, rather than leave the pool and cost a replacement's launch.
+      return refuse(why, verdict?.error.retryable === true ? PoolCloseCode.tryAgainLater : PoolCloseCode.unauthorized);
     }
     if (!expected()) return refuse('this pooled runner is not expected');
     this.ctx.acceptWebSocket(server, [runnerId]);

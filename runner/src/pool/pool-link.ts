@@ -1,15 +1,17 @@
 import { encodeProofHeader, RUNNER_LINK_PING, RUNNER_PROOF_HEADER } from '@switchyard/protocol';
-import { PoolClaimSchema, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
+import { PoolClaimSchema, PoolCloseCode, type PoolClaim, type PoolHello } from '@switchyard/protocol/pool';
 import type WebSocket from 'ws';
 import type { IdentityProver } from '../identity/task-identity.ts';
 import { jsonValue } from '../json.ts';
 import type { Logger } from '../log.ts';
+import { backoffDelay } from '../serve/backoff.ts';
 import { loadWebSocket } from '../ws-client.ts';
 
 // A pooled runner's one link to the pool coordinator (docs/DESIGN.md "Warm runner pool"): dial
 // with the pool token and the proof of its task identity, say pool_hello, keep the link alive, and
-// wait for the one claim. Any end of the link before a claim ends the pooled runner: the
-// coordinator launches a replacement, so nothing here reconnects.
+// wait for the one claim. Any end of the link before a claim ends the pooled runner (the
+// coordinator launches a replacement), but one: a link refused before it opened because its proof
+// could not be checked just now (`tryAgainLater`) is dialled again, with backoff and a new proof.
 
 export type PoolWait = { kind: 'claimed'; claim: PoolClaim } | { kind: 'ended'; code: number; reason: string };
 
@@ -22,12 +24,16 @@ export interface PoolLinkOptions {
   pingIntervalMs: number;
   /** How long the dial may take (the link's welcome timeout). */
   handshakeTimeoutMs: number;
+  /** The wait before dialling again after `tryAgainLater` (the hub link's backoff). */
+  backoff: { baseMs: number; maxMs: number };
   log: Logger;
 }
 
 export class PoolLink {
   private ws: WebSocket | undefined;
   private ping: NodeJS.Timeout | undefined;
+  private redial: NodeJS.Timeout | undefined;
+  private attempt = 0;
   private settled = false;
   private resolve!: (result: PoolWait) => void;
   /** Resolves once: the claim, or how the link ended. */
@@ -82,7 +88,22 @@ export class PoolLink {
       setImmediate(() => ws.close(1000, 'claimed'));
     });
     ws.on('error', (err) => this.o.log.debug('pool link error', { error: err.message }));
-    ws.on('close', (code, reason) => this.settle({ kind: 'ended', code, reason: reason.toString() }));
+    ws.on('close', (code, reason) => {
+      if (this.ping !== undefined) clearInterval(this.ping);
+      this.ping = undefined;
+      // The coordinator refuses a link by accepting its upgrade and closing it at once: the close
+      // code, not whether it opened, says whether to dial again.
+      if (code === PoolCloseCode.tryAgainLater && !this.settled) {
+        const delayMs = backoffDelay(this.attempt++, this.o.backoff);
+        this.o.log.warn('pool link: identity not checked just now; dialling again', {
+          reason: reason.toString(),
+          delayMs,
+        });
+        this.redial = setTimeout(() => void this.start(), delayMs);
+        return;
+      }
+      this.settle({ kind: 'ended', code, reason: reason.toString() });
+    });
   }
 
   /** Ends the wait from this side (a signal): the link closes and `result` says so. */
@@ -93,6 +114,7 @@ export class PoolLink {
 
   private settle(result: PoolWait): void {
     if (this.ping !== undefined) clearInterval(this.ping);
+    if (this.redial !== undefined) clearTimeout(this.redial);
     if (this.settled) return;
     this.settled = true;
     this.resolve(result);

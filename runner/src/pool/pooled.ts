@@ -111,6 +111,7 @@ export async function runPooled(
     identity: runner.identity,
     pingIntervalMs: config.link.pingIntervalMs,
     handshakeTimeoutMs: config.link.welcomeTimeoutMs,
+    backoff: { baseMs: config.link.backoffBaseMs, maxMs: config.link.backoffMaxMs },
     log,
   });
   const stop = () => link.close('signal');
