@@ -8,7 +8,7 @@
 // spec in bubblewrap when that is the OS wall (in the container: in setpriv,
 // to run the CLI under its own uid; uid-drop.ts).
 import { constants } from 'node:fs';
-import { access, chmod, lstat, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { access, chmod, lstat, readlink, realpath, stat } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -233,10 +233,9 @@ export class Sandbox {
         `setpriv (${this.setpriv}, util-linux) is not installed; the container mode cannot start the CLI under its own uid`,
       );
     }
-    for (const dir of [paths.workspace, paths.home, paths.configDir])
-      await shareWithGroup(dir, uid, dir !== paths.workspace);
+    for (const dir of [paths.workspace, paths.home, paths.configDir]) await shareWithGroup(dir, uid);
     // The files the runner writes for the CLI (pi's models.json is 0600): the owner's rights go to the group too.
-    const files = spec.files.map((f) => (f.mode === undefined ? f : { ...f, mode: f.mode | ((f.mode & 0o700) >> 3) }));
+    const files = spec.files.map((f) => (f.mode === undefined ? f : { ...f, mode: modeForCli('container', f.mode) }));
     return wrapWithUidDrop({ ...spec, files }, { setpriv: this.setpriv, uid: this.cliUid, gid });
   }
 
@@ -264,26 +263,29 @@ export class Sandbox {
 }
 
 /**
- * Makes `dir` group-rw (recursively for the small home and config dirs: the
- * runner restores transcripts there 0600) and every ancestor this uid owns
- * group-traversable, so the CLI (another uid, the same group) can use it. The
- * runner's umask is 007 in container mode, so what either creates later stays shared.
+ * Makes `dir` group-rw and every ancestor this uid owns group-traversable, so the CLI (another
+ * uid, the same group) can use it. Not what is inside: the runner makes what it puts there with
+ * the group's rights already (`modeForCli`), and its umask is 007 in container mode, so what
+ * either creates later stays shared. A walk inside, by path, would follow a folder the CLI swapped
+ * for a link, and chmod the runner's own state where it points.
  */
-async function shareWithGroup(dir: string, uid: number, recursive: boolean): Promise<void> {
-  const open = async (path: string, isDir: boolean): Promise<void> => {
-    const st = await lstat(path);
-    if (st.uid !== uid || st.isSymbolicLink()) return;
-    const want = (st.mode & 0o7777) | (isDir ? 0o070 : 0o060);
-    if (want !== (st.mode & 0o7777)) await chmod(path, want);
-    if (isDir && recursive)
-      for (const e of await readdir(path, { withFileTypes: true }))
-        if (e.isDirectory() || e.isFile()) await open(join(path, e.name), e.isDirectory());
-  };
-  await open(dir, true);
+async function shareWithGroup(dir: string, uid: number): Promise<void> {
+  const st = await lstat(dir);
+  if (st.uid === uid && !st.isSymbolicLink() && (st.mode & 0o070) !== 0o070)
+    await chmod(dir, (st.mode & 0o7777) | 0o070);
   for (let p = dirname(dir); p !== dirname(p); p = dirname(p)) {
-    const st = await stat(p);
-    if (st.uid === uid && (st.mode & 0o010) === 0) await chmod(p, (st.mode & 0o7777) | 0o010);
+    const up = await stat(p);
+    if (up.uid === uid && (up.mode & 0o010) === 0) await chmod(p, (up.mode & 0o7777) | 0o010);
   }
+}
+
+/**
+ * The mode a file or folder the runner makes for its CLI gets (a restored transcript or workspace
+ * file, a config file): in container mode the CLI is another uid in the runner's group, which gets
+ * the owner's rights; otherwise the mode as given.
+ */
+export function modeForCli(sandbox: SandboxMode, mode: number): number {
+  return sandbox === 'container' ? mode | ((mode & 0o700) >> 3) : mode;
 }
 
 /** Whether `path` is a directory (a missing one, which bubblewrap could not bind, is not). */

@@ -29,6 +29,7 @@ import type { Logger } from '../log.ts';
 import { piReloadSteps } from '../cli/reload.ts';
 import { warmUpFor, type WarmUpStep } from '../cli/warm-up.ts';
 import { projectConfigRefusal } from '../sandbox/project-config.ts';
+import { modeForCli } from '../sandbox/sandbox.ts';
 import { CliSlot } from './cli-slot.ts';
 import { EventBuffer } from './event-buffer.ts';
 import { HopStamps } from './hop-stamps.ts';
@@ -202,6 +203,7 @@ export class SessionRunner {
       store: new WorkspaceClient(workspaceBaseUrl(options.config.hubUrl), () => this.link.currentToken),
       log: options.log,
       onError: (error) => this.emit({ type: 'error', ...error }),
+      modeForCli: (mode) => modeForCli(options.capabilities.sandbox, mode),
     });
   }
 
@@ -332,7 +334,9 @@ export class SessionRunner {
   private async restore(
     transcript: NonNullable<Extract<HubToRunner, { type: 'welcome' }>['transcript']>,
   ): Promise<string | undefined> {
-    const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.launch.dirs);
+    const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.launch.dirs, (mode) =>
+      modeForCli(this.o.capabilities.sandbox, mode),
+    );
     if (restored.ok) {
       this.resumeHandle = restored.value;
       this.conversationStarted = true;

@@ -172,6 +172,8 @@ export async function restoreTranscript(
   backend: Backend,
   transcript: Transcript,
   paths: CliPaths,
+  /** The mode the CLI's own files get (sandbox.ts `modeForCli`: its group's too in container mode). */
+  modeForCli: (mode: number) => number = (mode) => mode,
 ): Promise<Result<string>> {
   if (transcript.backend !== backend) {
     // Sessions are pinned to their backend; a transcript of the other CLI cannot be resumed.
@@ -219,8 +221,8 @@ export async function restoreTranscript(
     // The CLI may have planted links here (a previous one in this container) and may swap a
     // folder for one while this writes: never write through one (beneath.ts).
     const fh = await createFileBeneath(paths.configDir, configDirSegments(file.path, paths.configDir), {
-      folderMode: 0o700,
-      fileMode: 0o600,
+      folderMode: modeForCli(0o700),
+      fileMode: modeForCli(0o600),
       replaceOther: false,
     });
     try {

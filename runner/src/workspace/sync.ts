@@ -120,8 +120,18 @@ export class WorkspaceSync {
   #limits: WorkspaceLimits | undefined;
   #chain: Promise<unknown> = Promise.resolve();
 
-  constructor(opts: { root: string; store: WorkspaceStore; log: Logger; onError: (error: ErrorInfo) => void }) {
+  readonly #modeForCli: ((mode: number) => number) | undefined;
+
+  constructor(opts: {
+    root: string;
+    store: WorkspaceStore;
+    log: Logger;
+    onError: (error: ErrorInfo) => void;
+    /** The mode restored files and folders get (sandbox.ts `modeForCli`). */
+    modeForCli?: (mode: number) => number;
+  }) {
     this.#root = opts.root;
+    this.#modeForCli = opts.modeForCli;
     this.#store = opts.store;
     this.#log = opts.log;
     this.#onError = opts.onError;
@@ -183,7 +193,13 @@ export class WorkspaceSync {
       try {
         if (data.length !== entry.size || sha256(data) !== entry.sha256)
           throw new Error(`${entry.path}: content does not match its sha256`);
-        this.#known.set(entry.path, { entry, disk: await writeInside(this.#root, entry.path, data, entry) });
+        this.#known.set(entry.path, {
+          entry,
+          disk: await writeInside(this.#root, entry.path, data, {
+            ...entry,
+            ...(this.#modeForCli && { modeForCli: this.#modeForCli }),
+          }),
+        });
         stats.written += 1;
         stats.writtenBytes += data.length;
       } catch (err) {

@@ -13,13 +13,19 @@ export async function writeInside(
   root: string,
   path: string,
   data: Uint8Array,
-  opts: { executable: boolean; modifiedAt: number },
+  opts: {
+    executable: boolean;
+    modifiedAt: number;
+    /** The mode the CLI's files get (sandbox.ts `modeForCli`: its group's too in container mode). */
+    modeForCli?: (mode: number) => number;
+  },
 ): Promise<DiskFile> {
   const checked = checkWorkspacePath(path);
   if (!checked.ok) throw new Error(`refusing to restore ${JSON.stringify(path)}: ${checked.message}`);
-  const mode = opts.executable ? 0o755 : 0o644;
+  const forCli = opts.modeForCli ?? ((m: number) => m);
+  const mode = forCli(opts.executable ? 0o755 : 0o644);
   const fh = await createFileBeneath(root, checked.segments, {
-    folderMode: 0o755,
+    folderMode: forCli(0o755),
     fileMode: mode,
     replaceOther: true,
   }).catch((err: NodeJS.ErrnoException) => {
