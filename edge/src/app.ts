@@ -62,7 +62,7 @@ export function createApp(overrides: Partial<AppDeps> = {}) {
     // Responses carry tokens and per-user data: never let a shared cache keep them.
     c.header('Cache-Control', 'no-store');
   });
-  for (const path of ['/api/auth/*', '/api/me/*', '/api/tokens/*', '/api/admin/users/*', '/api/admin/settings/*']) {
+  for (const path of ['/api/auth/*', '/api/me/*', '/api/tokens/*', '/api/admin/*']) {
     app.use(path, jsonBodyLimit);
   }
 

@@ -129,6 +129,43 @@ describe('POST /api/sessions', () => {
   });
 });
 
+describe('every JSON route bounds its body', () => {
+  // An unbounded route read any body whole into the isolate's memory, chunked ones too.
+  it('an answer to an approval: 413 over the bound on one’s own session, 404 on another’s; an admin route 413', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const huge = JSON.stringify({ decision: 'allow', reason: 'x'.repeat(70_000) });
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${id}/approvals/a1`, { token: ctx.token, raw: huge }),
+      413,
+      'payload_too_large',
+    );
+    const other = await otherUser(ctx);
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${id}/approvals/a1`, { token: other.token, raw: huge }),
+      404,
+      'not_found',
+    );
+    // Under the bound it reaches the route: no such approval.
+    expectError(
+      await call(ctx.app, 'POST', `/api/sessions/${id}/approvals/a1`, {
+        token: ctx.token,
+        body: { decision: 'allow' },
+      }),
+      404,
+    );
+    const admin = await adminWithToken(ctx.clock);
+    expectError(
+      await call(ctx.app, 'PUT', '/api/admin/runner-pool', {
+        token: admin.token,
+        raw: JSON.stringify({ claude: 1, pad: 'x'.repeat(70_000) }),
+      }),
+      413,
+      'payload_too_large',
+    );
+  });
+});
+
 describe('PATCH /api/sessions/:id', () => {
   it('renames (owner), clears with null; 400 names title; another user 404; an admin who is not the owner 403', async () => {
     const ctx = await hubContext();

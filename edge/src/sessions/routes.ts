@@ -271,6 +271,7 @@ export function sessionRoutes(deps: AppDeps) {
   app.use('/:id/start', sessionAccess(deps, 'owner', { withSettings: true }));
   app.use('/:id/interrupt', sessionAccess(deps, 'owner'));
   app.use('/:id/approvals/*', sessionAccess(deps, 'owner'));
+  app.on('POST', '/:id/approvals/*', smallBody);
   app.use('/:id/events', sessionAccess(deps, 'read'));
   app.use('/:id/transcript', sessionAccess(deps, 'read'));
   app.use('/:id', sessionAccess(deps, 'read'));
