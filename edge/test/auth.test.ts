@@ -2,7 +2,8 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { SESSION_TTL_MS } from '../src/auth/tokens.ts';
 import { MAX_JSON_BODY_BYTES } from '../src/app.ts';
-import { call, createUser, expectError, type LoginResult, makeApp, tokenFor, uniq } from './helpers.ts';
+import { hashPassword, verifyPassword } from '../src/auth/password.ts';
+import { adminWithToken, call, createUser, expectError, type LoginResult, makeApp, tokenFor, uniq } from './helpers.ts';
 
 function cookieFrom(setCookie: string | null): string {
   const m = /sy_session=([^;]*)/.exec(setCookie ?? '');
@@ -318,5 +319,130 @@ describe('audit of failed logins', () => {
     ]);
     expect(JSON.stringify(results)).not.toContain('hunter2');
     expect(JSON.stringify(results).toLowerCase()).not.toContain('tr0ub4dor');
+  });
+});
+
+/**
+ * A password check held open until released: the request has read the account and checked the
+ * password, and waits there while the test changes the account.
+ */
+function heldVerifier() {
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  let entered!: () => void;
+  const inside = new Promise<void>((r) => {
+    entered = r;
+  });
+  const verify = async (password: string, stored: string) => {
+    const ok = await verifyPassword(password, stored);
+    entered();
+    await held;
+    return ok;
+  };
+  return { verify, release, inside };
+}
+
+describe('a password reset or a disable while a password is being checked', () => {
+  // The attack: someone who holds the password keeps logins (or a token creation) in flight while
+  // an admin resets it, which revokes every token; a request that had checked the old password
+  // made its token after the revoke, and that token lived on.
+  it.each([
+    ['a reset', { password: 'a brand new password 123' }],
+    ['a disable', { disabled: true }],
+  ])('%s: the login that checked the old password gets 401 and no token', async (_name, change) => {
+    const held = heldVerifier();
+    const { app: racing } = makeApp({ verifyPassword: held.verify });
+    const { app, clock } = makeApp();
+    const victim = await createUser();
+    const admin = await adminWithToken(clock);
+    const login = call<LoginResult>(racing, 'POST', '/api/auth/login', {
+      body: { username: victim.username, password: victim.password },
+    });
+    await held.inside;
+    expect(
+      (await call(app, 'PATCH', `/api/admin/users/${victim.id}`, { token: admin.token, body: change })).status,
+    ).toBe(200);
+    held.release();
+    expectError(await login, 401, 'invalid_credentials');
+    const live = await env.DB.prepare('SELECT COUNT(*) AS n FROM auth_tokens WHERE user_id = ? AND revoked_at IS NULL')
+      .bind(victim.id)
+      .first<{ n: number }>();
+    expect(live?.n).toBe(0);
+  });
+
+  it('a login racing a reset does not write the old password back when it rehashes a weak hash', async () => {
+    const held = heldVerifier();
+    const { app: racing } = makeApp({ verifyPassword: held.verify });
+    const { app, clock } = makeApp();
+    const oldPassword = 'the old password 1';
+    const victim = await createUser({ password: oldPassword });
+    // A hash from before the current work factor: a login rehashes it.
+    await env.DB.prepare('UPDATE users SET password_hash = ? WHERE id = ?')
+      .bind(await hashPassword(oldPassword, 1000), victim.id)
+      .run();
+    const admin = await adminWithToken(clock);
+    const login = call(racing, 'POST', '/api/auth/login', {
+      body: { username: victim.username, password: oldPassword },
+    });
+    await held.inside;
+    const newPassword = 'a brand new password 456';
+    await call(app, 'PATCH', `/api/admin/users/${victim.id}`, { token: admin.token, body: { password: newPassword } });
+    held.release();
+    expectError(await login, 401, 'invalid_credentials');
+    const withNew = await call(app, 'POST', '/api/auth/login', {
+      body: { username: victim.username, password: newPassword },
+    });
+    expect(withNew.status).toBe(200);
+    const withOld = await call(app, 'POST', '/api/auth/login', {
+      body: { username: victim.username, password: oldPassword },
+    });
+    expect(withOld.status).toBe(401);
+  });
+
+  it('an API token created with the old password during a reset is refused and does not exist', async () => {
+    const held = heldVerifier();
+    const { app: racing, clock } = makeApp({ verifyPassword: held.verify });
+    const { app } = makeApp();
+    const victim = await createUser();
+    const stolen = await tokenFor(victim.id, clock);
+    const admin = await adminWithToken(clock);
+    const mint = call(racing, 'POST', '/api/tokens', {
+      token: stolen,
+      body: { name: uniq('t'), currentPassword: victim.password },
+    });
+    await held.inside;
+    await call(app, 'PATCH', `/api/admin/users/${victim.id}`, {
+      token: admin.token,
+      body: { password: 'another new password 789' },
+    });
+    held.release();
+    expectError(await mint, 401, 'unauthenticated');
+    const apiTokens = await env.DB.prepare("SELECT COUNT(*) AS n FROM auth_tokens WHERE user_id = ? AND kind = 'api'")
+      .bind(victim.id)
+      .first<{ n: number }>();
+    expect(apiTokens?.n).toBe(0);
+  });
+
+  it('changing one’s own password with the old one after an admin reset is refused: the reset stands', async () => {
+    const held = heldVerifier();
+    const { app: racing, clock } = makeApp({ verifyPassword: held.verify });
+    const { app } = makeApp();
+    const victim = await createUser();
+    const session = await tokenFor(victim.id, clock);
+    const admin = await adminWithToken(clock);
+    const change = call(racing, 'POST', '/api/me/password', {
+      token: session,
+      body: { currentPassword: victim.password, newPassword: 'chosen by whoever held the old one' },
+    });
+    await held.inside;
+    const reset = 'the admin’s new password 321';
+    await call(app, 'PATCH', `/api/admin/users/${victim.id}`, { token: admin.token, body: { password: reset } });
+    held.release();
+    expectError(await change, 409, 'conflict');
+    expect(
+      (await call(app, 'POST', '/api/auth/login', { body: { username: victim.username, password: reset } })).status,
+    ).toBe(200);
   });
 });

@@ -78,6 +78,15 @@ export async function createUser(
   return { id, username, password, role };
 }
 
+/** The user's stored password hash, as the routes that issue tokens have checked it. */
+export async function passwordHashOf(userId: string): Promise<string> {
+  const row = await env.DB.prepare('SELECT password_hash FROM users WHERE id = ?')
+    .bind(userId)
+    .first<{ password_hash: string }>();
+  if (row === null) throw new Error(`no user ${userId}`);
+  return row.password_hash;
+}
+
 /** A live token for a user without going through login (no PBKDF2, no throttle). */
 export async function tokenFor(
   userId: string,
@@ -91,7 +100,9 @@ export async function tokenFor(
     name: opts.name ?? (kind === 'api' ? uniq('t') : null),
     now: clock.now(),
     ttlMs: opts.ttlMs ?? SESSION_TTL_MS,
+    passwordHash: await passwordHashOf(userId),
   });
+  if (issued === null) throw new Error(`tokenFor: user ${userId} is disabled`);
   return issued.secret;
 }
 

@@ -2,20 +2,22 @@ import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { issueToken } from '../src/auth/token-store.ts';
 import { until } from '../../test/helpers/poll.ts';
-import { createUser } from './helpers.ts';
+import { createUser, passwordHashOf } from './helpers.ts';
 
 // The deployed Worker: the real clock, the ECS launcher (unconfigured here: no AWS credentials)
 // and the backend probe wired through it.
 describe('the Worker entry', () => {
   it('reports pi unavailable with a clear reason while the launcher is not configured, and refuses to switch to it', async () => {
     const admin = await createUser({ role: 'admin' });
-    const { secret } = await issueToken(env.DB, {
+    const issued = await issueToken(env.DB, {
       userId: admin.id,
       kind: 'session',
       name: null,
       now: Date.now(),
       ttlMs: 60_000,
+      passwordHash: await passwordHashOf(admin.id),
     });
+    const secret = issued?.secret ?? '';
     const headers = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
 
     // An admin's read starts the probe in the background and answers the stored state at once;

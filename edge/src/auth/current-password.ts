@@ -11,8 +11,9 @@ import { loginIdentity, loginThrottleKeys, reserveAttempt, settleSuccess } from 
  * caller must hold a login session, not an API token (a leaked API token must not mint more), and
  * prove the current password. Guesses here go through the login throttle (pair and address keys),
  * so a stolen session cookie is no faster a password oracle than the login form.
- * Returns null when the caller passed, otherwise the refusal (the route answers it with `apiError`;
- * `Retry-After` is already set on a 429).
+ * Returns the password hash the password was checked against when the caller passed (what the
+ * route then acts on must still be the account with that hash), otherwise the refusal (the route
+ * answers it with `apiError`; `Retry-After` is already set on a 429).
  */
 interface Refusal {
   status: 401 | 403 | 429;
@@ -33,35 +34,40 @@ export async function requireCurrentPassword(
   deps: AppDeps,
   currentPassword: string,
   action: string,
-): Promise<Refusal | null> {
+): Promise<{ refused: Refusal } | { passwordHash: string }> {
   const auth = c.get('auth');
   if (auth.kind !== 'session') {
-    return { status: 403, code: 'forbidden', message: `${action} needs a login session, not an API token` };
+    return {
+      refused: { status: 403, code: 'forbidden', message: `${action} needs a login session, not an API token` },
+    };
   }
   const db = c.env.DB;
   const now = deps.clock();
   const user = await findUserById(db, auth.user.id);
-  if (user === null) return { status: 401, code: 'unauthenticated', message: 'invalid, expired or revoked token' };
+  if (user === null)
+    return { refused: { status: 401, code: 'unauthenticated', message: 'invalid, expired or revoked token' } };
   const id = loginIdentity(user.username, clientAddress(c));
   // The caller is already signed in, so the account-wide key (strangers) does not apply.
   const keys = loginThrottleKeys(id, true);
   const reservation = await reserveAttempt(db, keys, newId(now), now);
   if (!reservation.allowed) {
     c.header('Retry-After', String(reservation.retryAfterSeconds));
-    return TOO_MANY;
+    return { refused: TOO_MANY };
   }
   if (!(await deps.verifyPassword(currentPassword, user.password_hash))) {
     if (reservation.lockedBy !== null) {
       c.header('Retry-After', String(reservation.lockedBy.retryAfterSeconds));
-      return TOO_MANY;
+      return { refused: TOO_MANY };
     }
     return {
-      status: 403,
-      code: 'invalid_credentials',
-      message: 'currentPassword: wrong password',
-      field: 'currentPassword',
+      refused: {
+        status: 403,
+        code: 'invalid_credentials',
+        message: 'currentPassword: wrong password',
+        field: 'currentPassword',
+      },
     };
   }
   await settleSuccess(db, id, keys, now);
-  return null;
+  return { passwordHash: user.password_hash };
 }

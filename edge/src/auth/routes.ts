@@ -125,8 +125,22 @@ export function authRoutes(deps: AppDeps) {
     }
 
     await settleSuccess(db, id, keys, now);
-    if (needsRehash(user.password_hash)) await updatePasswordHash(db, user.id, await hashPassword(password));
-    const issued = await issueToken(db, { userId: user.id, kind: 'session', name: null, now, ttlMs: SESSION_TTL_MS });
+    let passwordHash = user.password_hash;
+    if (needsRehash(passwordHash)) {
+      const rehashed = await hashPassword(password);
+      // Only over the hash just checked: a reset meanwhile must not get the old password back.
+      if (await updatePasswordHash(db, user.id, passwordHash, rehashed)) passwordHash = rehashed;
+    }
+    const issued = await issueToken(db, {
+      userId: user.id,
+      kind: 'session',
+      name: null,
+      now,
+      ttlMs: SESSION_TTL_MS,
+      passwordHash,
+    });
+    // The password was reset, or the account disabled, while this login checked the old one.
+    if (issued === null) return apiError(c, 401, 'invalid_credentials', 'invalid username or password');
     setSessionCookie(c, issued.secret, issued.row.expires_at, now);
     return c.json({ user: toPublicUser(user), token: issued.secret, expiresAt: iso(issued.row.expires_at) }, 200);
   });
@@ -142,11 +156,17 @@ export function authRoutes(deps: AppDeps) {
   app.openapi(changePasswordRoute, async (c) => {
     const { currentPassword, newPassword } = c.req.valid('json');
     const auth = c.get('auth');
-    const refused = await requireCurrentPassword(c, deps, currentPassword, 'changing the password');
-    if (refused !== null) return apiError(c, refused.status, refused.code, refused.message, refused.field);
+    const checked = await requireCurrentPassword(c, deps, currentPassword, 'changing the password');
+    if ('refused' in checked) {
+      const { refused } = checked;
+      return apiError(c, refused.status, refused.code, refused.message, refused.field);
+    }
     const db = c.env.DB;
     const current = await findUserById(db, auth.user.id);
     if (current === null) return apiError(c, 401, 'unauthenticated', 'invalid, expired or revoked token');
+    // Reset by an admin since the current password was checked: that password is no longer it.
+    if (current.password_hash !== checked.passwordHash)
+      return apiError(c, 409, 'conflict', 'the account changed while this request ran; try again');
     const now = Math.max(deps.clock(), current.updated_at + 1);
     const audit = auditInsert(
       db,
@@ -160,12 +180,9 @@ export function authRoutes(deps: AppDeps) {
       },
       { onlyIfPreviousChanged: true },
     );
+    const newHash = await hashPassword(newPassword);
     const [update] = await db.batch([
-      updateUserStatement(
-        db,
-        { ...current, password_hash: await hashPassword(newPassword), updated_at: now },
-        current.updated_at,
-      ),
+      updateUserStatement(db, { ...current, password_hash: newHash, updated_at: now }, current.updated_at),
       audit.statement,
       // Everything the old password could have produced ends, the session making this change too:
       // a stolen cookie is this very token, so keeping it would keep the thief's copy.
@@ -180,7 +197,10 @@ export function authRoutes(deps: AppDeps) {
       name: null,
       now,
       ttlMs: SESSION_TTL_MS,
+      passwordHash: newHash,
     });
+    if (issued === null)
+      return apiError(c, 409, 'conflict', 'the account changed right after the new password was set; sign in again');
     setSessionCookie(c, issued.secret, issued.row.expires_at, now);
     return c.json({ token: issued.secret, expiresAt: iso(issued.row.expires_at) }, 200);
   });

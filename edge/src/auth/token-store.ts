@@ -19,10 +19,27 @@ interface IssuedToken {
   secret: string;
 }
 
-/** The INSERT for a new token, to batch with its audit entry; the secret is returned once. */
+interface IssueOptions {
+  userId: string;
+  kind: TokenKind;
+  name: string | null;
+  now: number;
+  ttlMs: number;
+  /**
+   * The password hash the caller checked the password against. The token is made only while the
+   * account still has it and is enabled: a login or a token creation that checked the password
+   * just before a reset or a disable would otherwise mint a token after that revoked them all.
+   */
+  passwordHash: string;
+}
+
+/**
+ * The INSERT for a new token, to batch with its audit entry; the secret is returned once. It
+ * inserts nothing (0 changes) when the account's password changed or it was disabled meanwhile.
+ */
 export async function issueTokenStatement(
   db: D1Database,
-  opts: { userId: string; kind: TokenKind; name: string | null; now: number; ttlMs: number },
+  opts: IssueOptions,
 ): Promise<IssuedToken & { statement: D1PreparedStatement }> {
   const secret = generateTokenSecret();
   const row: TokenRow = {
@@ -38,19 +55,28 @@ export async function issueTokenStatement(
   const statement = db
     .prepare(
       `INSERT INTO auth_tokens (id, user_id, kind, name, token_hash, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+       SELECT ?, ?, ?, ?, ?, ?, ?
+       WHERE EXISTS (SELECT 1 FROM users WHERE id = ? AND password_hash = ? AND disabled = 0)`,
     )
-    .bind(row.id, row.user_id, row.kind, row.name, await hashToken(secret), row.created_at, row.expires_at);
+    .bind(
+      row.id,
+      row.user_id,
+      row.kind,
+      row.name,
+      await hashToken(secret),
+      row.created_at,
+      row.expires_at,
+      opts.userId,
+      opts.passwordHash,
+    );
   return { row, secret, statement };
 }
 
-export async function issueToken(
-  db: D1Database,
-  opts: { userId: string; kind: TokenKind; name: string | null; now: number; ttlMs: number },
-): Promise<IssuedToken> {
+/** A new token, or null when the account's password changed or it was disabled meanwhile. */
+export async function issueToken(db: D1Database, opts: IssueOptions): Promise<IssuedToken | null> {
   const { row, secret, statement } = await issueTokenStatement(db, opts);
-  await statement.run();
-  return { row, secret };
+  const r = await statement.run();
+  return r.meta.changes === 1 ? { row, secret } : null;
 }
 
 export interface ResolvedToken {

@@ -90,8 +90,11 @@ export function tokenRoutes(deps: AppDeps) {
   app.openapi(createTokenRoute, async (c) => {
     const { name, expiresInDays, currentPassword } = c.req.valid('json');
     const { user } = c.get('auth');
-    const refused = await requireCurrentPassword(c, deps, currentPassword, 'creating an API token');
-    if (refused !== null) return apiError(c, refused.status, refused.code, refused.message, refused.field);
+    const checked = await requireCurrentPassword(c, deps, currentPassword, 'creating an API token');
+    if ('refused' in checked) {
+      const { refused } = checked;
+      return apiError(c, refused.status, refused.code, refused.message, refused.field);
+    }
     const now = deps.clock();
     const db = c.env.DB;
     const live = await listLiveApiTokens(db, user.id, now);
@@ -113,6 +116,7 @@ export function tokenRoutes(deps: AppDeps) {
       name,
       now,
       ttlMs: expiresInDays * DAY_MS,
+      passwordHash: checked.passwordHash,
     });
     const audit = auditInsert(
       db,
@@ -126,7 +130,10 @@ export function tokenRoutes(deps: AppDeps) {
       },
       { onlyIfPreviousChanged: true },
     );
-    await db.batch([issued.statement, audit.statement]);
+    const [inserted] = await db.batch([issued.statement, audit.statement]);
+    // The password was reset, or the account disabled, since the current password was checked.
+    if ((inserted?.meta.changes ?? 0) === 0)
+      return apiError(c, 401, 'unauthenticated', 'the account changed while this request ran; sign in again');
     return c.json({ token: toInfo(issued.row), secret: issued.secret }, 201);
   });
 

@@ -78,6 +78,11 @@ export function deleteUserStatement(db: D1Database, id: string): D1PreparedState
   return db.prepare(`DELETE FROM users WHERE id = ? AND ${KEEPS_AN_ADMIN}`).bind(id);
 }
 
-export async function updatePasswordHash(db: D1Database, id: string, hash: string): Promise<void> {
-  await db.prepare('UPDATE users SET password_hash = ? WHERE id = ?').bind(hash, id).run();
+/** Replaces `previous` with `hash` (a rehash); false when the password changed meanwhile. */
+export async function updatePasswordHash(db: D1Database, id: string, previous: string, hash: string): Promise<boolean> {
+  const r = await db
+    .prepare('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?')
+    .bind(hash, id, previous)
+    .run();
+  return r.meta.changes === 1;
 }
