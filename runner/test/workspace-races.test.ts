@@ -93,3 +93,13 @@ describe('the workspace against a folder swapped for a link while the runner wor
     expect(readFileSync(join(outside, 'victim'), 'utf8')).toBe('outside');
   });
 });
+
+describe('a file that grows after its size was looked at', () => {
+  // /proc/self/status says it holds 0 bytes and reads as a kilobyte or more: what a file the agent
+  // keeps appending to looks like between the runner's stat and its read, every time.
+  it('a save refuses it past the bound instead of reading it to its end', async () => {
+    await expect(readInside('/proc/self', 'status', 64)).rejects.toThrow('status grew past 64 bytes while it was read');
+    const whole = await readInside('/proc/self', 'status', 1024 * 1024);
+    expect(whole.toString('utf8')).toMatch(/^Name:/);
+  });
+});

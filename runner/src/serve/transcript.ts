@@ -4,7 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { basename, isAbsolute, join, relative, sep } from 'node:path';
 import { claudeTranscriptPath, TranscriptSchema, type Backend, type Transcript } from '@switchyard/protocol';
 import { messageOf, runnerError, type Result } from '../errors.ts';
-import { createFileBeneath, openFileBeneath } from '../workspace/beneath.ts';
+import { createFileBeneath, openFileBeneath, readAtMost } from '../workspace/beneath.ts';
 
 // A CLI's conversation file, moved between runners through the hub so a new
 // container resumes the conversation. Only the file travels; where it lives
@@ -151,7 +151,7 @@ async function readInside(path: string, dir: string, maxBytes: number): Promise<
   try {
     const st = await fh.stat();
     if (st.size > maxBytes) return { tooLarge: st.size };
-    return await fh.readFile();
+    return (await readAtMost(fh, maxBytes)) ?? { tooLarge: maxBytes + 1 };
   } finally {
     await fh.close();
   }

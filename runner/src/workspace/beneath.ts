@@ -102,6 +102,24 @@ export async function createFileBeneath(
   return fh;
 }
 
+/**
+ * The whole file open as `fh`, or null when it holds more than `maxBytes`: read in pieces and never
+ * past `maxBytes + 1`, so a file the agent keeps growing after its size was looked at cannot make
+ * the runner hold more than the bound (`FileHandle.readFile` reads to the end, whatever that is).
+ */
+export async function readAtMost(fh: FileHandle, maxBytes: number): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const want = Math.min(64 * 1024, maxBytes + 1 - total);
+    const { bytesRead, buffer } = await fh.read({ buffer: Buffer.allocUnsafe(want), position: total });
+    if (bytesRead === 0) return Buffer.concat(chunks, total);
+    chunks.push(buffer.subarray(0, bytesRead));
+    total += bytesRead;
+    if (total > maxBytes) return null;
+  }
+}
+
 /** The code of the error for something other than a regular file where one should be. */
 export const NOT_A_FILE = 'ENOTREG';
 

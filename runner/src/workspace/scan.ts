@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkWorkspacePath, eachLimited } from '@switchyard/protocol';
-import { openFileBeneath } from './beneath.ts';
+import { openFileBeneath, readAtMost } from './beneath.ts';
 
 // What is in the workspace on disk: regular files only. Symlinks, devices, FIFOs and sockets are
 // not part of the durable workspace and are never followed, so a link the agent planted cannot
@@ -88,7 +88,9 @@ export async function readInside(root: string, path: string, maxBytes: number): 
   try {
     const st = await fh.stat();
     if (st.size > maxBytes) throw new Error(`${path} is ${st.size} bytes, over ${maxBytes}`);
-    return await fh.readFile();
+    const data = await readAtMost(fh, maxBytes);
+    if (data === null) throw new Error(`${path} grew past ${maxBytes} bytes while it was read`);
+    return data;
   } finally {
     await fh.close();
   }
