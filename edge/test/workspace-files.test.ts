@@ -142,7 +142,7 @@ describe('Files API', () => {
     expect((await req(ctx, 'PUT', `/api/sessions/${id}/files/c`, { token: ctx.token, body: 'x' })).status).toBe(409);
   });
 
-  it('refuses over each limit with 413 naming it, and stores nothing of the refused write', async () => {
+  it('refuses over each limit with 413 naming it, and stores nothing of the refused writes', async () => {
     const ctx = await hubContext();
     const id = await createSession(ctx);
     await setSettings(ctx, { workspaceMaxFileBytes: 2048, workspaceMaxFiles: 2, workspaceMaxBytes: 3000 });
@@ -173,6 +173,20 @@ describe('Files API', () => {
       });
       const list = await call<FileList>(ctx.app, 'GET', `/api/sessions/${id}/files`, { token: ctx.token });
       expect(list.body.files.map((f) => f.path)).toEqual(['one', 'two']);
+      // Refused again and again: the bucket holds the two files' contents and nothing of the rest.
+      for (let i = 0; i < 5; i++)
+        expect(
+          (
+            await req(ctx, 'PUT', `/api/sessions/${id}/files/more${i}`, {
+              token: ctx.token,
+              body: new Uint8Array(900).fill(i + 1),
+            })
+          ).status,
+        ).toBe(413);
+      const stored = await env.TRANSCRIPTS.list({ prefix: `sessions/${id}/workspace/` });
+      expect(stored.objects.map((o) => o.key.split('/').at(-1)).sort()).toEqual(
+        [await sha256(new Uint8Array(2000)), await sha256(new TextEncoder().encode('x'))].sort(),
+      );
     } finally {
       await setSettings(ctx, {
         workspaceMaxFileBytes: 32 * 1024 * 1024,

@@ -337,8 +337,9 @@ export class SessionHub extends DurableObject<Env> {
     commit: WorkspaceCommit,
     from: WorkspaceWriter,
     limits: WorkspaceLimits,
+    o: { dryRun?: boolean } = {},
   ): Promise<WorkspaceResult<WorkspaceCommitResult>> {
-    return this.workspace.commit(commit, from, limits);
+    return this.workspace.commit(commit, from, limits, o);
   }
 
   /** The workspace's starting point once the repository clone is committed, else null. */

@@ -99,17 +99,28 @@ export function workspaceFileRoutes(deps: AppDeps) {
         'maxFileBytes',
       );
     }
-    const sha256 = await putBlob(c.env.TRANSCRIPTS, session, body.value);
-    const entry: WorkspaceEntry = {
+    const hub = hubFor(c.env, session);
+    const entry = (sha256: string): WorkspaceEntry => ({
       path: p.path,
       sha256,
       size: body.value.byteLength,
       executable: false,
       modifiedAt: Date.now(),
-    };
-    const r = await hubFor(c.env, session).workspaceCommit({ upserts: [entry], deletes: [] }, { kind: 'user' }, limits);
+    });
+    // Asked first, so a write the hub refuses (over a limit, a path clash) stores nothing: no sweep
+    // runs while every commit is refused, and refused content would sit in R2 past every limit.
+    // Whether it would be taken does not depend on the content, so the content is not hashed twice.
+    const would = await hub.workspaceCommit(
+      { upserts: [entry('0'.repeat(64))], deletes: [] },
+      { kind: 'user' },
+      limits,
+      { dryRun: true },
+    );
+    if (!would.ok) return apiError(c, would.status, would.code, would.message, would.field);
+    const sha256 = await putBlob(c.env.TRANSCRIPTS, session, body.value);
+    const r = await hub.workspaceCommit({ upserts: [entry(sha256)], deletes: [] }, { kind: 'user' }, limits);
     if (!r.ok) return apiError(c, r.status, r.code, r.message, r.field);
-    return c.json({ path: p.path, size: entry.size, sha256 }, 201);
+    return c.json({ path: p.path, size: body.value.byteLength, sha256 }, 201);
   });
 
   app.delete('/:id/files/*', async (c) => {

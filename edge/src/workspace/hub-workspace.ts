@@ -89,6 +89,8 @@ export class HubWorkspace {
     commit: WorkspaceCommit,
     from: WorkspaceWriter,
     limits: WorkspaceLimits,
+    /** `dryRun`: only whether it would be taken (nothing changes, nobody is told). */
+    o: { dryRun?: boolean } = {},
   ): WorkspaceResult<WorkspaceCommitResult> {
     if (this.#hub.meta.session === null)
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
@@ -109,12 +111,13 @@ export class HubWorkspace {
         message: 'this runner is not the session’s current runner',
       };
     }
-    const applied = this.ledger.apply(commit, limits);
+    const applied = this.ledger.apply(commit, limits, o);
     if (!applied.ok) {
       const { status, field, message, baselineExists } = applied.error;
       const code = status === 413 ? 'payload_too_large' : baselineExists ? 'baseline_exists' : 'conflict';
       return { ok: false, status, code, field, message };
     }
+    if (o.dryRun === true) return applied;
     this.#hub.emit({ type: 'workspace.saved', files: applied.value.files, bytes: applied.value.bytes });
     if (applied.value.generation % SWEEP_EVERY === 0) this.#sweep();
     if (from.kind === 'user') {

@@ -114,6 +114,8 @@ export class WorkspaceLedger {
   apply(
     commit: WorkspaceCommit,
     limits: WorkspaceLimits,
+    /** Decide only: the transaction is rolled back whatever the verdict. */
+    o: { dryRun?: boolean } = {},
   ): { ok: true; value: WorkspaceCommitResult } | { ok: false; error: CommitRefusal } {
     if (commit.baseline !== undefined && this.baseline() !== null) {
       return {
@@ -139,6 +141,7 @@ export class WorkspaceLedger {
       }
     }
     let refusal: CommitRefusal | null = null;
+    let decided: WorkspaceCommitResult | null = null;
     const storage = this.#sql;
     const run = () => {
       for (const path of commit.deletes) storage.exec('DELETE FROM workspace_files WHERE path = ?', path);
@@ -168,6 +171,10 @@ export class WorkspaceLedger {
         // Thrown to roll the transaction back; caught right below.
         throw new Error('over limit');
       }
+      if (o.dryRun === true) {
+        decided = { generation: this.generation, ...totals };
+        throw new Error('dry run');
+      }
       storage.exec("INSERT INTO workspace_meta (k, v) VALUES ('generation', 1) ON CONFLICT(k) DO UPDATE SET v = v + 1");
       if (commit.baseline !== undefined) this.#recordBaseline(commit.baseline);
     };
@@ -175,6 +182,7 @@ export class WorkspaceLedger {
       this.#storage.transactionSync(run);
     } catch (err) {
       if (refusal !== null) return { ok: false, error: refusal };
+      if (decided !== null) return { ok: true, value: decided };
       throw err;
     }
     return { ok: true, value: { generation: this.generation, ...this.totals() } };
