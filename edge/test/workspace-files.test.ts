@@ -441,6 +441,57 @@ describe('runner workspace routes', () => {
   });
 });
 
+describe('what a runner commits is checked against what it stored', () => {
+  // A runner that lies (a compromised one) about a blob's size: the limits count the manifest's
+  // sizes, so five 2 KiB blobs declared 0 bytes passed a 2 KiB workspace, and a download then
+  // announced 0 bytes and carried 2,048.
+  it('a size that is not the blob’s own is refused naming it, loose or packed; over-long bodies are 413', async () => {
+    const ctx = await hubContext();
+    const id = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, id);
+    const credential = runner.of('welcome')[0]?.runnerToken ?? '';
+    const base = '/internal/runner/workspace';
+    const big = new Uint8Array(2048).fill(7);
+    const bigSha = await sha256(big);
+    expect((await req(ctx, 'PUT', `${base}/blobs/${bigSha}`, { token: credential, body: big })).status).toBe(201);
+    const small = new TextEncoder().encode('packed');
+    const packedSha = await sha256(small);
+    expect((await req(ctx, 'POST', `${base}/blobs`, { token: credential, body: encodeFrames([small]) })).status).toBe(
+      201,
+    );
+    const commit = (upserts: Array<{ path: string; sha256: string; size: number }>) =>
+      req(ctx, 'POST', `${base}/commit`, {
+        token: credential,
+        body: JSON.stringify({
+          upserts: upserts.map((u) => ({ ...u, executable: false, modifiedAt: 1 })),
+          deletes: [],
+        }),
+      });
+    for (const [upserts, field] of [
+      [[{ path: 'big.bin', sha256: bigSha, size: 0 }], 'upserts.0.size'],
+      [
+        [
+          { path: 'big.bin', sha256: bigSha, size: big.length },
+          { path: 'small.txt', sha256: packedSha, size: 1 },
+        ],
+        'upserts.1.size',
+      ],
+    ] as const) {
+      const r = await commit([...upserts]);
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as { error: { field: string } }).error.field).toBe(field);
+    }
+    const ok = await commit([
+      { path: 'big.bin', sha256: bigSha, size: big.length },
+      { path: 'small.txt', sha256: packedSha, size: small.length },
+    ]);
+    expect(await ok.json()).toEqual({ generation: 1, files: 2, bytes: big.length + small.length });
+
+    const longGet = JSON.stringify({ sha256: [], pad: 'x'.repeat(70_000) });
+    expect((await req(ctx, 'POST', `${base}/blobs/get`, { token: credential, body: longGet })).status).toBe(413);
+  });
+});
+
 describe('GET /blobs/:sha for the runner', () => {
   it('a blob stored nowhere is 404 after one read of its own object; a packed one comes from its pack', async () => {
     const ctx = await hubContext();

@@ -17,8 +17,9 @@ export async function sha256Hex(data: ArrayBuffer | Uint8Array): Promise<string>
   return toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', data)));
 }
 
-export async function hasBlob(bucket: R2Bucket, sessionId: string, sha256: string): Promise<boolean> {
-  return (await bucket.head(blobKey(sessionId, sha256))) !== null;
+/** The size of a blob stored as its own object, or null when there is none. */
+export async function looseBlobSize(bucket: R2Bucket, sessionId: string, sha256: string): Promise<number | null> {
+  return (await bucket.head(blobKey(sessionId, sha256)))?.size ?? null;
 }
 
 /**

@@ -15,8 +15,9 @@ import { hubFor } from '../sessions/access.ts';
 import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../runner-link/token.ts';
 import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
-import { getLooseBlob, hasBlob, putBlob } from './blobs.ts';
+import { getLooseBlob, looseBlobSize, putBlob } from './blobs.ts';
 import { readBody } from '../request-body.ts';
+import type { BlobLocation } from './pack-index.ts';
 import { openPackedWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 
 // The runner's side of the durable workspace, over HTTP (RUNNER_WORKSPACE_PATH): blobs go
@@ -24,6 +25,22 @@ import { openPackedWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 // single thread or the runner link's frame limits; only the small manifest commit reaches the
 // hub. The bearer is the runner's credential (the token its welcome gave it), and the hub
 // confirms it names the current launch and runner on every call.
+
+/** A `/blobs/get` names at most BATCH_MAX_BLOBS sha256s: a few tens of KiB of JSON. */
+const BLOBS_GET_MAX_BODY = 64 * 1024;
+/** A commit's JSON at its schema's most: 20,000 upserts and 20,000 deletes of 1 KiB paths. */
+const COMMIT_MAX_BODY = 48 * 1024 * 1024;
+
+/** The body as JSON, read up to `max` bytes: null when it is longer, undefined when it is not JSON. */
+async function jsonBody(req: Request, max: number): Promise<unknown> {
+  const body = await readBody(req, max);
+  if (!body.ok) return null;
+  try {
+    return JSON.parse(new TextDecoder().decode(body.value)) as unknown;
+  } catch {
+    return undefined;
+  }
+}
 
 type RunnerEnv = AppEnv & {
   Variables: { runnerSession: string; runnerLaunch: { launchId: string; runnerId: string } };
@@ -119,12 +136,9 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
   });
 
   app.post('/blobs/get', async (c) => {
-    let raw: unknown;
-    try {
-      raw = await c.req.json();
-    } catch {
-      return apiError(c, 400, 'invalid_json', 'body is not JSON');
-    }
+    const raw = await jsonBody(c.req.raw, BLOBS_GET_MAX_BODY);
+    if (raw === null) return apiError(c, 413, 'payload_too_large', `the body exceeds ${BLOBS_GET_MAX_BODY} bytes`);
+    if (raw === undefined) return apiError(c, 400, 'invalid_json', 'body is not JSON');
     const parsed = z.object({ sha256: z.array(Sha256Schema).max(BATCH_MAX_BLOBS) }).safeParse(raw);
     if (!parsed.success) return apiError(c, 400, 'invalid_request', 'sha256: a list of sha256 names', 'sha256');
     const session = c.get('runnerSession');
@@ -139,12 +153,9 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
   });
 
   app.post('/commit', async (c) => {
-    let raw: unknown;
-    try {
-      raw = await c.req.json();
-    } catch {
-      return apiError(c, 400, 'invalid_json', 'body is not JSON');
-    }
+    const raw = await jsonBody(c.req.raw, COMMIT_MAX_BODY);
+    if (raw === null) return apiError(c, 413, 'payload_too_large', `the body exceeds ${COMMIT_MAX_BODY} bytes`);
+    if (raw === undefined) return apiError(c, 400, 'invalid_json', 'body is not JSON');
     const parsed = WorkspaceCommitSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -155,10 +166,10 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
     // Packed blobs are known to the hub's index; only the others are looked up in R2.
     const hub = hubFor(c.env, sessionId);
     const all = [...new Set(parsed.data.upserts.map((u) => u.sha256))];
-    const packed = all.length === 0 ? new Map() : await hub.workspaceBlobLocations(all);
+    const packed = all.length === 0 ? new Map<string, BlobLocation>() : await hub.workspaceBlobLocations(all);
     const shas = all.filter((s) => !packed.has(s));
-    const present = await Promise.all(shas.map((s) => hasBlob(c.env.TRANSCRIPTS, sessionId, s)));
-    const missing = shas.filter((_, i) => !present[i]);
+    const looseSizes = await Promise.all(shas.map((s) => looseBlobSize(c.env.TRANSCRIPTS, sessionId, s)));
+    const missing = shas.filter((_, i) => looseSizes[i] === null);
     if (missing.length > 0)
       return apiError(
         c,
@@ -167,6 +178,21 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
         `upserts: ${missing.length} blob(s) not uploaded, e.g. ${missing[0]}`,
         'upserts',
       );
+    // The limits count the sizes the manifest holds, and a download announces them: each must be
+    // its blob's own, never what the runner says.
+    const sizeOf = new Map<string, number>(shas.map((s, i) => [s, looseSizes[i] ?? 0]));
+    for (const [s, at] of packed) sizeOf.set(s, at.size);
+    const wrong = parsed.data.upserts.findIndex((u) => sizeOf.get(u.sha256) !== u.size);
+    if (wrong !== -1) {
+      const u = parsed.data.upserts[wrong];
+      return apiError(
+        c,
+        400,
+        'invalid_request',
+        `upserts.${wrong}.size: ${u?.path} is ${sizeOf.get(u?.sha256 ?? '')} bytes, not ${u?.size}`,
+        `upserts.${wrong}.size`,
+      );
+    }
     const { settings } = await readSettings(c.env.DB);
     const r = await hub.workspaceCommit(
       parsed.data,
