@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claudeTranscriptPath } from '@switchyard/protocol';
+import { DROP_TO_RUNNER } from './fixtures/image-uids.ts';
 
 // Container mode with the image's real uids (needs root to make them; skipped otherwise): what
 // the runner (uid 10001) restores for its CLI (uid 10002, the runner's group) the CLI can change,
@@ -15,18 +16,6 @@ import { claudeTranscriptPath } from '@switchyard/protocol';
 
 const isRoot = process.getuid?.() === 0;
 const fixture = fileURLToPath(new URL('./fixtures/container-restore.ts', import.meta.url));
-const AS_RUNNER = [
-  '--reuid',
-  '10001',
-  '--regid',
-  '10001',
-  '--clear-groups',
-  '--inh-caps',
-  '+dac_override,+kill,+setgid,+setuid',
-  '--ambient-caps',
-  '+dac_override,+kill,+setgid,+setuid',
-  '--',
-];
 const AS_CLI = ['--reuid', '10002', '--regid', '10001', '--clear-groups', '--inh-caps', '-all', '--'];
 
 let root = '';
@@ -52,7 +41,7 @@ function run(as: string[], command: string, args: string[]) {
 
 describe.skipIf(!isRoot)('container mode: what the runner makes for its CLI', () => {
   it('restored files and the transcript are the CLI’s to change; nothing inside its folders is re-moded at a spawn', () => {
-    const restore = run(AS_RUNNER, process.execPath, [fixture, root]);
+    const restore = run(DROP_TO_RUNNER, process.execPath, [fixture, root]);
     expect(restore.status, restore.stderr).toBe(0);
     const { resumeId } = JSON.parse(restore.stdout) as { resumeId: string };
     const transcript = claudeTranscriptPath(join(root, 'home/state/cli'), join(root, 'ws'), resumeId);

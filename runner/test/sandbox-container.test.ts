@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { validate } from 'dockerfile-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
+import { DROP_TO_RUNNER } from './fixtures/image-uids.ts';
 
 // runner/Dockerfile cannot be built here (no Docker engine). It is linted
 // (dockerfile-utils, the validator behind the VS Code Docker extension),
@@ -33,19 +34,6 @@ import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model'
 // runner (SWITCHYARD_SANDBOX=container, no bubblewrap inside) starts the CLI
 // as uid 10002. Needs root: skipped otherwise.
 
-/** The image's entrypoint: tini as root, then setpriv to the runner uid with the four capabilities it needs to start, stop and read after the CLI (uid 10002). */
-const DROP_TO_RUNNER = [
-  '--reuid',
-  '10001',
-  '--regid',
-  '10001',
-  '--clear-groups',
-  '--inh-caps',
-  '+dac_override,+kill,+setgid,+setuid',
-  '--ambient-caps',
-  '+dac_override,+kill,+setgid,+setuid',
-  '--',
-];
 const ENTRYPOINT = [
   '/usr/bin/tini',
   '--',
