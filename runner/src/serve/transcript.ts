@@ -151,7 +151,7 @@ async function readInside(path: string, dir: string, maxBytes: number): Promise<
   try {
     const st = await fh.stat();
     if (st.size > maxBytes) return { tooLarge: st.size };
-    return (await readAtMost(fh, maxBytes)) ?? { tooLarge: maxBytes + 1 };
+    return (await readAtMost(fh, maxBytes, st.size)) ?? { tooLarge: maxBytes + 1 };
   } finally {
     await fh.close();
   }

@@ -103,18 +103,23 @@ export async function createFileBeneath(
 }
 
 /**
- * The whole file open as `fh`, or null when it holds more than `maxBytes`: read in pieces and never
- * past `maxBytes + 1`, so a file the agent keeps growing after its size was looked at cannot make
- * the runner hold more than the bound (`FileHandle.readFile` reads to the end, whatever that is).
+ * The whole file open as `fh`, or null when it holds more than `maxBytes`: never read past
+ * `maxBytes + 1`, so a file the agent keeps growing after its size was looked at cannot make the
+ * runner hold more than the bound (`FileHandle.readFile` reads to the end, whatever that is). Read
+ * into one buffer of the size looked at (`sizeHint`) plus the byte that tells it grew: an unchanged
+ * file is one read and the read that finds its end, as `readFile` does.
  */
-export async function readAtMost(fh: FileHandle, maxBytes: number): Promise<Buffer | null> {
-  const chunks: Buffer[] = [];
+export async function readAtMost(fh: FileHandle, maxBytes: number, sizeHint: number): Promise<Buffer | null> {
+  let buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, sizeHint + 1));
   let total = 0;
   for (;;) {
-    const want = Math.min(64 * 1024, maxBytes + 1 - total);
-    const { bytesRead, buffer } = await fh.read({ buffer: Buffer.allocUnsafe(want), position: total });
-    if (bytesRead === 0) return Buffer.concat(chunks, total);
-    chunks.push(buffer.subarray(0, bytesRead));
+    if (total === buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.min(maxBytes + 1, buf.length * 2));
+      buf.copy(bigger, 0, 0, total);
+      buf = bigger;
+    }
+    const { bytesRead } = await fh.read(buf, total, buf.length - total, total);
+    if (bytesRead === 0) return buf.subarray(0, total);
     total += bytesRead;
     if (total > maxBytes) return null;
   }

@@ -88,7 +88,7 @@ export async function readInside(root: string, path: string, maxBytes: number): 
   try {
     const st = await fh.stat();
     if (st.size > maxBytes) throw new Error(`${path} is ${st.size} bytes, over ${maxBytes}`);
-    const data = await readAtMost(fh, maxBytes);
+    const data = await readAtMost(fh, maxBytes, st.size);
     if (data === null) throw new Error(`${path} grew past ${maxBytes} bytes while it was read`);
     return data;
   } finally {
