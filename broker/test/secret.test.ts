@@ -81,7 +81,7 @@ async function failure(p: Promise<unknown>): Promise<string> {
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
   }
-  throw new Error('expected readSecretString to fail');
+  throw new Error('expected the read to fail');
 }
 
 const read = (credentials: AwsCredentials = CREDENTIALS) =>
