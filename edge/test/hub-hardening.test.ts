@@ -35,6 +35,8 @@ describe('hub-only event types', () => {
   for (const forged of [
     { type: 'session.status' as const, state: 'stopped' as const, reason: 'an admin stopped this (not really)' },
     { type: 'message.user' as const, messageId: '01J00000000000000000000000', text: 'words the user never wrote' },
+    // "Everything before this is saved": said by the hub after a commit it took, never by a runner.
+    { type: 'workspace.saved' as const, files: 0, bytes: 0 },
   ]) {
     it(`refuses ${forged.type} from a runner: protocol error, nothing logged or shown`, async () => {
       const ctx = await hubContext();

@@ -26,8 +26,11 @@ import type { IdentityVerdict } from '../launchers/task-identity.ts';
 const utf8 = new TextEncoder();
 /** WebSocket close code 1013 (Try Again Later): the runner reconnects with backoff. */
 const TRY_AGAIN_LATER = 1013;
-/** Only the hub says what state a session is in and what the user sent. */
-const HUB_ONLY_EVENTS = new Set<string>(['session.status', 'message.user', 'approval.resolved']);
+/**
+ * Only the hub says what state a session is in, what the user sent, how an approval ended and that
+ * the workspace is durable (`workspace.saved` follows a commit it took).
+ */
+const HUB_ONLY_EVENTS = new Set<string>(['session.status', 'message.user', 'approval.resolved', 'workspace.saved']);
 
 export const LOG_FULL_MESSAGE = (max: number) =>
   `this session's event log reached its limit (${Math.round(max / 1024 / 1024)} MiB); start a new session to continue`;
