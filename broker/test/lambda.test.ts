@@ -331,7 +331,7 @@ describe('the Lambda handler behind its function URL', () => {
       stage === 'AWSCURRENT' ? secretVersion(ROTATED_KEY, rotatedAt) : secretVersion(BROKER_KEY, KEY_MADE);
     await launch(before);
     // This instance read the secret a minute ago and trusts that read for five: the Worker is
-    // switched to the new key only after that (README "Deploy").
+    // switched to the new key only after that (README "Deploying", step 6).
     expect(await sdkError(launch(after))).toMatchObject({ name: 'InvalidSignatureException', status: 403 });
     expect(secretCalls).toHaveLength(2);
 
