@@ -16,7 +16,7 @@ import { MIN_SECRET_LENGTH, verifyRunnerToken } from '../runner-link/token.ts';
 import { workspaceLimitsOf } from '../settings/schema.ts';
 import { readSettings } from '../settings/store.ts';
 import { getLooseBlob, looseBlobSize, putBlob } from './blobs.ts';
-import { readBody } from '../request-body.ts';
+import { limitBody, readBody } from '../request-body.ts';
 import type { BlobLocation } from './pack-index.ts';
 import { openPackedWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 
@@ -30,17 +30,6 @@ import { openPackedWorkspaceBlob, putPack, readBlobs } from './packs.ts';
 const BLOBS_GET_MAX_BODY = 64 * 1024;
 /** A commit's JSON at its schema's most: 20,000 upserts and 20,000 deletes of 1 KiB paths. */
 const COMMIT_MAX_BODY = 48 * 1024 * 1024;
-
-/** The body as JSON, read up to `max` bytes: null when it is longer, undefined when it is not JSON. */
-async function jsonBody(req: Request, max: number): Promise<unknown> {
-  const body = await readBody(req, max);
-  if (!body.ok) return null;
-  try {
-    return JSON.parse(new TextDecoder().decode(body.value)) as unknown;
-  } catch {
-    return undefined;
-  }
-}
 
 type RunnerEnv = AppEnv & {
   Variables: { runnerSession: string; runnerLaunch: { launchId: string; runnerId: string } };
@@ -135,10 +124,23 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
     return c.json({ sha256: blobs.map((b) => b.sha256) }, 201);
   });
 
+  for (const [path, max] of [
+    ['/blobs/get', BLOBS_GET_MAX_BODY],
+    ['/commit', COMMIT_MAX_BODY],
+  ] as const)
+    app.on(
+      'POST',
+      path,
+      limitBody(max, (c) => apiError(c, 413, 'payload_too_large', `the body exceeds ${max} bytes`)),
+    );
+
   app.post('/blobs/get', async (c) => {
-    const raw = await jsonBody(c.req.raw, BLOBS_GET_MAX_BODY);
-    if (raw === null) return apiError(c, 413, 'payload_too_large', `the body exceeds ${BLOBS_GET_MAX_BODY} bytes`);
-    if (raw === undefined) return apiError(c, 400, 'invalid_json', 'body is not JSON');
+    let raw: unknown;
+    try {
+      raw = await c.req.json();
+    } catch {
+      return apiError(c, 400, 'invalid_json', 'body is not JSON');
+    }
     const parsed = z.object({ sha256: z.array(Sha256Schema).max(BATCH_MAX_BLOBS) }).safeParse(raw);
     if (!parsed.success) return apiError(c, 400, 'invalid_request', 'sha256: a list of sha256 names', 'sha256');
     const session = c.get('runnerSession');
@@ -153,9 +155,12 @@ export function runnerWorkspaceRoutes(deps: AppDeps) {
   });
 
   app.post('/commit', async (c) => {
-    const raw = await jsonBody(c.req.raw, COMMIT_MAX_BODY);
-    if (raw === null) return apiError(c, 413, 'payload_too_large', `the body exceeds ${COMMIT_MAX_BODY} bytes`);
-    if (raw === undefined) return apiError(c, 400, 'invalid_json', 'body is not JSON');
+    let raw: unknown;
+    try {
+      raw = await c.req.json();
+    } catch {
+      return apiError(c, 400, 'invalid_json', 'body is not JSON');
+    }
     const parsed = WorkspaceCommitSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
