@@ -21,8 +21,8 @@ export const PREVIOUS_KEY_GRACE_MS = 60 * 60_000;
 
 /** Pure: the keys a signature may be made with at `now`, the current one first. */
 export function acceptedKeys(v: KeyVersions, now: number): string[] {
-  const previousValid = v.previous !== null && now - v.current.createdAt < PREVIOUS_KEY_GRACE_MS;
-  return previousValid && v.previous !== null ? [v.current.value, v.previous.value] : [v.current.value];
+  const previous = now - v.current.createdAt < PREVIOUS_KEY_GRACE_MS ? v.previous : null;
+  return previous === null ? [v.current.value] : [v.current.value, previous.value];
 }
 
 export interface KeyringOptions {

@@ -196,6 +196,9 @@ export class SessionRunner {
     });
   }
 
+  /** What the runner restores for its CLI is the CLI's to change (its group's too in container mode). */
+  private readonly modeForCli = (mode: number): number => modeForCli(this.o.capabilities.sandbox, mode);
+
   private newWorkspace(): WorkspaceSync {
     const options = this.o;
     return new WorkspaceSync({
@@ -203,7 +206,7 @@ export class SessionRunner {
       store: new WorkspaceClient(workspaceBaseUrl(options.config.hubUrl), () => this.link.currentToken),
       log: options.log,
       onError: (error) => this.emit({ type: 'error', ...error }),
-      modeForCli: (mode) => modeForCli(options.capabilities.sandbox, mode),
+      modeForCli: this.modeForCli,
     });
   }
 
@@ -334,9 +337,7 @@ export class SessionRunner {
   private async restore(
     transcript: NonNullable<Extract<HubToRunner, { type: 'welcome' }>['transcript']>,
   ): Promise<string | undefined> {
-    const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.launch.dirs, (mode) =>
-      modeForCli(this.o.capabilities.sandbox, mode),
-    );
+    const restored = await restoreTranscript(this.o.config.backend, transcript, this.o.launch.dirs, this.modeForCli);
     if (restored.ok) {
       this.resumeHandle = restored.value;
       this.conversationStarted = true;
