@@ -1,7 +1,15 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../src/audit/schemas.ts';
-import { adminWithToken, type AuditPage, call, expectError, makeApp, userWithToken } from './helpers.ts';
+import {
+  adminWithToken,
+  type AuditPage,
+  call,
+  DEFAULT_PASSWORD,
+  expectError,
+  makeApp,
+  userWithToken,
+} from './helpers.ts';
 
 /** A page filtered to user.create: each entry's `after` records the new user, name included. */
 type UserCreatePage = Omit<AuditPage, 'entries'> & { entries: Array<AuditEntry & { after: { username: string } }> };
@@ -28,7 +36,7 @@ beforeAll(async () => {
       (
         await call(app, 'POST', '/api/admin/users', {
           token,
-          body: { username: name, password: 'long enough password' },
+          body: { username: name, password: 'long enough password', currentPassword: DEFAULT_PASSWORD },
         })
       ).status,
     ).toBe(201);

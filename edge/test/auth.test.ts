@@ -2,8 +2,19 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { SESSION_TTL_MS } from '../src/auth/tokens.ts';
 import { MAX_JSON_BODY_BYTES } from '../src/app.ts';
-import { hashPassword, verifyPassword } from '../src/auth/password.ts';
-import { adminWithToken, call, createUser, expectError, type LoginResult, makeApp, tokenFor, uniq } from './helpers.ts';
+import { hashPassword } from '../src/auth/password.ts';
+import {
+  adminWithToken,
+  call,
+  createUser,
+  DEFAULT_PASSWORD,
+  expectError,
+  heldVerifier,
+  type LoginResult,
+  makeApp,
+  tokenFor,
+  uniq,
+} from './helpers.ts';
 
 function cookieFrom(setCookie: string | null): string {
   const m = /sy_session=([^;]*)/.exec(setCookie ?? '');
@@ -322,34 +333,12 @@ describe('audit of failed logins', () => {
   });
 });
 
-/**
- * A password check held open until released: the request has read the account and checked the
- * password, and waits there while the test changes the account.
- */
-function heldVerifier() {
-  let release!: () => void;
-  const held = new Promise<void>((r) => {
-    release = r;
-  });
-  let entered!: () => void;
-  const inside = new Promise<void>((r) => {
-    entered = r;
-  });
-  const verify = async (password: string, stored: string) => {
-    const ok = await verifyPassword(password, stored);
-    entered();
-    await held;
-    return ok;
-  };
-  return { verify, release, inside };
-}
-
 describe('a password reset or a disable while a password is being checked', () => {
   // The attack: someone who holds the password keeps logins (or a token creation) in flight while
   // an admin resets it, which revokes every token; a request that had checked the old password
   // made its token after the revoke, and that token lived on.
   it.each([
-    ['a reset', { password: 'a brand new password 123' }],
+    ['a reset', { password: 'a brand new password 123', currentPassword: DEFAULT_PASSWORD }],
     ['a disable', { disabled: true }],
   ])('%s: the login that checked the old password gets 401 and no token', async (_name, change) => {
     const held = heldVerifier();
@@ -388,7 +377,10 @@ describe('a password reset or a disable while a password is being checked', () =
     });
     await held.inside;
     const newPassword = 'a brand new password 456';
-    await call(app, 'PATCH', `/api/admin/users/${victim.id}`, { token: admin.token, body: { password: newPassword } });
+    await call(app, 'PATCH', `/api/admin/users/${victim.id}`, {
+      token: admin.token,
+      body: { password: newPassword, currentPassword: DEFAULT_PASSWORD },
+    });
     held.release();
     expectError(await login, 401, 'invalid_credentials');
     const withNew = await call(app, 'POST', '/api/auth/login', {
@@ -415,7 +407,7 @@ describe('a password reset or a disable while a password is being checked', () =
     await held.inside;
     await call(app, 'PATCH', `/api/admin/users/${victim.id}`, {
       token: admin.token,
-      body: { password: 'another new password 789' },
+      body: { password: 'another new password 789', currentPassword: DEFAULT_PASSWORD },
     });
     held.release();
     expectError(await mint, 401, 'unauthenticated');
@@ -438,7 +430,10 @@ describe('a password reset or a disable while a password is being checked', () =
     });
     await held.inside;
     const reset = 'the admin’s new password 321';
-    await call(app, 'PATCH', `/api/admin/users/${victim.id}`, { token: admin.token, body: { password: reset } });
+    await call(app, 'PATCH', `/api/admin/users/${victim.id}`, {
+      token: admin.token,
+      body: { password: reset, currentPassword: DEFAULT_PASSWORD },
+    });
     held.release();
     expectError(await change, 409, 'conflict');
     expect(

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { createApp } from '../src/app.ts';
-import { hashPassword } from '../src/auth/password.ts';
+import { hashPassword, verifyPassword } from '../src/auth/password.ts';
 import { issueToken } from '../src/auth/token-store.ts';
 import { SESSION_TTL_MS, type TokenKind } from '../src/auth/tokens.ts';
 import type { AppDeps } from '../src/context.ts';
@@ -194,3 +194,25 @@ export type ApiErrorBody = ErrorResponse['error'];
 export type LoginResult = z.infer<typeof LoginResultSchema>;
 export type AuditPage = z.infer<typeof AuditPageSchema>;
 export type CreatedToken = z.infer<typeof CreatedTokenSchema>;
+
+/**
+ * A password check held open until released: the request has read the account and checked the
+ * password, and waits there while the test changes the account.
+ */
+export function heldVerifier() {
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  let entered!: () => void;
+  const inside = new Promise<void>((r) => {
+    entered = r;
+  });
+  const verify = async (password: string, stored: string) => {
+    const ok = await verifyPassword(password, stored);
+    entered();
+    await held;
+    return ok;
+  };
+  return { verify, release, inside };
+}

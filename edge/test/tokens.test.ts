@@ -290,7 +290,7 @@ describe('a password reset revokes every token of the user', () => {
     const adminToken = await tokenFor(admin.id, clock);
     const reset = await call(app, 'PATCH', `/api/admin/users/${u.id}`, {
       token: adminToken,
-      body: { password: 'a brand new password' },
+      body: { password: 'a brand new password', currentPassword: DEFAULT_PASSWORD },
     });
     expect(reset.status).toBe(200);
     expectError(await call(app, 'GET', '/api/me', { token: apiToken }), 401, 'unauthenticated');
@@ -307,7 +307,12 @@ describe('a password reset revokes every token of the user', () => {
     ).toBe(200);
     expectError(await call(app, 'GET', '/api/me', { token: apiToken }), 401);
     expect(
-      (await call(app, 'PATCH', `/api/admin/users/${u.id}`, { token: adminToken, body: { disabled: false } })).status,
+      (
+        await call(app, 'PATCH', `/api/admin/users/${u.id}`, {
+          token: adminToken,
+          body: { disabled: false, currentPassword: DEFAULT_PASSWORD },
+        })
+      ).status,
     ).toBe(200);
     expect((await call(app, 'GET', '/api/me', { token: apiToken })).status).toBe(200);
     expectError(await call(app, 'GET', '/api/me', { token }), 401);

@@ -1,7 +1,18 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import type { User } from '../src/users/schemas.ts';
-import { adminWithToken, call, createUser, expectError, makeApp, tokenFor, uniq, userWithToken } from './helpers.ts';
+import {
+  adminWithToken,
+  call,
+  createUser,
+  DEFAULT_PASSWORD,
+  expectError,
+  heldVerifier,
+  makeApp,
+  tokenFor,
+  uniq,
+  userWithToken,
+} from './helpers.ts';
 
 /** GET /api/admin/users (the route declares this shape inline). */
 type UserList = { users: User[] };
@@ -57,7 +68,7 @@ describe('POST /api/admin/users', () => {
     const username = uniq('new');
     const r = await call<User>(app, 'POST', '/api/admin/users', {
       token,
-      body: { username, password: 'a fine long password' },
+      body: { username, password: 'a fine long password', currentPassword: DEFAULT_PASSWORD },
     });
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({ username, role: 'user', disabled: false });
@@ -79,15 +90,23 @@ describe('POST /api/admin/users', () => {
     const existing = await createUser({ username: uniq('Taken') });
     const r = await call(app, 'POST', '/api/admin/users', {
       token,
-      body: { username: existing.username.toLowerCase(), password: 'a fine long password' },
+      body: {
+        username: existing.username.toLowerCase(),
+        password: 'a fine long password',
+        currentPassword: DEFAULT_PASSWORD,
+      },
     });
     expect(expectError(r, 409, 'username_taken').field).toBe('username');
   });
 
   it('answers 400 naming the field', async () => {
     const { app, token } = await setup();
-    const bad = async (body: unknown) =>
-      expectError(await call(app, 'POST', '/api/admin/users', { token, body }), 400, 'invalid_request').field;
+    const bad = async (body: Record<string, unknown>) =>
+      expectError(
+        await call(app, 'POST', '/api/admin/users', { token, body: { currentPassword: DEFAULT_PASSWORD, ...body } }),
+        400,
+        'invalid_request',
+      ).field;
     expect(await bad({ password: 'a fine long password' })).toBe('username');
     expect(await bad({ username: 'ab', password: 'a fine long password' })).toBe('username');
     expect(await bad({ username: 'has space', password: 'a fine long password' })).toBe('username');
@@ -121,7 +140,10 @@ describe('PATCH /api/admin/users/:id', () => {
   it('changes the role and audits before/after', async () => {
     const { app, admin, token } = await setup();
     const u = await createUser();
-    const r = await call<User>(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { role: 'admin' } });
+    const r = await call<User>(app, 'PATCH', `/api/admin/users/${u.id}`, {
+      token,
+      body: { role: 'admin', currentPassword: DEFAULT_PASSWORD },
+    });
     expect(r.status).toBe(200);
     expect(r.body.role).toBe('admin');
     const audit = await auditFor(`user:${u.id}`);
@@ -141,7 +163,7 @@ describe('PATCH /api/admin/users/:id', () => {
     const api = await tokenFor(u.id, clock, { kind: 'api' });
     const r = await call(app, 'PATCH', `/api/admin/users/${u.id}`, {
       token,
-      body: { password: 'the brand new password' },
+      body: { password: 'the brand new password', currentPassword: DEFAULT_PASSWORD },
     });
     expect(r.status).toBe(200);
     expectError(await call(app, 'GET', '/api/me', { token: session }), 401);
@@ -185,7 +207,12 @@ describe('PATCH /api/admin/users/:id', () => {
       401,
     );
     expect(
-      (await call<User>(app, 'PATCH', `/api/admin/users/${u.id}`, { token, body: { disabled: false } })).body.disabled,
+      (
+        await call<User>(app, 'PATCH', `/api/admin/users/${u.id}`, {
+          token,
+          body: { disabled: false, currentPassword: DEFAULT_PASSWORD },
+        })
+      ).body.disabled,
     ).toBe(false);
     expect((await call(app, 'GET', '/api/me', { token: api })).status).toBe(200);
   });
@@ -259,5 +286,157 @@ describe('DELETE /api/admin/users/:id', () => {
     });
     expectError(await call(app, 'DELETE', `/api/admin/users/${u.id}`, { token }), 404);
     expect(expectError(await call(app, 'DELETE', '/api/admin/users/bad', { token }), 400).field).toBe('id');
+  });
+});
+
+describe('granting access needs the acting admin’s login session and password', () => {
+  // The attack: a leaked admin API token (or a stolen login cookie) sets a password it knows, on
+  // its own account or a new admin's, and then signs in and mints tokens of its own: a credential
+  // that outlives the stolen one and a reset of its owner's password.
+  async function apiTokenAdmin() {
+    const { app, clock } = makeApp();
+    const admin = await createUser({ role: 'admin' });
+    return { app, clock, admin, apiToken: await tokenFor(admin.id, clock, { kind: 'api' }) };
+  }
+
+  const loginWorks = async (app: ReturnType<typeof makeApp>['app'], username: string, password: string) =>
+    (await call(app, 'POST', '/api/auth/login', { body: { username, password }, address: '10.8.0.1' })).status === 200;
+
+  it('an admin API token cannot set its own password and sign in with it, even given the password', async () => {
+    const { app, admin, apiToken } = await apiTokenAdmin();
+    const refused = expectError(
+      await call(app, 'PATCH', `/api/admin/users/${admin.id}`, {
+        token: apiToken,
+        body: { password: 'the thief’s own password', currentPassword: admin.password },
+      }),
+      403,
+      'forbidden',
+    );
+    expect(refused.message).toBe('setting a password needs a login session, not an API token');
+    expect(await loginWorks(app, admin.username, 'the thief’s own password')).toBe(false);
+    expect(await loginWorks(app, admin.username, admin.password)).toBe(true);
+  });
+
+  it('an admin API token cannot create a user, make an admin or enable an account; nothing changes', async () => {
+    const { app, apiToken } = await apiTokenAdmin();
+    const username = uniq('made');
+    expectError(
+      await call(app, 'POST', '/api/admin/users', {
+        token: apiToken,
+        body: { username, password: 'the thief’s own password', role: 'admin', currentPassword: DEFAULT_PASSWORD },
+      }),
+      403,
+      'forbidden',
+    );
+    expect(await loginWorks(app, username, 'the thief’s own password')).toBe(false);
+
+    const plain = await createUser();
+    expect(
+      expectError(
+        await call(app, 'PATCH', `/api/admin/users/${plain.id}`, { token: apiToken, body: { role: 'admin' } }),
+        403,
+        'forbidden',
+      ).message,
+    ).toBe('making an admin needs a login session, not an API token');
+    const disabled = await createUser({ disabled: true });
+    expectError(
+      await call(app, 'PATCH', `/api/admin/users/${disabled.id}`, { token: apiToken, body: { disabled: false } }),
+      403,
+      'forbidden',
+    );
+    const adminToken = (await adminWithToken(makeApp().clock)).token;
+    const read = async (id: string) =>
+      (await call<User>(app, 'GET', `/api/admin/users/${id}`, { token: adminToken })).body;
+    expect((await read(plain.id)).role).toBe('user');
+    expect((await read(disabled.id)).disabled).toBe(true);
+    expect(await auditFor(`user:${plain.id}`)).toEqual([]);
+  });
+
+  it('an admin API token can still take access away: demote and disable', async () => {
+    const { app, apiToken } = await apiTokenAdmin();
+    const other = await createUser({ role: 'admin' });
+    const demoted = await call<User>(app, 'PATCH', `/api/admin/users/${other.id}`, {
+      token: apiToken,
+      body: { role: 'user' },
+    });
+    expect(demoted.body.role).toBe('user');
+    const disabled = await call<User>(app, 'PATCH', `/api/admin/users/${other.id}`, {
+      token: apiToken,
+      body: { disabled: true },
+    });
+    expect(disabled.body.disabled).toBe(true);
+  });
+
+  it('a login session must give its password: missing is 400, wrong is 403, both naming currentPassword', async () => {
+    const { app, token } = await setup();
+    const u = await createUser();
+    const missing = expectError(
+      await call(app, 'PATCH', `/api/admin/users/${u.id}`, {
+        token,
+        body: { password: 'the brand new password', role: 'admin' },
+      }),
+      400,
+      'invalid_request',
+    );
+    expect(missing).toMatchObject({
+      field: 'currentPassword',
+      message:
+        'currentPassword: required for setting a password and making an admin: the password of the signed-in user',
+    });
+    expect(
+      expectError(
+        await call(app, 'POST', '/api/admin/users', {
+          token,
+          body: { username: uniq(), password: 'a fine long password' },
+        }),
+        400,
+        'invalid_request',
+      ).field,
+    ).toBe('currentPassword');
+    const wrong = await call(app, 'PATCH', `/api/admin/users/${u.id}`, {
+      token,
+      body: { password: 'the brand new password', currentPassword: 'not the admin’s password' },
+      address: '10.8.0.2',
+    });
+    expect(expectError(wrong, 403, 'invalid_credentials').field).toBe('currentPassword');
+    expect(await loginWorks(app, u.username, u.password)).toBe(true);
+    expect(await auditFor(`user:${u.id}`)).toEqual(
+      expect.not.arrayContaining([expect.objectContaining({ action: 'user.update' })]),
+    );
+  });
+
+  it.each([
+    ['creating a user', 'POST'],
+    ['setting a password', 'PATCH'],
+  ])('%s while the admin’s own password is reset: 401, and nothing was granted', async (_name, method) => {
+    const held = heldVerifier();
+    const { app: racing, clock } = makeApp({ verifyPassword: held.verify });
+    const { app } = makeApp();
+    const thief = await createUser({ role: 'admin' });
+    const stolen = await tokenFor(thief.id, clock);
+    const rescuer = await adminWithToken(clock);
+    const target = await createUser();
+    const username = uniq('made');
+    const grant =
+      method === 'POST'
+        ? call(racing, 'POST', '/api/admin/users', {
+            token: stolen,
+            body: { username, password: 'the thief’s own password', role: 'admin', currentPassword: thief.password },
+          })
+        : call(racing, 'PATCH', `/api/admin/users/${target.id}`, {
+            token: stolen,
+            body: { password: 'the thief’s own password', currentPassword: thief.password },
+          });
+    await held.inside;
+    const reset = await call(app, 'PATCH', `/api/admin/users/${thief.id}`, {
+      token: rescuer.token,
+      body: { password: 'the rescuer’s new password', currentPassword: DEFAULT_PASSWORD },
+    });
+    expect(reset.status).toBe(200);
+    held.release();
+    expectError(await grant, 401, 'unauthenticated');
+    expect(await loginWorks(app, username, 'the thief’s own password')).toBe(false);
+    expect(await loginWorks(app, target.username, 'the thief’s own password')).toBe(false);
+    expect(await loginWorks(app, target.username, target.password)).toBe(true);
   });
 });

@@ -189,6 +189,7 @@ function suite(backend: 'claude' | 'pi') {
       const created = await admin.call('POST', '/api/admin/users', {
         username: `approvals-eve-${backend}`,
         password: 'eve-password-long-enough',
+        currentPassword: stack.admin.password,
       });
       expect(created.status, created.text).toBe(201);
       const eve = await Api.login(stack.url, `approvals-eve-${backend}`, 'eve-password-long-enough');

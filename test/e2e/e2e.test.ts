@@ -385,6 +385,7 @@ describe.sequential('end to end through HTTP', () => {
         const created = await admin.call('POST', '/api/admin/users', {
           username: 'e2e-bob',
           password: 'bob-password-long-enough',
+          currentPassword: stack.admin.password,
         });
         expect(created.status, created.text).toBe(201);
         const bob = await Api.login(stack.url, 'e2e-bob', 'bob-password-long-enough');

@@ -248,6 +248,7 @@ describe.sequential('durable workspaces through HTTP', () => {
     const made = await admin.call('POST', '/api/admin/users', {
       username: 'ws-eve',
       password: 'eve-password-long-enough',
+      currentPassword: stack.admin.password,
     });
     expect(made.status, made.text).toBe(201);
     const eve = await Api.login(stack.url, 'ws-eve', 'eve-password-long-enough');

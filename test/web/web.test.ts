@@ -580,7 +580,13 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
 
   it('changes one’s own password from the account page; the old one stops working', async () => {
     expect(
-      (await admin.call('POST', '/api/admin/users', { username: 'frank', password: 'frank-password-123' })).status,
+      (
+        await admin.call('POST', '/api/admin/users', {
+          username: 'frank',
+          password: 'frank-password-123',
+          currentPassword: stack.admin.password,
+        })
+      ).status,
     ).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();
@@ -619,11 +625,37 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     await page.getByRole('link', { name: 'Admin' }).click();
     await page.getByLabel('New username').fill('carol');
     await page.getByLabel('Initial password').fill('carol-password-123');
+    await page.getByLabel('Your password').fill(stack.admin.password);
     await page.getByRole('button', { name: 'Add user' }).click();
     await page.getByRole('cell', { name: 'carol', exact: true }).waitFor();
+    // Making an admin asks for the acting admin's password; a wrong one is refused, naming it.
     await page.getByLabel('Role of carol').selectOption('admin');
+    const promote = page.getByRole('dialog', { name: 'Make carol an admin?' });
+    await promote.getByLabel('Your password').fill('not-the-admin-password');
+    await screenshot(page, 'admin-users-make-admin');
+    await promote.getByRole('button', { name: 'Make admin' }).click();
+    await expect.poll(() => page.getByRole('alert').innerText()).toMatch(/currentPassword: wrong password/);
+    expect(await page.getByLabel('Role of carol').inputValue()).toBe('user');
+    await page.getByLabel('Role of carol').selectOption('admin');
+    await promote.getByLabel('Your password').fill(stack.admin.password);
+    await promote.getByRole('button', { name: 'Make admin' }).click();
     await page.getByRole('status').filter({ hasText: 'carol is now admin' }).waitFor();
     await screenshot(page, 'admin-users');
+    const carol = page.getByRole('row').filter({ hasText: 'carol' });
+    await carol.getByRole('button', { name: 'Disable' }).click();
+    await carol.getByRole('button', { name: 'Enable' }).click();
+    const enable = page.getByRole('dialog', { name: 'Enable carol?' });
+    await enable.getByLabel('Your password').fill(stack.admin.password);
+    await enable.getByRole('button', { name: 'Enable' }).click();
+    await page.getByRole('status').filter({ hasText: 'carol is enabled' }).waitFor();
+    await carol.getByRole('button', { name: 'Reset password' }).click();
+    const reset = page.getByRole('dialog', { name: 'Reset the password of carol' });
+    await reset.getByLabel('New password').fill('carol-new-password-456');
+    await reset.getByLabel('Your password').fill(stack.admin.password);
+    await screenshot(page, 'admin-users-reset-password');
+    await reset.getByRole('button', { name: 'Set password' }).click();
+    await page.getByRole('status').filter({ hasText: 'Password of carol reset' }).waitFor();
+    expect((await Api.login(stack.url, 'carol', 'carol-new-password-456')).token).toMatch(/^sy_/);
 
     await page.getByRole('link', { name: 'Backend' }).click();
     await page.getByText('version', { exact: false }).first().waitFor({ timeout: 60_000 });
@@ -723,7 +755,11 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   });
 
   it('a non-admin never sees the admin console, and the API refuses them; an admin opens their session read-only', async () => {
-    const created = await admin.call('POST', '/api/admin/users', { username: 'dave', password: 'dave-password-123' });
+    const created = await admin.call('POST', '/api/admin/users', {
+      username: 'dave',
+      password: 'dave-password-123',
+      currentPassword: stack.admin.password,
+    });
     expect(created.status).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();
@@ -819,7 +855,13 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
 
   it('repeated wrong passwords are refused with when to try again (runs last: it throttles this address)', async () => {
     expect(
-      (await admin.call('POST', '/api/admin/users', { username: 'erin', password: 'erin-password-123' })).status,
+      (
+        await admin.call('POST', '/api/admin/users', {
+          username: 'erin',
+          password: 'erin-password-123',
+          currentPassword: stack.admin.password,
+        })
+      ).status,
     ).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();

@@ -7,16 +7,17 @@ import { findUserById } from '../users/store.ts';
 import { loginIdentity, loginThrottleKeys, reserveAttempt, settleSuccess } from './throttle.ts';
 
 /**
- * Re-authentication for sensitive actions (minting an API token, changing one's password): the
- * caller must hold a login session, not an API token (a leaked API token must not mint more), and
- * prove the current password. Guesses here go through the login throttle (pair and address keys),
- * so a stolen session cookie is no faster a password oracle than the login form.
+ * Re-authentication for sensitive actions (minting an API token, changing one's password, an
+ * admin granting access to an account): the caller must hold a login session, not an API token (a
+ * leaked API token must not mint more credentials), and prove the current password. Guesses here
+ * go through the login throttle (pair and address keys), so a stolen session cookie is no faster a
+ * password oracle than the login form.
  * Returns the password hash the password was checked against when the caller passed (what the
  * route then acts on must still be the account with that hash), otherwise the refusal (the route
  * answers it with `apiError`; `Retry-After` is already set on a 429).
  */
 interface Refusal {
-  status: 401 | 403 | 429;
+  status: 400 | 401 | 403 | 429;
   code: ErrorCode;
   message: string;
   field?: string;
@@ -32,13 +33,23 @@ const TOO_MANY: Refusal = {
 export async function requireCurrentPassword(
   c: Context<AppEnv>,
   deps: AppDeps,
-  currentPassword: string,
+  currentPassword: string | undefined,
   action: string,
 ): Promise<{ refused: Refusal } | { passwordHash: string }> {
   const auth = c.get('auth');
   if (auth.kind !== 'session') {
     return {
       refused: { status: 403, code: 'forbidden', message: `${action} needs a login session, not an API token` },
+    };
+  }
+  if (currentPassword === undefined) {
+    return {
+      refused: {
+        status: 400,
+        code: 'invalid_request',
+        message: `currentPassword: required for ${action}: the password of the signed-in user`,
+        field: 'currentPassword',
+      },
     };
   }
   const db = c.env.DB;

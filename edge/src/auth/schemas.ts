@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { NewPasswordSchema, PublicUserSchema } from '../users/schemas.ts';
+import { CurrentPasswordSchema, NewPasswordSchema, PublicUserSchema } from '../users/schemas.ts';
 
 // Login accepts anything string-shaped within bounds: the password policy is for new passwords
 // only, and telling a guesser which shapes are impossible would help them.
@@ -29,10 +29,7 @@ export const PasswordChangedSchema = z
 
 export const ChangePasswordSchema = z
   .strictObject({
-    currentPassword: z
-      .string({ error: 'required: your current password' })
-      .min(1, 'required: your current password')
-      .max(1024),
+    currentPassword: CurrentPasswordSchema,
     newPassword: NewPasswordSchema,
   })
   .openapi('ChangePassword');

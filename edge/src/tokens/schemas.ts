@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { API_TOKEN_DEFAULT_DAYS, API_TOKEN_MAX_DAYS } from '../auth/tokens.ts';
-import { IdSchema } from '../users/schemas.ts';
+import { CurrentPasswordSchema, IdSchema } from '../users/schemas.ts';
 
 export const TokenInfoSchema = z
   .object({
@@ -22,11 +22,7 @@ export const CreateTokenSchema = z
       .max(64, 'at most 64 characters')
       .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters'),
     expiresInDays: z.number().int().min(1).max(API_TOKEN_MAX_DAYS).default(API_TOKEN_DEFAULT_DAYS),
-    currentPassword: z
-      .string({ error: 'required: the password of the signed-in user' })
-      .min(1, 'required: the password of the signed-in user')
-      .max(1024)
-      .openapi({ description: 'the caller’s password, proven again before a token is minted' }),
+    currentPassword: CurrentPasswordSchema,
   })
   .openapi('CreateApiToken');
 

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { requireCurrentPassword } from '../auth/current-password.ts';
 import { hashPassword } from '../auth/password.ts';
 import { revokeTokensStatement } from '../auth/token-store.ts';
 import { auditInsert } from '../audit/store.ts';
@@ -7,15 +8,18 @@ import { AUTHENTICATED, jsonContent } from '../openapi.ts';
 import { newRouter, type AppDeps } from '../context.ts';
 import { apiError, errorResponses } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { describeGrants, grantsOf } from './grants.ts';
 import { CreateUserSchema, UpdateUserSchema, UserIdParamSchema, UserSchema } from './schemas.ts';
 import {
   deleteUserStatement,
   findUserById,
   findUserByUsername,
+  grantingAdminStillValid,
   insertUserStatement,
   listUsers,
   toUser,
   updateUserStatement,
+  type GrantingAdmin,
   type UserRow,
 } from './store.ts';
 
@@ -38,12 +42,12 @@ const createUserRoute = createRoute({
   method: 'post',
   path: '/',
   tags,
-  summary: 'Create a user',
+  summary: 'Create a user; needs a login session and the current password',
   security,
   request: { body: { required: true, content: jsonContent(CreateUserSchema) } },
   responses: {
     201: { description: 'created', content: jsonContent(UserSchema) },
-    ...errorResponses(400, 401, 403, 409, 413, 415),
+    ...errorResponses(400, 401, 403, 409, 413, 415, 429),
   },
 });
 
@@ -62,12 +66,12 @@ const updateRoute = createRoute({
   path: '/{id}',
   tags,
   summary:
-    'Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions',
+    'Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions; setting a password, making an admin or enabling needs a login session and the current password',
   security,
   request: { params: UserIdParamSchema, body: { required: true, content: jsonContent(UpdateUserSchema) } },
   responses: {
     200: { description: 'updated', content: jsonContent(UserSchema) },
-    ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+    ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429),
   },
 });
 
@@ -82,6 +86,8 @@ const deleteRoute = createRoute({
 });
 
 const LAST_ADMIN = 'this change would leave no active admin';
+// The acting admin's password was reset, or they were demoted or disabled, after it was checked.
+const CHANGED_WHILE_CHECKED = 'your account changed while this request ran; sign in again';
 const DESTROY_CONCURRENCY = 8;
 
 export function userRoutes(deps: AppDeps) {
@@ -92,6 +98,12 @@ export function userRoutes(deps: AppDeps) {
   app.openapi(createUserRoute, async (c) => {
     const body = c.req.valid('json');
     const db = c.env.DB;
+    const checked = await requireCurrentPassword(c, deps, body.currentPassword, 'creating a user');
+    if ('refused' in checked) {
+      const { refused } = checked;
+      return apiError(c, refused.status, refused.code, refused.message, refused.field);
+    }
+    const grantedBy = { id: c.get('auth').user.id, passwordHash: checked.passwordHash };
     if ((await findUserByUsername(db, body.username)) !== null) {
       return apiError(c, 409, 'username_taken', 'username: already taken', 'username');
     }
@@ -117,14 +129,16 @@ export function userRoutes(deps: AppDeps) {
       },
       { onlyIfPreviousChanged: true },
     );
+    let inserted: D1Result | undefined;
     try {
-      await db.batch([insertUserStatement(db, row), audit.statement]);
+      [inserted] = await db.batch([insertUserStatement(db, row, grantedBy), audit.statement]);
     } catch (err) {
       // Lost a race with another create of the same name between the check and the insert.
       if (String(err).includes('UNIQUE'))
         return apiError(c, 409, 'username_taken', 'username: already taken', 'username');
       throw err;
     }
+    if ((inserted?.meta.changes ?? 0) === 0) return apiError(c, 401, 'unauthenticated', CHANGED_WHILE_CHECKED);
     return c.json(toUser(row), 201);
   });
 
@@ -140,6 +154,16 @@ export function userRoutes(deps: AppDeps) {
     const db = c.env.DB;
     const current = await findUserById(db, id);
     if (current === null) return apiError(c, 404, 'not_found', 'no such user');
+    const grants = grantsOf(current, patch);
+    let grantedBy: GrantingAdmin | undefined;
+    if (grants.length > 0) {
+      const checked = await requireCurrentPassword(c, deps, patch.currentPassword, describeGrants(grants));
+      if ('refused' in checked) {
+        const { refused } = checked;
+        return apiError(c, refused.status, refused.code, refused.message, refused.field);
+      }
+      grantedBy = { id: c.get('auth').user.id, passwordHash: checked.passwordHash };
+    }
     const now = Math.max(deps.clock(), current.updated_at + 1);
     const next: UserRow = {
       ...current,
@@ -173,7 +197,7 @@ export function userRoutes(deps: AppDeps) {
     const revokes: 'all' | 'sessions' | null =
       patch.password !== undefined ? 'all' : next.disabled !== 0 && current.disabled === 0 ? 'sessions' : null;
     const [update] = await db.batch([
-      updateUserStatement(db, next, current.updated_at),
+      updateUserStatement(db, next, current.updated_at, grantedBy),
       audit.statement,
       ...(revokes === null
         ? []
@@ -182,6 +206,9 @@ export function userRoutes(deps: AppDeps) {
     if ((update?.meta.changes ?? 0) === 0) {
       const reread = await findUserById(db, id);
       if (reread === null) return apiError(c, 404, 'not_found', 'no such user');
+      if (grantedBy !== undefined && !(await grantingAdminStillValid(db, grantedBy))) {
+        return apiError(c, 401, 'unauthenticated', CHANGED_WHILE_CHECKED);
+      }
       if (reread.updated_at !== current.updated_at) {
         return apiError(c, 409, 'conflict', 'the user changed while this request ran; read it again and retry');
       }

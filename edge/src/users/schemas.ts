@@ -17,6 +17,13 @@ export const UsernameSchema = z
 // Long enough to resist guessing; bounded so hashing cost stays predictable.
 export const NewPasswordSchema = z.string().min(12, 'at least 12 characters').max(256, 'at most 256 characters');
 
+/** The signed-in user's password, proven again before an action that mints or grants a credential. */
+export const CurrentPasswordSchema = z
+  .string({ error: 'required: the password of the signed-in user' })
+  .min(1, 'required: the password of the signed-in user')
+  .max(1024)
+  .openapi({ description: 'the caller’s own password, proven again for this action' });
+
 /** What `/api/me` shows about the caller. */
 export const PublicUserSchema = z.object({ id: z.string(), username: z.string(), role: RoleSchema }).openapi('Me');
 export type PublicUser = z.infer<typeof PublicUserSchema>;
@@ -39,6 +46,7 @@ export const CreateUserSchema = z
     username: UsernameSchema,
     password: NewPasswordSchema,
     role: RoleSchema.default('user'),
+    currentPassword: CurrentPasswordSchema,
   })
   .openapi('CreateUser');
 
@@ -47,6 +55,9 @@ export const UpdateUserSchema = z
     role: RoleSchema.optional(),
     password: NewPasswordSchema.optional(),
     disabled: z.boolean().optional(),
+    currentPassword: CurrentPasswordSchema.optional().openapi({
+      description: 'required when the change grants access: a password, the admin role, or enabling',
+    }),
   })
   .refine((u) => u.role !== undefined || u.password !== undefined || u.disabled !== undefined, {
     message: 'give at least one of role, password, disabled',

@@ -42,10 +42,42 @@ export async function listUsers(db: D1Database): Promise<UserRow[]> {
   return results;
 }
 
-export function insertUserStatement(db: D1Database, row: UserRow): D1PreparedStatement {
+/**
+ * The admin who grants access, as their password was checked for this request: the write happens
+ * only while that admin still has that password hash, is enabled and is an admin. A reset or a
+ * demotion that lands while the request runs then stops it, as it stops a racing token creation.
+ */
+export interface GrantingAdmin {
+  id: string;
+  passwordHash: string;
+}
+
+const GRANTER_STILL_VALID = `EXISTS (SELECT 1 FROM users AS g
+  WHERE g.id = ? AND g.password_hash = ? AND g.disabled = 0 AND g.role = 'admin')`;
+
+export function insertUserStatement(db: D1Database, row: UserRow, grantedBy: GrantingAdmin): D1PreparedStatement {
   return db
-    .prepare(`INSERT INTO users (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-    .bind(row.id, row.username, row.password_hash, row.role, row.disabled, row.created_at, row.updated_at);
+    .prepare(`INSERT INTO users (${COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ? WHERE ${GRANTER_STILL_VALID}`)
+    .bind(
+      row.id,
+      row.username,
+      row.password_hash,
+      row.role,
+      row.disabled,
+      row.created_at,
+      row.updated_at,
+      grantedBy.id,
+      grantedBy.passwordHash,
+    );
+}
+
+/** Whether the admin's password check still holds (after a guarded write changed nothing). */
+export async function grantingAdminStillValid(db: D1Database, grantedBy: GrantingAdmin): Promise<boolean> {
+  const r = await db
+    .prepare(`SELECT ${GRANTER_STILL_VALID} AS ok`)
+    .bind(grantedBy.id, grantedBy.passwordHash)
+    .first<{ ok: number }>();
+  return r?.ok === 1;
 }
 
 // "Somebody else is still an active admin, or this row is not one / stays one": the guard that
@@ -58,20 +90,22 @@ const KEEPS_AN_ADMIN = `(
 
 /**
  * Writes the new role/disabled/hash if the row still has the `updated_at` the caller read
- * (so concurrent edits are not silently merged) and the change leaves an active admin.
+ * (so concurrent edits are not silently merged), the change leaves an active admin, and, for a
+ * change that grants access, the granting admin's password check still holds.
  */
 export function updateUserStatement(
   db: D1Database,
   next: Pick<UserRow, 'id' | 'role' | 'disabled' | 'password_hash' | 'updated_at'>,
   readUpdatedAt: number,
+  grantedBy?: GrantingAdmin,
 ): D1PreparedStatement {
   const staysAdmin = next.role === 'admin' && next.disabled === 0 ? 1 : 0;
-  return db
-    .prepare(
-      `UPDATE users SET role = ?, disabled = ?, password_hash = ?, updated_at = ?
-       WHERE id = ? AND updated_at = ? AND (? = 1 OR ${KEEPS_AN_ADMIN})`,
-    )
-    .bind(next.role, next.disabled, next.password_hash, next.updated_at, next.id, readUpdatedAt, staysAdmin);
+  const sql = `UPDATE users SET role = ?, disabled = ?, password_hash = ?, updated_at = ?
+       WHERE id = ? AND updated_at = ? AND (? = 1 OR ${KEEPS_AN_ADMIN})`;
+  const args = [next.role, next.disabled, next.password_hash, next.updated_at, next.id, readUpdatedAt, staysAdmin];
+  return grantedBy === undefined
+    ? db.prepare(sql).bind(...args)
+    : db.prepare(`${sql} AND ${GRANTER_STILL_VALID}`).bind(...args, grantedBy.id, grantedBy.passwordHash);
 }
 
 export function deleteUserStatement(db: D1Database, id: string): D1PreparedStatement {

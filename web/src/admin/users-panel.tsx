@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, call, describeError, type Schemas } from '../api/client.ts';
 import { useMe } from '../auth/me.ts';
-import { Confirm } from '../ui/confirm.tsx';
+import { Confirm, ConfirmWithPassword } from '../ui/confirm.tsx';
 import { relativeTime } from '../ui/format.ts';
 import { ErrorText, Notice } from '../ui/messages.tsx';
 
@@ -12,8 +12,10 @@ export function UsersPanel() {
   const [users, setUsers] = useState<User[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const [form, setForm] = useState({ username: '', password: '', role: 'user' as User['role'] });
+  const [form, setForm] = useState({ username: '', password: '', role: 'user' as User['role'], currentPassword: '' });
   const [resetting, setResetting] = useState<User | null>(null);
+  const [promoting, setPromoting] = useState<User | null>(null);
+  const [enabling, setEnabling] = useState<User | null>(null);
   const [deleting, setDeleting] = useState<User | null>(null);
 
   const load = () =>
@@ -38,7 +40,7 @@ export function UsersPanel() {
     e.preventDefault();
     void act(async () => {
       await call(api.POST('/api/admin/users', { body: form }));
-      setForm({ username: '', password: '', role: 'user' });
+      setForm({ username: '', password: '', role: 'user', currentPassword: '' });
     }, `Created ${form.username}.`);
   };
   const update = (u: User, body: Schemas['UpdateUser'], done: string) =>
@@ -82,6 +84,16 @@ export function UsersPanel() {
             <option value="admin">admin</option>
           </select>
         </label>
+        <label>
+          Your password
+          <input
+            type="password"
+            required
+            autocomplete="current-password"
+            value={form.currentPassword}
+            onInput={(e) => setForm({ ...form, currentPassword: e.currentTarget.value })}
+          />
+        </label>
         <div class="form-actions">
           <button type="submit" class="btn primary">
             Add user
@@ -124,11 +136,10 @@ export function UsersPanel() {
                         value={u.role}
                         disabled={self}
                         onChange={(e) =>
-                          void update(
-                            u,
-                            { role: e.currentTarget.value as User['role'] },
-                            `${u.username} is now ${e.currentTarget.value}.`,
-                          )
+                          // Making an admin grants access: the server asks for the password.
+                          e.currentTarget.value === 'admin'
+                            ? setPromoting(u)
+                            : void update(u, { role: 'user' }, `${u.username} is now user.`)
                         }
                       >
                         <option value="user">user</option>
@@ -152,11 +163,9 @@ export function UsersPanel() {
                           type="button"
                           class="btn small"
                           onClick={() =>
-                            void update(
-                              u,
-                              { disabled: !u.disabled },
-                              `${u.username} is ${u.disabled ? 'enabled' : 'disabled'}.`,
-                            )
+                            u.disabled
+                              ? setEnabling(u)
+                              : void update(u, { disabled: true }, `${u.username} is disabled.`)
                           }
                         >
                           {u.disabled ? 'Enable' : 'Disable'}
@@ -179,14 +188,40 @@ export function UsersPanel() {
         <ResetPassword
           user={resetting}
           onCancel={() => setResetting(null)}
-          onSave={(password) => {
+          onSave={(password, currentPassword) => {
             setResetting(null);
             void update(
               resetting,
-              { password },
+              { password, currentPassword },
               `Password of ${resetting.username} reset; their sign-ins and API tokens were revoked.`,
             );
           }}
+        />
+      )}
+      {promoting !== null && (
+        <ConfirmWithPassword
+          title={`Make ${promoting.username} an admin?`}
+          body="Admins manage users, settings and the backend, and can read every session."
+          confirm="Make admin"
+          onConfirm={(currentPassword) => {
+            const u = promoting;
+            setPromoting(null);
+            void update(u, { role: 'admin', currentPassword }, `${u.username} is now admin.`);
+          }}
+          onCancel={() => setPromoting(null)}
+        />
+      )}
+      {enabling !== null && (
+        <ConfirmWithPassword
+          title={`Enable ${enabling.username}?`}
+          body="They can sign in again, and their API tokens work again."
+          confirm="Enable"
+          onConfirm={(currentPassword) => {
+            const u = enabling;
+            setEnabling(null);
+            void update(u, { disabled: false, currentPassword }, `${u.username} is enabled.`);
+          }}
+          onCancel={() => setEnabling(null)}
         />
       )}
       {deleting !== null && (
@@ -210,38 +245,36 @@ export function UsersPanel() {
   );
 }
 
-function ResetPassword({ user, onSave, onCancel }: { user: User; onSave: (p: string) => void; onCancel: () => void }) {
+function ResetPassword({
+  user,
+  onSave,
+  onCancel,
+}: {
+  user: User;
+  onSave: (password: string, currentPassword: string) => void;
+  onCancel: () => void;
+}) {
   const [password, setPassword] = useState('');
   return (
-    <dialog open class="dialog inline-dialog" aria-labelledby="reset-title">
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          onSave(password);
-        }}
-      >
-        <h2 id="reset-title">Reset the password of {user.username}</h2>
-        <label>
-          New password
-          <input
-            type="password"
-            required
-            minLength={12}
-            autoFocus
-            autocomplete="new-password"
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </label>
-        <div class="dialog-actions">
-          <button type="button" class="btn" onClick={onCancel}>
-            Cancel
-          </button>
-          <button type="submit" class="btn primary">
-            Set password
-          </button>
-        </div>
-      </form>
-    </dialog>
+    <ConfirmWithPassword
+      title={`Reset the password of ${user.username}`}
+      body="Their sign-ins and API tokens stop working; tell them the new password."
+      confirm="Set password"
+      onConfirm={(currentPassword) => onSave(password, currentPassword)}
+      onCancel={onCancel}
+    >
+      <label>
+        New password
+        <input
+          type="password"
+          required
+          minLength={12}
+          autoFocus
+          autocomplete="new-password"
+          value={password}
+          onInput={(e) => setPassword(e.currentTarget.value)}
+        />
+      </label>
+    </ConfirmWithPassword>
   );
 }

@@ -682,7 +682,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create a user */
+        /** Create a user; needs a login session and the current password */
         post: {
             parameters: {
                 query?: never;
@@ -752,6 +752,15 @@ export interface paths {
                 };
                 /** @description body is not JSON */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description too many attempts; see Retry-After */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -903,7 +912,7 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        /** Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions */
+        /** Change role, password or disabled; a password change revokes all their tokens, disabling ends their login sessions; setting a password, making an admin or enabling needs a login session and the current password */
         patch: {
             parameters: {
                 query?: never;
@@ -984,6 +993,15 @@ export interface paths {
                 };
                 /** @description body is not JSON */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description too many attempts; see Retry-After */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2638,6 +2656,7 @@ export interface components {
             expiresAt: string;
         };
         ChangePassword: {
+            /** @description the caller’s own password, proven again for this action */
             currentPassword: string;
             newPassword: string;
         };
@@ -2663,7 +2682,7 @@ export interface components {
             name: string;
             /** @default 90 */
             expiresInDays: number;
-            /** @description the caller’s password, proven again before a token is minted */
+            /** @description the caller’s own password, proven again for this action */
             currentPassword: string;
         };
         PublicSettings: {
@@ -2708,12 +2727,16 @@ export interface components {
              * @enum {string}
              */
             role: "admin" | "user";
+            /** @description the caller’s own password, proven again for this action */
+            currentPassword: string;
         };
         UpdateUser: {
             /** @enum {string} */
             role?: "admin" | "user";
             password?: string;
             disabled?: boolean;
+            /** @description required when the change grants access: a password, the admin role, or enabling */
+            currentPassword?: string;
         };
         Settings: {
             /**

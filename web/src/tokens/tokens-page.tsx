@@ -56,8 +56,9 @@ export function TokensPage() {
     <div class="page">
       <h1>API tokens</h1>
       <p class="muted">
-        Scripts use a token as <code>Authorization: Bearer …</code>. A token can do everything you can; revoke any you
-        no longer use.
+        Scripts use a token as <code>Authorization: Bearer …</code>. A token can do what you can, except what needs your
+        password: making tokens and, for admins, creating users, setting passwords, making admins and enabling accounts.
+        Revoke any you no longer use.
       </p>
       <form class="card form-grid" onSubmit={create} aria-labelledby="new-token-title">
         <h2 id="new-token-title">New token</h2>
