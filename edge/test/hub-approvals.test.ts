@@ -221,4 +221,30 @@ describe('session hub: tool approvals', () => {
     runner.events([{ type: 'approval.resolved', approvalId: 'x', decision: 'allow', reason: 'user' }], mid);
     expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
   });
+
+  // The attack: a runner asks again under the id of a question already answered, so viewers show a
+  // second pending card for it (its answer gets 409), or asks one id twice in a batch.
+  it.each([
+    ['under the id of an answered approval', ['w1']],
+    ['twice in one batch', []],
+  ])('a runner asking again %s: protocol error, nothing more logged, the answer stands', async (_name, first) => {
+    const ctx = await hubContext();
+    const sid = await askSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await accepted(runner);
+    for (const id of first) {
+      const [seq] = runner.events([request(id)], mid);
+      await runner.waitAck(seq as number);
+      expect((await answer(ctx, sid, id, { decision: 'deny' })).status).toBe(200);
+      await runner.waitFor('approval_decision', (d) => d.approvalId === id);
+    }
+    const before = await logged(sid, 'approval.request');
+    runner.events(first.length > 0 ? [request('w1')] : [request('w2'), request('w2')], mid);
+    expect((await runner.waitClosed()).code).toBe(RunnerCloseCode.protocolError);
+    expect(await logged(sid, 'approval.request')).toEqual(before);
+    if (first.length > 0) {
+      const late = await answer<ApprovalConflict>(ctx, sid, 'w1', { decision: 'allow' });
+      expect(late.body.approval).toMatchObject({ decision: 'deny', reason: 'user' });
+    }
+  });
 });

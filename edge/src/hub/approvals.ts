@@ -131,6 +131,24 @@ export class HubApprovals {
     return { items: out, record, requests };
   }
 
+  /**
+   * The first approval id in a runner's fresh events that was asked before (stored, or earlier in
+   * the batch). The CLIs make a new id per question and a replayed frame is dropped by its seq, so
+   * a repeat is a runner speaking out of turn: logged, it would show a second pending card for a
+   * question already answered.
+   */
+  repeatedRequest(items: LogItem[]): string | undefined {
+    const ids = items.flatMap((i) => (i.event.type === 'approval.request' ? [i.event.approvalId] : []));
+    if (ids.length === 0) return undefined;
+    this.#schema();
+    const seen = new Set<string>();
+    for (const id of ids) {
+      if (seen.has(id) || this.#row(id) !== undefined) return id;
+      seen.add(id);
+    }
+    return undefined;
+  }
+
   /** After the requests are logged: the policy decides the kinds it covers, at once. */
   applyPolicy(requests: Array<{ req: Request }>): void {
     if (requests.length === 0) return;

@@ -311,6 +311,8 @@ export class RunnerFrames {
         held = e.seq;
       }
     }
+    const repeated = this.#hub.approvals.repeatedRequest(fresh);
+    if (repeated !== undefined) return this.protocolError(ws, `approval.request: ${repeated} was asked before`);
     if (this.#hub.meta.logFull === true) return;
     const incoming = fresh.reduce((n, e) => n + utf8.encode(JSON.stringify(e.event)).byteLength, 0);
     if ((this.#hub.meta.logBytes ?? 0) + incoming > this.#hub.timings.logMaxBytes) return this.logFull();
