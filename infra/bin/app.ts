@@ -1,7 +1,8 @@
 // `cdk synth` / `cdk deploy` entry (infra/cdk.json). Environment-agnostic: the account and
 // region come from the deploying credentials, and nothing is looked up, so synth runs offline.
-// Context: `-c edgeOrigin=https://HOST` (required: the deployed Worker's origin),
-// `-c prefix=NAME` (default switchyard), `-c modelUrl=URL` (a model gateway).
+// Context, from infra/cdk.context.json (README "Deploying", step 1) or `-c key=value`:
+// `edgeOrigin` (required: the deployed Worker's origin), `prefix` (default switchyard),
+// `modelUrl` (a model gateway).
 import { App, Validations } from 'aws-cdk-lib';
 import nag from 'cdk-nag';
 import { RunnerStack } from '../src/runner-stack.ts';
@@ -15,7 +16,7 @@ const edgeOrigin = context('edgeOrigin');
 if (edgeOrigin === undefined) {
   // No default: the broker pins runners' hub to this origin, and a guess would pin the wrong one.
   throw new Error(
-    'Missing context edgeOrigin: the https origin of the deployed edge Worker, e.g. `npx cdk deploy -c edgeOrigin=https://switchyard.example.com` (README "Deploying")',
+    'Missing context edgeOrigin: the https origin of the deployed edge Worker, in infra/cdk.context.json (`{"edgeOrigin": "https://switchyard.example.com"}`) or as `-c edgeOrigin=…` (README "Deploying", step 1)',
   );
 }
 const prefix = context('prefix');

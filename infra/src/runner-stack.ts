@@ -73,6 +73,26 @@ export function checkEdgeOrigin(value: string): string {
   return value;
 }
 
+/**
+ * `value` if it is an https URL on the default port: the runners send the model key to it, and
+ * their security group lets only TCP 443 out, so plain http would carry the key in clear and any
+ * other port would fail only when a session first calls the model.
+ */
+export function checkModelUrl(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (url?.protocol !== 'https:' || url.port !== '' || url.username !== '' || url.password !== '') {
+    throw new Error(
+      `modelUrl must be an https URL on the default port, without credentials (e.g. https://gateway.example.com/anthropic); got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
 export class RunnerStack extends Stack {
   readonly cluster: ecs.Cluster;
   readonly taskDefinition: ecs.FargateTaskDefinition;
@@ -82,6 +102,7 @@ export class RunnerStack extends Stack {
     super(scope, id, props);
     const prefix = props.prefix ?? 'switchyard';
     const edgeOrigin = checkEdgeOrigin(props.edgeOrigin);
+    const modelUrl = props.modelUrl === undefined ? undefined : checkModelUrl(props.modelUrl);
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
 
     // Two AZs, one NAT gateway: runners only dial out (to the edge and the model API), and a
@@ -174,7 +195,9 @@ export class RunnerStack extends Stack {
     const logGroup = new logs.LogGroup(this, 'RunnerLogs', {
       logGroupName: `/${prefix}/runner`,
       retention: logRetention,
-      removalPolicy: RemovalPolicy.RETAIN,
+      // Kept when the stack is deleted, but not when its creation rolls back: a named group kept
+      // then would make every retry of the first deploy fail with "already exists".
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
 
     const container = this.taskDefinition.addContainer('Runner', {
@@ -191,7 +214,7 @@ export class RunnerStack extends Stack {
       linuxParameters: new ecs.LinuxParameters(this, 'RunnerLinux', {}),
       stopTimeout: Duration.seconds(STOP_TIMEOUT_SECONDS),
       secrets: { ANTHROPIC_API_KEY: ecs.Secret.fromSecretsManager(modelKey) },
-      ...(props.modelUrl === undefined ? {} : { environment: { SWITCHYARD_MODEL_URL: props.modelUrl } }),
+      ...(modelUrl === undefined ? {} : { environment: { SWITCHYARD_MODEL_URL: modelUrl } }),
       logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: 'runner' }),
     });
     container.linuxParameters?.dropCapabilities(...DROPPED_CAPS.map((c) => ecs.Capability[c]));
@@ -216,7 +239,7 @@ export class RunnerStack extends Stack {
       logGroupName: `/${prefix}/broker`,
       retention: logRetention,
       // Who launched and stopped what: kept like the runner logs.
-      removalPolicy: RemovalPolicy.RETAIN,
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
     const brokerRole = new iam.Role(this, 'BrokerRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),

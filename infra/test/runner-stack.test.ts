@@ -14,7 +14,7 @@ import {
   TASK_MEMORY_MIB,
   VOLUMES,
 } from '../src/runner-container.ts';
-import { checkEdgeOrigin, RunnerStack, WRANGLER_VARS } from '../src/runner-stack.ts';
+import { checkEdgeOrigin, checkModelUrl, RunnerStack, WRANGLER_VARS } from '../src/runner-stack.ts';
 import { EDGE_ORIGIN } from './helpers.ts';
 
 // Every promise of the stack, read off the synthesized CloudFormation template.
@@ -195,6 +195,17 @@ describe('cluster and task definition', () => {
       },
     });
     template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/switchyard/runner', RetentionInDays: 30 });
+  });
+
+  it('the named log groups outlive the stack but not a first deploy that rolls back', () => {
+    // Retain on creation too would leave the names taken and fail every retry of that deploy.
+    for (const name of ['/switchyard/runner', '/switchyard/broker']) {
+      const id = logicalId('AWS::Logs::LogGroup', (p) => p.LogGroupName === name);
+      expect(json.Resources[id]).toMatchObject({
+        DeletionPolicy: 'RetainExceptOnCreate',
+        UpdateReplacePolicy: 'Retain',
+      });
+    }
   });
 
   it('the model key is a Secrets Manager `secrets` entry, no plain environment', () => {
@@ -484,6 +495,20 @@ describe('launch broker', () => {
   it('the bundle is an ES module (index.mjs) of broker/src/lambda.ts that exports the handler', () => {
     expect(brokerBundle?.packaging).toBe('zip');
     expect(typeof brokerBundle?.handler).toBe('function');
+  });
+
+  it('modelUrl must be https on the default port, without credentials', () => {
+    for (const bad of [
+      'http://gateway.example.com/anthropic',
+      'https://gateway.example.com:8443/anthropic',
+      'https://user:pw@gateway.example.com/anthropic',
+      'gateway.example.com',
+    ]) {
+      expect(() => new RunnerStack(new App(), 'S', { edgeOrigin: EDGE_ORIGIN, modelUrl: bad }), bad).toThrow(
+        /modelUrl must be an https URL/,
+      );
+    }
+    expect(checkModelUrl('https://gateway.example.com/anthropic')).toBe('https://gateway.example.com/anthropic');
   });
 
   it('edgeOrigin must be an https origin and nothing more', () => {

@@ -56,7 +56,7 @@ const ownLocation: Plugin = {
 
 /**
  * The local runner host stays outside the bundle, imported from its own place at run time: the image
- * leaves it out (runner/Dockerfile.dockerignore), and `host` in an image then exits with its
+ * leaves it out (the root .dockerignore), and `host` in an image then exits with its
  * clear message as before (runner/src/main.ts).
  */
 const hostOutside: Plugin = {
