@@ -841,6 +841,29 @@ describe('lifecycle', () => {
     await until('launcher.stop', () => ctx.launcher.stops.length === 1);
   });
 
+  it('a runner link lost with a restart of the hub (no close event): the same grace, then one turn.done', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'text.delta', index: 0, text: 'partial' }], mid);
+    await runner.waitAck(1);
+    // A deploy or a crash: the object restarts and its sockets are gone, with no webSocketClose.
+    await runInDurableObject(hubStub(sid), (_hub, state) => state.abort('restart')).catch(() => undefined);
+    await runner.waitClosed();
+    expect((await snapshot(ctx, sid)).runner?.connected).toBe(true);
+    // The next alarm (the token renewal's) finds no socket for the link: the grace starts then.
+    ctx.clock.advance(15 * 60_000);
+    await runDurableObjectAlarm(hubStub(sid));
+    expect((await snapshot(ctx, sid)).runner?.connected).toBe(false);
+    ctx.clock.advance(60_001);
+    await runDurableObjectAlarm(hubStub(sid));
+    const done = (await logIds(sid)).filter((e) => e.type === 'turn.done').map((e) => JSON.parse(e.data));
+    expect(done).toEqual([expect.objectContaining({ stopReason: 'error', messageId: mid })]);
+    expect((await snapshot(ctx, sid)).state).toBe('failed');
+    await until('launcher.stop', () => ctx.launcher.stops.length === 1);
+  });
+
   it('a message sent while the runner is stopping waits for it and starts the next runner', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);

@@ -1,4 +1,4 @@
-import { runInDurableObject } from 'cloudflare:test';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import {
   encodeProofHeader,
@@ -14,6 +14,7 @@ import { setHubRuntimeForTests, timingsFromEnv } from '../src/hub/runtime.ts';
 import type { PoolLaunchRequest } from '../src/launchers/launcher.ts';
 import { poolCoordinator, poolMaxAgeMs } from '../src/pool/config.ts';
 import { REFILL_AFTER_CLAIM_MS, type PoolStatus } from '../src/pool/coordinator.ts';
+import type { PooledRunner } from '../src/pool/plan.ts';
 import { until } from '../../test/helpers/poll.ts';
 import {
   adminWithToken,
@@ -29,6 +30,7 @@ import {
   endWithTranscript,
   FakeLauncher,
   FakeRunner,
+  hubStub,
   launchAndConnect,
   postMessage,
   transcriptFixture,
@@ -110,6 +112,57 @@ async function oneIdlePooled(): Promise<FakePooledRunner[]> {
   const pooled = await connectPooled(new Set());
   await until('one idle pooled runner', async () => (await idleCount()) === 1);
   return pooled;
+}
+
+/**
+ * Holds every hub's claim at the coordinator's door until released (a slow round trip to the
+ * coordinator, cross-region in production): `entered` settles when a claim is waiting there.
+ */
+function holdClaims(): { entered: Promise<void>; release: () => void } {
+  const namespace = env.POOL_COORDINATOR as unknown as { get: (...args: unknown[]) => unknown };
+  const get = namespace.get.bind(namespace);
+  let release!: () => void;
+  const open = new Promise<void>((r) => {
+    release = r;
+  });
+  let enter!: () => void;
+  const entered = new Promise<void>((r) => {
+    enter = r;
+  });
+  namespace.get = (...args: unknown[]) => {
+    const stub = get(...args) as Record<string | symbol, unknown>;
+    return new Proxy(stub, {
+      get(target, key) {
+        const value = target[key];
+        if (key !== 'claim' || typeof value !== 'function')
+          return typeof value === 'function' ? value.bind(target) : value;
+        return async (...claimArgs: unknown[]) => {
+          enter();
+          await open;
+          // Called as a method of the stub: an RPC method answers any property (`apply` too).
+          return (target as unknown as { claim: (...a: unknown[]) => unknown }).claim(...claimArgs);
+        };
+      },
+    });
+  };
+  return {
+    entered,
+    release: () => {
+      namespace.get = get;
+      release();
+    },
+  };
+}
+
+/** The session's logged turn.done events, as stop reason and message id. */
+async function turnDones(sessionId: string): Promise<Array<{ stopReason: string; messageId: string }>> {
+  const rows = await runInDurableObject(hubStub(sessionId), (_hub, state) =>
+    state.storage.sql.exec<{ data: string }>("SELECT data FROM events WHERE type = 'turn.done' ORDER BY id").toArray(),
+  );
+  return rows.map((r) => {
+    const { stopReason, messageId } = JSON.parse(r.data) as { stopReason: string; messageId: string };
+    return { stopReason, messageId };
+  });
 }
 
 /** The hub helpers' context acting as the test's plain user. */
@@ -299,6 +352,52 @@ describe('warm runner pool', () => {
     expect(ids).not.toContain(claimed.request.runnerId);
     const again = await FakePooledRunner.dial(ctx.app, claimed.request);
     expect((await until('refused', () => again.closed))?.code).toBe(PoolCloseCode.unauthorized);
+    runner.close();
+  });
+
+  it('an interrupt while the claim carries the first message goes to the claimed runner: the turn ends once, interrupted', async () => {
+    // The attack on the person's intent: the hub ended the turn itself (the message "never reached
+    // a runner") while the claim was carrying it to a CLI that starts on it at once, so the
+    // interrupted prompt ran anyway, its turn ended twice and the next message met a busy runner.
+    const pooled = await oneIdlePooled();
+    const hubCtx = asUser();
+    const sessionId = await createSession(hubCtx, ctx.user);
+    const held = holdClaims();
+    const posted = await postMessage(hubCtx, sessionId, 'rm -rf the thing');
+    expect(posted.status).toBe(202);
+    await held.entered;
+    const interrupt = call(ctx.app, 'POST', `/api/sessions/${sessionId}/interrupt`, { token: ctx.user });
+    held.release();
+    expect((await interrupt).status).toBe(202);
+    const claimed = pooled[0] as FakePooledRunner;
+    const claim = (await until('the claim', () => claimed.claims[0])) as PoolClaim;
+    expect(claim.first?.messageId).toBe(posted.body.messageId);
+    expect(await turnDones(sessionId)).toEqual([]);
+    // The claimed runner links: the hub's copy of the message, then the interrupt.
+    const runner = await dialHub(claimed, claim, sessionId);
+    await runner.waitFor('user_message');
+    await runner.waitFor('interrupt');
+    runner.events([{ type: 'turn.done', stopReason: 'interrupted' }], posted.body.messageId);
+    await runner.waitAck(runner.seq);
+    expect(await turnDones(sessionId)).toEqual([{ stopReason: 'interrupted', messageId: posted.body.messageId }]);
+    runner.close();
+  });
+
+  it('an interrupt while a claim with the first message finds no pooled runner ends the turn at once; no runner gets it', async () => {
+    const hubCtx = asUser();
+    const sessionId = await createSession(hubCtx, ctx.user);
+    const held = holdClaims();
+    const posted = await postMessage(hubCtx, sessionId, 'never mind');
+    await held.entered;
+    const interrupt = call(ctx.app, 'POST', `/api/sessions/${sessionId}/interrupt`, { token: ctx.user });
+    held.release();
+    expect((await interrupt).status).toBe(202);
+    expect(await turnDones(sessionId)).toEqual([{ stopReason: 'interrupted', messageId: posted.body.messageId }]);
+    const launch = await until('the cold launch', () => ctx.launcher.startsFor(sessionId)[0]);
+    const runner = await FakeRunner.connect(ctx.app, { token: launch.runnerToken, sessionId });
+    runner.hello(sessionId);
+    await runner.waitFor('welcome');
+    expect(runner.of('user_message')).toEqual([]);
     runner.close();
   });
 
@@ -600,5 +699,125 @@ describe('warm runner pool', () => {
     });
     expect((await hub.waitClosed()).code).toBeGreaterThanOrEqual(4400);
     first.ws.close(1000, 'done');
+  });
+});
+
+describe('warm runner pool: a restart and a failed look', () => {
+  /** Restarts the coordinator as a deploy or crash does: its sockets go, no webSocketClose. */
+  async function restartCoordinator(): Promise<void> {
+    await runInDurableObject(poolCoordinator(env), (_c, state) => state.abort('simulated restart')).catch(
+      () => undefined, // abort() makes the call itself fail: that is the restart
+    );
+  }
+
+  it('after a restart an idle runner whose link went with it is dropped, its task stopped and replaced; the replacement is claimed', async () => {
+    const seen = new Set<string>();
+    await setPool({ claude: 1 });
+    const [lost] = await connectPooled(seen);
+    if (lost === undefined) throw new Error('no pooled runner');
+    // Stored as idle, as it is long after its hello when the deploy comes.
+    await until('the idle record stored', () =>
+      runInDurableObject(poolCoordinator(env), (_c, state) => state.storage.get<PooledRunner[]>('runners')).then(
+        (rs) => rs?.length === 1 && rs[0]?.state === 'idle',
+      ),
+    );
+    await restartCoordinator();
+    // The runner saw its link drop (it exits: any close before a claim but 1013 ends it).
+    await until('the pool link dropped', () => lost.closed);
+
+    // The object's start already finds the link gone: the first call after it sees no such runner.
+    const lostId = lost.request.runnerId;
+    expect((await poolCoordinator(env).status()).runners.map((r) => r.id)).not.toContain(lostId);
+    await until('its task stopped', () =>
+      ctx.launcher.stops.some((s) => s.ref === `pool-task-${lostId}` && s.reason === 'pooled runner lost its link'),
+    );
+    // The start set the alarm for now: the replacement comes without waiting for the 30 s recheck.
+    await until('a replacement launched', () => ctx.launcher.pooled.length === 2);
+    const [replacement] = await connectPooled(seen);
+    await until('the replacement idle', async () => (await idleCount()) === 1);
+    // A poke now plans the same slot: still one replacement.
+    await poolCoordinator(env).poke(null);
+    expect(ctx.launcher.pooled).toHaveLength(2);
+
+    const hubCtx = asUser();
+    const sessionId = await createSession(hubCtx, ctx.user);
+    expect((await postMessage(hubCtx, sessionId, 'after the deploy')).status).toBe(202);
+    const claim = await until('the replacement claimed', () => replacement?.claims[0]);
+    expect(claim.sessionId).toBe(sessionId);
+    expect(ctx.launcher.startsFor(sessionId)).toEqual([]);
+  });
+
+  it('a claim passes over an idle runner whose link is gone to the next one, and stops its task', async () => {
+    const seen = new Set<string>();
+    await setPool({ claude: 1 });
+    const [older] = await connectPooled(seen);
+    await until('one idle pooled runner', async () => (await idleCount()) === 1);
+    ctx.clock.advance(1_000);
+    await setPool({ claude: 2 });
+    const [younger] = await connectPooled(seen);
+    await until('two idle pooled runners', async () => (await idleCount()) === 2);
+    if (older === undefined || younger === undefined) throw new Error('no pooled runners');
+    const olderId = older.request.runnerId;
+    const want = {
+      backend: 'claude' as const,
+      model: null,
+      sessionId: 's-gone',
+      hubUrl: 'ws://localhost/internal/runner/connect',
+      runnerToken: 't',
+    };
+    // The oldest is picked first; its link goes in the same event as the claim, before any
+    // webSocketClose could forget it.
+    const result = await runInDurableObject(poolCoordinator(env), (coordinator, state) => {
+      for (const ws of state.getWebSockets(olderId)) ws.close(1001, 'gone');
+      return coordinator.claim(want);
+    });
+    expect(result?.runnerId).toBe(younger.request.runnerId);
+    expect(older.claims).toEqual([]);
+    await until('the older one’s task stopped', () => ctx.launcher.stops.some((s) => s.ref === `pool-task-${olderId}`));
+    expect((await poolCoordinator(env).status()).runners.map((r) => r.id)).not.toContain(olderId);
+  });
+
+  it('a launching runner (no link yet) is not taken for lost after a restart', async () => {
+    await setPool({ claude: 1 });
+    await restartCoordinator();
+    await poolCoordinator(env).poke(null);
+    const status = await poolCoordinator(env).status();
+    expect(status.runners.map((r) => [r.id, r.state])).toEqual([[ctx.launcher.pooled[0]?.runnerId, 'launching']]);
+    expect(ctx.launcher.pooled).toHaveLength(1);
+    expect(ctx.launcher.stops).toEqual([]);
+  });
+
+  it('an alarm whose settings read fails is still followed by an alarm, not at once; the next one does the work', async () => {
+    await setPool({ claude: 1 });
+    const stub = poolCoordinator(env);
+    expect(await runInDurableObject(stub, (_c, state) => state.storage.getAlarm())).not.toBeNull();
+    // The launch never said hello: its connect deadline is past, work the failed alarm leaves undone.
+    ctx.clock.advance(timingsFromEnv(env).connectTimeoutMs);
+    // D1 fails the coordinator's next read once (its settings: the alarm's first step).
+    await runInDurableObject(stub, (coordinator) => {
+      // `env` is protected on the Durable Object; the test reaches into it to break D1 once.
+      const db = (coordinator as unknown as { env: Env }).env.DB as D1Database & { prepare: D1Database['prepare'] };
+      db.prepare = () => {
+        delete (db as Partial<D1Database>).prepare; // once: the prototype's comes back
+        throw new Error('D1_ERROR: simulated outage');
+      };
+    });
+    const before = Date.now();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const at = await runInDurableObject(stub, (_c, state) => state.storage.getAlarm());
+    // Re-armed: not at once into the same failure (the deadline is past), no later than the recheck.
+    expect(at).not.toBeNull();
+    expect(at).toBeGreaterThanOrEqual(before + 5_000);
+    expect(at).toBeLessThanOrEqual(Date.now() + 30_000);
+    expect(ctx.launcher.pooled).toHaveLength(1);
+    // The next alarm does the work: the launch that never connected is replaced.
+    const first = ctx.launcher.pooled[0]?.runnerId;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(ctx.launcher.pooled).toHaveLength(2);
+    await until('the silent launch stopped', () =>
+      ctx.launcher.stops.some(
+        (s) => s.ref === `pool-task-${first}` && s.reason === 'pooled runner retired: never_connected',
+      ),
+    );
   });
 });

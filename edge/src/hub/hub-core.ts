@@ -53,6 +53,8 @@ export class HubCore {
   #d1Chain: Promise<void> = Promise.resolve();
   /** Launches whose launcher start is running in this instance (see `launchRef`). */
   readonly #starting = new Map<string, Promise<void>>();
+  /** The claim now asking the coordinator with the queued message (in memory, as the start is). */
+  #claimCarrying: ClaimCarrying | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     this.ctx = ctx;
@@ -206,12 +208,42 @@ export class HubCore {
    * has (a pooled runner dials the moment it is claimed). Null when the launch ended, or when its
    * start is not running in this instance (evicted meanwhile: the connect deadline ends it).
    */
+  /** The runner's link is gone: the reconnect grace starts, and the launcher is asked meanwhile. */
+  linkLost(launch: LaunchRecord): void {
+    launch.connected = false;
+    launch.disconnectedAt = this.now;
+    launch.nextPollAt = this.now + this.timings.pollMs;
+  }
+
+  /**
+   * Settles once the coordinator has answered a claim now carrying this message, and this launch
+   * has taken its answer (the message marked sent if it went); undefined when no such claim runs.
+   */
+  claimSettled(messageId: string): Promise<void> | undefined {
+    return this.#claimCarrying?.messageId === messageId ? this.#claimCarrying.settled : undefined;
+  }
+
   async launchRef(launch: LaunchRecord): Promise<string | null> {
     if (launch.ref === null) await this.#starting.get(launch.id);
     return this.meta.launch?.id === launch.id ? this.meta.launch.ref : null;
   }
 
   private async runLauncher(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
+    try {
+      await this.launchRunner(session, launch);
+    } finally {
+      // A message that went with the claim is marked sent by now (or the launch was given up).
+      this.#claimTaken(launch.id);
+    }
+  }
+
+  #claimTaken(launchId: string): void {
+    if (this.#claimCarrying?.launchId !== launchId) return;
+    this.#claimCarrying.taken();
+    this.#claimCarrying = null;
+  }
+
+  private async launchRunner(session: HubSessionInfo, launch: LaunchRecord): Promise<void> {
     let ref: string;
     let sentWithClaim: string | null = null;
     let pooledRunnerId: string | null = null;
@@ -227,11 +259,14 @@ export class HubCore {
       const turn = this.meta.turn;
       const body = fresh && turn !== null && !turn.sent ? this.log.messageBody(turn.messageId) : null;
       // A warm pooled runner if one fits; otherwise a cold launch (docs/DESIGN.md "Warm runner pool").
+      if (turn !== null && body !== null) this.#claimCarrying = carrying(launch.id, turn.messageId);
       const pooled = await claimPooledRunner(this.env, this.meta, {
         hubUrl: launch.hubUrl,
         runnerToken,
         ...(turn !== null && body !== null && { first: { messageId: turn.messageId, message: body } }),
       });
+      // The message stayed here: an interrupt waiting for the claim may end the turn at once.
+      if (pooled?.firstSent !== true) this.#claimTaken(launch.id);
       if (pooled?.firstSent === true && turn !== null) sentWithClaim = turn.messageId;
       pooledRunnerId = pooled?.runnerId ?? null;
       ref =
@@ -386,4 +421,19 @@ export class HubCore {
     this.#waiters.delete(id);
     waiter(reply);
   }
+}
+
+interface ClaimCarrying {
+  launchId: string;
+  messageId: string;
+  settled: Promise<void>;
+  taken: () => void;
+}
+
+function carrying(launchId: string, messageId: string): ClaimCarrying {
+  let taken!: () => void;
+  const settled = new Promise<void>((resolve) => {
+    taken = resolve;
+  });
+  return { launchId, messageId, settled, taken };
 }

@@ -272,6 +272,11 @@ export class SessionHub extends DurableObject<Env> {
   async interrupt(): Promise<HubResult<{ interrupted: true }>> {
     if (this.hub.meta.session === null)
       return { ok: false, status: 404, code: 'not_found', message: 'no such session' };
+    const asked = this.hub.meta.turn;
+    if (asked === null) return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
+    // A pooled runner's claim may be carrying this very message to a CLI that starts on it at
+    // once: the coordinator's answer says whether the message went, and so who ends the turn.
+    await this.hub.claimSettled(asked.messageId);
     const turn = this.hub.meta.turn;
     if (turn === null) return { ok: false, status: 409, code: 'conflict', message: 'no turn is running' };
     // Nobody needs to answer what the turn no longer waits for (claude withdraws its questions).
@@ -389,6 +394,9 @@ export class SessionHub extends DurableObject<Env> {
   async #tick(): Promise<void> {
     const launch = this.hub.meta.launch;
     if (launch === null) return;
+    // A restart of this object (a deploy, a crash) drops its sockets without a close event: a link
+    // still counted as connected with no socket is lost, so the grace and the launcher's poll apply.
+    if (launch.connected && this.hub.liveRunner() === undefined) this.hub.linkLost(launch);
     for (const effect of decideTick(this.hub.meta, this.hub.timings, this.hub.now)) {
       switch (effect.type) {
         case 'finish':

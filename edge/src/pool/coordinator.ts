@@ -34,6 +34,8 @@ const RUNNERS_KEY = 'runners';
 const POOL_URL_KEY = 'poolUrl';
 /** Even with no deadline due, a pool that should hold runners is looked at this often (lost launches). */
 const RECHECK_MS = 30_000;
+/** After a failed look (D1 unreachable) the next is at least this far off, even with a deadline past. */
+const RETRY_AFTER_FAILURE_MS = 5_000;
 /**
  * A claim's refill waits this long, so the claimed runner's link and first answer do not share
  * the edge's thread with the refill's launch (a RunTask, its signing, the records). Against a
@@ -106,6 +108,13 @@ export class PoolCoordinator extends DurableObject<Env> {
       const runners = (await ctx.storage.get<PooledRunner[]>(RUNNERS_KEY)) ?? [];
       for (const r of runners) this.#runners.set(r.id, r);
       this.#poolUrl = (await ctx.storage.get<string>(POOL_URL_KEY)) ?? null;
+      // A restart (deploy, crash) drops the pool links without a webSocketClose, and their runners
+      // exit. After hibernation the links are still here, so only a real loss is dropped; its
+      // replacement is launched at once rather than at the next recheck.
+      if (this.#dropLost() > 0) {
+        await this.#persist();
+        await ctx.storage.setAlarm(Date.now());
+      }
     });
   }
 
@@ -256,7 +265,15 @@ export class PoolCoordinator extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.#reconcile();
+    try {
+      await this.#reconcile();
+    } catch (err) {
+      // Nothing else may wake the pool (no claim, poke or link event): without this, aged runners
+      // would outlive their hard age and lost launches would not be made up. Logged, not thrown:
+      // the retry is this alarm.
+      console.error('pool coordinator: alarm failed:', errorText(err));
+      await this.#arm(this.#lastTarget === null ? null : { ...this.#lastTarget, sizes: this.#sizes }, true);
+    }
   }
 
   // ------------------------------------------------------------------ internals
@@ -273,6 +290,22 @@ export class PoolCoordinator extends DurableObject<Env> {
 
   #socketOf(runnerId: string): WebSocket | undefined {
     return this.ctx.getWebSockets(runnerId).find((ws) => ws.readyState === WebSocket.OPEN);
+  }
+
+  /**
+   * Forgets every idle runner whose link is gone without a webSocketClose (the object restarted)
+   * and stops its task, as a lost link does; returns how many. A `launching` one has no link yet
+   * and is left to its connect deadline.
+   */
+  #dropLost(): number {
+    let dropped = 0;
+    for (const r of [...this.#runners.values()]) {
+      if (r.state !== 'idle' || this.#socketOf(r.id) !== undefined) continue;
+      this.#runners.delete(r.id);
+      if (r.ref !== null) this.#stopTask(r.ref, 'pooled runner lost its link');
+      dropped++;
+    }
+    return dropped;
   }
 
   #rememberUrl(poolUrl: string): void {
@@ -296,12 +329,14 @@ export class PoolCoordinator extends DurableObject<Env> {
   }
 
   async #reconcile(): Promise<void> {
-    // Every plan refills what claims took.
-    this.#refillDue = null;
     const { target, limits } = await this.#target();
+    // Every plan refills what claims took (cleared only once there is a plan: a failed read keeps it).
+    this.#refillDue = null;
     const launcher = hubRuntime().launcherFor(this.env);
     const now = hubRuntime().clock();
     // Plan and record in one synchronous step, so reconciles that interleave never double-launch.
+    // Lost runners go first, so the plan counts their slots as empty and launches replacements.
+    this.#dropLost();
     const plan = planPool([...this.#runners.values()], target, now);
     for (const { id, reason } of plan.retire) {
       const r = this.#runners.get(id);
@@ -372,12 +407,18 @@ export class PoolCoordinator extends DurableObject<Env> {
     await this.#arm(target);
   }
 
-  async #arm(target: PoolTarget): Promise<void> {
+  /**
+   * Sets the alarm for the next deadline. After a failed look (`afterFailure`; `target` is the
+   * last known one, if any) it is always set: at the latest the recheck, and never sooner than
+   * RETRY_AFTER_FAILURE_MS, so a deadline already past does not retry straight into the failure.
+   */
+  async #arm(target: PoolTarget | null, afterFailure = false): Promise<void> {
     const now = hubRuntime().clock();
-    const due = nextPoolDeadline([...this.#runners.values()], target, now);
-    const wanted = target.sizes[target.llmBackend] > 0 ? now + RECHECK_MS : null;
+    const due = target === null ? null : nextPoolDeadline([...this.#runners.values()], target, now);
+    const wanted = afterFailure || (target !== null && target.sizes[target.llmBackend] > 0) ? now + RECHECK_MS : null;
     const times = [due, wanted, this.#refillDue].filter((t): t is number => t !== null);
-    const at = times.length === 0 ? null : Math.min(...times);
+    let at = times.length === 0 ? null : Math.min(...times);
+    if (afterFailure && at !== null) at = Math.max(at, now + RETRY_AFTER_FAILURE_MS);
     // Deadlines are in the injectable clock's time; the alarm runs on the wall clock.
     if (at === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Date.now() + Math.max(0, at - now));

@@ -63,9 +63,7 @@ export class RunnerFrames {
     // Another socket of the same runner may already have taken over.
     if (this.#hub.liveRunner(ws) !== undefined) return;
     if (!launch.connected) return;
-    launch.connected = false;
-    launch.disconnectedAt = this.#hub.now;
-    launch.nextPollAt = this.#hub.now + this.#hub.timings.pollMs;
+    this.#hub.linkLost(launch);
     this.#hub.commit();
   }
 
