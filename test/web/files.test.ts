@@ -1,12 +1,13 @@
 // The files panel in the browser (DESIGN "Workspaces", "Web app"): real Chromium against the
 // stack `npm start` runs, real claude behind it. A file uploads from the page; the agent's file
 // shows in the tree once its turn's save is announced, is viewed as text (escaped) and
-// downloaded; delete removes it. (The agent reading uploads: test/e2e/workspace.test.ts.) The
-// Changes view shows the diff and follows each save; the repository field shows the server's
-// refusal beside itself.
+// downloaded; delete asks, then removes it. (The agent reading uploads: test/e2e/workspace.test.ts.)
+// The viewer opens where it is seen, a long name wraps, Upload is reached by Tab, on a desktop and
+// a phone screen. The Changes view shows the diff and follows each save; the repository field
+// shows the server's refusal beside itself.
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
@@ -15,6 +16,8 @@ import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
 const TURN_MS = 120_000;
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
 
 let running: TestStack;
 let stack: Stack;
@@ -84,19 +87,35 @@ describe('the files panel', () => {
       await page.getByLabel('Message').press('Enter');
       // After the turn the panel reloads and shows the agent's file.
       await tree.getByRole('link', { name: 'page.html' }).waitFor({ timeout: TURN_MS });
+      await screenshot(page, 'files-panel');
       await page.getByRole('button', { name: 'View out/page.html' }).click();
-      const shown = page.locator('figure.file-view pre');
+      const shown = page.getByRole('region', { name: 'Viewing out/page.html' }).locator('pre');
       await expect.poll(() => shown.innerText()).toContain('<script>alert(1)</script>');
       // Shown as text: no element from the file's content exists in the page.
-      expect(await page.locator('figure.file-view b').count()).toBe(0);
-      await screenshot(page, 'files-panel');
+      expect(await page.locator('.file-view b').count()).toBe(0);
+      await screenshot(page, 'files-view');
+      await page.getByRole('button', { name: 'Back to files' }).click();
 
       const downloading = page.waitForEvent('download');
       await tree.getByRole('link', { name: 'page.html' }).click();
       const download = await downloading;
       expect(readFileSync(await download.path(), 'utf8')).toBe(script.content);
 
-      await page.getByRole('button', { name: 'Delete in/from-the-page.txt' }).click();
+      // Delete asks first, as deleting a session or revoking a token does; Cancel keeps the file.
+      const deleteButton = page.getByRole('button', { name: 'Delete in/from-the-page.txt' });
+      await deleteButton.click();
+      const question = page.getByRole('dialog', { name: 'Delete this file?' });
+      await question.waitFor();
+      expect(await question.innerText()).toContain('in/from-the-page.txt');
+      await screenshot(page, 'files-delete-confirm');
+      await question.getByRole('button', { name: 'Cancel' }).click();
+      await question.waitFor({ state: 'detached' });
+      const kept = await admin.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${id}/files`);
+      expect(kept.body.files.map((f) => f.path)).toContain('in/from-the-page.txt');
+      expect(await tree.getByRole('link', { name: 'from-the-page.txt' }).count()).toBe(1);
+      expect(await deleteButton.evaluate((el) => el === document.activeElement)).toBe(true);
+      await deleteButton.click();
+      await question.getByRole('button', { name: 'Delete file' }).click();
       await expect.poll(() => tree.getByRole('link', { name: 'from-the-page.txt' }).count()).toBe(0);
       const left = await admin.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${id}/files`);
       expect(left.body.files.map((f) => f.path)).toEqual(['in/dropped.txt', 'out/page.html']);
@@ -113,6 +132,121 @@ describe('the files panel', () => {
     },
     TURN_MS * 3,
   );
+
+  for (const [screen, viewport] of [
+    ['desktop', DESKTOP],
+    ['phone', PHONE],
+  ] as const) {
+    it(`on a ${screen} screen, a viewed file shows at once, in place of a long tree, focused; Back returns`, async () => {
+      const { context: own, page, errors } = await signedInPage({ viewport });
+      try {
+        const id = (await admin.call<{ id: string }>('POST', '/api/sessions', {})).body.id;
+        // A tree longer than the panel: the first file (the viewer once opened below the tree, out of
+        // sight) and the last (the panel scrolled down to reach it).
+        const names = Array.from({ length: 40 }, (_, i) => `notes/note-${String(i + 1).padStart(2, '0')}.txt`);
+        for (const name of names) await putFile(id, name, `this is ${name}\n`);
+        await openFilesPanel(page, id);
+        for (const name of [names[0] ?? '', names.at(-1) ?? '']) {
+          const opener = page.getByRole('button', { name: `View ${name}` });
+          await opener.click();
+          const viewer = page.getByRole('region', { name: `Viewing ${name}` });
+          await expect.poll(() => viewer.locator('pre').innerText()).toBe(`this is ${name}\n`);
+          // In sight without scrolling anything: the whole viewer, its Back button and its text.
+          expect(await onScreen(page, viewer, { whole: true })).toBe('on screen');
+          const back = viewer.getByRole('button', { name: 'Back to files' });
+          expect(await onScreen(page, back)).toBe('on screen');
+          expect(await onScreen(page, viewer.locator('pre'))).toBe('on screen');
+          // Focus moved to it, so a keyboard or screen reader user is taken there too.
+          expect(await viewer.evaluate((el) => el.contains(document.activeElement))).toBe(true);
+          // Styled as the app's other buttons, not the browser's default.
+          expect(await back.getAttribute('class')).toBe('btn small');
+          expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+          if (name === names[0]) await screenshot(page, `files-view-${screen}`);
+          // Back to the tree, focus on the control that opened the viewer.
+          await back.click();
+          await viewer.waitFor({ state: 'detached' });
+          expect(await onScreen(page, opener)).toBe('on screen');
+          expect(await opener.evaluate((el) => el === document.activeElement)).toBe(true);
+        }
+        const opener = page.getByRole('button', { name: `View ${names.at(-1)}` });
+        const viewer = page.getByRole('region', { name: `Viewing ${names.at(-1)}` });
+        // Escape closes it too.
+        await opener.press('Enter');
+        await viewer.waitFor();
+        await page.keyboard.press('Escape');
+        await viewer.waitFor({ state: 'detached' });
+        expect(errors).toEqual([]);
+      } finally {
+        await own.close();
+      }
+    });
+
+    it(`on a ${screen} screen, a long file name wraps: no sideways scrolling, its actions stay in sight (also in Changes and the delete question)`, async () => {
+      const { context: own, page, errors } = await signedInPage({ viewport });
+      try {
+        const id = (await admin.call<{ id: string }>('POST', '/api/sessions', {})).body.id;
+        const long = `report-${'x'.repeat(139)}.txt`;
+        expect(long).toHaveLength(150);
+        await putFile(id, long, 'long name\n');
+        await putFile(id, 'short.txt', 'short\n');
+        await openFilesPanel(page, id);
+        await page.getByRole('button', { name: `View ${long}` }).waitFor();
+        const panel = page.locator('details.files-panel');
+        expect(await sideways(page, panel)).toEqual([]);
+        expect(await onScreen(page, page.getByRole('button', { name: `View ${long}` }))).toBe('on screen');
+        expect(await onScreen(page, page.getByRole('button', { name: `Delete ${long}` }))).toBe('on screen');
+        expect(await onScreen(page, page.getByRole('button', { name: 'Delete short.txt' }))).toBe('on screen');
+        await screenshot(page, `files-long-name-${screen}`);
+
+        await page.getByRole('button', { name: `Delete ${long}` }).click();
+        const question = page.getByRole('dialog', { name: 'Delete this file?' });
+        await question.waitFor();
+        expect(await question.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+        expect(await onScreen(page, question.getByRole('button', { name: 'Delete file' }))).toBe('on screen');
+        await screenshot(page, `files-long-name-delete-${screen}`);
+        await question.getByRole('button', { name: 'Cancel' }).click();
+
+        await page.getByRole('tab', { name: 'Changes' }).click();
+        const entry = page.getByRole('list', { name: 'Changed files' }).getByRole('listitem').filter({ hasText: long });
+        await entry.waitFor();
+        expect(await sideways(page, panel)).toEqual([]);
+        expect(await onScreen(page, entry.getByRole('button', { name: long }))).toBe('on screen');
+        expect(await onScreen(page, entry.locator('.diff-counts'))).toBe('on screen');
+        await screenshot(page, `changes-long-name-${screen}`);
+        expect(errors).toEqual([]);
+      } finally {
+        await own.close();
+      }
+    });
+  }
+
+  it('Upload is a button reached with Tab; Enter opens the file chooser and the chosen file uploads', async () => {
+    const { context: own, page, errors } = await signedInPage();
+    try {
+      const id = (await admin.call<{ id: string }>('POST', '/api/sessions', {})).body.id;
+      await openFilesPanel(page, id);
+      await page.getByText('No files yet.').waitFor();
+      await page.getByLabel('Upload into folder').fill('kbd');
+      await page.keyboard.press('Tab');
+      expect(
+        await page.evaluate(
+          () => `${document.activeElement?.tagName.toLowerCase()}: ${document.activeElement?.textContent}`,
+        ),
+      ).toBe('button: Upload');
+      await screenshot(page, 'files-upload-focused');
+      const choosing = page.waitForEvent('filechooser');
+      await page.keyboard.press('Enter');
+      const chooser = await choosing;
+      expect(chooser.isMultiple()).toBe(true);
+      await chooser.setFiles({ name: 'typed.txt', mimeType: 'text/plain', buffer: Buffer.from('from the keyboard\n') });
+      await page.getByRole('list', { name: 'Workspace files' }).getByRole('link', { name: 'typed.txt' }).waitFor();
+      const stored = await admin.call<{ files: Array<{ path: string }> }>('GET', `/api/sessions/${id}/files`);
+      expect(stored.body.files.map((f) => f.path)).toEqual(['kbd/typed.txt']);
+      expect(errors).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
 
   it('the Changes view shows uploads as added with their lines, and follows a change and a deletion', async () => {
     const { context: own, page, errors } = await signedInPage();
@@ -254,9 +388,9 @@ describe('the files panel', () => {
 
 /** A fresh browser context with one page, signed in as the admin, its page errors collected. */
 async function signedInPage(
-  options: { acceptDownloads?: boolean } = {},
+  options: BrowserContextOptions = {},
 ): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
+  const context = await browser.newContext({ viewport: DESKTOP, ...options });
   context.setDefaultTimeout(30_000);
   const page = await context.newPage();
   const errors = watchErrors(page);
@@ -266,4 +400,56 @@ async function signedInPage(
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
   return { context, page, errors };
+}
+
+/** Writes a workspace file through the Files API, as the admin (who owns the test's sessions). */
+async function putFile(sessionId: string, path: string, body: string): Promise<void> {
+  const r = await admin.call('PUT', `/api/sessions/${sessionId}/files/${path}`, undefined, { raw: body });
+  expect(r.status, r.text).toBe(201);
+}
+
+/** Opens the session's page and its files panel. */
+async function openFilesPanel(page: Page, sessionId: string): Promise<void> {
+  await page.goto(`${stack.url}/sessions/${sessionId}`);
+  await page.getByRole('log', { name: 'Conversation' }).waitFor();
+  await page.locator('details.files-panel summary').click();
+}
+
+/**
+ * 'on screen' when the element is where a person sees it: inside the viewport (wholly, with
+ * `whole`; else its centre) and the topmost element at its centre, so not clipped away by a scroll
+ * box nor covered; otherwise what is wrong.
+ */
+async function onScreen(page: Page, target: Locator, { whole = false } = {}): Promise<string> {
+  const box = await target.boundingBox();
+  const size = page.viewportSize();
+  if (box === null || size === null) return 'not rendered';
+  const inside = whole
+    ? box.x >= 0 && box.y >= 0 && box.x + box.width <= size.width && box.y + box.height <= size.height
+    : box.x + box.width / 2 <= size.width && box.y + box.height / 2 <= size.height && box.x >= 0 && box.y >= 0;
+  const where = `${JSON.stringify(box)} in a ${size.width}x${size.height} viewport`;
+  if (!inside) return `outside: ${where}`;
+  const hit = await target.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    const at = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+    return at !== null && el.contains(at);
+  });
+  return hit ? 'on screen' : `clipped or covered: ${where}`;
+}
+
+/** What scrolls sideways (the page, the content column, the panel): should be nothing. */
+async function sideways(page: Page, panel: Locator): Promise<string[]> {
+  const wide = await page.evaluate(() =>
+    [document.documentElement, document.querySelector('.content')]
+      .filter((el): el is Element => el !== null && el.scrollWidth > el.clientWidth)
+      .map((el) => `${el.tagName.toLowerCase()}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`),
+  );
+  const box = await panel.evaluate((el) => ({
+    scroll: el.scrollWidth,
+    client: el.clientWidth,
+    right: el.getBoundingClientRect().right,
+    viewport: window.innerWidth,
+  }));
+  if (box.scroll > box.client || box.right > box.viewport) wide.push(`files panel: ${JSON.stringify(box)}`);
+  return wide;
 }

@@ -1,14 +1,14 @@
 // The shell: who is signed in, the top bar, and which page the URL names. Nothing but the
 // sign-in page renders until /api/me answers; any 401 later sends the person to sign-in and
 // brings them back to the same URL afterwards.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { AccountPage } from './account/account-page.tsx';
 import { AdminPage } from './admin/admin-page.tsx';
 import { api, call, isApiError, setUnauthenticatedHandler } from './api/client.ts';
 import { type Me, MeContext } from './auth/me.ts';
 import { SignIn } from './auth/sign-in.tsx';
 import { ChatPage } from './chat/chat-page.tsx';
-import { navigate, onLinkClick, safeNext, useRoute } from './router.ts';
+import { navigate, onLinkClick, type Route, safeNext, useRoute } from './router.ts';
 import { SessionSidebar } from './sessions/session-sidebar.tsx';
 import { TokensPage } from './tokens/tokens-page.tsx';
 import { MenuIcon } from './ui/icons.tsx';
@@ -20,10 +20,30 @@ function toSignIn(): void {
   navigate(`/signin?next=${encodeURIComponent(location.pathname + location.search)}`, { replace: true });
 }
 
+/** The width at which styles.css turns the session list into a drawer; keep the two in step. */
+const PHONE = '(max-width: 760px)';
+
+function useMediaQuery(query: string): boolean {
+  const [matches, setMatches] = useState(() => matchMedia(query).matches);
+  useEffect(() => {
+    const list = matchMedia(query);
+    const update = () => setMatches(list.matches);
+    update();
+    list.addEventListener('change', update);
+    return () => list.removeEventListener('change', update);
+  }, [query]);
+  return matches;
+}
+
 export function App() {
   const route = useRoute();
   const [auth, setAuth] = useState<Auth>({ state: 'loading' });
-  const [navOpen, setNavOpen] = useState(false);
+  // The drawer is open for the route it was opened on: any navigation closes it in the same
+  // render that shows the new page, so nothing the page focuses on mount lands in inert content.
+  const [navOpenOn, setNavOpenOn] = useState<Route | null>(null);
+  const navOpen = navOpenOn === route;
+  const phone = useMediaQuery(PHONE);
+  const toggle = useRef<HTMLButtonElement>(null);
 
   useEffect(() => {
     setUnauthenticatedHandler(() => {
@@ -40,7 +60,23 @@ export function App() {
       });
   }, []);
 
-  useEffect(() => setNavOpen(false), [route]);
+  const drawer = phone && (route.page === 'home' || route.page === 'session');
+  const drawerOpen = drawer && navOpen;
+  const closeDrawer = (refocus: boolean) => {
+    setNavOpenOn(null);
+    if (refocus) toggle.current?.focus();
+  };
+
+  useEffect(() => {
+    if (!drawerOpen) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || e.defaultPrevented) return;
+      setNavOpenOn(null);
+      toggle.current?.focus();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [drawerOpen]);
 
   if (auth.state === 'loading') return <div class="splash" aria-busy="true" />;
   if (auth.state === 'error') {
@@ -86,11 +122,12 @@ export function App() {
         <header class="topbar">
           {withSidebar && (
             <button
+              ref={toggle}
               type="button"
               class="icon-btn nav-toggle"
               aria-expanded={navOpen}
               aria-controls="sessions-nav"
-              onClick={() => setNavOpen(!navOpen)}
+              onClick={() => setNavOpenOn(navOpen ? null : route)}
             >
               <MenuIcon />
               <span class="sr-only">Sessions</span>
@@ -126,8 +163,25 @@ export function App() {
           </div>
         </header>
         <div class={withSidebar ? `layout with-sidebar${navOpen ? ' nav-open' : ''}` : 'layout'}>
-          {withSidebar && <SessionSidebar currentId={route.page === 'session' ? route.id : null} />}
-          <main id="main" class="content" tabIndex={-1}>
+          {withSidebar && (
+            <SessionSidebar
+              currentId={route.page === 'session' ? route.id : null}
+              // Off screen but not gone: without this, Tab would walk into links nobody can see.
+              inert={drawer && !drawerOpen}
+              onNavigate={() => closeDrawer(false)}
+            />
+          )}
+          {drawerOpen && (
+            <button
+              type="button"
+              class="drawer-backdrop"
+              aria-label="Close sessions"
+              onClick={() => closeDrawer(true)}
+            />
+          )}
+          {/* Covered by the open drawer's backdrop, so out of reach like any modal's background. Preact's
+              JSX types lack `inert`; the spread passes it through as the DOM property. */}
+          <main id="main" class="content" tabIndex={-1} {...{ inert: drawerOpen }}>
             {route.page === 'home' && <Home />}
             {route.page === 'session' && <ChatPage key={route.id} sessionId={route.id} />}
             {route.page === 'tokens' && <TokensPage />}

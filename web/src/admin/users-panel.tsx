@@ -43,8 +43,18 @@ export function UsersPanel() {
       setForm({ username: '', password: '', role: 'user', currentPassword: '' });
     }, `Created ${form.username}.`);
   };
-  const update = (u: User, body: Schemas['UpdateUser'], done: string) =>
-    act(() => call(api.PATCH('/api/admin/users/{id}', { params: { path: { id: u.id } }, body })), done);
+  const patch = (u: User, body: Schemas['UpdateUser']) =>
+    call(api.PATCH('/api/admin/users/{id}', { params: { path: { id: u.id } }, body }));
+  const update = (u: User, body: Schemas['UpdateUser'], done: string) => act(() => patch(u, body), done);
+  /** A change that asks for the admin's password: its dialog shows a refusal and stays open. */
+  const confirmed =
+    (u: User, body: Schemas['UpdateUser'], done: string, close: () => void) => async (currentPassword: string) => {
+      await patch(u, { ...body, currentPassword });
+      close();
+      setError(null);
+      setNotice(done);
+      await load();
+    };
 
   return (
     <section aria-labelledby="users-title">
@@ -188,14 +198,14 @@ export function UsersPanel() {
         <ResetPassword
           user={resetting}
           onCancel={() => setResetting(null)}
-          onSave={(password, currentPassword) => {
-            setResetting(null);
-            void update(
+          onSave={(password, currentPassword) =>
+            confirmed(
               resetting,
-              { password, currentPassword },
+              { password },
               `Password of ${resetting.username} reset; their sign-ins and API tokens were revoked.`,
-            );
-          }}
+              () => setResetting(null),
+            )(currentPassword)
+          }
         />
       )}
       {promoting !== null && (
@@ -203,11 +213,9 @@ export function UsersPanel() {
           title={`Make ${promoting.username} an admin?`}
           body="Admins manage users, settings and the backend, and can read every session."
           confirm="Make admin"
-          onConfirm={(currentPassword) => {
-            const u = promoting;
-            setPromoting(null);
-            void update(u, { role: 'admin', currentPassword }, `${u.username} is now admin.`);
-          }}
+          onConfirm={confirmed(promoting, { role: 'admin' }, `${promoting.username} is now admin.`, () =>
+            setPromoting(null),
+          )}
           onCancel={() => setPromoting(null)}
         />
       )}
@@ -216,11 +224,9 @@ export function UsersPanel() {
           title={`Enable ${enabling.username}?`}
           body="They can sign in again, and their API tokens work again."
           confirm="Enable"
-          onConfirm={(currentPassword) => {
-            const u = enabling;
-            setEnabling(null);
-            void update(u, { disabled: false, currentPassword }, `${u.username} is enabled.`);
-          }}
+          onConfirm={confirmed(enabling, { disabled: false }, `${enabling.username} is enabled.`, () =>
+            setEnabling(null),
+          )}
           onCancel={() => setEnabling(null)}
         />
       )}
@@ -251,7 +257,7 @@ function ResetPassword({
   onCancel,
 }: {
   user: User;
-  onSave: (password: string, currentPassword: string) => void;
+  onSave: (password: string, currentPassword: string) => Promise<void>;
   onCancel: () => void;
 }) {
   const [password, setPassword] = useState('');

@@ -83,8 +83,26 @@ export async function call<T>(p: Promise<Result<T>>): Promise<T> {
   return r.data as T;
 }
 
-/** A message for a person, naming the field when the server named one. */
+/** What the page calls a request field whose API name would mean nothing to a person. */
+const FIELD_LABELS: Record<string, string> = { currentPassword: 'Your password' };
+
+/** A message for a person, naming the field when the server named one (by its label when it has one). */
 export function describeError(e: unknown): string {
   if (!isApiError(e)) return e instanceof Error ? e.message : 'something went wrong';
-  return e.field !== undefined && !e.message.includes(e.field) ? `${e.field}: ${e.message}` : e.message;
+  if (e.field === undefined) return e.message;
+  const label = FIELD_LABELS[e.field];
+  if (label !== undefined) return `${label}: ${withoutField(e)}`;
+  return e.message.includes(e.field) ? e.message : `${e.field}: ${e.message}`;
+}
+
+/** The server's message about its field, shown beside that field. */
+export function fieldMessage(e: ApiError): string {
+  const text = withoutField(e);
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** The message without the `field: ` prefix the server starts it with. */
+function withoutField(e: ApiError): string {
+  const prefix = `${e.field}: `;
+  return e.field !== undefined && e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
 }

@@ -1,9 +1,11 @@
 // The session's workspace files: the tree with sizes, upload (button or drag and drop), download
-// one file or everything, delete, and text files shown inline (escaped, never rendered as HTML);
-// beside it the Changes view (changes-view.tsx), the diff against the workspace's starting point.
-// Everything goes through the Files API, so it works with or without a live runner.
-import { useEffect, useState } from 'preact/hooks';
+// one file or everything, delete (after asking), and text files shown inline in place of the tree
+// (escaped, never rendered as HTML); beside it the Changes view (changes-view.tsx), the diff
+// against the workspace's starting point. Everything goes through the Files API, so it works with
+// or without a live runner.
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError, isApiError, rawRequest } from '../api/client.ts';
+import { Confirm } from '../ui/confirm.tsx';
 import { formatBytes, relativeTime } from '../ui/format.ts';
 import { ErrorText } from '../ui/messages.tsx';
 import { ChangesView } from './changes-view.tsx';
@@ -41,8 +43,14 @@ export function FilesPanel({
   const [busy, setBusy] = useState(false);
   const [folder, setFolder] = useState('');
   const [viewing, setViewing] = useState<{ path: string; text: string } | null>(null);
+  /** The file whose delete waits for the person's yes. */
+  const [deleting, setDeleting] = useState<string | null>(null);
   const [dragging, setDragging] = useState(false);
   const [tab, setTab] = useState<'files' | 'changes'>('files');
+  const uploadInput = useRef<HTMLInputElement>(null);
+  const viewer = useRef<HTMLElement>(null);
+  /** The control to give focus back to when the viewer or the delete question closes. */
+  const returnFocus = useRef<HTMLElement | null>(null);
 
   const load = async () => {
     try {
@@ -88,74 +96,125 @@ export function FilesPanel({
     await load();
   };
 
-  const view = async (path: string) => {
+  const view = async (path: string, opener: HTMLElement) => {
     setError(null);
     try {
       const r = await rawRequest('GET', fileUrl(sessionId, path));
+      returnFocus.current = opener;
       setViewing({ path, text: await r.text() });
     } catch (e) {
       setError(describeError(e));
     }
   };
 
+  // The viewer takes the tree's place; focus follows it (which also scrolls it into sight), and
+  // goes back to the control that opened it when it closes (the tree stays mounted, only hidden).
+  useEffect(() => {
+    if (viewing !== null) viewer.current?.focus();
+    else if (returnFocus.current?.isConnected) returnFocus.current.focus();
+  }, [viewing?.path]);
+
+  // Cancel gives focus back to the delete button. The dialog is removed, not closed, so the
+  // browser does not; and only once it is gone, since nothing outside a modal dialog takes focus.
+  const cancelled = useRef(false);
+  useEffect(() => {
+    if (deleting !== null || !cancelled.current) return;
+    cancelled.current = false;
+    if (returnFocus.current?.isConnected) returnFocus.current.focus();
+  }, [deleting]);
+  const closeConfirm = () => {
+    cancelled.current = true;
+    setDeleting(null);
+  };
+
   return (
-    <details
-      class={`files-panel${dragging ? ' dragging' : ''}${tab === 'changes' ? ' changes' : ''}`}
-      open={open}
-      onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}
-      onDragOver={(e) => {
-        if (!canWrite) return;
-        e.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={(e) => {
-        if (!canWrite) return;
-        e.preventDefault();
-        setDragging(false);
-        const dropped = e.dataTransfer?.files;
-        if (dropped && dropped.length > 0) void upload(dropped);
-      }}
-    >
-      <summary>Files{files !== null && ` (${files.length}, ${formatBytes(total)})`}</summary>
-      <div class="files-tabs" role="tablist" aria-label="Workspace views">
-        {(['files', 'changes'] as const).map((t) => (
-          <button
-            key={t}
-            type="button"
-            role="tab"
-            aria-selected={tab === t}
-            class={tab === t ? 'selected' : ''}
-            onClick={() => setTab(t)}
-          >
-            {t === 'files' ? 'Files' : 'Changes'}
-          </button>
-        ))}
-      </div>
-      {open && tab === 'changes' && <ChangesView sessionId={sessionId} refreshKey={refreshKey} />}
-      {tab === 'files' && (
-        <>
-          <div class="files-actions">
-            <a href={archiveUrl(sessionId)} download>
-              Download all (.tar.gz)
-            </a>
-            <button type="button" class="link-button" onClick={() => void load()}>
-              Refresh
+    <>
+      <details
+        class={`files-panel${dragging ? ' dragging' : ''}${tab === 'changes' ? ' changes' : ''}${tab === 'files' && viewing !== null ? ' viewing' : ''}`}
+        open={open}
+        onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}
+        onDragOver={(e) => {
+          if (!canWrite) return;
+          e.preventDefault();
+          setDragging(true);
+        }}
+        onDragLeave={() => setDragging(false)}
+        onDrop={(e) => {
+          if (!canWrite) return;
+          e.preventDefault();
+          setDragging(false);
+          const dropped = e.dataTransfer?.files;
+          if (dropped && dropped.length > 0) void upload(dropped);
+        }}
+      >
+        <summary>Files{files !== null && ` (${files.length}, ${formatBytes(total)})`}</summary>
+        <div class="files-tabs" role="tablist" aria-label="Workspace views">
+          {(['files', 'changes'] as const).map((t) => (
+            <button
+              key={t}
+              type="button"
+              role="tab"
+              aria-selected={tab === t}
+              class={tab === t ? 'selected' : ''}
+              onClick={() => setTab(t)}
+            >
+              {t === 'files' ? 'Files' : 'Changes'}
             </button>
-            {canWrite && (
-              <>
-                <label>
-                  Folder{' '}
+          ))}
+        </div>
+        {open && tab === 'changes' && <ChangesView sessionId={sessionId} refreshKey={refreshKey} />}
+        {tab === 'files' && viewing !== null && (
+          <section
+            ref={viewer}
+            class="file-view"
+            aria-label={`Viewing ${viewing.path}`}
+            tabIndex={-1}
+            onKeyDown={(e) => {
+              if (e.key === 'Escape') setViewing(null);
+            }}
+          >
+            <div class="file-view-head">
+              <button type="button" class="btn small" onClick={() => setViewing(null)}>
+                ← Back to files
+              </button>
+              <span class="file-view-path">{viewing.path}</span>
+              <a href={fileUrl(sessionId, viewing.path)} download>
+                Download
+              </a>
+            </div>
+            <pre>
+              <code>{viewing.text}</code>
+            </pre>
+          </section>
+        )}
+        {tab === 'files' && (
+          // Hidden, not removed, while a file is viewed: the tree keeps its place and the opener
+          // gets focus back.
+          <div hidden={viewing !== null}>
+            <div class="files-actions">
+              <a href={archiveUrl(sessionId)} download>
+                Download all (.tar.gz)
+              </a>
+              <button type="button" class="link-button" onClick={() => void load()}>
+                Refresh
+              </button>
+              {canWrite && (
+                <>
+                  <label class="files-folder">
+                    Folder
+                    <input
+                      value={folder}
+                      placeholder="(top level)"
+                      aria-label="Upload into folder"
+                      onInput={(e) => setFolder((e.currentTarget as HTMLInputElement).value)}
+                    />
+                  </label>
+                  {/* A real button, so Tab reaches it; the hidden input only opens the chooser. */}
+                  <button type="button" class="btn small" disabled={busy} onClick={() => uploadInput.current?.click()}>
+                    {busy ? 'Uploading…' : 'Upload'}
+                  </button>
                   <input
-                    value={folder}
-                    placeholder="(top level)"
-                    aria-label="Upload into folder"
-                    onInput={(e) => setFolder((e.currentTarget as HTMLInputElement).value)}
-                  />
-                </label>
-                <label class={`button${busy ? ' disabled' : ''}`}>
-                  Upload
-                  <input
+                    ref={uploadInput}
                     type="file"
                     multiple
                     hidden
@@ -167,70 +226,88 @@ export function FilesPanel({
                       input.value = '';
                     }}
                   />
-                </label>
-                <span class="muted">or drop files here</span>
-              </>
+                  <span class="muted">or drop files here</span>
+                </>
+              )}
+            </div>
+            <ErrorText message={error ?? listError} />
+            {files !== null && files.length === 0 && <p class="muted">No files yet.</p>}
+            {files !== null && files.length > 0 && (
+              <ul class="file-tree" aria-label="Workspace files">
+                {fileTree(files).map((line) => (
+                  <li
+                    key={`${line.kind}:${line.path}`}
+                    style={{ paddingLeft: `${line.depth * 16}px` }}
+                    class={line.kind}
+                  >
+                    {line.kind === 'folder' ? (
+                      <span class="file-name">
+                        {line.name}/ <span class="muted">{formatBytes(line.size)}</span>
+                      </span>
+                    ) : (
+                      <>
+                        <a
+                          class="file-name"
+                          href={fileUrl(sessionId, line.path)}
+                          download
+                          title={`download ${line.path}`}
+                        >
+                          {line.name}
+                        </a>
+                        <span class="muted" title={line.modifiedAt}>
+                          {formatBytes(line.size)} · {relativeTime(line.modifiedAt)}
+                        </span>
+                        <span class="file-actions">
+                          {viewable(line.path, line.size) && (
+                            <button
+                              type="button"
+                              class="link-button"
+                              onClick={(e) => void view(line.path, e.currentTarget)}
+                              aria-label={`View ${line.path}`}
+                            >
+                              view
+                            </button>
+                          )}
+                          {canWrite && (
+                            <button
+                              type="button"
+                              class="link-button danger"
+                              onClick={(e) => {
+                                returnFocus.current = e.currentTarget;
+                                setDeleting(line.path);
+                              }}
+                              aria-label={`Delete ${line.path}`}
+                            >
+                              delete
+                            </button>
+                          )}
+                        </span>
+                      </>
+                    )}
+                  </li>
+                ))}
+              </ul>
             )}
           </div>
-          <ErrorText message={error ?? listError} />
-          {files !== null && files.length === 0 && <p class="muted">No files yet.</p>}
-          {files !== null && files.length > 0 && (
-            <ul class="file-tree" aria-label="Workspace files">
-              {fileTree(files).map((line) => (
-                <li key={`${line.kind}:${line.path}`} style={{ paddingLeft: `${line.depth * 16}px` }} class={line.kind}>
-                  {line.kind === 'folder' ? (
-                    <span>
-                      {line.name}/ <span class="muted">{formatBytes(line.size)}</span>
-                    </span>
-                  ) : (
-                    <span>
-                      <a href={fileUrl(sessionId, line.path)} download title={`download ${line.path}`}>
-                        {line.name}
-                      </a>{' '}
-                      <span class="muted" title={line.modifiedAt}>
-                        {formatBytes(line.size)} · {relativeTime(line.modifiedAt)}
-                      </span>
-                      {viewable(line.path, line.size) && (
-                        <button
-                          type="button"
-                          class="link-button"
-                          onClick={() => void view(line.path)}
-                          aria-label={`View ${line.path}`}
-                        >
-                          view
-                        </button>
-                      )}
-                      {canWrite && (
-                        <button
-                          type="button"
-                          class="link-button danger"
-                          onClick={() => void remove(line.path)}
-                          aria-label={`Delete ${line.path}`}
-                        >
-                          delete
-                        </button>
-                      )}
-                    </span>
-                  )}
-                </li>
-              ))}
-            </ul>
-          )}
-          {viewing !== null && (
-            <figure class="file-view">
-              <figcaption>
-                {viewing.path}{' '}
-                <button type="button" class="link-button" onClick={() => setViewing(null)}>
-                  close
-                </button>
-              </figcaption>
-              <pre>
-                <code>{viewing.text}</code>
-              </pre>
-            </figure>
-          )}
-        </>
+        )}
+      </details>
+      {deleting !== null && (
+        // The wrapper only scopes a style: a long file name wraps inside the app's dialog.
+        <div class="files-confirm">
+          <Confirm
+            title="Delete this file?"
+            body={`${deleting} is removed from the workspace for good.`}
+            confirm="Delete file"
+            danger
+            onConfirm={() => {
+              const path = deleting;
+              setDeleting(null);
+              void remove(path);
+            }}
+            onCancel={closeConfirm}
+          />
+        </div>
       )}
-    </details>
+    </>
   );
 }

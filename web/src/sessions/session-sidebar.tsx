@@ -14,7 +14,17 @@ export function sessionTitle(s: { title: string | null; createdAt: string }): st
   );
 }
 
-export function SessionSidebar({ currentId }: { currentId: string | null }) {
+export function SessionSidebar({
+  currentId,
+  inert = false,
+  onNavigate,
+}: {
+  currentId: string | null;
+  /** The phone drawer while closed: off screen, so out of the tab order too. */
+  inert?: boolean;
+  /** A session link was followed (the current one too, which changes no route). */
+  onNavigate?: () => void;
+}) {
   const { sessions, error } = useSessionList();
   const [creating, setCreating] = useState(false);
   const [createError, setCreateError] = useState<string | null>(null);
@@ -34,7 +44,8 @@ export function SessionSidebar({ currentId }: { currentId: string | null }) {
   };
 
   return (
-    <nav id="sessions-nav" class="sidebar" aria-label="Sessions">
+    // Preact's JSX types lack `inert`; the spread passes it through as the DOM property.
+    <nav id="sessions-nav" class="sidebar" aria-label="Sessions" {...{ inert }}>
       <div class="sidebar-head">
         <button type="button" class="btn primary wide" onClick={create} disabled={creating}>
           New session
@@ -51,7 +62,12 @@ export function SessionSidebar({ currentId }: { currentId: string | null }) {
         <ul class="session-list">
           {sessions.map((s) => (
             <li key={s.id}>
-              <a href={`/sessions/${s.id}`} class="session-link" aria-current={s.id === currentId ? 'page' : undefined}>
+              <a
+                href={`/sessions/${s.id}`}
+                class="session-link"
+                aria-current={s.id === currentId ? 'page' : undefined}
+                onClick={onNavigate}
+              >
                 <span class="session-title">{sessionTitle(s)}</span>
                 <span class="session-meta">
                   <span class="backend-tag">{s.backend}</span>

@@ -1,5 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { describeError, fieldMessage, isApiError } from '../api/client.ts';
+import { ErrorText } from './messages.tsx';
 
 /** A modal confirmation on the native <dialog> (focus trapping and Escape come with it). */
 export function Confirm(props: {
@@ -32,21 +34,37 @@ export function Confirm(props: {
 
 /**
  * A confirmation that the server asks the signed-in user's password for (an action that grants
- * access). `children` are the action's own fields, shown above the password.
+ * access). `children` are the action's own fields, shown above the password. The dialog stays
+ * open while `onConfirm` runs and shows what it rejects with beside the field at fault, so a
+ * mistyped password is retyped here, not the whole action redone; the caller closes it on success.
  */
 export function ConfirmWithPassword(props: {
   title: string;
   body: string;
   confirm: string;
   children?: ComponentChildren;
-  onConfirm: (currentPassword: string) => void;
+  onConfirm: (currentPassword: string) => Promise<void>;
   onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<{ field: boolean; message: string } | null>(null);
   useEffect(() => {
     ref.current?.showModal();
   }, []);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await props.onConfirm(password);
+    } catch (err) {
+      const onPassword = isApiError(err) && err.field === 'currentPassword';
+      setError({ field: onPassword, message: onPassword ? fieldMessage(err) : describeError(err) });
+      setBusy(false);
+    }
+  };
   return (
     <dialog
       ref={ref}
@@ -55,12 +73,7 @@ export function ConfirmWithPassword(props: {
       onCancel={props.onCancel}
       onClose={props.onCancel}
     >
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          props.onConfirm(password);
-        }}
-      >
+      <form onSubmit={(e) => void submit(e)}>
         <h2 id="confirm-title">{props.title}</h2>
         <p>{props.body}</p>
         {props.children}
@@ -72,15 +85,23 @@ export function ConfirmWithPassword(props: {
             autocomplete="current-password"
             autoFocus={props.children === undefined}
             value={password}
+            aria-invalid={error?.field === true ? true : undefined}
+            aria-describedby={error?.field === true ? 'confirm-password-error' : undefined}
             onInput={(e) => setPassword(e.currentTarget.value)}
           />
+          {error?.field === true && (
+            <span id="confirm-password-error" class="field-error" role="alert">
+              {error.message}
+            </span>
+          )}
         </label>
+        {error?.field === false && <ErrorText message={error.message} />}
         <div class="dialog-actions">
           <button type="button" class="btn" onClick={props.onCancel}>
             Cancel
           </button>
-          <button type="submit" class="btn primary">
-            {props.confirm}
+          <button type="submit" class="btn primary" disabled={busy}>
+            {busy ? 'Checking…' : props.confirm}
           </button>
         </div>
       </form>
