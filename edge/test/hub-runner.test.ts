@@ -465,6 +465,33 @@ describe('runner link: tokens', () => {
     again.close();
   });
 
+  it('a session deleted while its launch is starting: a task the launcher answers with meanwhile is stopped', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    let release = () => {};
+    ctx.launcher.holdStart = new Promise<void>((r) => {
+      release = r;
+    });
+    await postMessage(ctx, sid, 'x');
+    await until('launch', () => ctx.launcher.startsFor(sid)[0]);
+    const core = await runInDurableObject(hubStub(sid), (hub) => (hub as unknown as { hub: HubCore }).hub);
+    // The launcher answers while the delete is under way (it awaits R2 before it is done), and
+    // the delete goes on once the hub has taken the answer: kept the task, or stopped it.
+    const bucket = env.TRANSCRIPTS as unknown as { delete: (key: string) => Promise<void> };
+    const remove = bucket.delete.bind(bucket);
+    bucket.delete = async (key) => {
+      release();
+      await until('the start answered', () => core.meta.launch?.ref != null || ctx.launcher.stops.length > 0);
+      return remove(key);
+    };
+    try {
+      expect((await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: ctx.token })).status).toBe(204);
+    } finally {
+      bucket.delete = remove;
+    }
+    await until('the started task stopped', () => ctx.launcher.stops.find((s) => s.ref === ctx.launcher.ref(1)));
+  });
+
   it('runner identity: a hello before the launcher answered is checked against the task it started; STS down is 1013', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
@@ -686,6 +713,48 @@ describe('transcripts', () => {
     const welcome = await next.waitFor('welcome');
     expect(welcome.transcript).toEqual(t);
     next.close();
+  });
+});
+
+describe('a session deleted while its runner uploads a transcript', () => {
+  it('keeps no transcript in R2 once the upload lands', async () => {
+    const ctx = await hubContext();
+    const sid = await createSession(ctx);
+    const { runner } = await launchAndConnect(ctx, sid);
+    const mid = await acceptNext(runner);
+    runner.events([{ type: 'turn.done', stopReason: 'end_turn' }], mid);
+    await runner.waitAck(1);
+    // The upload is held at R2 until the delete has answered.
+    const bucket = env.TRANSCRIPTS as unknown as { put: (...args: unknown[]) => Promise<unknown> };
+    const put = bucket.put.bind(bucket);
+    let entered = () => {};
+    const inPut = new Promise<void>((r) => {
+      entered = r;
+    });
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let landed = false;
+    bucket.put = async (...args) => {
+      entered();
+      await held;
+      const stored = await put(...args);
+      landed = true;
+      return stored;
+    };
+    try {
+      runner.seq += 1;
+      runner.send({ type: 'transcript', seq: runner.seq, transcript: transcriptFixture() });
+      await inPut;
+      expect((await call(ctx.app, 'DELETE', `/api/sessions/${sid}`, { token: ctx.token })).status).toBe(204);
+      release();
+      await until('the upload landed and is gone', async () =>
+        landed && (await env.TRANSCRIPTS.head(transcriptKey(sid))) === null ? true : undefined,
+      );
+    } finally {
+      bucket.put = put;
+    }
   });
 });
 

@@ -372,6 +372,9 @@ export class SessionHub extends DurableObject<Env> {
   async destroy(): Promise<void> {
     const session = this.hub.meta.session;
     const launch = this.hub.meta.launch;
+    // Gone from now on, before the first await: a start that answers meanwhile finds its launch
+    // superseded and stops its task (`runLauncher`), and nothing else starts one.
+    this.hub.meta = freshMeta();
     for (const ws of this.ctx.getWebSockets('runner')) {
       this.hub.sendTo(ws, { type: 'shutdown', reason: 'session deleted' });
       closeQuietly(ws, RunnerCloseCode.sessionGone, 'session deleted');
@@ -387,7 +390,6 @@ export class SessionHub extends DurableObject<Env> {
     if (session !== null) await this.workspace.destroy(this.env.TRANSCRIPTS, session.id);
     await this.ctx.storage.deleteAlarm();
     await this.hub.log.clear();
-    this.hub.meta = freshMeta();
   }
 
   /** Carries out what `decideTick` decided; runs only through `alarm` (serialized with the link). */

@@ -12,7 +12,7 @@ import type { HubCore, Reply } from '../hub/hub-core.ts';
 import { byeOutcome, checkSeq, closesTurn, type LaunchRecord } from '../hub/lifecycle.ts';
 import { FrameAcks } from './acks.ts';
 import { attachmentOf, BOOTSTRAP_SPENT, closeQuietly, isOpen, type RunnerAttachment } from './sockets.ts';
-import { putTranscript, readTranscript } from '../hub/transcript-store.ts';
+import { deleteTranscript, putTranscript, readTranscript } from '../hub/transcript-store.ts';
 import { pendingRepository } from '../hub/pending-repository.ts';
 import { WorkspaceLedger } from '../workspace/ledger.ts';
 import { nextUlid } from '../hub/ulid.ts';
@@ -371,6 +371,11 @@ export class RunnerFrames {
         return this.protocolError(ws, `transcript for ${transcript.backend}; this session is ${session.backend}`);
       }
       const key = await putTranscript(this.#hub.env.TRANSCRIPTS, session.id, transcript, { runnerId, seq });
+      if (this.#hub.meta.session?.id !== session.id) {
+        // Deleted while this was being stored: the delete may have come first, so take it away.
+        await deleteTranscript(this.#hub.env.TRANSCRIPTS, session.id);
+        return;
+      }
       this.#hub.log.transaction(() => {
         this.#hub.log.setHeldSeq(runnerId, seq);
         this.#hub.meta.transcript = {
