@@ -49,7 +49,9 @@ describe('runner caps', () => {
     for (const r of results.filter((x) => x.status !== 202)) {
       const err = expectError(r, 429, 'runner_limit');
       expect(err.field).toBe('maxLiveRunnersPerUser');
-      expect(err.message).toMatch(/maxLiveRunnersPerUser: you already have 2 live runners/);
+      expect(err.message).toBe(
+        'maxLiveRunnersPerUser: you already have 2 live runners; send again when one has stopped (a runner stops once its session has been unused for a while, or is deleted)',
+      );
       expect(r.headers.get('Retry-After')).toMatch(/^\d+$/);
     }
     await until('two launches', () => ctx.launcher.starts.length >= 2 || undefined);

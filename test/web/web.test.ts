@@ -854,6 +854,43 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
     expect(errors).toEqual([]);
   });
 
+  it('at the per-user runner limit the composer says what to do, in words, and keeps the message', async () => {
+    expect(
+      (
+        await admin.call('POST', '/api/admin/users', {
+          username: 'gina',
+          password: 'gina-password-123',
+          currentPassword: stack.admin.password,
+        })
+      ).status,
+    ).toBe(201);
+    expect((await admin.call('PUT', '/api/admin/settings', { maxLiveRunnersPerUser: 1 })).status).toBe(200);
+    try {
+      const ctx = await newContext();
+      const page = await ctx.newPage();
+      const errors = watchErrors(page);
+      await page.goto(`${stack.url}/`);
+      await signIn(page, 'gina', 'gina-password-123');
+      await newSession(page);
+      await send(page, `First.\n${directive({ text: 'one' })}`);
+      await turnsDone(page, 1);
+      await newSession(page);
+      await page.getByText('No messages yet').waitFor();
+      await send(page, 'Second, over the limit.');
+      const alert = page.getByRole('alert').filter({ hasText: 'Too many of your sessions' });
+      await expect
+        .poll(() => alert.innerText())
+        .toBe(
+          'Too many of your sessions have an agent running right now. An agent stops once its session has sat unused for a while: send again then, or delete a session you no longer need. Your message is kept.',
+        );
+      expect(await page.getByLabel('Message').inputValue()).toBe('Second, over the limit.');
+      await screenshot(page, 'chat-runner-limit');
+      expect(errors).toEqual([]);
+    } finally {
+      expect((await admin.call('PUT', '/api/admin/settings', { maxLiveRunnersPerUser: 50 })).status).toBe(200);
+    }
+  });
+
   it('repeated wrong passwords are refused with when to try again (runs last: it throttles this address)', async () => {
     expect(
       (

@@ -265,7 +265,7 @@ export class SessionHub extends DurableObject<Env> {
       status: 429,
       code: 'runner_limit',
       field: claim.limit,
-      message: `${claim.limit}: ${whose} ${claim.cap} live runners; send again when one has stopped (stop or delete a session, or wait for one to go idle)`,
+      message: `${claim.limit}: ${whose} ${claim.cap} live runner${claim.cap === 1 ? '' : 's'}; send again when one has stopped (a runner stops once its session has been unused for a while, or is deleted)`,
     };
   }
 

@@ -27,6 +27,10 @@ function sendError(e: unknown): string {
   if (e.status === 409)
     return 'The agent is still busy with the previous message. Your message is kept: send it when the turn ends, or press Stop.';
   if (e.status === 0) return 'Could not reach the server. Your message is kept; press Send to try again.';
+  if (e.code === 'runner_limit')
+    return e.field === 'maxLiveRunnersPerUser'
+      ? 'Too many of your sessions have an agent running right now. An agent stops once its session has sat unused for a while: send again then, or delete a session you no longer need. Your message is kept.'
+      : 'Too many agents are running for everyone right now. Send again in a little while; your message is kept.';
   if (e.status === 429) return `${e.message}. Your message is kept.`;
   return `${e.field !== undefined ? `${e.field}: ` : ''}${e.message}. Your message is kept.`;
 }
