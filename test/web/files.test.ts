@@ -172,7 +172,8 @@ describe('the files panel', () => {
         const viewer = page.getByRole('region', { name: `Viewing ${names.at(-1)}` });
         // Escape closes it too.
         await opener.press('Enter');
-        await viewer.waitFor();
+        // Escape is the viewer's own key: pressed once focus has moved into it, as a person's is.
+        await expect.poll(() => viewer.evaluate((el) => el.contains(document.activeElement))).toBe(true);
         await page.keyboard.press('Escape');
         await viewer.waitFor({ state: 'detached' });
         expect(errors).toEqual([]);
