@@ -203,11 +203,6 @@ export class HubCore {
     this.ctx.waitUntil(started);
   }
 
-  /**
-   * The launcher's ref of this launch, once its start has answered: a runner may dial before it
-   * has (a pooled runner dials the moment it is claimed). Null when the launch ended, or when its
-   * start is not running in this instance (evicted meanwhile: the connect deadline ends it).
-   */
   /** The runner's link is gone: the reconnect grace starts, and the launcher is asked meanwhile. */
   linkLost(launch: LaunchRecord): void {
     launch.connected = false;
@@ -223,6 +218,11 @@ export class HubCore {
     return this.#claimCarrying?.messageId === messageId ? this.#claimCarrying.settled : undefined;
   }
 
+  /**
+   * The launcher's ref of this launch, once its start has answered: a runner may dial before it
+   * has (a pooled runner dials the moment it is claimed). Null when the launch ended, or when its
+   * start is not running in this instance (evicted meanwhile: the connect deadline ends it).
+   */
   async launchRef(launch: LaunchRecord): Promise<string | null> {
     if (launch.ref === null) await this.#starting.get(launch.id);
     return this.meta.launch?.id === launch.id ? this.meta.launch.ref : null;
