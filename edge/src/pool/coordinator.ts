@@ -409,8 +409,9 @@ export class PoolCoordinator extends DurableObject<Env> {
 
   /**
    * Sets the alarm for the next deadline. After a failed look (`afterFailure`; `target` is the
-   * last known one, if any) it is always set: at the latest the recheck, and never sooner than
-   * RETRY_AFTER_FAILURE_MS, so a deadline already past does not retry straight into the failure.
+   * last known one, null before the first) it is always set: at the latest the recheck, and never
+   * sooner than RETRY_AFTER_FAILURE_MS, so a deadline already past does not retry straight into
+   * the failure.
    */
   async #arm(target: PoolTarget | null, afterFailure = false): Promise<void> {
     const now = hubRuntime().clock();
