@@ -68,6 +68,15 @@ export class FakeLauncher implements Launcher {
   verdict: (runnerId: string, proof: RunnerIdentityProof | undefined) => IdentityVerdict = () => ({ ok: true });
   private n = 0;
 
+  /** Holds every start until the returned release is called (a launcher still starting the task). */
+  holdStarts(): () => void {
+    let release = () => {};
+    this.holdStart = new Promise<void>((r) => {
+      release = r;
+    });
+    return release;
+  }
+
   async start(request: LaunchRequest): Promise<string> {
     this.starts.push(request);
     await this.holdStart;

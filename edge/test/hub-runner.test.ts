@@ -468,10 +468,7 @@ describe('runner link: tokens', () => {
   it('a session deleted while its launch is starting: a task the launcher answers with meanwhile is stopped', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    let release = () => {};
-    ctx.launcher.holdStart = new Promise<void>((r) => {
-      release = r;
-    });
+    const release = ctx.launcher.holdStarts();
     await postMessage(ctx, sid, 'x');
     await until('launch', () => ctx.launcher.startsFor(sid)[0]);
     const core = await runInDurableObject(hubStub(sid), (hub) => (hub as unknown as { hub: HubCore }).hub);
@@ -495,10 +492,7 @@ describe('runner link: tokens', () => {
   it('runner identity: a hello before the launcher answered is checked against the task it started; STS down is 1013', async () => {
     const ctx = await hubContext();
     const sid = await createSession(ctx);
-    let release = () => {};
-    ctx.launcher.holdStart = new Promise<void>((r) => {
-      release = r;
-    });
+    const release = ctx.launcher.holdStarts();
     await postMessage(ctx, sid, 'x');
     const launch = await until('launch', () => ctx.launcher.startsFor(sid)[0]);
     // A hello that comes while RunTask has not answered (the local host spawns the task first) is

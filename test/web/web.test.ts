@@ -80,6 +80,11 @@ async function adminPage(
   return { ctx, page, errors };
 }
 
+/** A user made by the admin through the API (which asks for the admin's own password). */
+function addUser(username: string, password: string) {
+  return admin.call('POST', '/api/admin/users', { username, password, currentPassword: stack.admin.password });
+}
+
 async function newSession(page: Page): Promise<string> {
   await page.getByRole('button', { name: 'New session' }).click();
   await page.waitForURL(/\/sessions\/[0-9A-Z]{26}$/);
@@ -579,15 +584,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   });
 
   it('changes one’s own password from the account page; the old one stops working', async () => {
-    expect(
-      (
-        await admin.call('POST', '/api/admin/users', {
-          username: 'frank',
-          password: 'frank-password-123',
-          currentPassword: stack.admin.password,
-        })
-      ).status,
-    ).toBe(201);
+    expect((await addUser('frank', 'frank-password-123')).status).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();
     const errors = watchErrors(page);
@@ -756,11 +753,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   });
 
   it('a non-admin never sees the admin console, and the API refuses them; an admin opens their session read-only', async () => {
-    const created = await admin.call('POST', '/api/admin/users', {
-      username: 'dave',
-      password: 'dave-password-123',
-      currentPassword: stack.admin.password,
-    });
+    const created = await addUser('dave', 'dave-password-123');
     expect(created.status).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();
@@ -855,15 +848,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   });
 
   it('at the per-user runner limit the composer says what to do, in words, and keeps the message', async () => {
-    expect(
-      (
-        await admin.call('POST', '/api/admin/users', {
-          username: 'gina',
-          password: 'gina-password-123',
-          currentPassword: stack.admin.password,
-        })
-      ).status,
-    ).toBe(201);
+    expect((await addUser('gina', 'gina-password-123')).status).toBe(201);
     expect((await admin.call('PUT', '/api/admin/settings', { maxLiveRunnersPerUser: 1 })).status).toBe(200);
     try {
       const ctx = await newContext();
@@ -892,15 +877,7 @@ describe('web app', { timeout: 3 * TURN_MS }, () => {
   });
 
   it('repeated wrong passwords are refused with when to try again (runs last: it throttles this address)', async () => {
-    expect(
-      (
-        await admin.call('POST', '/api/admin/users', {
-          username: 'erin',
-          password: 'erin-password-123',
-          currentPassword: stack.admin.password,
-        })
-      ).status,
-    ).toBe(201);
+    expect((await addUser('erin', 'erin-password-123')).status).toBe(201);
     const ctx = await newContext();
     const page = await ctx.newPage();
     await page.goto(`${stack.url}/signin`);
