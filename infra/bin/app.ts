@@ -2,9 +2,10 @@
 // region come from the deploying credentials, and nothing is looked up, so synth runs offline.
 // Context, from infra/cdk.context.json (README "Deploying", step 1) or `-c key=value`:
 // `edgeOrigin` (required: the deployed Worker's origin), `prefix` (default switchyard),
-// `modelUrl` (a model gateway).
+// `modelUrl` (a model gateway), `egressDomains` (the runners' DNS allow-list beyond their own needs).
 import { App, Validations } from 'aws-cdk-lib';
 import nag from 'cdk-nag';
+import { checkEgressDomains } from '../src/egress-firewall.ts';
 import { RunnerStack } from '../src/runner-stack.ts';
 
 const app = new App();
@@ -21,12 +22,14 @@ if (edgeOrigin === undefined) {
 }
 const prefix = context('prefix');
 const modelUrl = context('modelUrl');
+const egressDomains = checkEgressDomains(app.node.tryGetContext('egressDomains'));
 // A prefix names a separate stack, so a second deployment in one account never updates the first.
 new RunnerStack(app, prefix === undefined ? 'SwitchyardRunners' : `SwitchyardRunners-${prefix}`, {
   description: 'Switchyard runners: VPC, ECS Fargate cluster and task definition, model key, launch broker',
   edgeOrigin,
   ...(prefix === undefined ? {} : { prefix }),
   ...(modelUrl === undefined ? {} : { modelUrl }),
+  ...(egressDomains === undefined ? {} : { egressDomains }),
 });
 // Every synth is checked (CDK policy validation): an unacknowledged AwsSolutions finding fails
 // `cdk synth` and `cdk deploy`.

@@ -16,6 +16,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import type { Construct } from 'constructs';
 import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
+import { checkEgressDomains, EgressDnsFirewall, egressAllowList } from './egress-firewall.ts';
 import {
   CONTAINER_NAME,
   DROPPED_CAPS,
@@ -39,6 +40,12 @@ export interface RunnerStackProps extends StackProps {
   image?: ecs.ContainerImage;
   /** Of the runner and broker log groups; default one month. */
   logRetention?: logs.RetentionDays;
+  /**
+   * Names the runners may resolve beyond what they need themselves (e.g. a package registry).
+   * Unset: names resolve as usual. Set, even empty: a DNS firewall answers nothing else
+   * (`checkEgressDomains` reads it from the context; egress-firewall.ts).
+   */
+  egressDomains?: string[];
 }
 
 /** The `[env.production.vars]` of wrangler.toml this stack determines, in the order they are printed. */
@@ -103,6 +110,7 @@ export class RunnerStack extends Stack {
     const prefix = props.prefix ?? 'switchyard';
     const edgeOrigin = checkEdgeOrigin(props.edgeOrigin);
     const modelUrl = props.modelUrl === undefined ? undefined : checkModelUrl(props.modelUrl);
+    const egressDomains = checkEgressDomains(props.egressDomains);
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
 
     // Two AZs, one NAT gateway: runners only dial out (to the edge and the model API), and a
@@ -135,6 +143,13 @@ export class RunnerStack extends Stack {
       allowAllOutbound: false,
     });
     sg.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'hub link, model API, agent web tools');
+    if (egressDomains !== undefined) {
+      new EgressDnsFirewall(this, 'EgressDnsFirewall', {
+        vpc,
+        prefix,
+        allow: egressAllowList({ edgeOrigin, modelUrl, extra: egressDomains }),
+      });
+    }
 
     this.cluster = new ecs.Cluster(this, 'Cluster', {
       clusterName: prefix,

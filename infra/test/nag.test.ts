@@ -7,6 +7,7 @@ describe('cdk-nag AwsSolutions', () => {
   for (const [name, props] of [
     ['default', {}],
     ['with a model gateway URL', { modelUrl: 'https://gateway.example/anthropic' }],
+    ['with a DNS allow-list', { egressDomains: ['registry.npmjs.org'] }],
   ] as const) {
     it(`no unacknowledged finding (${name})`, () => {
       const { template, violations, error } = synthWithNag(props);

@@ -95,10 +95,17 @@ it('npx cdk synth without edgeOrigin fails, naming it', () => {
 
 it('a deployment’s context kept in cdk.context.json is read without -c (README "Deploying", step 1)', () => {
   const modelUrl = 'https://gateway.example.com/anthropic';
-  writeFileSync(join(project, 'cdk.context.json'), JSON.stringify({ edgeOrigin: EDGE_ORIGIN, modelUrl }));
+  const egressDomains = ['registry.npmjs.org'];
+  writeFileSync(
+    join(project, 'cdk.context.json'),
+    JSON.stringify({ edgeOrigin: EDGE_ORIGIN, modelUrl, egressDomains }),
+  );
   const r = cdkSynth();
   expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
-  const [definition] = Object.values(templateIn(r.out).Resources).filter((x) => x.Type === 'AWS::ECS::TaskDefinition');
+  const resources = Object.values(templateIn(r.out).Resources);
+  const lists = resources.filter((x) => x.Type === 'AWS::Route53Resolver::FirewallDomainList');
+  expect(lists.map((l) => l.Properties?.Domains)).toContainEqual(expect.arrayContaining(['registry.npmjs.org']));
+  const [definition] = resources.filter((x) => x.Type === 'AWS::ECS::TaskDefinition');
   const containers = (definition?.Properties?.ContainerDefinitions ?? []) as Array<{
     Environment?: Array<{ Name: string; Value: string }>;
   }>;
