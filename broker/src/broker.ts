@@ -6,6 +6,7 @@
 import { fetchSigned, verifySigV4, type AwsCredentials, type SigV4Credentials } from '@switchyard/protocol';
 import type { BrokerConfig } from './config.ts';
 import { checkRequest, OPERATIONS, type Operation } from './rules.ts';
+import { countRunning, listTasksBody, type TaskPage } from './running-cap.ts';
 
 export interface BrokerDeps {
   /**
@@ -85,7 +86,67 @@ export async function handleBrokerRequest(
     log(`refused: ${operation} ${verdict.field}`);
     return answer(403, 'AccessDeniedException', `the launch broker refused ${verdict.field}: ${verdict.message}`);
   }
+  if (operation === 'RunTask') {
+    const refused = await overCap(config, deps, log);
+    if (refused !== null) return refused;
+  }
   return forward(operation as Operation, JSON.stringify(verdict.body), config, deps, log);
+}
+
+/**
+ * The refusal for a RunTask the cluster's ceiling leaves no room for, or null. Counting that fails
+ * refuses too (503, which the SDK retries): an unknown count is not room.
+ */
+async function overCap(
+  config: BrokerConfig,
+  deps: BrokerDeps,
+  log: (line: string) => void,
+): Promise<BrokerHttpResponse | null> {
+  const cap = config.maxRunningTasks;
+  let running: number;
+  try {
+    running = await countRunning(async (token) => {
+      const res = await sendUpstream(
+        'ListTasks',
+        JSON.stringify(listTasksBody(config.rules.cluster, token)),
+        config,
+        deps,
+      );
+      if (!res.ok) throw new Error(`ListTasks → ${res.status} ${res.headers.get('x-amzn-errortype') ?? ''}`.trim());
+      const page = (await res.json()) as Partial<TaskPage>;
+      return { taskArns: Array.isArray(page.taskArns) ? page.taskArns : [], nextToken: page.nextToken ?? undefined };
+    }, cap);
+  } catch (err) {
+    log(`refused: RunTask, the running tasks could not be counted (${err instanceof Error ? err.message : 'error'})`);
+    return answer(503, 'ServiceUnavailableException', 'the launch broker could not count the running runner tasks');
+  }
+  if (running < cap) return null;
+  log(`refused: RunTask at the ceiling of ${cap} running tasks`);
+  return answer(
+    403,
+    'AccessDeniedException',
+    `the launch broker refused RunTask: the deployment's ceiling of ${cap} running runner tasks is reached (maxRunners)`,
+  );
+}
+
+/** `body` to ECS as `operation`, signed with the broker's own credentials. */
+async function sendUpstream(
+  operation: string,
+  body: string,
+  config: BrokerConfig,
+  deps: BrokerDeps,
+): Promise<Response> {
+  return fetchSigned(
+    new URL(config.ecsEndpoint),
+    { headers: { 'content-type': JSON_11, 'x-amz-target': `${TARGET_PREFIX}${operation}` }, body },
+    await deps.upstream(),
+    {
+      region: config.region,
+      service: 'ecs',
+      ...(deps.now && { now: deps.now() }),
+      ...(deps.fetch && { fetch: deps.fetch }),
+    },
+  );
 }
 
 /** The first key the signature verifies with, or the current key's refusal. */
@@ -109,17 +170,7 @@ async function forward(
 ): Promise<BrokerHttpResponse> {
   let res: Response;
   try {
-    res = await fetchSigned(
-      new URL(config.ecsEndpoint),
-      { headers: { 'content-type': JSON_11, 'x-amz-target': `${TARGET_PREFIX}${operation}` }, body },
-      await deps.upstream(),
-      {
-        region: config.region,
-        service: 'ecs',
-        ...(deps.now && { now: deps.now() }),
-        ...(deps.fetch && { fetch: deps.fetch }),
-      },
-    );
+    res = await sendUpstream(operation, body, config, deps);
   } catch (err) {
     log(`${operation}: ECS unreachable (${err instanceof Error ? err.name : 'error'})`);
     return answer(503, 'ServiceUnavailableException', 'the launch broker could not reach ECS');

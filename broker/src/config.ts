@@ -5,6 +5,9 @@ import { commaList, EcsLaunchSettingsShape, launchSettingsOf, type IdentityEndpo
 import { z } from 'zod';
 import type { BrokerRules } from './rules.ts';
 
+/** The ceiling when the deployment names none: far above a small team's sessions and a full pool. */
+export const DEFAULT_MAX_RUNNING_TASKS = 200;
+
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 const BrokerEnvSchema = z.object({
@@ -27,6 +30,16 @@ const BrokerEnvSchema = z.object({
   /** Overrides for the local stack: the runner host's ECS API and STS stand-in. */
   ECS_ENDPOINT: httpUrl.optional(),
   STS_ENDPOINT: httpUrl.optional(),
+  /**
+   * The most runner tasks the cluster may have running or starting (running-cap.ts); a RunTask
+   * past it is refused.
+   */
+  MAX_RUNNING_TASKS: z.coerce
+    .number({ error: 'must be a whole number from 1 to 5000' })
+    .int('must be a whole number from 1 to 5000')
+    .min(1, 'must be a whole number from 1 to 5000')
+    .max(5000, 'must be a whole number from 1 to 5000')
+    .default(DEFAULT_MAX_RUNNING_TASKS),
   /** `1` only in the local stack, whose tests clone repositories from loopback hosts. */
   ALLOW_LOOPBACK_REPOSITORIES: z.literal('1').optional(),
 });
@@ -37,6 +50,8 @@ export interface BrokerConfig {
   /** Where checked requests go: ECS's regional endpoint. */
   ecsEndpoint: string;
   keyId: string;
+  /** The cluster's ceiling on tasks desired RUNNING (running-cap.ts). */
+  maxRunningTasks: number;
 }
 
 export type BrokerConfigResult = { ok: true; config: BrokerConfig } | { ok: false; error: string };
@@ -69,6 +84,7 @@ export function loadBrokerConfig(env: Record<string, string | undefined>): Broke
       region: e.AWS_REGION,
       ecsEndpoint: e.ECS_ENDPOINT ?? `https://ecs.${e.AWS_REGION}.amazonaws.com/`,
       keyId: e.BROKER_KEY_ID,
+      maxRunningTasks: e.MAX_RUNNING_TASKS,
     },
   };
 }

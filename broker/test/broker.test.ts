@@ -69,9 +69,16 @@ interface Reply {
 }
 
 // --- the fake ECS -------------------------------------------------------------------------------
+/** What ECS got of the edge's requests (the broker's own ListTasks are in `listCalls`). */
 const ecsCalls: EcsCall[] = [];
-/** Set by a test to answer otherwise than ECS's success. */
+/** The broker's counting of running tasks before each RunTask. */
+const listCalls: EcsCall[] = [];
+/** Set by a test to answer the edge's requests otherwise than ECS's success. */
 let ecsReply: ((call: EcsCall) => Reply) | null = null;
+/** Set by a test to answer ListTasks otherwise than with `running`, a page at a time. */
+let listReply: ((call: EcsCall) => Reply) | null = null;
+/** The tasks ECS counts as desired RUNNING: RunTask adds one, StopTask takes it away. */
+const running: string[] = [];
 let arnCounter = 0;
 
 const json = (status: number, value: unknown, headers: Record<string, string> = {}): Reply => ({
@@ -87,15 +94,28 @@ function ecsSuccess(call: EcsCall): Reply {
     case `${TARGET}RunTask`: {
       arnCounter += 1;
       call.answeredArn = `arn:aws:ecs:${REGION}:123456789012:task/${body.cluster}/${arnCounter.toString(16).padStart(32, '0')}`;
+      running.push(call.answeredArn);
       return json(200, { tasks: [{ taskArn: call.answeredArn, lastStatus: 'PROVISIONING' }], failures: [] });
     }
     case `${TARGET}StopTask`:
+      if (running.includes(body.task ?? '')) running.splice(running.indexOf(body.task ?? ''), 1);
       return json(200, { task: { taskArn: body.task, lastStatus: 'RUNNING', desiredStatus: 'STOPPED' } });
     case `${TARGET}DescribeTasks`:
       return json(200, { tasks: (body.tasks ?? []).map((t) => ({ taskArn: t, lastStatus: 'RUNNING' })), failures: [] });
     default:
       return json(400, { __type: 'UnknownOperationException' }, { 'x-amzn-errortype': 'UnknownOperationException' });
   }
+}
+
+/** ListTasks over `running`, paged as ECS pages (`maxResults`, an opaque `nextToken`). */
+function listRunning(call: EcsCall): Reply {
+  const body = JSON.parse(call.raw) as { maxResults?: number; nextToken?: string };
+  const from = body.nextToken === undefined ? 0 : Number(Buffer.from(body.nextToken, 'base64url').toString());
+  const to = from + (body.maxResults ?? 100);
+  return json(200, {
+    taskArns: running.slice(from, to),
+    ...(to < running.length && { nextToken: Buffer.from(String(to)).toString('base64url') }),
+  });
 }
 
 const ecsServer = createServer((req, res) => {
@@ -108,10 +128,13 @@ const ecsServer = createServer((req, res) => {
       { service: 'ecs' },
     );
     const call: EcsCall = { method: req.method ?? '', path: req.url ?? '', headers, raw: raw.toString('utf8'), auth };
-    ecsCalls.push(call);
+    const listing = headers['x-amz-target'] === `${TARGET}ListTasks`;
+    (listing ? listCalls : ecsCalls).push(call);
     const reply = !auth.ok
       ? json(403, { __type: auth.type, message: auth.message }, { 'x-amzn-errortype': auth.type })
-      : (ecsReply ?? ecsSuccess)(call);
+      : listing
+        ? (listReply ?? listRunning)(call)
+        : (ecsReply ?? ecsSuccess)(call);
     res.writeHead(reply.status, reply.headers).end(reply.body);
   })();
 });
@@ -237,9 +260,12 @@ afterAll(async () => {
 
 beforeEach(() => {
   ecsCalls.length = 0;
+  listCalls.length = 0;
+  running.length = 0;
   logLines.length = 0;
   brokerAnswers.length = 0;
   ecsReply = null;
+  listReply = null;
   current = { config: CONFIG, deps: baseDeps() };
 });
 
@@ -505,10 +531,11 @@ describe('the broker between the real ECS SDK and ECS', () => {
     const closedUrl = await listen(closed);
     await close(closed);
     current.config = { ...CONFIG, ecsEndpoint: `${closedUrl}/` };
-    const err = await sdkError(edgeClient().send(new RunTaskCommand(sessionRunTask(CONFIG.rules))));
+    const arn = taskArn(CONFIG.rules, 'feedfacefeedfacefeedfacefeedface');
+    const err = await sdkError(edgeClient().send(new StopTaskCommand({ cluster: CONFIG.rules.cluster, task: arn })));
     expect(err).toMatchObject({ name: 'ServiceUnavailableException', status: 503 });
     expect(err.message).toContain('could not reach ECS');
-    expect(logLines).toEqual(['RunTask: ECS unreachable (TypeError)']);
+    expect(logLines).toEqual(['StopTask: ECS unreachable (TypeError)']);
   });
 
   it('a body with a duplicate key: ECS gets the re-serialized body, the key once, the value checked', async () => {
@@ -579,5 +606,71 @@ describe('the broker between the real ECS SDK and ECS', () => {
       'refused: InvalidSignatureException',
     ]);
     // afterEach: no token, no key in these lines or in the answers.
+  });
+});
+
+describe('the ceiling on running runner tasks', () => {
+  const atCap = (cap: number) => {
+    current.config = { ...CONFIG, maxRunningTasks: cap };
+  };
+
+  it('before each RunTask the broker counts the cluster’s tasks desired RUNNING, signed upstream; a StopTask frees a place', async () => {
+    atCap(2);
+    const client = edgeClient();
+    for (let i = 0; i < 2; i += 1) await client.send(new RunTaskCommand(sessionRunTask(CONFIG.rules)));
+    expect(listCalls).toHaveLength(2);
+    for (const call of listCalls) {
+      expectSignedUpstream(call, 'ListTasks');
+      expect(JSON.parse(call.raw)).toEqual({
+        cluster: CONFIG.rules.cluster,
+        desiredStatus: 'RUNNING',
+        maxResults: 100,
+      });
+    }
+
+    const err = await sdkError(client.send(new RunTaskCommand(pooledRunTask(CONFIG.rules))));
+    expect(err).toMatchObject({ name: 'AccessDeniedException', status: 403 });
+    expect(err.message).toContain('ceiling of 2 running runner tasks is reached (maxRunners)');
+    expect(ecsCalls.filter((c) => c.headers['x-amz-target'] === `${TARGET}RunTask`)).toHaveLength(2);
+    expect(logLines.at(-1)).toBe('refused: RunTask at the ceiling of 2 running tasks');
+
+    await client.send(new StopTaskCommand({ cluster: CONFIG.rules.cluster, task: running[0] ?? '' }));
+    await client.send(new RunTaskCommand(pooledRunTask(CONFIG.rules)));
+    expect(running).toHaveLength(2);
+  });
+
+  it('counts across pages, and stops asking once the count reaches the ceiling', async () => {
+    running.push(...Array.from({ length: 250 }, (_, i) => taskArn(CONFIG.rules, i.toString(16).padStart(32, '0'))));
+    atCap(251);
+    await edgeClient().send(new RunTaskCommand(sessionRunTask(CONFIG.rules)));
+    expect(listCalls.map((c) => (JSON.parse(c.raw) as { nextToken?: string }).nextToken !== undefined)).toEqual([
+      false,
+      true,
+      true,
+    ]);
+
+    listCalls.length = 0;
+    atCap(150);
+    const err = await sdkError(edgeClient().send(new RunTaskCommand(sessionRunTask(CONFIG.rules))));
+    expect(err).toMatchObject({ name: 'AccessDeniedException', status: 403 });
+    expect(listCalls).toHaveLength(2);
+  });
+
+  it('a count that fails refuses the RunTask (503), and ECS never gets it', async () => {
+    listReply = () =>
+      json(
+        400,
+        { __type: 'AccessDeniedException', message: 'no ecs:ListTasks' },
+        {
+          'x-amzn-errortype': 'AccessDeniedException',
+        },
+      );
+    const err = await sdkError(edgeClient().send(new RunTaskCommand(sessionRunTask(CONFIG.rules))));
+    expect(err).toMatchObject({ name: 'ServiceUnavailableException', status: 503 });
+    expect(err.message).toContain('could not count the running runner tasks');
+    expect(ecsCalls).toEqual([]);
+    expect(logLines).toEqual([
+      'refused: RunTask, the running tasks could not be counted (ListTasks → 400 AccessDeniedException)',
+    ]);
   });
 });

@@ -43,6 +43,7 @@ describe('loadBrokerConfig', () => {
       region: 'eu-central-1',
       ecsEndpoint: 'https://ecs.eu-central-1.amazonaws.com/',
       keyId: 'SWITCHYARDBROKERKEY',
+      maxRunningTasks: 200,
     });
   });
 
@@ -136,5 +137,16 @@ describe('loadBrokerConfig', () => {
     expect(message).toContain('AWS_REGION:');
     for (const v of ['ECS_CLUSTER', 'HUB_ORIGIN', 'lambda-role-secret-zz', 'secretsmanager', 'nowhere'])
       expect(message).not.toContain(v);
+  });
+
+  it('MAX_RUNNING_TASKS: 200 when unset, the number when given', () => {
+    expect(loaded(ENV).maxRunningTasks).toBe(200);
+    expect(loaded({ ...ENV, MAX_RUNNING_TASKS: '40' }).maxRunningTasks).toBe(40);
+  });
+
+  it.each(['0', '2.5', 'lots', '5001'])('MAX_RUNNING_TASKS=%s is refused, naming it and not echoing it', (value) => {
+    const e = error({ ...ENV, MAX_RUNNING_TASKS: value });
+    expect(e).toContain('MAX_RUNNING_TASKS: must be a whole number from 1 to 5000');
+    expect(e).not.toContain(`"${value}"`);
   });
 });

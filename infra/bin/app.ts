@@ -2,7 +2,8 @@
 // region come from the deploying credentials, and nothing is looked up, so synth runs offline.
 // Context, from infra/cdk.context.json (README "Deploying", step 1) or `-c key=value`:
 // `edgeOrigin` (required: the deployed Worker's origin), `prefix` (default switchyard),
-// `modelUrl` (a model gateway), `egressDomains` (the runners' DNS allow-list beyond their own needs).
+// `modelUrl` (a model gateway), `egressDomains` (the runners' DNS allow-list beyond their own needs),
+// `maxRunners` (the ceiling on running runner tasks).
 import { App, Validations } from 'aws-cdk-lib';
 import nag from 'cdk-nag';
 import { checkEgressDomains } from '../src/egress-firewall.ts';
@@ -23,6 +24,9 @@ if (edgeOrigin === undefined) {
 const prefix = context('prefix');
 const modelUrl = context('modelUrl');
 const egressDomains = checkEgressDomains(app.node.tryGetContext('egressDomains'));
+// A number in cdk.context.json, a string after -c.
+const maxRunnersValue: unknown = app.node.tryGetContext('maxRunners');
+const maxRunners = maxRunnersValue === undefined ? undefined : Number(maxRunnersValue);
 // A prefix names a separate stack, so a second deployment in one account never updates the first.
 new RunnerStack(app, prefix === undefined ? 'SwitchyardRunners' : `SwitchyardRunners-${prefix}`, {
   description: 'Switchyard runners: VPC, ECS Fargate cluster and task definition, model key, launch broker',
@@ -30,6 +34,7 @@ new RunnerStack(app, prefix === undefined ? 'SwitchyardRunners' : `SwitchyardRun
   ...(prefix === undefined ? {} : { prefix }),
   ...(modelUrl === undefined ? {} : { modelUrl }),
   ...(egressDomains === undefined ? {} : { egressDomains }),
+  ...(maxRunners === undefined ? {} : { maxRunners }),
 });
 // Every synth is checked (CDK policy validation): an unacknowledged AwsSolutions finding fails
 // `cdk synth` and `cdk deploy`.

@@ -45,7 +45,12 @@ export interface RunnerStackProps extends StackProps {
    * Unset: names resolve as usual. Set, even empty: a DNS firewall answers nothing else
    * (`checkEgressDomains` reads it from the context; egress-firewall.ts).
    */
-  egressDomains?: string[];
+  egressDomains?: readonly string[];
+  /**
+   * The most runner tasks the cluster may have running or starting; the broker refuses a RunTask
+   * past it (broker/src/running-cap.ts). Default: the broker's, 200.
+   */
+  maxRunners?: number;
 }
 
 /** The `[env.production.vars]` of wrangler.toml this stack determines, in the order they are printed. */
@@ -100,6 +105,14 @@ export function checkModelUrl(value: string): string {
   return value;
 }
 
+/** `value` if it is a ceiling the broker takes (a whole number from 1 to 5000). */
+export function checkMaxRunners(value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > 5000) {
+    throw new Error(`maxRunners must be a whole number from 1 to 5000; got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
 export class RunnerStack extends Stack {
   readonly cluster: ecs.Cluster;
   readonly taskDefinition: ecs.FargateTaskDefinition;
@@ -111,6 +124,7 @@ export class RunnerStack extends Stack {
     const edgeOrigin = checkEdgeOrigin(props.edgeOrigin);
     const modelUrl = props.modelUrl === undefined ? undefined : checkModelUrl(props.modelUrl);
     const egressDomains = checkEgressDomains(props.egressDomains);
+    const maxRunners = props.maxRunners === undefined ? undefined : checkMaxRunners(props.maxRunners);
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
 
     // Two AZs, one NAT gateway: runners only dial out (to the edge and the model API), and a
@@ -282,6 +296,14 @@ export class RunnerStack extends Stack {
         actions: ['ecs:StopTask', 'ecs:DescribeTasks'],
         resources: [clusterTasksArn],
       }),
+      // The count before each RunTask (the broker's ceiling on running tasks). ListTasks has no
+      // task resource to name; the condition keeps it to the one cluster.
+      new iam.PolicyStatement({
+        sid: 'CountRunnerTasks',
+        actions: ['ecs:ListTasks'],
+        resources: ['*'],
+        conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
+      }),
       new iam.PolicyStatement({
         sid: 'TagTasksAtLaunch',
         actions: ['ecs:TagResource'],
@@ -357,6 +379,7 @@ export class RunnerStack extends Stack {
         HUB_ORIGIN: edgeOrigin,
         BROKER_KEY_ID: brokerKeyId,
         BROKER_KEY_SECRET_ARN: brokerKey.secretArn,
+        ...(maxRunners !== undefined && { MAX_RUNNING_TASKS: String(maxRunners) }),
       },
     });
     // Auth type NONE on purpose: the caller is a Worker, which cannot sign with AWS credentials
@@ -424,6 +447,11 @@ export class RunnerStack extends Stack {
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/${this.taskDefinition.family}:*]`,
       reason:
         'RunTask on any revision of the one runner family: launches name the family, so a new image (a new revision) needs no broker or Worker change.',
+    });
+    Validations.of(brokerRole).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'ecs:ListTasks has no task resource to name; its ecs:cluster condition keeps it to the one runner cluster, and it only counts.',
     });
     Validations.of(brokerRole).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/${prefix}/*]`,

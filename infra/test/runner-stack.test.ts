@@ -355,6 +355,13 @@ describe('IAM', () => {
         Resource: tasks,
       },
       {
+        Sid: 'CountRunnerTasks',
+        Effect: 'Allow',
+        Action: 'ecs:ListTasks',
+        Resource: '*',
+        Condition: { ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } } },
+      },
+      {
         Sid: 'TagTasksAtLaunch',
         Effect: 'Allow',
         Action: 'ecs:TagResource',
@@ -397,12 +404,16 @@ describe('IAM', () => {
     }
   });
 
-  it('nothing anywhere is granted on Resource "*" but ecr:GetAuthorizationToken', () => {
+  it('nothing anywhere is granted on Resource "*" but ecr:GetAuthorizationToken, and ecs:ListTasks on the one cluster', () => {
     const docs = [...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::ManagedPolicy')].flatMap(
       ([, p]) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement,
     );
-    const star = docs.filter((s) => resources(s).includes('*')).flatMap(actions);
-    expect(star).toEqual(['ecr:GetAuthorizationToken']);
+    const star = docs.filter((s) => resources(s).includes('*'));
+    expect(star.flatMap(actions).sort()).toEqual(['ecr:GetAuthorizationToken', 'ecs:ListTasks']);
+    const cluster = only('AWS::ECS::Cluster')[0];
+    expect(star.find((s) => actions(s).includes('ecs:ListTasks'))?.Condition).toEqual({
+      ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [cluster, 'Arn'] } },
+    });
   });
 });
 
@@ -495,6 +506,23 @@ describe('launch broker', () => {
   it('the bundle is an ES module (index.mjs) of broker/src/lambda.ts that exports the handler', () => {
     expect(brokerBundle?.packaging).toBe('zip');
     expect(typeof brokerBundle?.handler).toBe('function');
+  });
+
+  it("maxRunners is the broker's ceiling on running tasks (MAX_RUNNING_TASKS); unset, the broker's default applies", () => {
+    const env = (t: Template): Record<string, unknown> => {
+      const [fn] = Object.values(t.findResources('AWS::Lambda::Function'));
+      return (fn?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {};
+    };
+    const ceilinged = Template.fromStack(
+      new RunnerStack(new App(), 'SwitchyardRunners', { edgeOrigin: EDGE_ORIGIN, maxRunners: 40 }),
+    );
+    expect(env(ceilinged).MAX_RUNNING_TASKS).toBe('40');
+    expect(env(template).MAX_RUNNING_TASKS).toBeUndefined();
+    for (const bad of [0, 2.5, 5001, Number.NaN]) {
+      expect(
+        () => new RunnerStack(new App(), 'SwitchyardRunners', { edgeOrigin: EDGE_ORIGIN, maxRunners: bad }),
+      ).toThrow(/^maxRunners must be a whole number from 1 to 5000/);
+    }
   });
 
   it('modelUrl must be https on the default port, without credentials', () => {

@@ -98,13 +98,18 @@ it('a deployment’s context kept in cdk.context.json is read without -c (README
   const egressDomains = ['registry.npmjs.org'];
   writeFileSync(
     join(project, 'cdk.context.json'),
-    JSON.stringify({ edgeOrigin: EDGE_ORIGIN, modelUrl, egressDomains }),
+    JSON.stringify({ edgeOrigin: EDGE_ORIGIN, modelUrl, egressDomains, maxRunners: 40 }),
   );
   const r = cdkSynth();
   expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
   const resources = Object.values(templateIn(r.out).Resources);
   const lists = resources.filter((x) => x.Type === 'AWS::Route53Resolver::FirewallDomainList');
   expect(lists.map((l) => l.Properties?.Domains)).toContainEqual(expect.arrayContaining(['registry.npmjs.org']));
+  const [broker] = resources.filter((x) => x.Type === 'AWS::Lambda::Function');
+  const brokerEnv = broker?.Properties?.Environment as { Variables: Record<string, string> } | undefined;
+  expect(brokerEnv?.Variables).toMatchObject({
+    MAX_RUNNING_TASKS: '40',
+  });
   const [definition] = resources.filter((x) => x.Type === 'AWS::ECS::TaskDefinition');
   const containers = (definition?.Properties?.ContainerDefinitions ?? []) as Array<{
     Environment?: Array<{ Name: string; Value: string }>;

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import {
   DescribeTasksCommand,
   ECSClient,
+  ListTasksCommand,
   RunTaskCommand,
   StopTaskCommand,
   type RunTaskCommandInput,
@@ -151,6 +152,49 @@ describe('runner host with a stand-in task', () => {
     expect(task.stoppedAt).toBeInstanceOf(Date);
     const describe = requests.find((r) => r.target === `${TARGET}DescribeTasks`);
     expect(describe?.body).toEqual({ cluster: 'switchyard-local', tasks: [arn] });
+  });
+
+  it('ListTasks (the broker counts with it): the tasks desired RUNNING, paged; a stopped one is gone; unknown tokens and filters refused', async () => {
+    const dir = tempDir();
+    const arns: string[] = [];
+    for (const n of [1, 2]) {
+      const out = await ecs.send(
+        new RunTaskCommand(runInput({ HOST_TASK_MODE: 'tree', HOST_TASK_REPORT: join(dir, `${n}.json`) })),
+      );
+      arns.push(out.tasks?.[0]?.taskArn as string);
+    }
+    const all = async (maxResults?: number) => {
+      const seen: string[] = [];
+      let nextToken: string | undefined;
+      do {
+        const page = await ecs.send(
+          new ListTasksCommand({ cluster: 'switchyard-local', desiredStatus: 'RUNNING', maxResults, nextToken }),
+        );
+        seen.push(...(page.taskArns ?? []));
+        nextToken = page.nextToken;
+      } while (nextToken !== undefined);
+      return seen;
+    };
+    const listed = await all();
+    expect(listed).toEqual(expect.arrayContaining(arns));
+    expect(await all(1)).toEqual(listed);
+
+    await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arns[0] }));
+    expect(await all()).not.toContain(arns[0]);
+    expect(await all()).toContain(arns[1]);
+    await ecs.send(new StopTaskCommand({ cluster: 'switchyard-local', task: arns[1] }));
+
+    const badToken = await ecs
+      .send(new ListTasksCommand({ cluster: 'switchyard-local', nextToken: 'made-up' }))
+      .catch((e: unknown) => e as Error);
+    expect(badToken).toMatchObject({
+      name: 'InvalidParameterException',
+      message: expect.stringContaining('nextToken'),
+    });
+    const filtered = await ecs
+      .send(new ListTasksCommand({ cluster: 'switchyard-local', family: 'switchyard-runner' }))
+      .catch((e: unknown) => e as Error);
+    expect(filtered).toMatchObject({ name: 'InvalidParameterException' });
   });
 
   it('the task gets the task-definition env plus the overrides, in its own workspace', async () => {
@@ -316,16 +360,16 @@ describe('runner host with a stand-in task', () => {
     const d = await ecs.send(new DescribeTasksCommand({ cluster: 'switchyard-local', tasks: [missing] }));
     expect(d.tasks).toEqual([]);
     expect(d.failures).toEqual([{ arn: missing, reason: 'MISSING' }]);
-    const listTasks = {
+    const listClusters = {
       host: new URL(host.url).host,
       'content-type': 'application/x-amz-json-1.1',
-      'x-amz-target': `${TARGET}ListTasks`,
+      'x-amz-target': `${TARGET}ListClusters`,
     };
-    const signed = await signSigV4({ method: 'POST', target: '/', headers: listTasks, body: '{}' }, CREDENTIALS, {
+    const signed = await signSigV4({ method: 'POST', target: '/', headers: listClusters, body: '{}' }, CREDENTIALS, {
       region: 'us-east-1',
       service: 'ecs',
     });
-    const unknown = await raw({ 'x-amz-target': `${TARGET}ListTasks`, ...signed }, {});
+    const unknown = await raw({ 'x-amz-target': `${TARGET}ListClusters`, ...signed }, {});
     expect(((await unknown.json()) as { __type: string }).__type).toBe('UnknownOperationException');
     const huge = await raw({ 'x-amz-target': `${TARGET}DescribeTasks` }, { pad: 'x'.repeat(1024 * 1024) });
     expect(huge.status).toBe(413);

@@ -80,6 +80,15 @@ export const DescribeTasksInput = z.object({
 });
 export type DescribeTasksInput = z.infer<typeof DescribeTasksInput>;
 
+/** ListTasks as the launch broker asks it (running-cap.ts): the filters the host serves, no others. */
+export const ListTasksInput = z.strictObject({
+  cluster: z.string().min(1).optional(),
+  desiredStatus: z.enum(['RUNNING', 'PENDING', 'STOPPED']).optional(),
+  maxResults: z.number().int().min(1).max(100).optional(),
+  nextToken: z.string().min(1).optional(),
+});
+export type ListTasksInput = z.infer<typeof ListTasksInput>;
+
 export function parseInput<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body);
   if (r.success) return r.data;

@@ -1,5 +1,6 @@
 // `switchyard-runner host`: the local stand-in for Amazon ECS. It serves the ECS API subset the
-// edge's launcher uses (RunTask, StopTask, DescribeTasks; AWS JSON 1.1 on `POST /`) on loopback,
+// edge's launcher uses (RunTask, StopTask, DescribeTasks; AWS JSON 1.1 on `POST /`), and the
+// ListTasks the launch broker counts running tasks with, on loopback,
 // so the production launcher runs unchanged against it with an endpoint override. Each task is
 // a runner process (tasks.ts). Not ECS APIs: `POST /switchyard/probe` answers with the runner's
 // `probe` report (the launcher's `host` probe mode), `GET /switchyard/tasks` lists the tasks with
@@ -27,6 +28,7 @@ import {
   checkOverrides,
   clusterName,
   DescribeTasksInput,
+  ListTasksInput,
   EcsError,
   invalidParameter,
   JSON_11,
@@ -195,6 +197,19 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       }
       return { tasks: found, failures };
     },
+    ListTasks(body) {
+      const input = parseInput(ListTasksInput, body);
+      checkCluster(input.cluster);
+      // PENDING is a desired status ECS lists too; a local task is never desired PENDING.
+      const wanted = input.desiredStatus ?? 'RUNNING';
+      const arns = tasks
+        .list()
+        .filter((t) => t.desiredStatus === wanted)
+        .map((t) => t.taskArn);
+      const from = input.nextToken === undefined ? 0 : pageStart(input.nextToken);
+      const to = from + (input.maxResults ?? 100);
+      return { taskArns: arns.slice(from, to), ...(to < arns.length && { nextToken: pageToken(to) }) };
+    },
   };
 
   const probe = async (body: unknown) => {
@@ -326,6 +341,15 @@ export async function startRunnerHost(opts: RunnerHostOptions): Promise<RunnerHo
       await Promise.all([closeServer(server), closeServer(sts), ...(broker ? [closeServer(broker)] : [])]);
     },
   };
+}
+
+/** ListTasks' `nextToken`: where the next page starts, opaque to callers as ECS's is. */
+const pageToken = (start: number) => Buffer.from(`page:${start}`).toString('base64url');
+
+function pageStart(token: string): number {
+  const m = /^page:(\d{1,9})$/.exec(Buffer.from(token, 'base64url').toString('utf8'));
+  if (m === null) throw invalidParameter('nextToken: not a token this host gave');
+  return Number(m[1]);
 }
 
 const urlOf = (server: http.Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
