@@ -56,7 +56,9 @@ export function egressAllowList(opts: {
   const aws = [
     `api.ecr.${region}.amazonaws.com`,
     `${Aws.ACCOUNT_ID}.dkr.ecr.${region}.amazonaws.com`,
+    // ECR hands out layer URLs on the bucket's regional or its global name.
     `prod-${region}-starport-layer-bucket.s3.${region}.amazonaws.com`,
+    `prod-${region}-starport-layer-bucket.s3.amazonaws.com`,
     `logs.${region}.amazonaws.com`,
     `secretsmanager.${region}.amazonaws.com`,
   ];

@@ -51,6 +51,7 @@ describe('runner egress by name', () => {
         'api.ecr.<AWS::Region>.amazonaws.com',
         '<AWS::AccountId>.dkr.ecr.<AWS::Region>.amazonaws.com',
         'prod-<AWS::Region>-starport-layer-bucket.s3.<AWS::Region>.amazonaws.com',
+        'prod-<AWS::Region>-starport-layer-bucket.s3.amazonaws.com',
         'logs.<AWS::Region>.amazonaws.com',
         'secretsmanager.<AWS::Region>.amazonaws.com',
         'registry.npmjs.org',
@@ -80,7 +81,7 @@ describe('runner egress by name', () => {
     const allowed = Object.values(domainLists(template)).find((l) => !l.includes('*'));
     expect(allowed).toContain('gateway.example.com');
     expect(allowed).not.toContain(PROVIDER_HOST);
-    expect(allowed).toHaveLength(7);
+    expect(allowed).toHaveLength(8);
   });
 
   it('a bad name is refused at synth, naming egressDomains', () => {
