@@ -1,4 +1,5 @@
 import type { AdminTab } from '../router.ts';
+import './admin.css';
 import { ApprovalsPanel } from './approvals-panel.tsx';
 import { AuditPanel } from './audit-panel.tsx';
 import { BackendPanel } from './backend-panel.tsx';

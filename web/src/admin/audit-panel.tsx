@@ -2,6 +2,7 @@ import { api, call, type Schemas } from '../api/client.ts';
 import { absoluteTime } from '../ui/format.ts';
 import { ErrorText } from '../ui/messages.tsx';
 import { usePagedList } from '../ui/paged-list.ts';
+import { Truncated } from './truncated.tsx';
 
 type Entry = Schemas['AuditEntry'];
 
@@ -57,13 +58,19 @@ export function AuditPanel() {
             <tbody>
               {entries.map((e) => (
                 <tr key={e.id}>
-                  <td>{absoluteTime(e.at)}</td>
-                  <td>{e.actor?.username ?? 'system'}</td>
-                  <td>
+                  <td data-label="When">{absoluteTime(e.at)}</td>
+                  <td data-label="Who">
+                    <Truncated text={e.actor?.username ?? 'system'} />
+                  </td>
+                  <td data-label="Action">
                     <code>{e.action}</code>
                   </td>
-                  <td class="mono">{e.target ?? ''}</td>
-                  <td class="wrap">{change(e)}</td>
+                  <td data-label="Target" class="mono">
+                    {e.target !== null && <Truncated text={e.target} />}
+                  </td>
+                  <td data-label="Change" class="wrap">
+                    {change(e)}
+                  </td>
                 </tr>
               ))}
             </tbody>

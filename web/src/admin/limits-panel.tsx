@@ -1,50 +1,21 @@
 // Session limits and default models (GET/PUT /api/admin/settings). Only changed fields are sent;
-// a refused value is marked on its field with the server's message.
+// a value refused here or by the server is marked on its field with a message naming it. Sizes
+// are edited in KiB/MiB/GiB (limit-fields.ts) and sent as exact bytes.
 import { useState } from 'preact/hooks';
 import { api, call, describeError, isApiError, type Schemas } from '../api/client.ts';
+import { sizeToEdit } from '../ui/format.ts';
 import { ErrorText, Notice } from '../ui/messages.tsx';
+import { LIMIT_FIELDS, limitError, readLimit, type SizeKey, type SizeText } from './limit-fields.ts';
+import { CountInput, SizeInput } from './limit-inputs.tsx';
 import { useSettingsDraft } from './use-settings-draft.ts';
-
-type NumberField =
-  | 'sessionIdleMinutes'
-  | 'unusedRunnerIdleMinutes'
-  | 'sessionMaxMinutes'
-  | 'maxMessageBytes'
-  | 'maxLiveRunnersPerUser'
-  | 'maxLiveRunners'
-  | 'workspaceMaxFileBytes'
-  | 'workspaceMaxBytes'
-  | 'workspaceMaxFiles';
-
-const NUMBER_FIELDS: Array<{ key: NumberField; label: string; hint: string }> = [
-  {
-    key: 'sessionIdleMinutes',
-    label: 'Idle timeout (minutes)',
-    hint: 'a runner with no activity this long is stopped',
-  },
-  {
-    key: 'unusedRunnerIdleMinutes',
-    label: 'Unused runner timeout (minutes)',
-    hint: 'a runner started while someone types, never sent a message, is stopped after this long',
-  },
-  {
-    key: 'sessionMaxMinutes',
-    label: 'Maximum session length (minutes)',
-    hint: 'a runner is stopped after this long regardless',
-  },
-  { key: 'maxMessageBytes', label: 'Largest message (bytes)', hint: 'text plus images' },
-  { key: 'maxLiveRunnersPerUser', label: 'Runners per user', hint: 'live runners one person may have' },
-  { key: 'maxLiveRunners', label: 'Runners in total', hint: 'live runners across everyone' },
-  { key: 'workspaceMaxFileBytes', label: 'Largest workspace file (bytes)', hint: 'uploads and what the agent writes' },
-  { key: 'workspaceMaxBytes', label: 'Workspace size (bytes)', hint: 'all files of one session together' },
-  { key: 'workspaceMaxFiles', label: 'Files per workspace', hint: 'files one session may hold' },
-];
 
 export function LimitsPanel() {
   const { saved, setSaved, draft, setDraft, error, setError, notice, setNotice } = useSettingsDraft();
   // The hosts textarea keeps its own text while edited, so a blank line being typed is not
   // swallowed; null: show the draft's list.
   const [hostsText, setHostsText] = useState<string | null>(null);
+  // Likewise a size field's amount and unit once edited; absent: show the draft's bytes.
+  const [sizes, setSizes] = useState<Partial<Record<SizeKey, SizeText>>>({});
 
   if (draft === null || saved === null)
     return error === null ? <p class="muted">Loading…</p> : <ErrorText message={error.message} />;
@@ -54,7 +25,15 @@ export function LimitsPanel() {
     setError(null);
     setNotice(null);
     const patch: Schemas['SettingsPatch'] = {};
-    for (const { key } of NUMBER_FIELDS) if (draft[key] !== saved[key]) patch[key] = draft[key];
+    for (const f of LIMIT_FIELDS) {
+      const read = readLimit(f, draft, f.kind === 'size' ? sizes[f.key] : undefined);
+      if ('problem' in read) {
+        setError({ message: read.problem, field: f.key });
+        document.getElementById(`limit-${f.key}`)?.focus();
+        return;
+      }
+      if (read.value !== saved[f.key]) patch[f.key] = read.value;
+    }
     if (draft.defaultModel.claude !== saved.defaultModel.claude || draft.defaultModel.pi !== saved.defaultModel.pi)
       patch.defaultModel = draft.defaultModel;
     const hosts = hostsText === null ? draft.repositoryHosts : parseHosts(hostsText);
@@ -68,10 +47,11 @@ export function LimitsPanel() {
       setSaved(s);
       setDraft(s);
       setHostsText(null);
+      setSizes({});
       setNotice('Saved. New limits apply to runners started from now on.');
     } catch (err) {
       setError({
-        message: hostError(err, hosts) ?? describeError(err),
+        message: hostError(err, hosts) ?? (isApiError(err) ? limitError(err) : null) ?? describeError(err),
         ...(isApiError(err) && err.field !== undefined && { field: err.field }),
       });
     }
@@ -79,6 +59,8 @@ export function LimitsPanel() {
 
   // The server names the list or one entry of it (`repositoryHosts.1`).
   const hostsInvalid = error?.field?.startsWith('repositoryHosts') === true;
+  const limitInvalid = LIMIT_FIELDS.some((f) => f.key === error?.field);
+  const errorOf = (key: string) => (error?.field === key ? error.message : null);
 
   const model = (backend: 'claude' | 'pi') => (
     <label>
@@ -101,21 +83,32 @@ export function LimitsPanel() {
   );
 
   return (
-    <form class="card form-grid" onSubmit={save} aria-labelledby="limits-title" noValidate>
+    <form class="card form-grid limits-form" onSubmit={save} aria-labelledby="limits-title" noValidate>
       <h2 id="limits-title">Session limits and models</h2>
-      {NUMBER_FIELDS.map(({ key, label, hint }) => (
-        <label key={key} title={hint}>
-          {label}
-          <input
-            type="number"
-            min={1}
-            inputMode="numeric"
-            value={draft[key]}
-            aria-invalid={error?.field === key ? true : undefined}
-            onInput={(e) => setDraft({ ...draft, [key]: e.currentTarget.valueAsNumber })}
+      {LIMIT_FIELDS.map((f) =>
+        f.kind === 'size' ? (
+          <SizeInput
+            key={f.key}
+            id={`limit-${f.key}`}
+            label={f.label}
+            hint={f.hint}
+            value={sizes[f.key] ?? sizeToEdit(draft[f.key])}
+            error={errorOf(f.key)}
+            onChange={(v) => setSizes({ ...sizes, [f.key]: v })}
           />
-        </label>
-      ))}
+        ) : (
+          <CountInput
+            key={f.key}
+            id={`limit-${f.key}`}
+            label={f.label}
+            {...(f.unit !== undefined && { unit: f.unit })}
+            hint={f.hint}
+            value={draft[f.key]}
+            error={errorOf(f.key)}
+            onChange={(n) => setDraft({ ...draft, [f.key]: n })}
+          />
+        ),
+      )}
       {model('claude')}
       {model('pi')}
       <fieldset class="wide-row repo-hosts">
@@ -149,7 +142,7 @@ export function LimitsPanel() {
           Save limits
         </button>
       </div>
-      <ErrorText message={hostsInvalid ? null : (error?.message ?? null)} class="wide-row" />
+      <ErrorText message={hostsInvalid || limitInvalid ? null : (error?.message ?? null)} class="wide-row" />
       <Notice message={notice} class="wide-row" />
     </form>
   );

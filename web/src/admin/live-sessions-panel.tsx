@@ -3,10 +3,15 @@ import { api, call, type Schemas } from '../api/client.ts';
 import { sessionTitle } from '../sessions/session-sidebar.tsx';
 import { relativeTime } from '../ui/format.ts';
 import { ErrorText } from '../ui/messages.tsx';
-import { usePagedList } from '../ui/paged-list.ts';
 import { StateBadge } from '../ui/state-badge.tsx';
+import { useRefreshedPages } from './refreshed-pages.ts';
+import { Truncated } from './truncated.tsx';
 
 type AdminSession = Schemas['AdminSession'];
+
+const PAGE_SIZE = 50;
+/** Runner states change under the admin's eyes. */
+const REFRESH_MS = 10_000;
 
 /** An ECS task ARN (or a local task id) shortened to its task id's head; the whole ref is the tooltip. */
 function shortRef(ref: string): string {
@@ -17,20 +22,20 @@ function shortRef(ref: string): string {
 /** Sessions across users; each opens read-only for an admin who is not its owner. */
 export function LiveSessionsPanel() {
   const [scope, setScope] = useState<'live' | 'all'>('live');
-  const { rows, error, hasMore, more, reload } = usePagedList<AdminSession>(
-    async (cursor) => {
+  const { rows, error, hasMore, more, refresh } = useRefreshedPages<AdminSession>(
+    async (cursor, limit) => {
       const page = await call(
         api.GET('/api/admin/sessions', {
-          params: { query: { state: scope, limit: 50, ...(cursor !== null && { cursor }) } },
+          params: { query: { state: scope, limit, ...(cursor !== null && { cursor }) } },
         }),
       );
       return { rows: page.sessions, nextCursor: page.nextCursor };
     },
+    PAGE_SIZE,
     [scope],
   );
-  // Runner states change under the admin's eyes: refresh the first page every 10 s.
   useEffect(() => {
-    const timer = setInterval(() => void reload(), 10_000);
+    const timer = setInterval(() => void refresh(), REFRESH_MS);
     return () => clearInterval(timer);
   }, [scope]);
 
@@ -68,12 +73,16 @@ export function LiveSessionsPanel() {
             <tbody>
               {rows.map((s) => (
                 <tr key={s.id}>
-                  <td>
-                    <a href={`/sessions/${s.id}`}>{sessionTitle(s)}</a>
+                  <td class="fill">
+                    <a href={`/sessions/${s.id}`} class="truncate" title={sessionTitle(s)}>
+                      {sessionTitle(s)}
+                    </a>
                   </td>
-                  <td>{s.owner.username}</td>
-                  <td>{s.backend}</td>
-                  <td>
+                  <td data-label="Owner">
+                    <Truncated text={s.owner.username} />
+                  </td>
+                  <td data-label="Backend">{s.backend}</td>
+                  <td data-label="Runner">
                     <StateBadge state={s.state} />
                     {s.runnerRef !== null && (
                       <span class="muted mono" title={s.runnerRef}>
@@ -82,7 +91,7 @@ export function LiveSessionsPanel() {
                       </span>
                     )}
                   </td>
-                  <td>{relativeTime(s.updatedAt)}</td>
+                  <td data-label="Last activity">{relativeTime(s.updatedAt)}</td>
                 </tr>
               ))}
             </tbody>

@@ -4,6 +4,7 @@ import { useMe } from '../auth/me.ts';
 import { Confirm, ConfirmWithPassword } from '../ui/confirm.tsx';
 import { relativeTime } from '../ui/format.ts';
 import { ErrorText, Notice } from '../ui/messages.tsx';
+import { Truncated } from './truncated.tsx';
 
 type User = Schemas['User'];
 
@@ -134,10 +135,12 @@ export function UsersPanel() {
                 return (
                   <tr key={u.id}>
                     <td>
-                      {u.username}
-                      {self && <span class="muted"> (you)</span>}
+                      <span class="name-line">
+                        <Truncated text={u.username} />
+                        {self && <span class="muted">(you)</span>}
+                      </span>
                     </td>
-                    <td>
+                    <td data-label="Role">
                       <label class="sr-only" for={`role-${u.id}`}>
                         Role of {u.username}
                       </label>
@@ -156,14 +159,14 @@ export function UsersPanel() {
                         <option value="admin">admin</option>
                       </select>
                     </td>
-                    <td>
+                    <td data-label="Status">
                       {u.disabled ? (
                         <span class="badge state-failed">disabled</span>
                       ) : (
                         <span class="badge state-idle">active</span>
                       )}
                     </td>
-                    <td>{relativeTime(u.createdAt)}</td>
+                    <td data-label="Created">{relativeTime(u.createdAt)}</td>
                     <td class="actions">
                       <button type="button" class="btn small" onClick={() => setResetting(u)}>
                         Reset password
