@@ -6,7 +6,7 @@
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { closeContexts, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
@@ -38,9 +38,7 @@ beforeAll(async () => {
   browser = await launchBrowser();
 }, STACK_READY_MS + 60_000);
 
-afterEach(async () => {
-  for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
-});
+afterEach(({ task }) => closeContexts(contexts, task, 'failed-phone-drawer'));
 
 afterAll(async () => {
   await browser?.close();
@@ -55,10 +53,9 @@ async function openSession(opts: BrowserContextOptions): Promise<{ page: Page; e
   const page = await ctx.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  onTestFailed(async ({ task }) => {
-    const name = `failed-phone-drawer-${task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 50)}`;
-    await screenshot(page, name).catch(() => undefined);
-    console.error(`${name}: ${page.url()}\n${running.log.slice(-60).join('\n')}`);
+  // The page itself is saved by closeContexts, which runs first.
+  onTestFailed(({ task }) => {
+    console.error(`${task.name}: ${page.url()}\n${running.log.slice(-60).join('\n')}`);
   });
   await page.goto(`${stack.url}/sessions/${sessions[0]!.id}`);
   await page.getByLabel('Username').fill(stack.admin.username);
