@@ -1,6 +1,6 @@
 import type { AgentEvent } from '@switchyard/protocol';
 import { describe, expect, it } from 'vitest';
-import { applyEvents, emptyConversation, runningTurn, stopReasonText } from '../src/chat/conversation.ts';
+import { applyEvents, emptyConversation, runningTurn, stopReasonText, turnEndText } from '../src/chat/conversation.ts';
 import type { StreamEvent } from '../src/stream/session-stream.ts';
 
 let n = 0;
@@ -133,5 +133,20 @@ describe('the conversation fold', () => {
     expect(
       stopReasonText({ stopReason: 'error', error: { code: 'provider_auth', message: 'bad key', retryable: false } }),
     ).toBe('Error (provider_auth): bad key');
+  });
+
+  it('does not repeat an ending error the turn already shows; another ending error is said', () => {
+    const failed = { code: 'repository_clone_failed', message: 'could not clone', retryable: false };
+    const turn = (error: typeof failed, ending: typeof failed) =>
+      applyEvents(emptyConversation(), [
+        ev({ type: 'message.user', messageId: 'm1', text: 'go' }),
+        ev({ type: 'error', ...error }, 'm1'),
+        ev({ type: 'turn.done', stopReason: 'error', error: ending }, 'm1'),
+      ]).turns[0]!;
+    expect(turnEndText(turn(failed, failed))).toBeNull();
+    expect(turnEndText(turn(failed, { ...failed, message: 'the runner stopped' }))).toBe(
+      'Error (repository_clone_failed): the runner stopped',
+    );
+    expect(turnEndText(applyEvents(emptyConversation(), toolTurn('m2')).turns[0]!)).toBeNull();
   });
 });

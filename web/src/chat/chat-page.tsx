@@ -16,6 +16,7 @@ import { Composer } from './composer.tsx';
 import { ConversationLog } from './conversation-log.tsx';
 import { runningTurn } from './conversation.ts';
 import { useConversation } from './use-conversation.ts';
+import { useOwnerName } from './owner-name.ts';
 import { ErrorText } from '../ui/messages.tsx';
 import { FilesPanel } from '../files/files-panel.tsx';
 
@@ -56,6 +57,7 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   /** Sent, accepted, and not yet back as message.user: shown right away. */
   const [pending, setPending] = useState<Array<{ messageId: string; text: string }>>([]);
   const { conv, link, presence } = useConversation(sessionId);
+  const ownerName = useOwnerName(detail?.ownerId, me);
 
   useEffect(() => {
     call(api.GET('/api/sessions/{id}', { params: { path: { id: sessionId } } }))
@@ -90,6 +92,8 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   const shown = new Set(conv.turns.filter((t) => t.user !== undefined).map((t) => t.messageId));
   const unconfirmed = pending.filter((p) => !shown.has(p.messageId));
   const owner = detail.ownerId === me.id;
+  // Whose messages these are: "You" in one's own session, else the owner by name.
+  const author = owner ? 'You' : (ownerName ?? 'Owner');
   const state = conv.state ?? detail.state;
   const stateReason = conv.state !== null ? conv.stateReason : detail.stateReason;
   const running = runningTurn(conv) !== undefined || unconfirmed.length > 0;
@@ -164,13 +168,13 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
             )}
           </span>
         </div>
-        {!owner && <p class="notice readonly">Read-only: this session belongs to another user.</p>}
+        {!owner && <p class="notice readonly">Read-only: this session belongs to {ownerName ?? 'another user'}.</p>}
         <ErrorText message={actionError} />
         <LinkStatus link={link} />
       </header>
       <FilesPanel sessionId={sessionId} canWrite={owner} refreshKey={conv.workspaceSaved} maxFileBytes={maxFileBytes} />
       <ApprovalContext.Provider value={{ sessionId, canAnswer: owner }}>
-        <ConversationLog conv={conv} pending={unconfirmed} />
+        <ConversationLog conv={conv} pending={unconfirmed} author={author} />
       </ApprovalContext.Provider>
       {owner && (
         <Composer

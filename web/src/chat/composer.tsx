@@ -4,7 +4,9 @@
 // network error can never start a second turn.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, call, isApiError } from '../api/client.ts';
+import { useAutoGrow } from './auto-grow.ts';
 import { draftIds } from './draft-id.ts';
+import { composerHint, enterSends, useTouchTyping } from './enter-key.ts';
 import { type Attachment, bodyBytes, checkFiles, readAttachment } from './images.ts';
 import { formatBytes } from '../ui/format.ts';
 import { PaperclipIcon } from '../ui/icons.tsx';
@@ -22,10 +24,19 @@ interface ComposerProps {
   onSent: (messageId: string, text: string) => void;
 }
 
-function sendError(e: unknown): string {
+/** Why a send was refused; `busy` (409) is over once the running turn ends. */
+type SendProblem = { message: string; busy: boolean };
+
+const BUSY =
+  'The agent is still busy with the previous message. Your message is kept: send it when the turn ends, or press Stop.';
+
+function sendError(e: unknown): SendProblem {
+  if (isApiError(e) && e.status === 409) return { message: BUSY, busy: true };
+  return { message: refusal(e), busy: false };
+}
+
+function refusal(e: unknown): string {
   if (!isApiError(e)) return 'Could not send; your message is kept.';
-  if (e.status === 409)
-    return 'The agent is still busy with the previous message. Your message is kept: send it when the turn ends, or press Stop.';
   if (e.status === 0) return 'Could not reach the server. Your message is kept; press Send to try again.';
   if (e.code === 'runner_limit')
     return e.field === 'maxLiveRunnersPerUser'
@@ -38,15 +49,21 @@ function sendError(e: unknown): string {
 export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, onSent }: ComposerProps) {
   const [text, setText] = useState('');
   const [images, setImages] = useState<Attachment[]>([]);
-  const [error, setError] = useState<string | null>(null);
+  const [problem, setProblem] = useState<SendProblem | null>(null);
+  const setError = (message: string | null) => setProblem(message === null ? null : { message, busy: false });
   const [sending, setSending] = useState(false);
   const [stopping, setStopping] = useState(false);
   const ids = useMemo(() => draftIds(), []);
   const fileInput = useRef<HTMLInputElement>(null);
   const box = useRef<HTMLTextAreaElement>(null);
+  const touch = useTouchTyping();
+  useAutoGrow(box, text);
 
+  // Once the turn is over, "still busy" is no longer true: the kept message can go now.
   useEffect(() => {
-    if (!running) setStopping(false);
+    if (running) return;
+    setStopping(false);
+    setProblem((p) => (p?.busy === true ? null : p));
   }, [running]);
   useEffect(
     () => () => {
@@ -120,7 +137,7 @@ export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, o
       setText('');
       setImages([]);
     } catch (e) {
-      setError(sendError(e));
+      setProblem(sendError(e));
     } finally {
       setSending(false);
       box.current?.focus();
@@ -150,7 +167,7 @@ export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, o
         void addFiles([...(e.dataTransfer?.files ?? [])]);
       }}
     >
-      <ErrorText message={error} />
+      <ErrorText message={problem?.message ?? null} />
       {images.length > 0 && (
         <ul class="attachments" aria-label="Attached images">
           {images.map((i) => (
@@ -195,7 +212,7 @@ export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, o
         <textarea
           id="message-box"
           ref={box}
-          rows={Math.min(8, Math.max(1, text.split('\n').length))}
+          rows={1}
           placeholder="Message the agent…"
           aria-describedby="composer-hint"
           value={text}
@@ -204,7 +221,7 @@ export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, o
             if (e.currentTarget.value.trim() !== '') startAhead();
           }}
           onKeyDown={(e) => {
-            if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+            if (enterSends(e, touch)) {
               e.preventDefault();
               void send();
             }
@@ -227,7 +244,7 @@ export function Composer({ sessionId, running, runnerStopped, maxMessageBytes, o
         </button>
       </div>
       <p id="composer-hint" class="composer-hint">
-        Enter sends · Shift+Enter adds a line · paste or drop images
+        {composerHint(touch)}
       </p>
     </form>
   );

@@ -1,27 +1,8 @@
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { Conversation } from './conversation.ts';
 import { handleCopyClick } from './markdown-view.tsx';
+import { useStickToBottom } from './stick-to-bottom.ts';
 import { TurnView } from './turn-view.tsx';
-
-/** Keeps the view pinned to the newest output while the reader is at the bottom. */
-function useStickToBottom(dep: unknown) {
-  const ref = useRef<HTMLElement>(null);
-  const pinned = useRef(true);
-  useEffect(() => {
-    const el = ref.current;
-    if (el === null) return;
-    const onScroll = () => {
-      pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
-    };
-    el.addEventListener('scroll', onScroll, { passive: true });
-    return () => el.removeEventListener('scroll', onScroll);
-  }, []);
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (el !== null && pinned.current) el.scrollTop = el.scrollHeight;
-  }, [dep]);
-  return ref;
-}
 
 /**
  * Turns rendered at first in a long session; earlier ones come in pages on request. Rendering
@@ -29,15 +10,20 @@ function useStickToBottom(dep: unknown) {
  */
 const RECENT_TURNS = 60;
 
-/** The conversation region: the latest turns, then messages sent but not yet confirmed by the stream. */
+/**
+ * The conversation region: the latest turns, then messages sent but not yet confirmed by the
+ * stream. `author` labels the user's messages: "You" unless someone else's session is shown.
+ */
 export function ConversationLog({
   conv,
   pending,
+  author = 'You',
 }: {
   conv: Conversation;
   pending: ReadonlyArray<{ messageId: string; text: string }>;
+  author?: string;
 }) {
-  const scroller = useStickToBottom(conv);
+  const scroller = useStickToBottom<HTMLElement>(conv);
   const [shown, setShown] = useState(RECENT_TURNS);
   const from = Math.max(0, conv.turns.length - shown);
   return (
@@ -58,12 +44,12 @@ export function ConversationLog({
         </p>
       )}
       {conv.turns.slice(from).map((t, i) => (
-        <TurnView key={t.messageId ?? `orphan-${from + i}`} turn={t} />
+        <TurnView key={t.messageId ?? `orphan-${from + i}`} turn={t} author={author} />
       ))}
       {pending.map((p) => (
         <article class="turn" key={p.messageId}>
           <div class="msg user pending">
-            <div class="msg-author">You</div>
+            <div class="msg-author">{author}</div>
             <p class="user-text">{p.text}</p>
           </div>
         </article>

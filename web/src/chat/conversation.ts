@@ -247,6 +247,24 @@ export function runningTurn(conv: Conversation): TurnView | undefined {
   return last !== undefined && last.user !== undefined && last.done === undefined ? last : undefined;
 }
 
+/**
+ * What a person reads at the end of a turn, if anything. An ending error the turn already shows
+ * as an error block is not repeated: a start the server refuses (a failed clone) logs the error,
+ * then ends the turn with the same one.
+ */
+export function turnEndText(turn: TurnView): string | null {
+  const done = turn.done;
+  if (done === undefined) return null;
+  const error = done.error;
+  if (
+    done.stopReason === 'error' &&
+    error !== undefined &&
+    turn.blocks.some((b) => b.kind === 'error' && b.code === error.code && b.message === error.message)
+  )
+    return null;
+  return stopReasonText(done);
+}
+
 /** What a person reads for a turn that did not end normally. */
 export function stopReasonText(done: NonNullable<TurnView['done']>): string | null {
   switch (done.stopReason) {

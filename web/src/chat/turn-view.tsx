@@ -1,6 +1,6 @@
 import { memo } from 'preact/compat';
 import { formatCost, formatDuration } from '../ui/format.ts';
-import { type Block, stopReasonText, type TurnView as Turn } from './conversation.ts';
+import { type Block, type TurnView as Turn, turnEndText } from './conversation.ts';
 import { ApprovalCard } from './approval-card.tsx';
 import { Markdown } from './markdown-view.tsx';
 
@@ -86,7 +86,7 @@ function TurnFooter({ turn }: { turn: Turn }) {
       </p>
     );
   }
-  const reason = stopReasonText(done);
+  const reason = turnEndText(turn);
   const usage = done.usage;
   const facts = [
     usage !== undefined
@@ -103,7 +103,8 @@ function TurnFooter({ turn }: { turn: Turn }) {
   );
 }
 
-export const TurnView = memo(function TurnView({ turn }: { turn: Turn }) {
+/** `author` names who wrote the user message: "You" for one's own session, else its owner. */
+export const TurnView = memo(function TurnView({ turn, author }: { turn: Turn; author: string }) {
   const running = turn.done === undefined && turn.user !== undefined;
   return (
     <article
@@ -113,7 +114,7 @@ export const TurnView = memo(function TurnView({ turn }: { turn: Turn }) {
     >
       {turn.user !== undefined && (
         <div class="msg user">
-          <div class="msg-author">You</div>
+          <div class="msg-author">{author}</div>
           <p class="user-text">{turn.user.text}</p>
         </div>
       )}

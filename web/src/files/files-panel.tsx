@@ -130,7 +130,7 @@ export function FilesPanel({
   return (
     <>
       <details
-        class={`files-panel${dragging ? ' dragging' : ''}${tab === 'changes' ? ' changes' : ''}${tab === 'files' && viewing !== null ? ' viewing' : ''}`}
+        class={`files-panel${dragging ? ' dragging' : ''}`}
         open={open}
         onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}
         onDragOver={(e) => {
