@@ -4,6 +4,12 @@ import type { ErrorInfo } from './events.ts';
 // codecs gather what their CLI says (HTTP status, error type or the CLI's own
 // category, text) and this table decides the code, whether trying again can
 // help, and what a person should do about it.
+//
+// The message is read by whoever sent the chat message, in the page: it names no
+// environment variable, host or port, and never repeats the provider's or the
+// CLI's text, which does (claude: "check your inference gateway (127.0.0.1:…)",
+// a refused connection's address). The HTTP status is kept, for a report to an
+// administrator.
 
 export const PROVIDER_ERROR_CODES = [
   'provider_auth',
@@ -32,7 +38,9 @@ interface ProviderErrorClass {
   types: readonly string[];
   /** Text that identifies the class when the status is missing or says less (a 400 about credit). */
   text?: RegExp;
+  /** What happened, in words a person sending messages understands. */
   summary: string;
+  /** Whether sending again helps, and when an administrator must act instead. */
   action: string;
 }
 
@@ -48,9 +56,8 @@ const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     statuses: [402],
     types: ['billing_error'],
     text: /credit balance|billing|purchase credits|payment required|usage credits are required/i,
-    summary: 'The model provider refused the request for a billing reason',
-    action:
-      'An administrator must add credit or fix billing on the provider account the runners use; retrying will not help until then.',
+    summary: 'The model provider refused the request for a billing reason, such as the account being out of credit',
+    action: 'Sending it again will not help until an administrator adds credit or fixes billing on that account.',
   },
   {
     code: 'provider_auth',
@@ -58,9 +65,8 @@ const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     statuses: [401, 403],
     types: ['authentication_error', 'permission_error', 'authentication_failed', 'oauth_org_not_allowed'],
     text: /invalid api key|invalid x-api-key|authentication|unauthori[sz]ed|permission/i,
-    summary: 'The model provider rejected the API key',
-    action:
-      'An administrator must give the runners a valid key with access to this model (ANTHROPIC_API_KEY, or the credentials of the SWITCHYARD_MODEL_URL endpoint); retrying will not help.',
+    summary: 'The model provider did not accept the key this service uses',
+    action: 'Sending it again will not help until an administrator fixes the key or its access to this model.',
   },
   {
     code: 'provider_rate_limited',
@@ -68,8 +74,8 @@ const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     statuses: [429],
     types: ['rate_limit_error', 'rate_limit'],
     text: /rate.?limit|too many requests/i,
-    summary: 'The model provider is rate-limiting this account',
-    action: 'Wait a minute and send the message again; if it keeps happening, the account needs a higher rate limit.',
+    summary: 'The model provider is limiting how many requests this service may send',
+    action: 'Wait a minute and send the message again; if it keeps happening, ask an administrator to raise the limit.',
   },
   {
     code: 'provider_overloaded',
@@ -87,7 +93,7 @@ const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     types: ['invalid_request_error', 'not_found_error', 'request_too_large', 'invalid_request', 'model_not_found'],
     summary: 'The model provider rejected the request as invalid',
     action:
-      'Sending it again unchanged will fail the same way: shorten the message or its attachments, or have an administrator check the configured model (SWITCHYARD_MODEL).',
+      'Sending it again unchanged will fail the same way: shorten the message or its attachments; if that does not help, ask an administrator to check which model is configured.',
   },
   {
     code: 'provider_unavailable',
@@ -96,8 +102,7 @@ const PROVIDER_ERROR_TABLE: readonly ProviderErrorClass[] = [
     types: ['api_error', 'timeout_error', 'server_error'],
     text: /server.?error|service.?unavailable|bad gateway|timed? ?out|terminated|fetch failed|connection (?:error|refused|reset|lost)|socket hang up|ECONNREFUSED|ECONNRESET/i,
     summary: 'The model provider failed or could not be reached',
-    action:
-      'Send the message again shortly; if it persists, check the provider status page or the SWITCHYARD_MODEL_URL endpoint.',
+    action: 'Send the message again shortly; if it keeps happening, ask an administrator.',
   },
 ];
 
@@ -131,16 +136,14 @@ function classOf(f: ProviderErrorFacts): ProviderErrorClass | undefined {
 
 /**
  * `{code, message, retryable}` for a provider failure, or undefined when the
- * facts do not identify one. The message says what happened, what the
- * provider said (status, type, text) and what to do.
+ * facts do not identify one. The message says what happened, the HTTP status
+ * when there is one, and what to do; the type and text only choose the class.
  */
 export function classifyProviderError(f: ProviderErrorFacts): ErrorInfo | undefined {
   const c = classOf(f);
   if (!c) return undefined;
-  const status = typeof f.status === 'number' ? String(f.status) : undefined;
-  const said = [status, f.type, f.message?.trim()].filter((p): p is string => p !== undefined && p !== '').join(' ');
-  const detail = said.length > 300 ? `${said.slice(0, 300)}…` : said;
-  return { code: c.code, message: `${c.summary}${detail ? ` (${detail})` : ''}. ${c.action}`, retryable: c.retryable };
+  const status = typeof f.status === 'number' ? ` (HTTP ${f.status})` : '';
+  return { code: c.code, message: `${c.summary}${status}. ${c.action}`, retryable: c.retryable };
 }
 
 /**

@@ -127,6 +127,22 @@ describe('pi codec', () => {
     ]);
   });
 
+  it("pi's retry reason carries no text of its own (a refused connection names the model route's host)", () => {
+    const codec = adapterFor('pi').createCodec();
+    codec.encodeUserMessage({ text: 'hi' });
+    const msg = 'Connection error: connect ECONNREFUSED 127.0.0.1:4480';
+    const [retry] = codec.parse(
+      JSON.stringify({ type: 'auto_retry_start', attempt: 1, maxAttempts: 3, delayMs: 1, errorMessage: msg }),
+    );
+    expect(retry).toEqual({
+      type: 'turn.retry',
+      attempt: 1,
+      maxAttempts: 3,
+      delayMs: 1,
+      reason: 'provider_unavailable',
+    });
+  });
+
   it('a 429 retry is a turn.retry naming the class; giving up ends provider_rate_limited, retryable', () => {
     const codec = adapterFor('pi').createCodec();
     codec.encodeUserMessage({ text: 'hi' });
@@ -135,7 +151,15 @@ describe('pi codec', () => {
       codec.parse(
         JSON.stringify({ type: 'auto_retry_start', attempt: 1, maxAttempts: 1, delayMs: 1, errorMessage: msg }),
       ),
-    ).toEqual([{ type: 'turn.retry', attempt: 1, maxAttempts: 1, delayMs: 1, reason: `provider_rate_limited ${msg}` }]);
+    ).toEqual([
+      {
+        type: 'turn.retry',
+        attempt: 1,
+        maxAttempts: 1,
+        delayMs: 1,
+        reason: 'provider_rate_limited 429 rate_limit_error',
+      },
+    ]);
     expect(codec.takeInput()).toEqual([]);
     expect(
       codec.parse(JSON.stringify({ type: 'auto_retry_end', success: false, attempt: 1, finalError: msg })),

@@ -76,20 +76,48 @@ describe('classifyProviderError', () => {
     expect([...produced].sort()).toEqual([...PROVIDER_ERROR_CODES].sort());
   });
 
-  it('says what happened, what the provider said and what to do', () => {
+  it('says what happened, the HTTP status and what to do', () => {
     const e = classifyProviderError({ status: 401, type: 'authentication_error', message: 'invalid x-api-key' });
     expect(e?.message).toBe(
-      'The model provider rejected the API key (401 authentication_error invalid x-api-key). An administrator must give the runners a valid key with access to this model (ANTHROPIC_API_KEY, or the credentials of the SWITCHYARD_MODEL_URL endpoint); retrying will not help.',
+      'The model provider did not accept the key this service uses (HTTP 401). Sending it again will not help until an administrator fixes the key or its access to this model.',
     );
     expect(classifyProviderError({ status: 429 })?.message).toMatch(
-      /^The model provider is rate-limiting this account \(429\)\. Wait a minute/,
+      /^The model provider is limiting how many requests this service may send \(HTTP 429\)\. Wait a minute/,
+    );
+    expect(classifyProviderError({ message: 'terminated' })?.message).toBe(
+      'The model provider failed or could not be reached. Send the message again shortly; if it keeps happening, ask an administrator.',
     );
   });
 
-  it('a very long provider text is cut, the advice is kept', () => {
+  it('tells a person whether sending again helps, and when an administrator must act', () => {
+    for (const [name, facts, , retryable] of cases) {
+      const message = classifyProviderError(facts)?.message ?? '';
+      if (retryable) expect(message, name).toMatch(/send the message again/i);
+      else expect(message, name).toMatch(/Sending it again (unchanged )?will (not help|fail).*administrator/);
+    }
+  });
+
+  // What the CLIs really print: claude names its base URL (the runner's loopback proxy), a
+  // refused connection names its address, a gateway may name itself.
+  const operatorText = [
+    'API Error: 500 Internal server error. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:4480).',
+    'Connection error: connect ECONNREFUSED 127.0.0.1:9',
+    '502 {"type":"error","error":{"type":"api_error","message":"the model endpoint localhost:8788 is unreachable (ECONNREFUSED)"}}',
+    'invalid x-api-key for https://gateway.internal.example:8443/v1 (set SWITCHYARD_MODEL_URL or ANTHROPIC_API_KEY)',
+  ];
+  it.each(operatorText)('no variable name, host or port reaches a person: %s', (text) => {
+    const parsed = parseProviderErrorText(text);
+    for (const facts of [parsed, { ...parsed, type: 'api_error' }, { ...parsed, status: 401 }]) {
+      const message = classifyProviderError(facts)?.message;
+      expect(message).toBeDefined();
+      expect(message).not.toMatch(/SWITCHYARD_|ANTHROPIC_|127\.0\.0\.1|localhost|gateway|example|https?:|:\d{2,5}\b/);
+    }
+  });
+
+  it('a very long provider text leaves the message short', () => {
     const e = classifyProviderError({ status: 400, message: 'x'.repeat(5000) });
-    expect(e?.message.length).toBeLessThan(600);
-    expect(e?.message).toMatch(/configured model \(SWITCHYARD_MODEL\)\.$/);
+    expect(e?.message.length).toBeLessThan(300);
+    expect(e?.message).toMatch(/check which model is configured\.$/);
   });
 
   it('facts that name no provider failure are not classified', () => {

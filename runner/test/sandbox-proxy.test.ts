@@ -1,7 +1,7 @@
 import { Agent, createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startCredentialProxy, type CredentialProxy } from '../src/sandbox/credential-proxy.ts';
+import { startCredentialProxy, type CredentialProxy, type UpstreamProblem } from '../src/sandbox/credential-proxy.ts';
 import { startOfflineModel, type OfflineModel } from '@switchyard/offline-model';
 import { WARM_UP_REPLY_TEXT } from '../src/sandbox/warm-up-reply.ts';
 
@@ -150,6 +150,55 @@ describe('credential proxy', () => {
       const text = await res.text();
       expect(text).toMatch(/unreachable \(ECONNREFUSED\)/);
       expect(text).not.toContain(REAL_KEY);
+      // A CLI may show this text in the chat: no host or port of the runner's network.
+      expect(text).not.toMatch(/127\.0\.0\.1|:\d+/);
+    } finally {
+      await p.close();
+      up.close();
+    }
+  });
+
+  it('tells the operator of calls that failed upstream (host, status or error code, the start of the answer); a good call says nothing', async () => {
+    let status = 200;
+    const answer = JSON.stringify({
+      type: 'error',
+      error: { type: 'overloaded_error', message: `Overloaded ${'x'.repeat(1000)}` },
+    });
+    const up: Server = createServer((_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '{}' : answer);
+    });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as AddressInfo).port;
+    const problems: UpstreamProblem[] = [];
+    const p = await startCredentialProxy({
+      upstream: `http://127.0.0.1:${port}`,
+      apiKey: REAL_KEY,
+      onUpstreamProblem: (problem) => problems.push(problem),
+    });
+    const post = async () => {
+      const res = await fetch(`${p.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': p.sessionKey },
+        body: '{}',
+      });
+      return { status: res.status, text: await res.text() };
+    };
+    try {
+      expect(await post()).toEqual({ status: 200, text: '{}' });
+      status = 529;
+      // The CLI gets the provider's answer whole, as before.
+      expect(await post()).toEqual({ status: 529, text: answer });
+      await new Promise<void>((r) => up.close(() => r()));
+      expect((await post()).status).toBe(502);
+      await expect.poll(() => problems.length).toBe(2);
+      // In either order: the first is told once its answer has ended.
+      expect(problems).toEqual(
+        expect.arrayContaining([
+          { upstream: `127.0.0.1:${port}`, path: '/v1/messages', status: 529, body: answer.slice(0, 300) },
+          { upstream: `127.0.0.1:${port}`, path: '/v1/messages', code: 'ECONNREFUSED' },
+        ]),
+      );
+      expect(JSON.stringify(problems)).not.toContain(REAL_KEY);
     } finally {
       await p.close();
       up.close();

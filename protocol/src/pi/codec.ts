@@ -99,8 +99,8 @@ export class PiCodec implements AgentCodec {
       case 'auto_retry_start': {
         this.retrying = true;
         const errorMessage = str(msg, 'errorMessage');
-        const classified =
-          errorMessage !== undefined ? classifyProviderError(parseProviderErrorText(errorMessage)) : undefined;
+        const facts = errorMessage !== undefined ? parseProviderErrorText(errorMessage) : undefined;
+        const classified = facts !== undefined ? classifyProviderError(facts) : undefined;
         if (classified && !classified.retryable) {
           // pi picks what to retry by a regex over the error text, so a 401 whose
           // body happens to contain "500" is retried; stop that, it cannot succeed.
@@ -118,7 +118,10 @@ export class PiCodec implements AgentCodec {
             attempt: nonNegInt(num(msg, 'attempt')),
             ...optionalNum('maxAttempts', num(msg, 'maxAttempts')),
             ...optionalNum('delayMs', num(msg, 'delayMs')),
-            reason: [classified?.code, errorMessage ?? 'provider error'].filter((p) => p !== undefined).join(' '),
+            // The class, status and type, as claude's: pi's own text can name the model route's host.
+            reason:
+              [classified?.code, facts?.status, facts?.type].filter((p) => p !== undefined).join(' ') ||
+              'provider error',
           },
         ];
       }

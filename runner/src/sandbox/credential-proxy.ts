@@ -37,7 +37,28 @@ export interface CredentialProxyOptions {
    * and nothing of it may reach the provider (docs/DESIGN.md "Warm runner pool").
    */
   answerLocally?: boolean;
+  /**
+   * Told of every model call that failed upstream (an error status, or no connection), with what
+   * an operator needs and the person chatting must not read: the upstream host, the status and the
+   * start of the provider's answer. Never the key.
+   */
+  onUpstreamProblem?: (problem: UpstreamProblem) => void;
 }
+
+export interface UpstreamProblem {
+  /** `host[:port]` of the upstream. */
+  upstream: string;
+  path: string;
+  /** The upstream's error status; absent when no connection was made. */
+  status?: number;
+  /** The connection error's code (`ECONNREFUSED`), when no connection was made. */
+  code?: string;
+  /** The first `UPSTREAM_PROBLEM_BODY_CHARS` of the provider's error answer, whitespace collapsed. */
+  body?: string;
+}
+
+/** How much of a provider's error answer an operator's log line keeps. */
+export const UPSTREAM_PROBLEM_BODY_CHARS = 300;
 
 export interface CredentialProxy {
   /** Base URL of the TCP listener; with `socketPath`, `http://localhost` (the socket carries plain HTTP). */
@@ -90,6 +111,18 @@ const HOP_BY_HOP = new Set([
 /** Credentials the CLI might present; none of them travel upstream. */
 const CREDENTIAL_HEADERS = new Set(['x-api-key', 'authorization', 'cookie']);
 
+/** Hands `problem` on with the start of `up`'s body once it ended (it is piped to the CLI meanwhile). */
+function reportProblem(up: IncomingMessage, problem: UpstreamProblem, report: (p: UpstreamProblem) => void): void {
+  let head = '';
+  up.on('data', (chunk: Buffer) => {
+    if (head.length < UPSTREAM_PROBLEM_BODY_CHARS * 4) head += chunk.toString('utf8');
+  });
+  up.on('close', () => {
+    const body = head.replace(/\s+/g, ' ').trim().slice(0, UPSTREAM_PROBLEM_BODY_CHARS);
+    report({ ...problem, ...(body !== '' && { body }) });
+  });
+}
+
 export async function startCredentialProxy(o: CredentialProxyOptions): Promise<CredentialProxy> {
   const upstream = new URL(o.upstream);
   if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:')
@@ -139,17 +172,28 @@ export async function startCredentialProxy(o: CredentialProxyOptions): Promise<C
         res.writeHead(up.statusCode ?? 502, back);
         up.pipe(res);
         up.on('error', () => res.destroy());
+        if ((up.statusCode ?? 502) >= 400 && o.onUpstreamProblem !== undefined)
+          reportProblem(
+            up,
+            { upstream: upstream.host, path: url.pathname, status: up.statusCode ?? 502 },
+            o.onUpstreamProblem,
+          );
       },
     );
     out.on('error', (err) => {
+      o.onUpstreamProblem?.({
+        upstream: upstream.host,
+        path: url.pathname,
+        code: (err as NodeJS.ErrnoException).code ?? 'error',
+      });
       if (res.headersSent) res.destroy();
-      // The upstream's host is not a secret; the key never appears in these messages.
+      // No host and no key: the CLI may repeat this text to the person chatting (pi's retry reason).
       else
         fail(
           res,
           502,
           'api_error',
-          `the model endpoint ${upstream.host} is unreachable (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+          `the model endpoint is unreachable (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
         );
     });
     // The CLI gave up (interrupt, exit): stop the upstream call too.

@@ -10,7 +10,7 @@ import type { ModelSelection } from '../config.ts';
 import type { Result } from '../errors.ts';
 import { resolveModelAccess, type ModelAccess } from '../model-access.ts';
 import { MODEL_URL } from './bwrap.ts';
-import { startCredentialProxy } from './credential-proxy.ts';
+import { startCredentialProxy, type UpstreamProblem } from './credential-proxy.ts';
 import type { SandboxMode } from './sandbox.ts';
 
 export interface ProxiedModelAccess extends ModelAccess {
@@ -30,7 +30,7 @@ export interface ProxiedModelAccess extends ModelAccess {
 export async function startModelAccess(
   selection: ModelSelection,
   mode: SandboxMode,
-  options: { answerLocally?: boolean } = {},
+  options: ModelRouteOptions = {},
 ): Promise<Result<ProxiedModelAccess>> {
   const upstream = resolveModelAccess(selection);
   if (!upstream.ok) return upstream;
@@ -39,12 +39,18 @@ export async function startModelAccess(
   return { ok: true, value: { ...route, credential: upstream.value.credential } };
 }
 
+export interface ModelRouteOptions {
+  answerLocally?: boolean;
+  /** Where the operator reads about model calls that failed upstream (credential-proxy.ts). */
+  onUpstreamProblem?: (problem: UpstreamProblem) => void;
+}
+
 /** A credential proxy to `upstream` shaped for the sandbox `mode`; the URL and key are what the CLI is given. */
 export async function startModelRoute(
   mode: SandboxMode,
   upstream: string,
   realKey: string | undefined,
-  options: { answerLocally?: boolean } = {},
+  options: ModelRouteOptions = {},
 ): Promise<Omit<ProxiedModelAccess, 'credential'>> {
   if (mode !== 'bubblewrap') {
     const proxy = await startCredentialProxy({ upstream, apiKey: realKey, ...options });

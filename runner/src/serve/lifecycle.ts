@@ -68,7 +68,12 @@ export async function serve(env: NodeJS.ProcessEnv = process.env): Promise<numbe
   if (sandbox.ok && (pool !== null || !config.freshSession)) void sandbox.value.selfTest();
   // A pooled runner's CLI takes a warm-up turn before any session, and a fresh session's started
   // ahead of its first message before that message: the proxy answers it itself.
-  const model = await startModelAccess(config.model, mode, { answerLocally: pool !== null || config.warmUp });
+  const model = await startModelAccess(config.model, mode, {
+    answerLocally: pool !== null || config.warmUp,
+    // The person chatting reads only a plain summary (protocol's provider-errors.ts); this is the
+    // operator's account of it.
+    onUpstreamProblem: (problem) => log.warn('model call failed upstream', { ...problem }),
+  });
   if (!sandbox.ok || !model.ok) {
     void early?.then((ws) => ws.terminate());
     if (model.ok) await model.value.close();

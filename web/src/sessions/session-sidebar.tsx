@@ -1,11 +1,14 @@
 import { useState } from 'preact/hooks';
-import { api, call, describeError } from '../api/client.ts';
+import { api, call, describeError, type Schemas } from '../api/client.ts';
 import { navigate } from '../router.ts';
 import { relativeTime } from '../ui/format.ts';
 import { StateBadge } from '../ui/state-badge.tsx';
-import { upsertSession, useSessionList } from './session-list-store.ts';
+import { loadOlderSessions, retrySessions, upsertSession, useSessionList } from './session-list-store.ts';
 import { ErrorText } from '../ui/messages.tsx';
 import { RepositoryStart } from './repository-start.tsx';
+import './session-sidebar.css';
+
+type SessionSummary = Schemas['Session'];
 
 export function sessionTitle(s: { title: string | null; createdAt: string }): string {
   return (
@@ -25,7 +28,7 @@ export function SessionSidebar({
   /** A session link was followed (the current one too, which changes no route). */
   onNavigate?: () => void;
 }) {
-  const { sessions, error } = useSessionList();
+  const { sessions, nextCursor, error, loadingMore, moreError } = useSessionList();
   const [creating, setCreating] = useState(false);
   const [createError, setCreateError] = useState<string | null>(null);
 
@@ -53,34 +56,83 @@ export function SessionSidebar({
         <ErrorText message={createError} />
         <RepositoryStart />
       </div>
-      <ErrorText message={error} />
+      <ListProblem error={error} loaded={sessions !== null} />
       {sessions === null ? (
-        <p class="muted pad">Loading…</p>
+        error === null && <p class="muted pad">Loading…</p>
       ) : sessions.length === 0 ? (
         <p class="muted pad">No sessions yet.</p>
       ) : (
-        <ul class="session-list">
-          {sessions.map((s) => (
-            <li key={s.id}>
-              <a
-                href={`/sessions/${s.id}`}
-                class="session-link"
-                aria-current={s.id === currentId ? 'page' : undefined}
-                onClick={onNavigate}
-              >
-                <span class="session-title">{sessionTitle(s)}</span>
-                <span class="session-meta">
-                  <span class="backend-tag">{s.backend}</span>
-                  <StateBadge state={s.state} />
-                  <time dateTime={s.updatedAt} title={new Date(s.updatedAt).toLocaleString()}>
-                    {relativeTime(s.updatedAt)}
-                  </time>
-                </span>
-              </a>
-            </li>
-          ))}
-        </ul>
+        <div class="session-scroll">
+          <ul class="session-list">
+            {sessions.map((s) => (
+              <SessionItem key={s.id} session={s} current={s.id === currentId} onNavigate={onNavigate} />
+            ))}
+          </ul>
+          {nextCursor !== null && <OlderSessions loading={loadingMore} error={moreError} />}
+        </div>
       )}
     </nav>
+  );
+}
+
+function SessionItem({
+  session: s,
+  current,
+  onNavigate,
+}: {
+  session: SessionSummary;
+  current: boolean;
+  onNavigate: (() => void) | undefined;
+}) {
+  const title = sessionTitle(s);
+  return (
+    <li>
+      <a
+        href={`/sessions/${s.id}`}
+        class="session-link"
+        aria-current={current ? 'page' : undefined}
+        onClick={onNavigate}
+      >
+        {/* Cut to one line here; the tooltip has all of it. */}
+        <span class="session-title" title={title}>
+          {title}
+        </span>
+        <span class="session-meta">
+          <span class="backend-tag">{s.backend}</span>
+          <StateBadge state={s.state} />
+          <time dateTime={s.updatedAt} title={new Date(s.updatedAt).toLocaleString()}>
+            {relativeTime(s.updatedAt)}
+          </time>
+        </span>
+      </a>
+    </li>
+  );
+}
+
+/** A failed load or refresh, and the way to ask again. */
+function ListProblem({ error, loaded }: { error: string | null; loaded: boolean }) {
+  if (error === null) return null;
+  return (
+    <div class="list-problem">
+      <ErrorText
+        message={`${loaded ? 'The list could not be refreshed' : 'Your sessions could not be loaded'}: ${error}`}
+      />
+      <button type="button" class="btn small" onClick={() => void retrySessions()}>
+        Retry
+      </button>
+    </div>
+  );
+}
+
+/** The end of a list with more behind it. Pressing it again after a failure is the retry. */
+function OlderSessions({ loading, error }: { loading: boolean; error: string | null }) {
+  return (
+    <div class="session-list-more">
+      <ErrorText message={error === null ? null : `Older sessions could not be loaded: ${error}`} />
+      {/* aria-disabled, not disabled: a disabled button drops the keyboard focus it holds. */}
+      <button type="button" class="btn small wide" aria-disabled={loading} onClick={() => void loadOlderSessions()}>
+        {loading ? 'Loading…' : 'Show older sessions'}
+      </button>
+    </div>
   );
 }
