@@ -2,7 +2,8 @@
 // driven by playwright-core, whose own browser downloads cannot run here.
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { onTestFailed } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
@@ -54,4 +55,44 @@ export async function closeContexts(
     }
     await context.close().catch(() => undefined);
   }
+}
+
+export interface SignedInPage {
+  page: Page;
+  /** The page's uncaught errors, for the test to check. */
+  errors: string[];
+}
+
+/**
+ * A fresh context (kept in `contexts`, for `closeContexts`) with one page, signed in through the
+ * form at `url`; resolved once the page shows "Sign out". A failing test prints the page's URL and
+ * the stack's last log lines. `beforeSignIn` runs before the first navigation (routes, init
+ * scripts, the clock).
+ */
+export async function openSignedIn(o: {
+  browser: Browser;
+  contexts: BrowserContext[];
+  options: BrowserContextOptions;
+  url: string;
+  user: { username: string; password: string };
+  stackLog: () => readonly string[];
+  beforeSignIn?: (page: Page) => Promise<unknown>;
+}): Promise<SignedInPage> {
+  const context = await o.browser.newContext(o.options);
+  context.setDefaultTimeout(30_000);
+  o.contexts.push(context);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  // The page itself is saved by closeContexts, which runs first.
+  onTestFailed(({ task }) => {
+    console.error(`${task.name}: ${page.url()}\n${o.stackLog().slice(-60).join('\n')}`);
+  });
+  await o.beforeSignIn?.(page);
+  await page.goto(o.url);
+  await page.getByLabel('Username').fill(o.user.username);
+  await page.getByLabel('Password').fill(o.user.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return { page, errors };
 }

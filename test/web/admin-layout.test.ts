@@ -6,10 +6,10 @@
 // Limits panel shows and takes sizes in KiB/MiB/GiB and the API gets exact bytes. The size
 // formatter and parser are pinned on their own first.
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
 import { formatSize, parseSize, sizeToEdit } from '../../web/src/ui/format.ts';
-import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { closeContexts, launchBrowser, openSignedIn, screenshot } from '../helpers/browser.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
@@ -74,6 +74,8 @@ describe('the admin console in Chromium', () => {
     browser = await launchBrowser();
   }, STACK_READY_MS + 120_000);
 
+  afterEach(({ task }) => closeContexts(contexts, task, 'failed-admin-layout'));
+
   afterAll(async () => {
     await browser?.close();
     await running?.stop();
@@ -98,27 +100,18 @@ describe('the admin console in Chromium', () => {
     path: string,
     before?: (page: Page) => Promise<void>,
   ): Promise<{ page: Page; errors: string[] }> {
-    // The previous test's page is closed here rather than in afterEach, which vitest runs before
-    // onTestFailed: a failing test's page is still open for its screenshot.
-    for (const c of contexts.splice(0)) await c.close().catch(() => undefined);
-    const ctx = await browser.newContext(opts);
-    ctx.setDefaultTimeout(30_000);
-    contexts.push(ctx);
-    const page = await ctx.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    onTestFailed(async ({ task }) => {
-      const name = `failed-admin-layout-${task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 50)}`;
-      await screenshot(page, name).catch(() => undefined);
-      console.error(`${name}: ${page.url()}\n${running.log.slice(-60).join('\n')}`);
+    const signed = await openSignedIn({
+      browser,
+      contexts,
+      options: opts,
+      url: `${stack.url}${path}`,
+      user: { username: stack.admin.username, password: stack.admin.password },
+      stackLog: () => running.log,
+      ...(before !== undefined && { beforeSignIn: before }),
     });
-    await before?.(page);
-    await page.goto(`${stack.url}${path}`);
-    await page.getByLabel('Username').fill(stack.admin.username);
-    await page.getByLabel('Password').fill(stack.admin.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    const { page } = signed;
     await page.getByRole('heading', { name: 'Admin', level: 1 }).waitFor();
-    return { page, errors };
+    return signed;
   }
 
   const sessionRows = (page: Page) => page.locator('section[aria-labelledby="live-title"] tbody tr');

@@ -8,9 +8,9 @@
 // buttons keep 4.5:1 contrast in dark and light mode. One stack for the file; each test opens its
 // own browser context.
 import type { Browser, BrowserContext, BrowserContextOptions, Locator, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Stack } from '../../scripts/start.ts';
-import { closeContexts, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { closeContexts, launchBrowser, openSignedIn, screenshot, type SignedInPage } from '../helpers/browser.ts';
 import { Api, until } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
@@ -99,23 +99,15 @@ async function signedIn(
   opts: BrowserContextOptions,
   path: string,
   as = { username: stack.admin.username, password: stack.admin.password },
-): Promise<{ page: Page; errors: string[] }> {
-  const ctx = await browser.newContext(opts);
-  ctx.setDefaultTimeout(30_000);
-  contexts.push(ctx);
-  const page = await ctx.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  // The page itself is saved by closeContexts, which runs first.
-  onTestFailed(({ task }) => {
-    console.error(`${task.name}: ${page.url()}\n${running.log.slice(-60).join('\n')}`);
+): Promise<SignedInPage> {
+  return openSignedIn({
+    browser,
+    contexts,
+    options: opts,
+    url: `${stack.url}${path}`,
+    user: as,
+    stackLog: () => running.log,
   });
-  await page.goto(`${stack.url}${path}`);
-  await page.getByLabel('Username').fill(as.username);
-  await page.getByLabel('Password').fill(as.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return { page, errors };
 }
 
 const conversation = (page: Page) => page.getByRole('log', { name: 'Conversation' });

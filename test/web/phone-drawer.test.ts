@@ -4,9 +4,9 @@
 // focus back to the ☰ button, and following a session link (the current one too) closes it.
 // On a desktop (1280x800) the session list stays a plain sidebar: always there, no ☰ button.
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { closeContexts, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { closeContexts, launchBrowser, openSignedIn, screenshot, type SignedInPage } from '../helpers/browser.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
@@ -46,24 +46,18 @@ afterAll(async () => {
 }, 120_000);
 
 /** Signed in as the admin with the first session open; page errors are collected for the test to check. */
-async function openSession(opts: BrowserContextOptions): Promise<{ page: Page; errors: string[] }> {
-  const ctx = await browser.newContext(opts);
-  ctx.setDefaultTimeout(30_000);
-  contexts.push(ctx);
-  const page = await ctx.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  // The page itself is saved by closeContexts, which runs first.
-  onTestFailed(({ task }) => {
-    console.error(`${task.name}: ${page.url()}\n${running.log.slice(-60).join('\n')}`);
+async function openSession(opts: BrowserContextOptions): Promise<SignedInPage> {
+  const signed = await openSignedIn({
+    browser,
+    contexts,
+    options: opts,
+    url: `${stack.url}/sessions/${sessions[0]!.id}`,
+    user: { username: stack.admin.username, password: stack.admin.password },
+    stackLog: () => running.log,
   });
-  await page.goto(`${stack.url}/sessions/${sessions[0]!.id}`);
-  await page.getByLabel('Username').fill(stack.admin.username);
-  await page.getByLabel('Password').fill(stack.admin.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: sessions[0]!.title, level: 1 }).waitFor();
-  await sessionLink(page, sessions[1]!.title).waitFor({ state: 'attached' });
-  return { page, errors };
+  await signed.page.getByRole('heading', { name: sessions[0]!.title, level: 1 }).waitFor();
+  await sessionLink(signed.page, sessions[1]!.title).waitFor({ state: 'attached' });
+  return signed;
 }
 
 const nav = (page: Page) => page.getByRole('navigation', { name: 'Sessions' });

@@ -5,9 +5,9 @@
 // range up to date. On the same stack: a provider failure in the chat reads as plain words, with
 // no variable name, host or port, on the page and in the session's events.
 import type { Browser, BrowserContext, BrowserContextOptions, Page, Route } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../scripts/start.ts';
-import { closeContexts, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { closeContexts, launchBrowser, openSignedIn, screenshot, type SignedInPage } from '../helpers/browser.ts';
 import { Api } from '../helpers/sse-client.ts';
 import { STACK_READY_MS, startTestStack, type TestStack } from '../helpers/test-stack.ts';
 
@@ -80,29 +80,22 @@ async function signedIn(
   opts: BrowserContextOptions = DESKTOP,
   beforeSignIn?: (page: Page) => Promise<unknown>,
   background = true,
-): Promise<{ page: Page; errors: string[] }> {
-  const ctx = await browser.newContext(opts);
-  ctx.setDefaultTimeout(30_000);
-  contexts.push(ctx);
-  const page = await ctx.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  // The page itself is saved by closeContexts, which runs first.
-  onTestFailed(({ task }) => {
-    console.error(`${task.name}: ${page.url()}\n${running.log.slice(-60).join('\n')}`);
+): Promise<SignedInPage> {
+  return openSignedIn({
+    browser,
+    contexts,
+    options: opts,
+    url: `${stack.url}/`,
+    user,
+    stackLog: () => running.log,
+    beforeSignIn: async (page) => {
+      // A tab in the background: the list's 15 s timer refreshes nothing, so every request a test
+      // sees is one it caused (a Retry, a focus, a button) and a broken one cannot hide behind it.
+      if (background)
+        await page.addInitScript(() => Object.defineProperty(document, 'visibilityState', { get: () => 'hidden' }));
+      await beforeSignIn?.(page);
+    },
   });
-  if (background) {
-    // A tab in the background: the list's 15 s timer refreshes nothing, so every request a test
-    // sees is one it caused (a Retry, a focus, a button) and a broken one cannot hide behind it.
-    await page.addInitScript(() => Object.defineProperty(document, 'visibilityState', { get: () => 'hidden' }));
-  }
-  await beforeSignIn?.(page);
-  await page.goto(`${stack.url}/`);
-  await page.getByLabel('Username').fill(user.username);
-  await page.getByLabel('Password').fill(user.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return { page, errors };
 }
 
 const nav = (page: Page) => page.getByRole('navigation', { name: 'Sessions' });
