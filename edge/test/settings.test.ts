@@ -240,13 +240,22 @@ describe('PUT /api/admin/settings', () => {
       expectError(await call(app, 'PUT', '/api/admin/settings', { token, body }), 400, 'invalid_request');
     expect((await bad({})).message).toMatch(/at least one/);
     expect((await bad({ llmBacknd: 'pi' })).field).toBe('llmBacknd');
-    expect((await bad({ sessionIdleMinutes: 0 })).field).toBe('sessionIdleMinutes');
+    expect(await bad({ sessionIdleMinutes: 0 })).toMatchObject({
+      field: 'sessionIdleMinutes',
+      message: 'sessionIdleMinutes: must be a whole number from 1 to 1440',
+    });
     expect((await bad({ sessionIdleMinutes: 24 * 60 + 1 })).field).toBe('sessionIdleMinutes');
     expect((await bad({ sessionIdleMinutes: 1.5 })).field).toBe('sessionIdleMinutes');
     expect((await bad({ sessionIdleMinutes: '15' })).field).toBe('sessionIdleMinutes');
     expect((await bad({ unusedRunnerIdleMinutes: 0 })).field).toBe('unusedRunnerIdleMinutes');
     expect((await bad({ unusedRunnerIdleMinutes: 2.5 })).field).toBe('unusedRunnerIdleMinutes');
-    expect((await bad({ maxMessageBytes: 11 * 1024 * 1024 })).field).toBe('maxMessageBytes');
+    expect(await bad({ maxMessageBytes: 11 * 1024 * 1024 })).toMatchObject({
+      field: 'maxMessageBytes',
+      message: 'maxMessageBytes: must be a whole number from 1024 to 10485760',
+    });
+    expect((await bad({ workspaceMaxFiles: 'many' })).message).toBe(
+      'workspaceMaxFiles: must be a whole number from 1 to 100000',
+    );
     expect((await bad({ defaultModel: { gpt: 'x' } })).field).toBe('defaultModel.gpt');
     expect((await bad({ defaultModel: { pi: 'has spaces' } })).field).toBe('defaultModel.pi');
     const cross = await bad({ sessionMaxMinutes: 10 });

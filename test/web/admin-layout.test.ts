@@ -312,7 +312,7 @@ describe('the admin console in Chromium', () => {
     await amount.fill('20');
     await unit.selectOption('MiB');
     await save.click();
-    await expect.poll(alerts).toEqual(['Largest message: must be at most 10 MiB']);
+    await expect.poll(alerts).toEqual(['Largest message: must be from 1 KiB to 10 MiB']);
     expect(await settings()).toMatchObject({ maxMessageBytes: 2.5 * MiB });
     await amount.fill('2.5');
 

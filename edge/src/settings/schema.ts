@@ -39,7 +39,11 @@ const SETTINGS_BOUNDS = {
   approvalTimeoutSeconds: APPROVAL_TIMEOUT_BOUNDS,
 } as const;
 
-const int = (b: { min: number; max: number }) => z.number().int().min(b.min).max(b.max);
+/** A whole number within `b`; a refusal names the bounds, so a script's author need not look them up. */
+const int = (b: { min: number; max: number }) => {
+  const message = `must be a whole number from ${b.min} to ${b.max}`;
+  return z.number({ error: message }).int(message).min(b.min, message).max(b.max, message);
+};
 
 const DefaultModelSchema = z
   .object({

@@ -91,8 +91,9 @@ export function limitError(err: ApiError): string | null {
   const f = LIMIT_FIELDS.find((x) => x.key === err.field);
   if (f === undefined) return null;
   let text = err.message.replace(`${f.key}: `, '');
-  const bound = /^Too (?:big|small): expected number to be ([<>]=)(\d+)$/.exec(text);
-  if (bound !== null) text = `must be ${bound[1] === '<=' ? 'at most' : 'at least'} ${amountOf(f, Number(bound[2]))}`;
+  // The edge's bound refusal (edge/src/settings/schema.ts), its numbers in the field's units.
+  const bound = /^must be a whole number from (\d+) to (\d+)$/.exec(text);
+  if (bound !== null) text = `must be from ${amountOf(f, Number(bound[1]))} to ${amountOf(f, Number(bound[2]))}`;
   // A rule between two limits names the other by its API name and value: "sessionIdleMinutes (15)".
   for (const other of LIMIT_FIELDS) {
     text = text.replace(
