@@ -219,7 +219,7 @@ describe('the chat page layout', () => {
     // One long paragraph without a line break grows it too, by the lines it wraps into.
     await box.fill('');
     await expect.poll(height).toBe(empty);
-    await page.keyboard.insertText('A long paragraph pasted without any line break at all. '.repeat(12));
+    await page.keyboard.insertText('A long paragraph pasted without a single line break in it. '.repeat(12));
     await expect.poll(height).toBeGreaterThanOrEqual(empty + 40);
     await screenshot(page, 'chat-layout-composer-wrapped');
     expect(errors).toEqual([]);
