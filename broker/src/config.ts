@@ -4,9 +4,7 @@
 import { commaList, EcsLaunchSettingsShape, launchSettingsOf, type IdentityEndpoint } from '@switchyard/protocol';
 import { z } from 'zod';
 import type { BrokerRules } from './rules.ts';
-
-/** The ceiling when the deployment names none: far above a small team's sessions and a full pool. */
-export const DEFAULT_MAX_RUNNING_TASKS = 200;
+import { MAX_RUNNING_TASKS_RANGE, MAX_RUNNING_TASKS_RULE, maxRunningTasksProblem } from './running-cap.ts';
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
@@ -35,11 +33,9 @@ const BrokerEnvSchema = z.object({
    * past it is refused.
    */
   MAX_RUNNING_TASKS: z.coerce
-    .number({ error: 'must be a whole number from 1 to 5000' })
-    .int('must be a whole number from 1 to 5000')
-    .min(1, 'must be a whole number from 1 to 5000')
-    .max(5000, 'must be a whole number from 1 to 5000')
-    .default(DEFAULT_MAX_RUNNING_TASKS),
+    .number({ error: MAX_RUNNING_TASKS_RULE })
+    .refine((v) => maxRunningTasksProblem(v) === null, MAX_RUNNING_TASKS_RULE)
+    .default(MAX_RUNNING_TASKS_RANGE.default),
   /** `1` only in the local stack, whose tests clone repositories from loopback hosts. */
   ALLOW_LOOPBACK_REPOSITORIES: z.literal('1').optional(),
 });

@@ -9,6 +9,21 @@ export interface TaskPage {
   nextToken?: string | undefined;
 }
 
+/**
+ * The ceilings a deployment may set (`MAX_RUNNING_TASKS`, the stack's `maxRunners`) and the one it
+ * gets by default: far above a small team's sessions and a full pool.
+ */
+export const MAX_RUNNING_TASKS_RANGE = { min: 1, max: 5000, default: 200 } as const;
+
+/** What a ceiling must be, as a refusal says it. */
+export const MAX_RUNNING_TASKS_RULE = `must be a whole number from ${MAX_RUNNING_TASKS_RANGE.min} to ${MAX_RUNNING_TASKS_RANGE.max}`;
+
+/** Why `value` is no ceiling, or null when it is one. */
+export function maxRunningTasksProblem(value: number): string | null {
+  const { min, max } = MAX_RUNNING_TASKS_RANGE;
+  return Number.isInteger(value) && value >= min && value <= max ? null : MAX_RUNNING_TASKS_RULE;
+}
+
 /** ListTasks' largest page. */
 export const LIST_PAGE_SIZE = 100;
 

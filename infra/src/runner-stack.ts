@@ -15,6 +15,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import type { Construct } from 'constructs';
+import { maxRunningTasksProblem } from '@switchyard/launch-broker';
 import { RUNNER_CONNECT_PATH } from '@switchyard/protocol';
 import { checkEgressDomains, EgressDnsFirewall, egressAllowList } from './egress-firewall.ts';
 import {
@@ -48,7 +49,7 @@ export interface RunnerStackProps extends StackProps {
   egressDomains?: readonly string[];
   /**
    * The most runner tasks the cluster may have running or starting; the broker refuses a RunTask
-   * past it (broker/src/running-cap.ts). Default: the broker's, 200.
+   * past it (broker/src/running-cap.ts). Default: the broker's (`MAX_RUNNING_TASKS_RANGE`).
    */
   maxRunners?: number;
 }
@@ -105,11 +106,10 @@ export function checkModelUrl(value: string): string {
   return value;
 }
 
-/** `value` if it is a ceiling the broker takes (a whole number from 1 to 5000). */
+/** `value` if it is a ceiling the broker takes (broker/src/running-cap.ts). */
 export function checkMaxRunners(value: number): number {
-  if (!Number.isInteger(value) || value < 1 || value > 5000) {
-    throw new Error(`maxRunners must be a whole number from 1 to 5000; got ${JSON.stringify(value)}`);
-  }
+  const problem = maxRunningTasksProblem(value);
+  if (problem !== null) throw new Error(`maxRunners ${problem}; got ${JSON.stringify(value)}`);
   return value;
 }
 
